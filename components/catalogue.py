@@ -1,0 +1,147 @@
+"""Catalogues of fixed facts: GPU machine shapes, Managed Lustre tiers, Ray framework images.
+
+Pure data with no Pulumi import, so the `jobs` CLI and the policy pack can share it.
+Each entry names its source; change a value here and every layer that uses it follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MachineSpec:
+    """One GPU machine type and what the layers above need to know about it."""
+
+    machine_type: str
+    accelerator_type: str
+    gpus_per_node: int
+    # A4 and A3 Ultra boot only from Hyperdisk (cluster-toolkit gke-a4 / gke-a3-ultragpu blueprints).
+    boot_disk_type: str
+    boot_disk_size_gb: int
+    # What a Ray worker pod may request: the node's allocatable minus system daemons, as in the
+    # kubernetes-engine-samples verl / NeMo RL RayClusters (206-220 CPU, 2400-2800Gi).
+    worker_cpu: int
+    worker_memory_gib: int
+    shm_size_gib: int
+    # NCCL tuner file shipped by the gIB plugin (GoogleCloudPlatform/container-engine-accelerators).
+    nccl_tuner_config: str
+    # Minimum GKE version for RDMA on this machine (AI Hypercomputer custom-cluster doc).
+    min_gke_version_for_rdma: str
+
+
+MACHINES: dict[str, MachineSpec] = {
+    "a4-highgpu-8g": MachineSpec(
+        machine_type="a4-highgpu-8g",
+        accelerator_type="nvidia-b200",
+        gpus_per_node=8,
+        boot_disk_type="hyperdisk-balanced",
+        boot_disk_size_gb=200,
+        worker_cpu=200,
+        worker_memory_gib=2800,
+        shm_size_gib=250,
+        nccl_tuner_config="/usr/local/gib/configs/tuner_config_a4.txtpb",
+        min_gke_version_for_rdma="1.32.2-gke.1475000",
+    ),
+    "a3-ultragpu-8g": MachineSpec(
+        machine_type="a3-ultragpu-8g",
+        accelerator_type="nvidia-h200-141gb",
+        gpus_per_node=8,
+        boot_disk_type="hyperdisk-balanced",
+        boot_disk_size_gb=200,
+        worker_cpu=200,
+        worker_memory_gib=2400,
+        shm_size_gib=250,
+        nccl_tuner_config="/usr/local/gib/configs/tuner_config_a3u.txtpb",
+        min_gke_version_for_rdma="1.31.4-gke.1183000",
+    ),
+}
+
+# The gIB NCCL plugin image installed on RDMA GPU nodes; one pin per machine type so an
+# upgrade can be rolled out to one fleet at a time (cluster-toolkit pins v1.1.0 for both).
+NCCL_GIB_INSTALLER_IMAGES: dict[str, str] = {
+    "a4-highgpu-8g": "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0",
+    "a3-ultragpu-8g": "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0",
+}
+
+
+@dataclass(frozen=True)
+class LustreTier:
+    """Capacity rules of one Managed Lustre performance tier (MB/s per TiB)."""
+
+    throughput: int
+    min_gib: int
+    max_gib: int
+    step_gib: int
+    # Above this capacity the step grows to `large_step_gib`; an instance cannot grow across it.
+    small_step_limit_gib: int
+    large_step_gib: int
+
+    def allows(self, capacity_gib: int) -> bool:
+        if not self.min_gib <= capacity_gib <= self.max_gib:
+            return False
+        if capacity_gib <= self.small_step_limit_gib:
+            return capacity_gib % self.step_gib == 0
+        return (capacity_gib - self.small_step_limit_gib) % self.large_step_gib == 0
+
+    def describe(self) -> str:
+        if self.small_step_limit_gib >= self.max_gib:
+            return f"{self.min_gib}..{self.max_gib} GiB in steps of {self.step_gib}"
+        return (
+            f"{self.min_gib}..{self.small_step_limit_gib} GiB in steps of {self.step_gib}, "
+            f"then up to {self.max_gib} in steps of {self.large_step_gib}"
+        )
+
+
+# Managed Lustre "Performance tiers" and "Increase capacity" docs (current revision, 2026).
+LUSTRE_TIERS: dict[int, LustreTier] = {
+    1000: LustreTier(1000, 9_000, 10_008_000, 9_000, 1_530_000, 72_000),
+    500: LustreTier(500, 18_000, 20_016_000, 18_000, 3_060_000, 144_000),
+    250: LustreTier(250, 36_000, 40_032_000, 36_000, 6_120_000, 288_000),
+    125: LustreTier(125, 72_000, 12_240_000, 72_000, 12_240_000, 72_000),
+}
+
+# Managed Lustre's LNet port when the instance is *not* in GKE-support mode. We keep the
+# instance on 988 and the cluster's Lustre CSI driver off the legacy port (6988): the two must
+# agree or mounts fail with "Is the MGS running?" (lustre-csi-driver#104; GKE API
+# LustreCsiDriverConfig.enable_legacy_lustre_port).
+LUSTRE_LNET_PORT = 988
+# Nodes mount on port 988 without the legacy-port setting from this GKE version on.
+MIN_GKE_VERSION_FOR_LUSTRE_PORT_988 = "1.33.2-gke.4655000"
+
+
+@dataclass(frozen=True)
+class FrameworkSpec:
+    """A Ray image for one RL framework, with the Ray version it ships."""
+
+    name: str
+    version: str
+    image: str
+    ray_version: str
+    source: str
+
+
+FRAMEWORKS: dict[str, FrameworkSpec] = {
+    "nemo-rl": FrameworkSpec(
+        name="nemo-rl",
+        version="0.4.0",
+        image="nvcr.io/nvidia/nemo-rl:v0.4.0",
+        ray_version="2.46.0",
+        source="NVIDIA-NeMo/RL v0.4.0 uv.lock pins ray 2.46.0; image is the first NGC release",
+    ),
+    "verl": FrameworkSpec(
+        name="verl",
+        version="0.6.0",
+        image="verlai/verl:vllm011.latest",
+        ray_version="2.47.0",
+        source=(
+            "kubernetes-engine-samples ai-ml/verl-on-gke pairs verlai/verl:vllm011.latest with "
+            "rayVersion 2.47.0; verl does not pin Ray, so check `ray --version` in the image"
+        ),
+    ),
+}
+
+# The Ray dashboard / Jobs API port and the per-node metrics port KubeRay names `metrics`
+# (kuberay ray-operator/controllers/ray/utils/constant.go).
+RAY_DASHBOARD_PORT = 8265
+RAY_METRICS_PORT = 8080

@@ -1,0 +1,383 @@
+"""The stack's one typed, validated configuration: parsed from Pulumi config once, at the edge.
+
+Every rule lives here, so a bad stack file fails before any resource is registered, with one
+`ConfigError` that names each bad key (as the user writes it: `rl-on-gke:lustre.capacityGib`),
+the value found and what is allowed. Components never read `pulumi.Config` themselves.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from components.catalogue import LUSTRE_TIERS, MACHINES, MIN_GKE_VERSION_FOR_LUSTRE_PORT_988
+
+NAMESPACE = "rl-on-gke"
+SECRET_KEYS = ("hfToken", "wandbApiKey")
+
+_GCP_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_PROJECT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+_REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+_FILESYSTEM = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,7}$")
+_RESERVATION = re.compile(
+    r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+    r"(/reservationBlocks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)?$"
+)
+_GKE_VERSION = re.compile(r"^1\.(\d+)(\.(\d+)(-gke\.(\d+))?)?$")
+
+
+class ConfigError(ValueError):
+    """Every problem of a stack's configuration, one per line."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"invalid stack configuration ({len(problems)} problem(s)):\n{lines}")
+
+
+def _rule(field: str, value: Any, allowed: str) -> PydanticCustomError:
+    """A cross-field violation that the formatter attributes to `field` inside its model."""
+    return PydanticCustomError(
+        "config_rule", "{allowed}", {"field": field, "value": value, "allowed": allowed}
+    )
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class GpuSettings(_Settings):
+    machine_type: str
+    node_count: int = Field(ge=1, le=64)
+    provisioning: Literal["spot", "reservation", "on-demand"] = "spot"
+    reservation: str | None = None
+    compact_placement: bool = False
+
+    @field_validator("machine_type")
+    @classmethod
+    def _known_machine(cls, value: str) -> str:
+        if value not in MACHINES:
+            raise ValueError(f"must be one of {', '.join(sorted(MACHINES))}")
+        return value
+
+    @field_validator("reservation")
+    @classmethod
+    def _reservation_name(cls, value: str | None) -> str | None:
+        if value is not None and not _RESERVATION.match(value):
+            raise ValueError(
+                "must be a reservation name, or projects/<project>/reservations/<name>"
+                "[/reservationBlocks/<block>]"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _reservation_only_for_reservation(self) -> GpuSettings:
+        # Spot and on-demand pools must not consume reservations (GKE rejects spot with
+        # SPECIFIC_RESERVATION; cluster-toolkit gke-node-pool precondition).
+        if self.provisioning == "reservation" and not self.reservation:
+            raise _rule("reservation", None, "required when provisioning is 'reservation'")
+        if self.provisioning != "reservation" and self.reservation:
+            raise _rule(
+                "reservation",
+                self.reservation,
+                f"only allowed with provisioning 'reservation' (provisioning is "
+                f"'{self.provisioning}')",
+            )
+        return self
+
+    @property
+    def machine(self):
+        return MACHINES[self.machine_type]
+
+
+class LustreSettings(_Settings):
+    per_unit_storage_throughput: int
+    capacity_gib: int
+    filesystem: str = "lustrefs"
+    protect: bool = True
+
+    @field_validator("per_unit_storage_throughput")
+    @classmethod
+    def _known_tier(cls, value: int) -> int:
+        if value not in LUSTRE_TIERS:
+            raise ValueError(f"must be one of {', '.join(map(str, sorted(LUSTRE_TIERS)))} (MB/s per TiB)")
+        return value
+
+    @field_validator("capacity_gib")
+    @classmethod
+    def _capacity_fits_tier(cls, value: int, info: ValidationInfo) -> int:
+        tier = LUSTRE_TIERS.get(info.data.get("per_unit_storage_throughput"))
+        if tier is not None and not tier.allows(value):
+            raise ValueError(f"at {tier.throughput} MB/s/TiB must be {tier.describe()}")
+        return value
+
+    @field_validator("filesystem")
+    @classmethod
+    def _filesystem_name(cls, value: str) -> str:
+        # Lustre API: "eight characters or less and can only contain letters and numbers";
+        # the CSI reference adds "beginning with an alphabetic character".
+        if not _FILESYSTEM.match(value):
+            raise ValueError("must be 1-8 letters or digits, starting with a letter")
+        return value
+
+
+class AuthorizedNetwork(_Settings):
+    cidr_block: str
+    display_name: str = "authorized"
+
+    @field_validator("cidr_block")
+    @classmethod
+    def _not_the_internet(cls, value: str) -> str:
+        network = _parse_cidr(value)
+        if network.prefixlen == 0:
+            raise ValueError("must not open the control plane to the whole internet; use your own CIDR")
+        return str(network)
+
+
+def _parse_cidr(value: str) -> ipaddress.IPv4Network:
+    try:
+        return ipaddress.IPv4Network(value, strict=True)
+    except ValueError as err:
+        raise ValueError(f"must be an IPv4 CIDR with no host bits set ({err})") from None
+
+
+class NetworkSettings(_Settings):
+    """Address plan. Defaults follow cluster-toolkit's A4 / A3 Ultra blueprints."""
+
+    main_subnet_cidr: str = "192.168.0.0/18"
+    pods_cidr: str = "10.4.0.0/14"
+    services_cidr: str = "10.0.32.0/20"
+    gvnic_subnet_cidr: str = "192.168.64.0/18"
+    # Split into eight equal subnets, one per RDMA NIC (cluster-toolkit gpu-rdma-vpc).
+    rdma_cidr: str = "192.168.128.0/18"
+    # Private Service Access range for Managed Lustre; the Lustre doc reserves a /20 so several
+    # instances fit, and each needs a contiguous /24 or larger.
+    psa_cidr: str = "10.16.0.0/20"
+    control_plane_cidr: str = "172.16.0.32/28"
+
+    @field_validator(
+        "main_subnet_cidr", "pods_cidr", "services_cidr", "gvnic_subnet_cidr", "psa_cidr"
+    )
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        return str(_parse_cidr(value))
+
+    @field_validator("rdma_cidr")
+    @classmethod
+    def _rdma_cidr(cls, value: str) -> str:
+        network = _parse_cidr(value)
+        if network.prefixlen > 26:
+            raise ValueError("must be /26 or larger so it splits into 8 subnets of at least /29")
+        return str(network)
+
+    @field_validator("control_plane_cidr")
+    @classmethod
+    def _control_plane_cidr(cls, value: str) -> str:
+        network = _parse_cidr(value)
+        if network.prefixlen != 28:
+            raise ValueError("must be a /28 (GKE private cluster master_ipv4_cidr_block)")
+        return str(network)
+
+    @model_validator(mode="after")
+    def _no_overlaps(self) -> NetworkSettings:
+        ranges = self.named_ranges()
+        names = list(ranges)
+        for i, first in enumerate(names):
+            for second in names[i + 1 :]:
+                if ranges[first].overlaps(ranges[second]):
+                    raise _rule(
+                        first,
+                        str(ranges[first]),
+                        f"overlaps {to_camel(second)} {ranges[second]}; every range must be distinct",
+                    )
+        return self
+
+    def named_ranges(self) -> dict[str, ipaddress.IPv4Network]:
+        return {name: ipaddress.IPv4Network(getattr(self, name)) for name in type(self).model_fields}
+
+    def rdma_subnet_cidrs(self) -> list[str]:
+        return [str(s) for s in ipaddress.IPv4Network(self.rdma_cidr).subnets(prefixlen_diff=3)]
+
+
+class ClusterSettings(_Settings):
+    release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
+    # A fuzzy version ("1.35") lets GKE pick the newest patch of that minor.
+    min_master_version: str = "1.35"
+    system_machine_type: str = "n2-standard-16"
+    system_node_count: int = Field(default=1, ge=1, le=10)
+    deletion_protection: bool = False
+
+    @field_validator("min_master_version")
+    @classmethod
+    def _supports_every_feature(cls, value: str) -> str:
+        floor = _version_tuple(MIN_GKE_VERSION_FOR_LUSTRE_PORT_988)
+        parsed = _version_tuple(value)
+        if parsed is None:
+            raise ValueError("must look like 1.35, 1.35.1 or 1.35.1-gke.1234000")
+        # A fuzzy minor version resolves to its newest patch, so compare only what was given.
+        if parsed < floor[: len(parsed)]:
+            raise ValueError(
+                f"must be at least {MIN_GKE_VERSION_FOR_LUSTRE_PORT_988} (Lustre on port 988 "
+                "without the legacy port; RDMA on A4 needs 1.32.2-gke.1475000)"
+            )
+        return value
+
+    @field_validator("system_machine_type")
+    @classmethod
+    def _machine_name(cls, value: str) -> str:
+        if not _GCP_NAME.match(value):
+            raise ValueError("must be a Compute Engine machine type such as n2-standard-16")
+        return value
+
+
+def _version_tuple(value: str) -> tuple[int, ...] | None:
+    match = _GKE_VERSION.match(value)
+    if not match:
+        return None
+    parts = [1, int(match.group(1))]
+    if match.group(3) is not None:
+        parts.append(int(match.group(3)))
+    if match.group(5) is not None:
+        parts.append(int(match.group(5)))
+    return tuple(parts)
+
+
+class RaySettings(_Settings):
+    framework: Literal["nemo-rl", "verl"] = "nemo-rl"
+    namespace: str = "rl"
+    head_cpu: int = Field(default=8, ge=2, le=64)
+    head_memory_gib: int = Field(default=32, ge=8, le=512)
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not _GCP_NAME.match(value) or len(value) > 63:
+            raise ValueError("must be a Kubernetes namespace name (lowercase letters, digits, '-')")
+        return value
+
+
+class StackConfig(_Settings):
+    """What one stack builds. Field names are snake_case; the stack file uses camelCase."""
+
+    project: str
+    region: str
+    zone: str
+    name_prefix: str
+    gpu: GpuSettings
+    lustre: LustreSettings
+    authorized_networks: list[AuthorizedNetwork] = Field(min_length=1)
+    network: NetworkSettings = NetworkSettings()
+    cluster: ClusterSettings = ClusterSettings()
+    ray: RaySettings = RaySettings()
+
+    @field_validator("project")
+    @classmethod
+    def _project_id(cls, value: str) -> str:
+        if not _PROJECT_ID.match(value):
+            raise ValueError("must be a GCP project id: 6-30 lowercase letters, digits or '-', starting with a letter")
+        return value
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        if not _REGION.match(value):
+            raise ValueError("must be a GCP region such as us-east1")
+        return value
+
+    @field_validator("zone")
+    @classmethod
+    def _zone_in_region(cls, value: str, info: ValidationInfo) -> str:
+        region = info.data.get("region")
+        if region and not re.fullmatch(re.escape(region) + r"-[a-z]", value):
+            raise ValueError(f"must be a zone of region {region}, such as {region}-b")
+        if not re.fullmatch(r"[a-z]+-[a-z]+[0-9]+-[a-z]", value):
+            raise ValueError("must be a GCP zone such as us-east1-b")
+        return value
+
+    @field_validator("name_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        # Longest derived name is "<prefix>-rdma-sub-7" and GKE cluster names stop at 40 chars.
+        if not _GCP_NAME.match(value) or len(value) > 20:
+            raise ValueError("must be 1-20 lowercase letters, digits or '-', starting with a letter")
+        return value
+
+    @property
+    def cluster_name(self) -> str:
+        return f"{self.name_prefix}-gke"
+
+    @property
+    def lustre_instance_id(self) -> str:
+        return f"{self.name_prefix}-lustre"
+
+
+# Where each top-level field comes from in the stack file.
+_PULUMI_KEYS = {"project": "gcp:project", "region": "gcp:region"}
+
+
+def pulumi_key(loc: tuple[Any, ...]) -> str:
+    """The key a user writes in the stack file for a pydantic error location."""
+    head, *rest = [str(part) for part in loc]
+    top = _PULUMI_KEYS.get(head, f"{NAMESPACE}:{to_camel(head)}")
+    path = top
+    for part in rest:
+        path += f"[{part}]" if part.isdigit() else f".{to_camel(part)}"
+    return path
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    loc = tuple(error["loc"])
+    value = error.get("input")
+    ctx = error.get("ctx") or {}
+    message = error["msg"]
+    if error["type"] == "config_rule":
+        loc = loc + (ctx["field"],)
+        value = ctx["value"]
+        message = ctx["allowed"]
+    elif error["type"] == "missing":
+        return f"{pulumi_key(loc)}: required but not set"
+    elif error["type"] == "extra_forbidden":
+        return f"{pulumi_key(loc)}: unknown key (check its spelling against the config reference in README.md)"
+    message = message.removeprefix("Value error, ")
+    shown = "<unset>" if value is None else repr(value)
+    return f"{pulumi_key(loc)} = {shown}: {message}"
+
+
+def parse_stack_config(raw: Mapping[str, Any]) -> StackConfig:
+    """Validate a raw (camelCase) config mapping, or raise one ConfigError listing every problem."""
+    try:
+        return StackConfig.model_validate(dict(raw))
+    except ValidationError as err:
+        raise ConfigError([_describe(e) for e in err.errors()]) from None
+
+
+def raw_config_from_pulumi(
+    get: Callable[[str, str], Any], stack: str
+) -> dict[str, Any]:
+    """Gather the raw config through `get(namespace, key)`; separated so tests need no engine."""
+    raw: dict[str, Any] = {
+        "project": get("gcp", "project"),
+        "region": get("gcp", "region"),
+        "namePrefix": get(NAMESPACE, "namePrefix") or f"rl-{stack}",
+    }
+    for key in ("zone", "gpu", "lustre", "authorizedNetworks", "network", "cluster", "ray"):
+        value = get(NAMESPACE, key)
+        if value is not None:
+            raw[key] = value
+    return {k: v for k, v in raw.items() if v is not None}

@@ -1,0 +1,253 @@
+"""Runs the Pulumi program under Pulumi's mock runtime and records everything it registers.
+
+This is an offline rendering, not a cloud preview: no credentials, network or Pulumi CLI are
+used, and provider-computed values (IPs, endpoints, emails) are stand-ins made up by
+`OfflineMocks`. Tests, `tools.plan`, `tools.plan_diff` and the policy tests all read this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import runpy
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import rpc
+from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
+from pulumi.runtime.stack import run_in_stack
+from pulumi.runtime.sync_await import _sync_await
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = "rl-on-gke"
+SECRET_MASK = "[secret]"
+
+
+class SecretValue:
+    """A value the program marked secret; `str()` never shows it."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return SECRET_MASK
+
+
+def _unwrap(value: Any) -> Any:
+    """Deserialized RPC values -> plain Python, with secrets kept as SecretValue."""
+    if rpc.is_rpc_secret(value):
+        return SecretValue(_unwrap(rpc.unwrap_rpc_secret(value)))
+    if isinstance(value, dict):
+        return {k: _unwrap(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unwrap(v) for v in value]
+    return value
+
+
+def masked(value: Any) -> Any:
+    """A JSON-safe copy with every secret replaced by the mask."""
+    if isinstance(value, SecretValue):
+        return SECRET_MASK
+    if isinstance(value, dict):
+        return {k: masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [masked(v) for v in value]
+    return value
+
+
+def plain_strings(value: Any) -> Iterator[str]:
+    """Every string outside a secret, for checking that no token leaked in clear."""
+    if isinstance(value, SecretValue):
+        return
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from plain_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from plain_strings(item)
+
+
+@dataclass
+class RenderedResource:
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    dependencies: list[str]
+    protect: bool
+    retain_on_delete: bool
+    deleted_with: str
+    provider: str
+
+    @property
+    def is_component(self) -> bool:
+        return not self.custom
+
+
+@dataclass
+class Rendering:
+    stack: str
+    resources: list[RenderedResource] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    def of_type(self, type_: str) -> list[RenderedResource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def one(self, type_: str, name_suffix: str = "") -> RenderedResource:
+        found = [r for r in self.of_type(type_) if r.name.endswith(name_suffix)]
+        if len(found) != 1:
+            raise LookupError(f"expected one {type_} named *{name_suffix}, found {[r.name for r in found]}")
+        return found[0]
+
+    def by_urn(self, urn: str) -> RenderedResource:
+        return next(r for r in self.resources if r.urn == urn)
+
+    def custom_resources(self) -> list[RenderedResource]:
+        return [r for r in self.resources if r.custom]
+
+
+class OfflineMocks(Mocks):
+    """Stand-ins for the values a real provider would compute."""
+
+    def __init__(self) -> None:
+        self.psa_base: ipaddress.IPv4Address | None = None
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        inputs = dict(args.inputs)
+        outputs = dict(inputs)
+        name = inputs.get("name", args.name)
+        project = inputs.get("project", "offline-project")
+        typ = args.typ
+        resource_id = f"{args.name}-id"
+        if typ in ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork"):
+            kind = "networks" if typ.endswith("Network") else f"regions/{inputs.get('region')}/subnetworks"
+            resource_id = f"projects/{project}/{'global/' if kind == 'networks' else ''}{kind}/{name}"
+            outputs["selfLink"] = f"https://www.googleapis.com/compute/v1/{resource_id}"
+        elif typ == "gcp:compute/globalAddress:GlobalAddress" and inputs.get("address"):
+            self.psa_base = ipaddress.IPv4Address(inputs["address"])
+        elif typ == "gcp:serviceaccount/account:Account":
+            outputs["email"] = f"{inputs['accountId']}@{project}.iam.gserviceaccount.com"
+            outputs["member"] = f"serviceAccount:{outputs['email']}"
+        elif typ == "gcp:container/cluster:Cluster":
+            outputs["endpoint"] = "203.0.113.10"
+            outputs["masterAuth"] = {"clusterCaCertificate": "T0ZGTElORS1DQQ=="}
+            resource_id = f"projects/{project}/locations/{inputs.get('location')}/clusters/{name}"
+        elif typ == "gcp:lustre/instance:Instance":
+            ip = (self.psa_base or ipaddress.IPv4Address("10.0.0.0")) + 2
+            outputs["mountPoint"] = f"{ip}@tcp:/{inputs.get('filesystem')}"
+            resource_id = f"projects/{project}/locations/{inputs.get('location')}/instances/{inputs.get('instanceId')}"
+        outputs.setdefault("id", resource_id)
+        return resource_id, outputs
+
+    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], None]:
+        return {}, None
+
+
+class RecordingMonitor(MockMonitor):
+    """A mock monitor that also keeps parents, dependencies and resource options."""
+
+    def __init__(self, mocks: Mocks):
+        super().__init__(mocks)
+        self.rendering = Rendering(stack="")
+        self._stack_urn = ""
+
+    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            self._stack_urn = response.urn
+            return response
+        inputs = _unwrap(rpc.deserialize_properties(request.object))
+        state = self.resources[response.urn].state
+        self.rendering.resources.append(
+            RenderedResource(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent,
+                custom=request.custom,
+                inputs=inputs,
+                outputs=_unwrap(dict(state)),
+                dependencies=list(request.dependencies),
+                protect=request.protect,
+                retain_on_delete=request.retainOnDelete,
+                deleted_with=request.deletedWith,
+                provider=request.provider,
+            )
+        )
+        return response
+
+    def RegisterResourceOutputs(self, request):  # noqa: N802
+        if request.urn == self._stack_urn:
+            self.rendering.outputs = _unwrap(rpc.deserialize_properties(request.outputs))
+        return super().RegisterResourceOutputs(request)
+
+
+def _config_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def render(
+    config: Mapping[str, Any],
+    *,
+    stack: str = "test",
+    secret_keys: tuple[str, ...] = (),
+    program: Path = ROOT / "__main__.py",
+) -> Rendering:
+    """Run `program` under mocks with `config` (full keys, e.g. `rl-on-gke:gpu`) and record it.
+
+    Raises whatever the program raises (a ConfigError for bad config) after resetting the runtime.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    mocks = OfflineMocks()
+    monitor = RecordingMonitor(mocks)
+    monitor.rendering.stack = stack
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_all_config({k: _config_value(v) for k, v in config.items()}, list(secret_keys))
+    try:
+        _sync_await(run_in_stack(lambda: runpy.run_path(str(program), run_name="__main__")))
+        return monitor.rendering
+    finally:
+        pulumi.runtime.reset_options()
+        pulumi.runtime.set_all_config({}, [])
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+def load_stack_file(stack: str, root: Path = ROOT) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The `config:` block of `Pulumi.<stack>.yaml`, and which keys are `secure:` secrets.
+
+    Secure values are ciphertext only the user's secrets provider can open; offline they are
+    replaced by a placeholder that is still handled as a secret.
+    """
+    import yaml
+
+    path = root / f"Pulumi.{stack}.yaml"
+    if not path.exists():
+        stacks = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
+        raise FileNotFoundError(f"no stack file {path.name}; stacks here: {', '.join(stacks)}")
+    document = yaml.safe_load(path.read_text()) or {}
+    config: dict[str, Any] = {}
+    secret_keys: list[str] = []
+    for key, value in (document.get("config") or {}).items():
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            config[key] = "offline-placeholder-secret"
+            secret_keys.append(key)
+        else:
+            config[key] = value
+    return config, tuple(secret_keys)
