@@ -19,7 +19,8 @@ from typing import Any
 import pulumi
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
-from pulumi.runtime.stack import run_in_stack
+from pulumi.runtime.settings import get_root_resource
+from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,6 +197,16 @@ def _config_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def _run_program(program: Path) -> None:
+    runpy.run_path(str(program), run_name="__main__")
+    # set_mocks registered the root stack before the program ran; registering its outputs
+    # again is what records the program's `pulumi.export`s, as the real entry point does.
+    root = get_root_resource()
+    if root is not None:
+        root._outputs_registered = False
+        root._finish()
+
+
 def render(
     config: Mapping[str, Any],
     *,
@@ -215,7 +226,7 @@ def render(
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config({k: _config_value(v) for k, v in config.items()}, list(secret_keys))
     try:
-        _sync_await(run_in_stack(lambda: runpy.run_path(str(program), run_name="__main__")))
+        _sync_await(run_pulumi_func(lambda: _run_program(program)))
         return monitor.rendering
     finally:
         pulumi.runtime.reset_options()

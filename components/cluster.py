@@ -1,0 +1,233 @@
+"""The GKE cluster: its least-privilege node identity, control plane and on-demand system pool.
+
+The system pool is never spot: it hosts the Ray head, whose loss ends every running job
+(ray-project/ray#39787; reference grpo-jobs-and-ray.md 5.3).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.config import StackConfig
+from components.network import PODS_RANGE_NAME, SERVICES_RANGE_NAME
+
+SYSTEM_POOL_NAME = "system"
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+# What a node itself needs: ship logs and metrics, and pull images from Artifact Registry.
+# Training pods get their own identity through Workload Identity (components/k8s/identity.py).
+NODE_ROLES = (
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/monitoring.viewer",
+    "roles/stackdriver.resourceMetadata.writer",
+    "roles/artifactregistry.reader",
+)
+
+
+def node_service_account_args(config: StackConfig) -> dict[str, Any]:
+    return {
+        "account_id": f"{config.name_prefix}-nodes",
+        "project": config.project,
+        "display_name": f"rl-on-gke {config.name_prefix} GKE nodes",
+    }
+
+
+def node_security(service_account: pulumi.Input[str]) -> dict[str, Any]:
+    """Node settings shared by every pool: own service account, metadata server, secure boot."""
+    return {
+        "service_account": service_account,
+        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+        # GKE metadata server: pods see their Workload Identity, never the node's credentials.
+        "workload_metadata_config": {"mode": "GKE_METADATA"},
+        "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
+        "metadata": {"disable-legacy-endpoints": "true"},
+        "image_type": "COS_CONTAINERD",
+        "gvnic": {"enabled": True},
+    }
+
+
+def cluster_args(
+    config: StackConfig,
+    network: pulumi.Input[str],
+    subnetwork: pulumi.Input[str],
+    service_account: pulumi.Input[str],
+) -> dict[str, Any]:
+    return {
+        "name": config.cluster_name,
+        "project": config.project,
+        # Regional control plane (HA through upgrades), nodes in the GPU zone only.
+        "location": config.region,
+        "node_locations": [config.zone],
+        "network": network,
+        "subnetwork": subnetwork,
+        "networking_mode": "VPC_NATIVE",
+        "ip_allocation_policy": {
+            "cluster_secondary_range_name": PODS_RANGE_NAME,
+            "services_secondary_range_name": SERVICES_RANGE_NAME,
+        },
+        # Pools are managed separately; the default pool would otherwise run forever.
+        "remove_default_node_pool": True,
+        "initial_node_count": 1,
+        "node_config": node_security(service_account),
+        # Multi-networking requires Dataplane V2 (GKE multi-network docs).
+        "datapath_provider": "ADVANCED_DATAPATH",
+        "enable_multi_networking": True,
+        "private_cluster_config": {
+            "enable_private_nodes": True,
+            # The endpoint stays public but only for authorized networks, so `pulumi up` and
+            # kubectl can reach it from the deployer's machine (cluster-toolkit A4 blueprint).
+            "enable_private_endpoint": False,
+            "master_ipv4_cidr_block": config.network.control_plane_cidr,
+        },
+        "master_authorized_networks_config": {
+            "cidr_blocks": [
+                {"cidr_block": n.cidr_block, "display_name": n.display_name}
+                for n in config.authorized_networks
+            ],
+            "gcp_public_cidrs_access_enabled": False,
+        },
+        "workload_identity_config": {"workload_pool": f"{config.project}.svc.id.goog"},
+        "release_channel": {"channel": config.cluster.release_channel},
+        "min_master_version": config.cluster.min_master_version,
+        "enable_shielded_nodes": True,
+        "addons_config": {
+            "lustre_csi_driver_config": {"enabled": True, "enable_legacy_lustre_port": False},
+            "ray_operator_configs": [
+                {
+                    "enabled": True,
+                    "ray_cluster_logging_config": {"enabled": True},
+                    "ray_cluster_monitoring_config": {"enabled": True},
+                }
+            ],
+            "gce_persistent_disk_csi_driver_config": {"enabled": True},
+        },
+        "monitoring_config": {
+            "enable_components": ["SYSTEM_COMPONENTS", "DCGM"],
+            "managed_prometheus": {"enabled": True},
+        },
+        "logging_config": {"enable_components": ["SYSTEM_COMPONENTS", "WORKLOADS"]},
+        # pulumi-gcp defaults this to true, which makes `pulumi destroy` fail; the stack decides.
+        "deletion_protection": config.cluster.deletion_protection,
+    }
+
+
+def system_pool_args(
+    config: StackConfig, cluster: pulumi.Input[str], service_account: pulumi.Input[str]
+) -> dict[str, Any]:
+    return {
+        "name": SYSTEM_POOL_NAME,
+        "project": config.project,
+        "cluster": cluster,
+        "location": config.region,
+        "node_locations": [config.zone],
+        "node_count": config.cluster.system_node_count,
+        "node_config": {
+            **node_security(service_account),
+            "machine_type": config.cluster.system_machine_type,
+            "disk_type": "pd-balanced",
+            "disk_size_gb": 200,
+            "spot": False,
+            "labels": {"rl-on-gke/role": "system"},
+        },
+        "management": {"auto_repair": True, "auto_upgrade": True},
+    }
+
+
+def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
+    """A kubeconfig that authenticates with gke-gcloud-auth-plugin (no static credentials)."""
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": name,
+                "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate},
+            }
+        ],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+        "users": [
+            {
+                "name": name,
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "gke-gcloud-auth-plugin",
+                        "installHint": "Install it with `gcloud components install gke-gcloud-auth-plugin`.",
+                        "provideClusterInfo": True,
+                    }
+                },
+            }
+        ],
+    }
+    return json.dumps(document, indent=2)
+
+
+@dataclass(frozen=True)
+class GkeClusterArgs:
+    config: StackConfig
+    network: gcp.compute.Network
+    subnetwork: gcp.compute.Subnetwork
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """Node service account with minimal roles, the cluster, and the on-demand system pool."""
+
+    node_service_account: gcp.serviceaccount.Account
+    cluster: gcp.container.Cluster
+    system_pool: gcp.container.NodePool
+    system_pool_name: str
+    kubeconfig: pulumi.Output[str]
+
+    def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("rl-on-gke:gcp:GkeCluster", name, None, opts)
+        config = args.config
+        child = pulumi.ResourceOptions(parent=self)
+
+        self.node_service_account = gcp.serviceaccount.Account(
+            f"{name}-nodes", **node_service_account_args(config), opts=child
+        )
+        grants = [
+            gcp.projects.IAMMember(
+                f"{name}-nodes-{role.split('/')[-1].replace('.', '-')}",
+                project=config.project,
+                role=role,
+                member=self.node_service_account.member,
+                opts=child,
+            )
+            for role in NODE_ROLES
+        ]
+        self.cluster = gcp.container.Cluster(
+            f"{name}-cluster",
+            **cluster_args(config, args.network.id, args.subnetwork.id, self.node_service_account.email),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # Nodes log and pull images from their first boot.
+                depends_on=grants,
+                custom_timeouts=pulumi.CustomTimeouts(create="45m", update="60m", delete="45m"),
+            ),
+        )
+        self.system_pool_name = SYSTEM_POOL_NAME
+        self.system_pool = gcp.container.NodePool(
+            f"{name}-system",
+            **system_pool_args(config, self.cluster.id, self.node_service_account.email),
+            opts=child,
+        )
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(
+                self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate
+            ).apply(lambda parts: kubeconfig(*parts))
+        )
+        self.register_outputs(
+            {
+                "clusterName": self.cluster.name,
+                "endpoint": self.cluster.endpoint,
+                "kubeconfig": self.kubeconfig,
+                "nodeServiceAccount": self.node_service_account.email,
+            }
+        )

@@ -1,0 +1,123 @@
+"""The A4 / A3 Ultra GPU node pool: spot, reservation or on-demand, with 1 gVNIC + 8 RDMA NICs.
+
+Extra NIC order matters: the node's eth1 is the gVNIC and eth2..eth9 are RDMA 0..7, which is
+what the RayCluster's `networking.gke.io/interfaces` annotation assumes (components/k8s).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.cluster import node_security
+from components.config import GpuSettings, StackConfig
+
+GPU_POOL_NAME = "gpu"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
+
+
+def reservation_affinity(gpu: GpuSettings, project: str) -> dict[str, Any]:
+    if gpu.provisioning == "reservation":
+        assert gpu.reservation is not None  # guaranteed by GpuSettings validation
+        reservation = gpu.reservation
+        if not reservation.startswith("projects/"):
+            # The full path also works for reservations shared from another project.
+            reservation = f"projects/{project}/reservations/{reservation}"
+        return {
+            "consume_reservation_type": "SPECIFIC_RESERVATION",
+            "key": "compute.googleapis.com/reservation-name",
+            "values": [reservation],
+        }
+    # Spot pools must not consume reservations (GKE rejects it; cluster-toolkit precondition);
+    # on-demand pools should not silently eat capacity reserved for something else.
+    return {"consume_reservation_type": "NO_RESERVATION"}
+
+
+def additional_networks(
+    gvnic: tuple[pulumi.Input[str], pulumi.Input[str]],
+    rdma_network: pulumi.Input[str],
+    rdma_subnets: list[pulumi.Input[str]],
+) -> list[dict[str, Any]]:
+    gvnic_network, gvnic_subnet = gvnic
+    return [{"network": gvnic_network, "subnetwork": gvnic_subnet}] + [
+        {"network": rdma_network, "subnetwork": subnet} for subnet in rdma_subnets
+    ]
+
+
+def gpu_pool_args(
+    config: StackConfig,
+    cluster: pulumi.Input[str],
+    service_account: pulumi.Input[str],
+    extra_networks: list[dict[str, Any]],
+) -> dict[str, Any]:
+    gpu = config.gpu
+    machine = gpu.machine
+    args: dict[str, Any] = {
+        "name": GPU_POOL_NAME,
+        "project": config.project,
+        "cluster": cluster,
+        "location": config.region,
+        "node_locations": [config.zone],
+        # A static size: NeMo RL and veRL are not elastic, the RayCluster pins min = max.
+        "node_count": gpu.node_count,
+        "node_config": {
+            **node_security(service_account),
+            "machine_type": machine.machine_type,
+            "disk_type": machine.boot_disk_type,
+            "disk_size_gb": machine.boot_disk_size_gb,
+            "guest_accelerators": [
+                {
+                    "type": machine.accelerator_type,
+                    "count": machine.gpus_per_node,
+                    # GKE installs the driver it tested for the node version.
+                    "gpu_driver_installation_config": {"gpu_driver_version": "DEFAULT"},
+                }
+            ],
+            "spot": gpu.provisioning == "spot",
+            "reservation_affinity": reservation_affinity(gpu, config.project),
+            "taints": [GPU_TAINT],
+            "labels": {"rl-on-gke/role": "gpu", "rl-on-gke/provisioning": gpu.provisioning},
+        },
+        "network_config": {"additional_node_network_configs": extra_networks},
+        "management": {"auto_repair": True, "auto_upgrade": True},
+    }
+    if gpu.compact_placement:
+        # Compact placement is single-zone only, which the pool already is.
+        args["placement_policy"] = {"type": "COMPACT"}
+    return args
+
+
+@dataclass(frozen=True)
+class GpuNodePoolArgs:
+    config: StackConfig
+    cluster: gcp.container.Cluster
+    service_account: pulumi.Input[str]
+    gvnic_network: pulumi.Input[str]
+    gvnic_subnet: pulumi.Input[str]
+    rdma_network: pulumi.Input[str]
+    rdma_subnets: list[pulumi.Input[str]]
+
+
+class GpuNodePool(pulumi.ComponentResource):
+    """One pool of 8-GPU nodes attached to the gVNIC and RDMA VPCs."""
+
+    node_pool: gcp.container.NodePool
+    pool_name: str
+
+    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("rl-on-gke:gcp:GpuNodePool", name, None, opts)
+        extra = additional_networks((args.gvnic_network, args.gvnic_subnet), args.rdma_network, args.rdma_subnets)
+        self.pool_name = GPU_POOL_NAME
+        self.node_pool = gcp.container.NodePool(
+            f"{name}-pool",
+            **gpu_pool_args(args.config, args.cluster.id, args.service_account, extra),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # Spot and reserved GPU capacity can take long to be granted.
+                custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m", delete="30m"),
+            ),
+        )
+        self.register_outputs({"poolName": self.node_pool.name, "nodeCount": args.config.gpu.node_count})

@@ -1,0 +1,162 @@
+"""Managed Lustre and the Private Service Access peering it is reached through.
+
+Port mode: the instance is created *without* GKE support (LNet on 988) and the cluster's Lustre
+CSI driver runs without the legacy port, so both sides speak 988 (GKE API
+LustreCsiDriverConfig; reference gcp-and-k8s.md 2.6 / 8.1). The firewall opens exactly that port.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.catalogue import LUSTRE_LNET_PORT
+from components.config import StackConfig
+
+LUSTRE_GKE_SUPPORT_ENABLED = False
+PROTECT_LABEL = "rl-on-gke-protect"
+
+
+def psa_address_args(config: StackConfig, network: pulumi.Input[str]) -> dict[str, Any]:
+    psa = ipaddress.IPv4Network(config.network.psa_cidr)
+    return {
+        "name": f"{config.name_prefix}-psa",
+        "project": config.project,
+        "purpose": "VPC_PEERING",
+        "address_type": "INTERNAL",
+        "address": str(psa.network_address),
+        "prefix_length": psa.prefixlen,
+        "network": network,
+    }
+
+
+def psa_connection_args(network: pulumi.Input[str], address_name: pulumi.Input[str]) -> dict[str, Any]:
+    return {
+        "network": network,
+        "service": "servicenetworking.googleapis.com",
+        "reserved_peering_ranges": [address_name],
+        # Deleting the peering fails while the producer side still holds anything ("Producer
+        # services ... are still using this connection"); abandoning lets the VPC's deletion
+        # remove it instead (terraform-provider-google servicenetworking docs).
+        "deletion_policy": "ABANDON",
+    }
+
+
+def lustre_instance_args(config: StackConfig, network: pulumi.Input[str]) -> dict[str, Any]:
+    lustre = config.lustre
+    return {
+        "instance_id": config.lustre_instance_id,
+        "project": config.project,
+        # Same zone as the GPU nodes: Lustre is zonal and cross-zone traffic costs latency and money.
+        "location": config.zone,
+        "network": network,
+        # The Pulumi schema types both as strings.
+        "capacity_gib": str(lustre.capacity_gib),
+        "per_unit_storage_throughput": str(lustre.per_unit_storage_throughput),
+        "filesystem": lustre.filesystem,
+        "gke_support_enabled": LUSTRE_GKE_SUPPORT_ENABLED,
+        "description": f"rl-on-gke {config.name_prefix}: checkpoints, datasets, HF cache",
+        "labels": {PROTECT_LABEL: str(lustre.protect).lower(), "managed-by": "pulumi"},
+    }
+
+
+def lnet_firewall_args(config: StackConfig, network: pulumi.Input[str]) -> dict[str, Any]:
+    return {
+        "name": f"{config.name_prefix}-allow-lustre",
+        "project": config.project,
+        "network": network,
+        "direction": "INGRESS",
+        "source_ranges": [config.network.psa_cidr],
+        "allows": [{"protocol": "tcp", "ports": [str(LUSTRE_LNET_PORT)]}],
+    }
+
+
+def mount_point_ip(mount_point: str) -> str:
+    """`10.16.0.2@tcp:/lustrefs` -> `10.16.0.2` (Managed Lustre mountPoint format)."""
+    return mount_point.split("@", 1)[0]
+
+
+def data_protection(protect: bool) -> pulumi.ResourceOptions:
+    """Options for everything the data needs to stay reachable after `pulumi destroy`."""
+    return pulumi.ResourceOptions(protect=protect, retain_on_delete=protect)
+
+
+@dataclass(frozen=True)
+class PrivateServiceAccessArgs:
+    config: StackConfig
+    network: gcp.compute.Network
+
+
+class PrivateServiceAccess(pulumi.ComponentResource):
+    """A VPC_PEERING range on the main VPC and the service networking connection that uses it."""
+
+    address: gcp.compute.GlobalAddress
+    connection: gcp.servicenetworking.Connection
+
+    def __init__(self, name: str, args: PrivateServiceAccessArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("rl-on-gke:gcp:PrivateServiceAccess", name, None, opts)
+        config = args.config
+        keep = data_protection(config.lustre.protect)
+        self.address = gcp.compute.GlobalAddress(
+            f"{name}-range",
+            **psa_address_args(config, args.network.id),
+            opts=pulumi.ResourceOptions.merge(keep, pulumi.ResourceOptions(parent=self)),
+        )
+        self.connection = gcp.servicenetworking.Connection(
+            f"{name}-connection",
+            **psa_connection_args(args.network.id, self.address.name),
+            opts=pulumi.ResourceOptions.merge(keep, pulumi.ResourceOptions(parent=self)),
+        )
+        self.register_outputs({"range": config.network.psa_cidr, "peering": self.connection.peering})
+
+
+@dataclass(frozen=True)
+class ManagedLustreArgs:
+    config: StackConfig
+    network: gcp.compute.Network
+    psa: PrivateServiceAccess
+
+
+class ManagedLustre(pulumi.ComponentResource):
+    """The Lustre instance (after PSA is up) and the LNet firewall from the PSA range."""
+
+    instance: gcp.lustre.Instance
+    mount_point: pulumi.Output[str]
+    ip: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ManagedLustreArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("rl-on-gke:gcp:ManagedLustre", name, None, opts)
+        config = args.config
+        self.instance = gcp.lustre.Instance(
+            f"{name}-instance",
+            **lustre_instance_args(config, args.network.id),
+            opts=pulumi.ResourceOptions.merge(
+                data_protection(config.lustre.protect),
+                pulumi.ResourceOptions(
+                    parent=self,
+                    # The API needs the peering ACTIVE before it can place the instance.
+                    depends_on=[args.psa.connection],
+                    # Creation takes ~10 min or more; cluster-toolkit allows an hour.
+                    custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m", delete="60m"),
+                ),
+            ),
+        )
+        gcp.compute.Firewall(
+            f"{name}-lnet",
+            **lnet_firewall_args(config, args.network.name),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.mount_point = self.instance.mount_point
+        self.ip = self.instance.mount_point.apply(mount_point_ip)
+        self.register_outputs(
+            {
+                "instanceId": self.instance.instance_id,
+                "mountPoint": self.mount_point,
+                "ip": self.ip,
+                "filesystem": self.instance.filesystem,
+            }
+        )
