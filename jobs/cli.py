@@ -1,0 +1,404 @@
+"""The typer app behind `python -m jobs`: commands, output (human or --json) and exit codes."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from ray.job_submission import JobStatus
+from rich.console import Console
+from rich.table import Table
+
+from jobs import address, attempts, follow, listing, overrides, stack, submission
+from jobs.cluster import AlreadySubmitted, Cluster
+from jobs.errors import ExitCode, JobsError, UsageError
+from jobs.recipes import RECIPES, Recipe
+from jobs.redact import redact
+from jobs.stack import StackOutputs
+
+app = typer.Typer(
+    name="jobs",
+    help="Submit, follow and restart GRPO runs (NeMo RL, veRL) on a Ray cluster.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+AddressOpt = Annotated[str | None, typer.Option("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265 (else RAY_ADDRESS, else --stack).")]
+StackOpt = Annotated[str | None, typer.Option("--stack", help="Pulumi stack: read its outputs and port-forward to its Ray head.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+FollowOpt = Annotated[bool, typer.Option("--follow", help="Stream logs until the job ends; exit with its result.")]
+RestartsOpt = Annotated[int, typer.Option("--max-restarts", min=0, help="Resubmit a FAILED attempt up to N times (same checkpoint dir). Stopped jobs are never restarted.")]
+NameOpt = Annotated[str | None, typer.Option("--name", help="Run name (default: <recipe>-<UTC time>); attempts are <name>-a1, -a2, ...")]
+
+
+def _err() -> Console:
+    # Built per call so CliRunner's captured stderr is the one written to.
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _out() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def handled(fn: F) -> F:
+    """Turn our errors into one line on stderr and the documented exit code; no traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except JobsError as e:
+            _err().print(redact(e.line()), markup=False)
+            raise typer.Exit(int(e.code)) from None
+        except KeyboardInterrupt:
+            _err().print("interrupted", markup=False)
+            raise typer.Exit(130) from None
+        except (typer.Exit, typer.Abort, SystemExit):
+            raise
+        except Exception as e:  # noqa: BLE001 - the promise is one line, never a traceback
+            if os.environ.get("JOBS_DEBUG") == "1":
+                raise
+            _err().print(redact(f"error: unexpected {type(e).__name__}: {e} "
+                                "(hint: rerun with JOBS_DEBUG=1 for the traceback)"), markup=False)
+            raise typer.Exit(int(ExitCode.JOB_FAILED)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _spinner(message: str) -> Any:
+    return _err().status(message)
+
+
+@contextmanager
+def _cluster(addr: str | None, stack_name: str | None,
+             outputs: StackOutputs | None = None) -> Iterator[tuple[Cluster, address.Where]]:
+    where = address.choose(addr, stack_name)
+    with address.connect(where, outputs, spinner=_spinner) as conn:
+        yield Cluster(conn.url), where
+
+
+def _where_flags(where: address.Where) -> str:
+    if where.source == "RAY_ADDRESS":
+        return ""
+    return f" {where.describe()}"
+
+
+# --------------------------------------------------------------------------------- recipes
+
+
+def _recipe(name: str) -> Recipe:
+    if name in RECIPES:
+        return RECIPES[name]
+    close = difflib.get_close_matches(name, list(RECIPES), n=2, cutoff=0.4)
+    hint = f"did you mean {' or '.join(close)}?" if close else f"known: {', '.join(RECIPES)}"
+    raise UsageError(f"unknown recipe {name!r}", hint)
+
+
+def _recipe_view(r: Recipe) -> dict[str, Any]:
+    return {
+        "name": r.name, "framework": r.framework, "framework_version": r.spec.version,
+        "image": r.spec.image, "ray_version": r.spec.ray_version, "summary": r.summary,
+        "default_nodes": r.default_nodes, "default_gpus_per_node": r.default_gpus_per_node,
+        "checkpoint_key": r.checkpoint_key, "defaults": dict(r.defaults),
+        "known_keys": sorted(r.all_keys()),
+    }
+
+
+@app.command("recipes")
+@handled
+def recipes_cmd(as_json: JsonOpt = False) -> None:
+    """List recipes with their framework, pinned version and defaults."""
+    views = [_recipe_view(r) for r in RECIPES.values()]
+    if as_json:
+        _emit_json(views)
+        return
+    table = Table(title="GRPO recipes", show_lines=True)
+    for col in ("recipe", "framework", "version / image", "nodes", "defaults"):
+        table.add_column(col, overflow="fold")
+    for v in views:
+        table.add_row(f"{v['name']}\n{v['summary']}", v["framework"],
+                      f"{v['framework_version']}\n{v['image']}",
+                      f"{v['default_nodes']} x {v['default_gpus_per_node']} GPU",
+                      "\n".join(f"{k}={val}" for k, val in v["defaults"].items()))
+    _out().print(table)
+
+
+# ----------------------------------------------------------------------- submit / run driver
+
+
+def _stop_hint(job_id: str, where: address.Where) -> str:
+    return f"python -m jobs stop {job_id}{_where_flags(where)}"
+
+
+def _drive(cluster: Cluster, where: address.Where, first: submission.Submission, follow_logs: bool,
+           max_restarts: int, as_json: bool) -> int:
+    """Submit attempt 1, then watch/restart as asked; returns the exit code."""
+    err = _err()
+    current: dict[str, str] = {}
+
+    def submit(attempt: int) -> str:
+        sub = first.for_attempt(attempt)
+        try:
+            job_id = cluster.submit(sub)
+        except AlreadySubmitted:
+            if attempt == 1:
+                raise UsageError(f"run {sub.run!r} already exists on this cluster (its attempt 1 "
+                                 "is there)", "pick another --name; a run's name is its "
+                                 "checkpoint directory") from None
+            # Another watcher restarted it already: follow that attempt instead (idempotent).
+            job_id = sub.submission_id
+        current["id"] = job_id
+        err.print(f"submitted {job_id} (run {sub.run}, attempt {attempt})", markup=False)
+        return job_id
+
+    if not follow_logs and max_restarts == 0:
+        job_id = submit(1)
+        if as_json:
+            _emit_json({"run": first.run, "submission_id": job_id, "status": "SUBMITTED",
+                        "attempts": [{"submission_id": job_id, "status": "SUBMITTED"}]})
+        else:
+            _out().print(job_id, markup=False)
+            err.print(f"follow: python -m jobs logs {job_id} --follow{_where_flags(where)}\n"
+                      f"stop:   {_stop_hint(job_id, where)}", markup=False)
+        return int(ExitCode.OK)
+
+    if not follow_logs:
+        err.print("--max-restarts keeps this command watching until the run ends", markup=False)
+
+    def watch(job_id: str) -> JobStatus:
+        if follow_logs:
+            return follow.follow(cluster, job_id, err, to_stderr=as_json)
+        return follow.wait_for(cluster, job_id, follow.terminal, err, "running")
+
+    def on_restart(failed_id: str, attempt: int) -> None:
+        err.print(f"{failed_id} FAILED; restarting as attempt {attempt} from the same "
+                  "checkpoint directory", markup=False)
+
+    try:
+        outcome = attempts.run(submit, watch, max_restarts, on_restart)
+    except KeyboardInterrupt:
+        job_id = current.get("id", first.submission_id)
+        err.print(f"detached; {job_id} keeps running (restarts stop with this command). "
+                  f"Stop it with: {_stop_hint(job_id, where)}", markup=False)
+        if as_json:
+            _emit_json({"run": first.run, "submission_id": job_id, "status": "DETACHED"})
+        return int(ExitCode.OK)
+
+    final = outcome.status
+    if as_json:
+        _emit_json({"run": first.run, "status": final.value if final else None,
+                    "attempts": [{"submission_id": i, "status": s.value}
+                                 for i, s in outcome.attempts]})
+    else:
+        summary = ", ".join(f"{i} {s.value}" for i, s in outcome.attempts)
+        err.print(f"run {first.run}: {summary}", markup=False)
+    return int(ExitCode.OK if outcome.succeeded else ExitCode.JOB_FAILED)
+
+
+def _print_dry_run(sub: submission.Submission, as_json: bool, notes: list[str]) -> None:
+    view = sub.model_dump()
+    if as_json:
+        _emit_json(view)
+        return
+    _out().print_json(json.dumps(view, default=str))
+    for note in notes:
+        _err().print(note, markup=False)
+
+
+def _check_framework(recipe: Recipe, running: str | None, source: str) -> None:
+    if running is not None and running != recipe.framework:
+        raise UsageError(
+            f"recipe {recipe.name} needs a {recipe.framework} cluster but {source} runs {running}",
+            f"pick a {running} recipe (python -m jobs recipes) or a {recipe.framework} stack")
+
+
+@app.command("submit")
+@handled
+def submit_cmd(
+    recipe_name: Annotated[str, typer.Argument(metavar="RECIPE", help="A recipe from `python -m jobs recipes`.")],
+    sets: Annotated[list[str] | None, typer.Option("--set", help="Override key=value (+key=value adds a key the config lacks).")] = None,
+    name: NameOpt = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", min=1, help="GPU nodes (default: the stack's gpuNodeCount).")] = None,
+    gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=1, help="GPUs per node (default: the stack's gpusPerNode).")] = None,
+    framework: Annotated[str | None, typer.Option("--framework", help="With a bare address: the framework the cluster runs, to check the recipe against.")] = None,
+    follow_logs: FollowOpt = False,
+    max_restarts: RestartsOpt = 0,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be submitted; contact nothing.")] = False,
+    as_json: JsonOpt = False,
+    addr: AddressOpt = None,
+    stack_name: StackOpt = None,
+) -> None:
+    """Submit a recipe as a run (attempt 1; more with --max-restarts)."""
+    recipe = _recipe(recipe_name)
+    parsed = overrides.parse(sets or [])
+    checked = overrides.check(recipe, parsed)
+    run = submission.check_run_name(name or submission.default_run_name(recipe.name))
+    if framework is not None and framework not in ("nemo-rl", "verl"):
+        raise UsageError(f"--framework {framework!r} is unknown", "use nemo-rl or verl")
+    notes: list[str] = []
+
+    def build(node_count: int, gpus: int, stack_label: str | None) -> submission.Submission:
+        return submission.for_recipe(recipe, run, node_count, gpus, parsed, checked, stack_label,
+                                     submission.git_commit())
+
+    if dry_run:
+        _check_framework(recipe, framework, "--framework")
+        if nodes is None:
+            notes.append(f"note: {recipe.default_nodes} node(s) is the recipe default; a dry run "
+                         "does not read the stack, pass --nodes to set it")
+        sub = build(nodes or recipe.default_nodes, gpus_per_node or recipe.default_gpus_per_node,
+                    stack_name)
+        _print_dry_run(sub, as_json, notes)
+        return
+
+    where = address.choose(addr, stack_name)
+    outputs = stack.read(where.stack) if where.stack else None
+    if outputs is not None:
+        _check_framework(recipe, outputs.rayFramework, f"stack {where.stack}")
+        _check_framework(recipe, framework, "--framework")
+        if nodes is not None and nodes > outputs.gpuNodeCount:
+            raise UsageError(f"--nodes {nodes} but stack {where.stack} has {outputs.gpuNodeCount} "
+                             "GPU node(s)", "lower --nodes or grow the stack's GPU pool")
+        node_count = nodes or outputs.gpuNodeCount
+        gpus = gpus_per_node or outputs.gpusPerNode
+    else:
+        if framework is None:
+            _err().print(f"note: framework not checked ({where.source} gives no stack); pass "
+                         f"--framework {recipe.framework} to check it", markup=False)
+        _check_framework(recipe, framework, "--framework")
+        node_count = nodes or recipe.default_nodes
+        gpus = gpus_per_node or recipe.default_gpus_per_node
+    sub = build(node_count, gpus, where.stack)
+    with address.connect(where, outputs, spinner=_spinner) as conn:
+        code = _drive(Cluster(conn.url), where, sub, follow_logs, max_restarts, as_json)
+    raise typer.Exit(code)
+
+
+@app.command("run", context_settings={"allow_interspersed_args": False})
+@handled
+def run_cmd(
+    command: Annotated[list[str], typer.Argument(metavar="-- COMMAND ...", help="The command to run on the cluster.")],
+    working_dir: Annotated[Path | None, typer.Option("--working-dir", help="Upload this directory (checked against Ray's 100 MiB cap first).")] = None,
+    name: NameOpt = None,
+    follow_logs: FollowOpt = False,
+    max_restarts: RestartsOpt = 0,
+    as_json: JsonOpt = False,
+    addr: AddressOpt = None,
+    stack_name: StackOpt = None,
+) -> None:
+    """Run any command on the cluster, e.g. `python -m jobs run --stack dev -- nvidia-smi`."""
+    run = submission.check_run_name(name or submission.default_run_name("run"))
+    # Built (and the working dir measured) before contacting anything: an oversize dir is
+    # refused without a port-forward or an upload.
+    sub = submission.for_command(list(command), run, working_dir, stack_name,
+                                 submission.git_commit())
+    with _cluster(addr, stack_name) as (cluster, where):
+        code = _drive(cluster, where, sub, follow_logs, max_restarts, as_json)
+    raise typer.Exit(code)
+
+
+# ------------------------------------------------------------------------ inspect and stop
+
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="A submission id, or a run name (its latest attempt).")]
+
+
+@app.command("status")
+@handled
+def status_cmd(ident: IdArg, as_json: JsonOpt = False, addr: AddressOpt = None,
+               stack_name: StackOpt = None) -> None:
+    """Show one job's status (exit 0 whatever the status: this reports, it does not judge)."""
+    with _cluster(addr, stack_name) as (cluster, _where):
+        view = listing.describe(listing.find(cluster, ident))
+    if as_json:
+        _emit_json(view)
+        return
+    out = _out()
+    for key in ("submission_id", "run", "attempt", "status", "recipe", "stack", "git_commit",
+                "entrypoint", "message", "driver_exit_code"):
+        if view[key] not in ("", None):
+            out.print(f"{key:>16}: {view[key]}", markup=False)
+
+
+@app.command("logs")
+@handled
+def logs_cmd(ident: IdArg, follow_logs: FollowOpt = False, addr: AddressOpt = None,
+             stack_name: StackOpt = None) -> None:
+    """Print a job's logs; with --follow, stream them until it ends (^C detaches)."""
+    with _cluster(addr, stack_name) as (cluster, where):
+        job_id = listing.find(cluster, ident).submission_id or ident
+        if not follow_logs:
+            sys.stdout.write(redact(cluster.logs(job_id)))
+            return
+        try:
+            status = follow.follow(cluster, job_id, _err())
+        except KeyboardInterrupt:
+            _err().print(f"detached; {job_id} keeps running. Stop it with: "
+                         f"{_stop_hint(job_id, where)}", markup=False)
+            raise typer.Exit(int(ExitCode.OK)) from None
+    raise typer.Exit(int(ExitCode.OK if status == JobStatus.SUCCEEDED else ExitCode.JOB_FAILED))
+
+
+@app.command("stop")
+@handled
+def stop_cmd(ident: IdArg, as_json: JsonOpt = False, addr: AddressOpt = None,
+             stack_name: StackOpt = None) -> None:
+    """Stop a job (or a run's latest attempt). A stopped job is never restarted."""
+    with _cluster(addr, stack_name) as (cluster, _where):
+        job = listing.find(cluster, ident)
+        job_id = job.submission_id or ident
+        if not job.status.is_terminal():
+            cluster.stop(job_id)
+            # Ray sends SIGTERM, then SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s default, §4.4).
+            status = follow.wait_for(cluster, job_id, follow.terminal, _err(), "stopping")
+        else:
+            status = job.status
+    if as_json:
+        _emit_json({"submission_id": job_id, "status": status.value})
+    else:
+        _out().print(f"{job_id} {status.value}", markup=False)
+
+
+@app.command("list")
+@handled
+def list_cmd(as_json: JsonOpt = False, addr: AddressOpt = None, stack_name: StackOpt = None) -> None:
+    """List runs with their attempts, newest first."""
+    with _cluster(addr, stack_name) as (cluster, _where):
+        runs = listing.group(cluster.jobs())
+    if as_json:
+        _emit_json(runs)
+        return
+    table = Table(title="Ray jobs by run")
+    for col in ("run", "attempt", "submission id", "status", "recipe"):
+        table.add_column(col, overflow="fold")
+    for r in runs:
+        for i, a in enumerate(r["attempts"]):
+            table.add_row(r["run"] if i == 0 else "", str(a["attempt"] or "-"),
+                          a["submission_id"] or "", a["status"], a["recipe"])
+    _out().print(table)
+
+
+def main() -> None:
+    """Run the app as a program: SIGTERM unwinds the stack so port-forwards are closed."""
+
+    def _on_term(_sig: int, _frame: object) -> None:
+        raise SystemExit(128 + signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, _on_term)
+    app()

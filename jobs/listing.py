@@ -1,0 +1,73 @@
+"""Grouping Ray jobs into runs and attempts, and finding a job by submission id or run name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.job_submission import JobDetails
+
+from jobs.cluster import Cluster
+from jobs.errors import UsageError
+from jobs.redact import redact
+
+
+def run_of(job: JobDetails) -> str:
+    meta = job.metadata or {}
+    return meta.get("run") or job.submission_id or job.job_id or "?"
+
+
+def attempt_of(job: JobDetails) -> int | None:
+    value = (job.metadata or {}).get("attempt")
+    return int(value) if value and value.isdigit() else None
+
+
+def describe(job: JobDetails) -> dict[str, Any]:
+    """A JSON-ready view of one job; the message is redacted (Ray may copy env vars into it)."""
+    meta = job.metadata or {}
+    return {
+        "submission_id": job.submission_id,
+        "run": run_of(job),
+        "attempt": attempt_of(job),
+        "status": job.status.value,
+        "recipe": meta.get("recipe", ""),
+        "stack": meta.get("stack", ""),
+        "git_commit": meta.get("git_commit", ""),
+        "entrypoint": redact(job.entrypoint or ""),
+        "message": redact(job.message or ""),
+        "start_time": job.start_time,
+        "end_time": job.end_time,
+        "driver_exit_code": job.driver_exit_code,
+    }
+
+
+def group(jobs: list[JobDetails]) -> list[dict[str, Any]]:
+    """Runs, newest first, each with its attempts in order."""
+    runs: dict[str, list[JobDetails]] = {}
+    for job in jobs:
+        runs.setdefault(run_of(job), []).append(job)
+    out = []
+    for run, members in runs.items():
+        members.sort(key=lambda j: (attempt_of(j) or 0, j.start_time or 0))
+        latest = members[-1]
+        out.append({
+            "run": run,
+            "recipe": (latest.metadata or {}).get("recipe", ""),
+            "status": latest.status.value,
+            "attempts": [describe(j) for j in members],
+            "started": min((j.start_time or 0) for j in members),
+        })
+    out.sort(key=lambda r: r["started"], reverse=True)
+    return out
+
+
+def find(cluster: Cluster, ident: str) -> JobDetails:
+    """The job with submission id `ident`, else the latest attempt of the run named `ident`."""
+    jobs = cluster.jobs()
+    for job in jobs:
+        if job.submission_id == ident:
+            return job
+    attempts = [j for j in jobs if run_of(j) == ident and attempt_of(j) is not None]
+    if attempts:
+        return max(attempts, key=lambda j: attempt_of(j) or 0)
+    raise UsageError(f"no job or run named {ident!r} on this cluster",
+                     "list them with `python -m jobs list`")

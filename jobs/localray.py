@@ -1,0 +1,158 @@
+"""Starting and stopping a private Ray head on loopback, for the tests and the benchmark.
+
+Not used by the CLI. It exists so `tests/jobs` and `bench/` exercise a real Ray cluster
+without touching a user's own Ray: every port is a free loopback port and the head's
+processes are found and stopped by pid, never by `ray stop` (which kills every Ray
+process on the machine by name, scripts.py `stop`, Ray 2.60).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Ray ships psutil in ray/thirdparty_files and puts it on sys.path when imported; the
+# project pins Ray, so this is the psutil the `ray` CLI itself uses.
+import ray  # noqa: F401  (side effect: makes the vendored psutil importable)
+import psutil  # noqa: E402
+
+from jobs.net import dashboard_answers, free_port
+
+# Ray 2.60 needs about 12 s to start on a 2-core machine (reference §4.3); leave room for CI.
+START_TIMEOUT_S = 120.0
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port_range(size: int) -> tuple[int, int]:
+    """A run of `size` consecutive free ports, below the kernel's ephemeral range."""
+    for _ in range(200):
+        start = random.randrange(20000, 30000 - size)
+        if all(_port_is_free(p) for p in range(start, start + size)):
+            return start, start + size - 1
+    raise RuntimeError(f"no {size} consecutive free ports found in 20000-30000")
+
+
+def venv_bin() -> Path:
+    """The bin directory of the interpreter running us (holds `ray` and `python`)."""
+    return Path(sys.executable).parent
+
+
+@dataclass
+class LocalRay:
+    """A running private head: its dashboard URL and what is needed to stop it."""
+
+    dashboard_url: str
+    temp_dir: Path
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    pids: set[int] = field(default_factory=set)
+
+    def stop(self, grace_s: float = 4.0) -> None:
+        """Stop every process of this head: the `ray start --block` tree plus any process
+        whose command line names our temp dir (workers re-parent to init when raylet dies)."""
+        procs = _our_processes(self.process.pid, self.temp_dir)
+        for p in procs:
+            try:
+                p.send_signal(signal.SIGTERM)
+            except psutil.Error:
+                pass
+        _, alive = psutil.wait_procs(procs, timeout=grace_s)
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(alive, timeout=5)
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def _our_processes(root_pid: int, temp_dir: Path) -> list[psutil.Process]:
+    found: dict[int, psutil.Process] = {}
+    try:
+        root = psutil.Process(root_pid)
+        found[root.pid] = root
+        for child in root.children(recursive=True):
+            found[child.pid] = child
+    except psutil.Error:
+        pass
+    marker = str(temp_dir)
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(marker in part for part in (p.info["cmdline"] or [])):
+                found[p.pid] = p
+        except psutil.Error:
+            continue
+    found.pop(os.getpid(), None)
+    return list(found.values())
+
+
+def start(num_cpus: int = 2, timeout_s: float = START_TIMEOUT_S) -> LocalRay:
+    """Start a head on free loopback ports with its own temp dir and wait for its dashboard."""
+    # A short path: Ray puts unix sockets under the temp dir and sockets are limited to
+    # 107 bytes on Linux.
+    temp_dir = Path(tempfile.mkdtemp(prefix="rj-", dir="/tmp"))
+    dashboard_port = free_port()
+    min_worker, max_worker = free_port_range(40)
+    args = [
+        str(venv_bin() / "ray"), "start", "--head", "--block",
+        "--node-ip-address=127.0.0.1",
+        f"--port={free_port()}",
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={dashboard_port}",
+        f"--ray-client-server-port={free_port()}",
+        f"--node-manager-port={free_port()}",
+        f"--object-manager-port={free_port()}",
+        f"--runtime-env-agent-port={free_port()}",
+        f"--dashboard-agent-listen-port={free_port()}",
+        f"--dashboard-agent-grpc-port={free_port()}",
+        f"--metrics-export-port={free_port()}",
+        f"--min-worker-port={min_worker}",
+        f"--max-worker-port={max_worker}",
+        f"--num-cpus={num_cpus}",
+        f"--temp-dir={temp_dir}",
+        "--include-dashboard=true",
+        "--disable-usage-stats",
+    ]
+    env = dict(os.environ)
+    # Job entrypoints run through the head's PATH (reference §4.4): put this venv first so
+    # `python` in an entrypoint is an interpreter that has Ray.
+    env["PATH"] = f"{venv_bin()}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("RAY_ADDRESS", None)
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    log_path = temp_dir.parent / f"{temp_dir.name}.start.log"
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+    log.close()
+    ray = LocalRay(f"http://127.0.0.1:{dashboard_port}", temp_dir, proc, log_path)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            ray.stop()
+            raise RuntimeError(f"ray start exited with {proc.returncode}; see {log_path}")
+        if dashboard_answers(ray.dashboard_url):
+            return ray
+        time.sleep(0.25)
+    ray.stop()
+    raise RuntimeError(f"Ray dashboard did not answer within {timeout_s:.0f} s; see {log_path}")

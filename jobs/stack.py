@@ -1,0 +1,68 @@
+"""Reading the Pulumi stack outputs that say where a stack's Ray cluster is and what it runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from jobs.errors import Unreachable
+
+PULUMI_TIMEOUT_S = 120
+
+
+class StackOutputs(BaseModel):
+    """The outputs `__main__.py` exports for the jobs CLI (names agreed with the infra code).
+
+    `kubeconfig` is deliberately absent: it is a secret output, and we use the user's own
+    kubeconfig instead so no credential passes through this process.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    rayClusterName: str
+    rayNamespace: str
+    rayHeadService: str
+    rayDashboardPort: int
+    rayFramework: str
+    gpuNodeCount: int
+    gpusPerNode: int
+    clusterName: str
+    clusterLocation: str
+    clusterProject: str
+
+    def get_credentials_command(self) -> str:
+        return (f"gcloud container clusters get-credentials {self.clusterName} "
+                f"--location {self.clusterLocation} --project {self.clusterProject}")
+
+    def kube_context(self) -> str:
+        """The context name `gcloud container clusters get-credentials` writes."""
+        return f"gke_{self.clusterProject}_{self.clusterLocation}_{self.clusterName}"
+
+
+def read(stack: str) -> StackOutputs:
+    """`pulumi stack output --json --stack NAME`, without --show-secrets."""
+    pulumi = shutil.which("pulumi")
+    if pulumi is None:
+        raise Unreachable(f"cannot read stack {stack!r}: the pulumi CLI is not on PATH",
+                          "install Pulumi, or pass --address http://HOST:8265")
+    try:
+        done = subprocess.run([pulumi, "stack", "output", "--json", "--stack", stack],
+                              capture_output=True, text=True, timeout=PULUMI_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise Unreachable(f"pulumi stack output --stack {stack} took over {PULUMI_TIMEOUT_S} s",
+                          "check `pulumi whoami` and your network") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise Unreachable(f"pulumi stack output --stack {stack} failed: {last}",
+                          "run from the project directory after `pulumi login`; "
+                          "list stacks with `pulumi stack ls`")
+    try:
+        return StackOutputs.model_validate(json.loads(done.stdout or "{}"))
+    except (json.JSONDecodeError, ValidationError) as e:
+        missing = sorted({str(err["loc"][0]) for err in getattr(e, "errors", lambda: [])()})
+        what = f"lacks outputs {', '.join(missing)}" if missing else "gave unreadable output"
+        raise Unreachable(f"stack {stack!r} {what}",
+                          f"deploy the Ray cluster first: pulumi up --stack {stack}") from None

@@ -1,0 +1,120 @@
+"""What one attempt sends to Ray: submission id, entrypoint, runtime_env and metadata."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from jobs import workdir
+from jobs.errors import UsageError
+from jobs.overrides import Override
+from jobs.recipes import Recipe, RunContext
+
+# Run names become a Lustre directory and a Ray submission id: keep them to safe characters.
+_RUN_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+_ATTEMPT_SUFFIX = re.compile(r"^(?P<run>.+)-a(?P<attempt>[0-9]+)$")
+
+
+class Submission(BaseModel):
+    """One attempt of a run, exactly as it is sent to `JobSubmissionClient.submit_job`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    submission_id: str
+    entrypoint: str
+    runtime_env: dict[str, object]
+    # Ray requires str -> str metadata.
+    metadata: dict[str, str]
+
+    @property
+    def run(self) -> str:
+        return self.metadata["run"]
+
+    @property
+    def attempt(self) -> int:
+        return int(self.metadata["attempt"])
+
+    def for_attempt(self, attempt: int) -> "Submission":
+        """The same run (same entrypoint, so the same checkpoint directory) as attempt N."""
+        meta = {**self.metadata, "attempt": str(attempt)}
+        return self.model_copy(update={"submission_id": attempt_id(self.run, attempt),
+                                       "metadata": meta})
+
+
+def attempt_id(run: str, attempt: int) -> str:
+    return f"{run}-a{attempt}"
+
+
+def split_attempt_id(submission_id: str) -> tuple[str, int] | None:
+    m = _ATTEMPT_SUFFIX.match(submission_id)
+    return (m.group("run"), int(m.group("attempt"))) if m else None
+
+
+def default_run_name(prefix: str, now: datetime | None = None) -> str:
+    """`<prefix>-YYYYMMDD-HHMMSS` in UTC: readable, sortable, unique per second."""
+    now = now or datetime.now(timezone.utc)
+    return f"{prefix}-{now:%Y%m%d-%H%M%S}"
+
+
+def check_run_name(name: str) -> str:
+    if not _RUN_NAME.match(name):
+        raise UsageError(f"run name {name!r} is not allowed",
+                         "use lowercase letters, digits, '.', '_' or '-' (at most 63)")
+    return name
+
+
+def git_commit(cwd: Path | None = None) -> str:
+    """The caller's commit (with `-dirty` when the tree has changes), or "unknown"."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{sha}-dirty" if dirty else sha
+
+
+def _metadata(run: str, kind: str, stack: str | None, commit: str, **extra: str) -> dict[str, str]:
+    return {"run": run, "attempt": "1", "kind": kind, "stack": stack or "",
+            "git_commit": commit, "submitted_by": "python -m jobs", **extra}
+
+
+def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
+               overrides: list[Override], checked: dict[str, tuple[str, str]],
+               stack: str | None, commit: str) -> Submission:
+    ctx = RunContext(run=run, nodes=nodes, gpus_per_node=gpus_per_node)
+    runtime_env: dict[str, object] = {"env_vars": recipe.env()}
+    payload = recipe.payload_dir()
+    if payload is not None:
+        workdir.check(payload)
+        runtime_env.update(workdir.runtime_env(payload))
+    meta = _metadata(
+        run, "recipe", stack, commit, recipe=recipe.name, framework=recipe.framework,
+        framework_version=recipe.spec.version, nodes=str(nodes), gpus_per_node=str(gpus_per_node),
+        checkpoint_dir=ctx.fill(recipe.defaults.get(recipe.checkpoint_key, "")),
+        overrides=json.dumps([str(o) for o in overrides]),
+    )
+    if recipe.checkpoint_key in checked:
+        meta["checkpoint_dir"] = checked[recipe.checkpoint_key][1]
+    return Submission(submission_id=attempt_id(run, 1), entrypoint=recipe.render(ctx, checked),
+                      runtime_env=runtime_env, metadata=meta)
+
+
+def for_command(command: list[str], run: str, working_dir: Path | None, stack: str | None,
+                commit: str) -> Submission:
+    if not command:
+        raise UsageError("no command given", "write the command after --, e.g. -- nvidia-smi")
+    runtime_env: dict[str, object] = {}
+    if working_dir is not None:
+        workdir.check(working_dir)
+        runtime_env.update(workdir.runtime_env(working_dir))
+    return Submission(submission_id=attempt_id(run, 1), entrypoint=shlex.join(command),
+                      runtime_env=runtime_env,
+                      metadata=_metadata(run, "command", stack, commit))
