@@ -17,7 +17,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@touch $@
 
 test: venv
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -q
 
 plan: venv
 	@$(BIN)/python -m tools.plan --stack $(STACK) $(if $(JSON),--json)

@@ -58,7 +58,9 @@ def _rule(field: str, value: Any, allowed: str) -> PydanticCustomError:
 
 class _Settings(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True,
+        # No silent coercion: `nodeCount: true` or `"2"` is a mistake worth naming.
+        strict=True,
     )
 
 

@@ -11,7 +11,7 @@ import asyncio
 import ipaddress
 import json
 import runpy
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,9 @@ def _unwrap(value: Any) -> Any:
         return {k: _unwrap(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_unwrap(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        # Protobuf carries every number as a double; 8896.0 reads as the 8896 the program set.
+        return int(value)
     return value
 
 
@@ -197,8 +200,8 @@ def _config_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _run_program(program: Path) -> None:
-    runpy.run_path(str(program), run_name="__main__")
+def _build_and_export(build: Callable[[], None]) -> None:
+    build()
     # set_mocks registered the root stack before the program ran; registering its outputs
     # again is what records the program's `pulumi.export`s, as the real entry point does.
     root = get_root_resource()
@@ -207,16 +210,17 @@ def _run_program(program: Path) -> None:
         root._finish()
 
 
-def render(
+def render_with(
+    build: Callable[[], None],
     config: Mapping[str, Any],
     *,
     stack: str = "test",
     secret_keys: tuple[str, ...] = (),
-    program: Path = ROOT / "__main__.py",
 ) -> Rendering:
-    """Run `program` under mocks with `config` (full keys, e.g. `rl-on-gke:gpu`) and record it.
+    """Run `build` under mocks with `config` (full keys, e.g. `rl-on-gke:gpu`) and record it.
 
-    Raises whatever the program raises (a ConfigError for bad config) after resetting the runtime.
+    Each call gets its own event loop and a fresh runtime, reset afterwards even on failure, so
+    one rendering can never leak queued work into the next. Raises whatever `build` raises.
     """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -226,7 +230,7 @@ def render(
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config({k: _config_value(v) for k, v in config.items()}, list(secret_keys))
     try:
-        _sync_await(run_pulumi_func(lambda: _run_program(program)))
+        _sync_await(run_pulumi_func(lambda: _build_and_export(build)))
         return monitor.rendering
     finally:
         pulumi.runtime.reset_options()
@@ -238,6 +242,22 @@ def render(
             loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         loop.close()
         asyncio.set_event_loop(None)
+
+
+def render(
+    config: Mapping[str, Any],
+    *,
+    stack: str = "test",
+    secret_keys: tuple[str, ...] = (),
+    program: Path = ROOT / "__main__.py",
+) -> Rendering:
+    """Run the whole program (`__main__.py`) under mocks with a stack's config."""
+    return render_with(
+        lambda: runpy.run_path(str(program), run_name="__main__"),
+        config,
+        stack=stack,
+        secret_keys=secret_keys,
+    )
 
 
 def load_stack_file(stack: str, root: Path = ROOT) -> tuple[dict[str, Any], tuple[str, ...]]:

@@ -1,0 +1,95 @@
+"""GkeCluster: private, Workload Identity, Dataplane V2 + multi-networking, add-ons, own node identity."""
+
+from __future__ import annotations
+
+import json
+
+from components.cluster import NODE_ROLES, GkeCluster, GkeClusterArgs, kubeconfig
+from components.network import Network, NetworkArgs
+from tools.render import SecretValue, render_with
+
+CLUSTER = "gcp:container/cluster:Cluster"
+POOL = "gcp:container/nodePool:NodePool"
+
+
+def _render(config):
+    def build() -> None:
+        network = Network("net", NetworkArgs(config=config))
+        cluster = GkeCluster(
+            "gke", GkeClusterArgs(config=config, network=network.main_network, subnetwork=network.main_subnet)
+        )
+        import pulumi
+
+        pulumi.export("kubeconfig", cluster.kubeconfig)
+
+    return render_with(build, {})
+
+
+def test_cluster_is_private_with_workload_identity_and_dataplane_v2(config) -> None:
+    inputs = _render(config).one(CLUSTER).inputs
+    assert inputs["privateClusterConfig"]["enablePrivateNodes"] is True
+    assert inputs["workloadIdentityConfig"]["workloadPool"] == "example-project.svc.id.goog"
+    assert inputs["datapathProvider"] == "ADVANCED_DATAPATH"
+    assert inputs["enableMultiNetworking"] is True
+    assert inputs["removeDefaultNodePool"] is True
+    assert inputs["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "pods", "servicesSecondaryRangeName": "services"}
+
+
+def test_control_plane_is_reachable_only_from_the_configured_networks(config) -> None:
+    blocks = _render(config).one(CLUSTER).inputs["masterAuthorizedNetworksConfig"]["cidrBlocks"]
+    assert blocks == [{"cidrBlock": "203.0.113.0/24", "displayName": "office"}]
+
+
+def test_ray_operator_and_lustre_csi_addons_on_port_988_with_dcgm_metrics(config) -> None:
+    inputs = _render(config).one(CLUSTER).inputs
+    addons = inputs["addonsConfig"]
+    assert addons["rayOperatorConfigs"][0]["enabled"] is True
+    assert addons["rayOperatorConfigs"][0]["rayClusterMonitoringConfig"] == {"enabled": True}
+    assert addons["rayOperatorConfigs"][0]["rayClusterLoggingConfig"] == {"enabled": True}
+    assert addons["lustreCsiDriverConfig"] == {"enabled": True, "enableLegacyLustrePort": False}
+    assert "DCGM" in inputs["monitoringConfig"]["enableComponents"]
+    assert inputs["monitoringConfig"]["managedPrometheus"] == {"enabled": True}
+    assert inputs["releaseChannel"] == {"channel": "REGULAR"}
+    assert inputs["minMasterVersion"] == "1.35"
+
+
+def test_nodes_run_as_a_dedicated_service_account_with_only_node_roles(config) -> None:
+    rendering = _render(config)
+    account = rendering.one("gcp:serviceaccount/account:Account").outputs["email"]
+    assert account == "rl-test-nodes@example-project.iam.gserviceaccount.com"
+    roles = sorted(r.inputs["role"] for r in rendering.of_type("gcp:projects/iAMMember:IAMMember"))
+    assert roles == sorted(NODE_ROLES)
+    assert not any("admin" in role.lower() or "editor" in role for role in roles)
+    assert rendering.one(CLUSTER).inputs["nodeConfig"]["serviceAccount"] == account
+    assert rendering.one(POOL).inputs["nodeConfig"]["serviceAccount"] == account
+
+
+def test_cluster_waits_for_the_node_roles(config) -> None:
+    rendering = _render(config)
+    grants = {r.urn for r in rendering.of_type("gcp:projects/iAMMember:IAMMember")}
+    assert grants <= set(rendering.one(CLUSTER).dependencies)
+
+
+def test_system_pool_is_on_demand_in_the_gpu_zone_with_metadata_server(config) -> None:
+    pool = _render(config).one(POOL).inputs
+    assert pool["name"] == "system"
+    assert pool["nodeConfig"]["spot"] is False
+    assert pool["nodeConfig"]["machineType"] == "n2-standard-16"
+    assert pool["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert pool["nodeLocations"] == ["us-east1-b"]
+    assert pool["nodeCount"] == 1
+
+
+def test_kubeconfig_is_a_secret_that_authenticates_with_the_gke_plugin(config) -> None:
+    exported = _render(config).outputs["kubeconfig"]
+    assert isinstance(exported, SecretValue)
+    document = json.loads(exported.value)
+    assert document["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
+    assert document["clusters"][0]["cluster"]["server"] == "https://203.0.113.10"
+    assert "token" not in json.dumps(document["users"])
+
+
+def test_kubeconfig_points_at_the_endpoint_with_its_ca() -> None:
+    document = json.loads(kubeconfig("c", "1.2.3.4", "Q0E="))
+    assert document["clusters"][0]["cluster"] == {"server": "https://1.2.3.4", "certificate-authority-data": "Q0E="}
+    assert document["current-context"] == "c"

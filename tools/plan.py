@@ -1,0 +1,176 @@
+"""The offline plan: what a stack would build, rendered under Pulumi's mock runtime.
+
+`make plan STACK=dev` (or `python -m tools.plan --stack dev [--json]`). Needs no credentials,
+network or Pulumi CLI, and says so: it is a rendering of the program, not a cloud preview.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.tree import Tree
+
+from components.config import ConfigError
+from tools.render import RenderedResource, Rendering, load_stack_file, masked, render
+
+PLACEHOLDER_PROJECT = "example-project"
+NOTICE = (
+    "OFFLINE PLAN: the program rendered under Pulumi's mock runtime. This is not a cloud "
+    "preview; nothing was contacted, and values GCP computes (IPs, endpoints, emails) are stand-ins."
+)
+
+# The settings worth reading in a review, per resource type (camelCase wire names).
+KEY_SETTINGS: dict[str, tuple[str, ...]] = {
+    "gcp:compute/network:Network": ("name", "mtu", "networkProfile"),
+    "gcp:compute/subnetwork:Subnetwork": ("name", "ipCidrRange", "secondaryIpRanges"),
+    "gcp:compute/firewall:Firewall": ("name", "network", "sourceRanges", "allows"),
+    "gcp:compute/router:Router": ("name",),
+    "gcp:compute/routerNat:RouterNat": ("name", "sourceSubnetworkIpRangesToNat"),
+    "gcp:compute/globalAddress:GlobalAddress": ("name", "purpose", "address", "prefixLength"),
+    "gcp:servicenetworking/connection:Connection": ("service", "deletionPolicy"),
+    "gcp:lustre/instance:Instance": (
+        "instanceId", "location", "capacityGib", "perUnitStorageThroughput", "filesystem", "gkeSupportEnabled",
+    ),
+    "gcp:serviceaccount/account:Account": ("accountId",),
+    "gcp:projects/iAMMember:IAMMember": ("role",),
+    "gcp:container/cluster:Cluster": (
+        "name", "location", "minMasterVersion", "releaseChannel.channel",
+        "privateClusterConfig.enablePrivateNodes", "masterAuthorizedNetworksConfig.cidrBlocks",
+        "workloadIdentityConfig.workloadPool", "datapathProvider", "enableMultiNetworking",
+        "addonsConfig.rayOperatorConfigs", "addonsConfig.lustreCsiDriverConfig",
+    ),
+    "gcp:container/nodePool:NodePool": (
+        "name", "nodeCount", "nodeConfig.machineType", "nodeConfig.spot",
+        "nodeConfig.reservationAffinity", "nodeConfig.guestAccelerators",
+        "networkConfig.additionalNodeNetworkConfigs", "placementPolicy",
+    ),
+}
+K8S_SETTINGS = ("kind", "metadata.name", "metadata.namespace")
+
+
+def lookup(values: dict[str, Any], path: str) -> Any:
+    current: Any = values
+    for part in path.split("."):
+        if not isinstance(current, dict) or part not in current:
+            return None
+        current = current[part]
+    return current
+
+
+def _summarise(value: Any) -> str:
+    if isinstance(value, list) and len(value) > 3:
+        return f"[{len(value)} items]"
+    return json.dumps(masked(value), separators=(",", ":"))
+
+
+def key_settings(resource: RenderedResource) -> dict[str, Any]:
+    paths = KEY_SETTINGS.get(resource.type)
+    if paths is None and resource.type.startswith("kubernetes:"):
+        paths = K8S_SETTINGS
+    settings = {path: lookup(resource.inputs, path) for path in paths or ()}
+    return {k: v for k, v in settings.items() if v is not None}
+
+
+def _label(resource: RenderedResource) -> str:
+    flags = [f for f, on in (("protected", resource.protect), ("retained", resource.retain_on_delete)) if on]
+    head = f"[bold]{resource.name}[/bold] [dim]{resource.type}[/dim]"
+    if flags:
+        head += f" [yellow]({', '.join(flags)})[/yellow]"
+    details = ", ".join(f"{k}={_summarise(v)}" for k, v in key_settings(resource).items())
+    return f"{head}\n  {details}" if details else head
+
+
+def as_json(rendering: Rendering, notes: list[str]) -> dict[str, Any]:
+    return {
+        "stack": rendering.stack,
+        "offline": True,
+        "notice": NOTICE,
+        "notes": notes,
+        "counts": dict(Counter(r.type for r in rendering.custom_resources())),
+        "resources": [
+            {
+                "urn": r.urn,
+                "type": r.type,
+                "name": r.name,
+                "parent": r.parent,
+                "custom": r.custom,
+                "protect": r.protect,
+                "retainOnDelete": r.retain_on_delete,
+                "deletedWith": r.deleted_with,
+                "inputs": masked(r.inputs),
+            }
+            for r in rendering.resources
+        ],
+        "outputs": masked(rendering.outputs),
+    }
+
+
+def print_tree(rendering: Rendering, notes: list[str], console: Console) -> None:
+    console.print(f"[bold yellow]{NOTICE}[/bold yellow]")
+    for note in notes:
+        console.print(f"[yellow]note:[/yellow] {note}")
+    root = Tree(f"[bold]stack {rendering.stack}[/bold]")
+    children: dict[str, list[RenderedResource]] = {}
+    urns = {r.urn for r in rendering.resources}
+    for resource in rendering.resources:
+        parent = resource.parent if resource.parent in urns else ""
+        children.setdefault(parent, []).append(resource)
+
+    def grow(branch: Tree, parent: str) -> None:
+        # Registration order depends on async timing; sorting keeps the plan stable to read and diff.
+        for resource in sorted(children.get(parent, []), key=lambda r: (r.custom, r.name)):
+            grow(branch.add(_label(resource)), resource.urn)
+
+    grow(root, "")
+    console.print(root)
+    counts = Counter(r.type for r in rendering.custom_resources())
+    console.print(f"\n[bold]{sum(counts.values())} cloud/Kubernetes resources[/bold] in "
+                  f"{len(rendering.resources) - sum(counts.values())} components:")
+    for type_, count in sorted(counts.items()):
+        console.print(f"  {count:3d}  {type_}")
+    console.print("\n[bold]Stack outputs[/bold]")
+    for key, value in sorted(masked(rendering.outputs).items()):
+        console.print(f"  {key}: {_summarise(value)}")
+
+
+def render_stack_file(stack: str) -> tuple[Rendering, list[str]]:
+    config, secret_keys = load_stack_file(stack)
+    notes: list[str] = []
+    if "gcp:project" not in config:
+        config["gcp:project"] = PLACEHOLDER_PROJECT
+        notes.append(
+            f"gcp:project is not set in Pulumi.{stack}.yaml; rendered with '{PLACEHOLDER_PROJECT}'. "
+            f"Set yours with `pulumi config set gcp:project <id> --stack {stack}`."
+        )
+    for key in secret_keys:
+        notes.append(f"{key} is a secret; offline it is a placeholder and shown as [secret].")
+    return render(config, stack=stack, secret_keys=secret_keys), notes
+
+
+def main(
+    stack: str = typer.Option("dev", help="Stack name: reads Pulumi.<stack>.yaml."),
+    json_output: bool = typer.Option(False, "--json", help="Machine-readable plan on stdout."),
+) -> None:
+    """Print the offline plan of a stack."""
+    err = Console(stderr=True)
+    try:
+        rendering, notes = render_stack_file(stack)
+    except FileNotFoundError as error:
+        err.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+    except ConfigError as error:
+        err.print(f"[red]error:[/red] Pulumi.{stack}.yaml: {error}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    if json_output:
+        sys.stdout.write(json.dumps(as_json(rendering, notes), indent=2, sort_keys=True) + "\n")
+    else:
+        print_tree(rendering, notes, Console(width=160))
+
+
+if __name__ == "__main__":
+    typer.run(main)
