@@ -1,0 +1,147 @@
+"""Recipe dry runs: Lustre paths, checkpointing on, node counts, overrides, no tokens."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from components.catalogue import FRAMEWORKS
+from jobs.cli import app
+from jobs.recipes import RECIPES, RunContext
+
+FAKE_TOKEN = "hf_" + "Q" * 34
+runner = CliRunner()
+
+
+def dry_run(*args: str) -> dict:
+    result = runner.invoke(app, ["submit", *args, "--dry-run", "--json"])
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_dry_run_shows_lustre_checkpoints_nodes_overrides_and_no_token(name, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", FAKE_TOKEN)
+    monkeypatch.setenv("WANDB_API_KEY", "w" * 40)
+    recipe = RECIPES[name]
+    some_key = sorted(recipe.known_keys - set(recipe.locked) - recipe.path_keys
+                      - recipe.positive_keys)[0]
+    out = dry_run(name, "--name", "dry-1", "--nodes", "3", "--gpus-per-node", "4",
+                  "--set", f"{some_key}=42", "--set", "+my.extra=yes")
+    entry = out["entrypoint"]
+    assert out["submission_id"] == "dry-1-a1"
+    ckpt = f"{recipe.checkpoint_key}=/lustre/runs/dry-1/checkpoints"
+    assert ckpt in entry
+    assert out["metadata"]["checkpoint_dir"] == "/lustre/runs/dry-1/checkpoints"
+    on = {"nemo-rl": "checkpointing.enabled=true", "verl": "trainer.save_freq=20"}
+    assert on[recipe.framework] in entry
+    assert f"{recipe.node_key}=3" in entry and f"{recipe.gpus_key}=4" in entry
+    assert f"{some_key}=42" in entry and "+my.extra=yes" in entry
+    assert json.loads(out["metadata"]["overrides"]) == [f"{some_key}=42", "+my.extra=yes"]
+    assert all(isinstance(v, str) for v in out["metadata"].values())
+    assert out["runtime_env"]["env_vars"]["HF_HOME"] == "/lustre/huggingface_cache"
+    text = json.dumps(out)
+    assert FAKE_TOKEN not in text and "w" * 40 not in text
+    assert "HF_TOKEN" not in text and "WANDB_API_KEY" not in text
+    # Every absolute path the run writes is under /lustre/.
+    for key in recipe.path_keys:
+        assert f"{key}=/lustre/runs/dry-1/" in entry
+
+
+def test_nemo_recipes_override_runtime_env_merge_and_use_image_code():
+    for recipe in RECIPES.values():
+        env = recipe.env()
+        if recipe.framework == "nemo-rl":
+            assert env["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"
+            assert "cd /opt/nemo-rl && uv run python examples/run_grpo_math.py" in recipe.render(
+                RunContext(run="r", nodes=1, gpus_per_node=8), {})
+        else:
+            assert "RAY_OVERRIDE_JOB_RUNTIME_ENV" not in env
+
+
+def test_math_recipe_is_the_codelab_run():
+    entry = dry_run("nemo-rl-grpo-math", "--name", "m")["entrypoint"]
+    for part in ("--config examples/configs/grpo_math_70B_megatron.yaml",
+                 "policy.model_name=Qwen/Qwen2.5-72B-Instruct", "data.dataset_name=DeepScaler",
+                 "grpo.num_generations_per_prompt=8", "grpo.num_prompts_per_step=32",
+                 "policy.train_global_batch_size=256", "cluster.num_nodes=8"):
+        assert part in entry
+
+
+def test_gsm8k_recipes_prepare_data_on_lustre_first():
+    nemo = dry_run("nemo-rl-grpo-gsm8k", "--name", "g")
+    assert nemo["entrypoint"].startswith("python3 prepare_gsm8k.py --format nemo-jsonl "
+                                         "--out /lustre/datasets/gsm8k && cd /opt/nemo-rl")
+    assert "data.dataset_name=ResponseDataset" in nemo["entrypoint"]
+    assert "+data.train_data_path=/lustre/datasets/gsm8k/nemo/train.jsonl" in nemo["entrypoint"]
+    assert "+data.input_key=question +data.output_key=answer" in nemo["entrypoint"]
+    verl = dry_run("verl-grpo-gsm8k", "--name", "v")
+    assert verl["entrypoint"].startswith("python3 prepare_gsm8k.py --format verl-parquet")
+    assert "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo" in verl["entrypoint"]
+    assert "actor_rollout_ref.rollout.name=vllm" in verl["entrypoint"]
+    n = int(verl["entrypoint"].split("actor_rollout_ref.rollout.n=")[1].split()[0])
+    assert n > 1
+    for out in (nemo, verl):
+        assert out["runtime_env"]["working_dir"].endswith("jobs/payloads/gsm8k")
+        assert ".git/" in out["runtime_env"]["excludes"]
+
+
+def test_recipe_versions_come_from_the_catalogue():
+    result = runner.invoke(app, ["recipes", "--json"])
+    assert result.exit_code == 0
+    views = {v["name"]: v for v in json.loads(result.stdout)}
+    assert set(views) == set(RECIPES)
+    for v in views.values():
+        spec = FRAMEWORKS[v["framework"]]
+        assert (v["framework_version"], v["image"]) == (spec.version, spec.image)
+
+
+def test_unknown_override_exits_2_naming_it_and_the_closest_key():
+    result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run",
+                                 "--set", "grpo.num_generation_per_prompt=4"])
+    assert result.exit_code == 2
+    assert "'grpo.num_generation_per_prompt'" in result.stderr
+    assert "grpo.num_generations_per_prompt" in result.stderr
+    assert result.stdout == ""
+
+
+def test_plus_prefix_allows_a_deliberate_new_key():
+    out = dry_run("verl-grpo-gsm8k", "--set", "+trainer.brand_new=1")
+    assert "+trainer.brand_new=1" in out["entrypoint"]
+
+
+@pytest.mark.parametrize("setting, words", [
+    ("checkpointing.enabled=false", "checkpointing stays on"),
+    ("cluster.num_nodes=2", "--nodes"),
+    ("checkpointing.checkpoint_dir=results/grpo", "/lustre/"),
+    ("checkpointing.save_period=-1", "positive"),
+])
+def test_settings_that_would_lose_the_run_are_refused(setting, words):
+    result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run", "--set", setting])
+    assert result.exit_code == 2
+    assert words in result.stderr
+
+
+def test_unknown_recipe_suggests_the_closest():
+    result = runner.invoke(app, ["submit", "nemo-rl-grpo-maths", "--dry-run"])
+    assert result.exit_code == 2
+    assert "nemo-rl-grpo-math" in result.stderr
+
+
+def test_framework_mismatch_is_refused():
+    result = runner.invoke(app, ["submit", "verl-grpo-gsm8k", "--dry-run", "--framework", "nemo-rl"])
+    assert result.exit_code == 2
+    assert "needs a verl cluster" in result.stderr
+
+
+@pytest.mark.parametrize("setting", [
+    "logger.wandb.api_key=abc", "hf_token=abc", f"policy.model_name={FAKE_TOKEN}",
+    "+data.secret=x", "my.password=x",
+])
+def test_token_like_settings_exit_2_without_echoing_the_value(setting, monkeypatch):
+    result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run", "--set", setting])
+    assert result.exit_code == 2
+    assert "Secret" in result.stderr
+    assert FAKE_TOKEN not in result.stderr + result.stdout
