@@ -1,0 +1,168 @@
+"""`KubernetesLayer`: composes the whole Kubernetes layer on top of the GKE cluster.
+
+Provider -> Device networks + NCCL installer + identity -> Lustre volume -> RayCluster ->
+metrics. Every Kubernetes object uses the cluster's provider and is `deleted_with` the cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components.catalogue import RAY_DASHBOARD_PORT
+from components.config import StackConfig
+from components.k8s.identity import TrainingIdentity, TrainingIdentityArgs
+from components.k8s.metrics import RayMetrics, RayMetricsArgs
+from components.k8s.names import K8sNames
+from components.k8s.nccl import NcclInstaller, NcclInstallerArgs
+from components.k8s.networks import RDMA_NIC_COUNT, GpuNetworks, GpuNetworksArgs
+from components.k8s.provider import KubeTarget, kubernetes_provider
+from components.k8s.raycluster import RayClusterInputs, TrainingRayCluster, TrainingRayClusterArgs
+from components.k8s.storage import LustreVolume, LustreVolumeArgs
+from components.stack_inputs import StackSecrets
+
+
+@dataclass(frozen=True)
+class KubernetesLayerArgs:
+    config: StackConfig
+    secrets: StackSecrets
+    kubeconfig: pulumi.Output[str]            # secret
+    cluster: pulumi.Resource                  # gcp.container.Cluster: deleted_with / depends_on target
+    gpu_pool: pulumi.Resource                 # gcp.container.NodePool of the GPUs (RayCluster depends on it)
+    system_pool_name: str                     # node pool name for the Ray head nodeSelector
+    gvnic_network_name: pulumi.Input[str]
+    gvnic_subnet_name: pulumi.Input[str]
+    rdma_network_name: pulumi.Input[str]
+    rdma_subnet_names: list[pulumi.Input[str]]  # exactly 8
+    lustre_instance_id: pulumi.Input[str]
+    lustre_mount_point: pulumi.Input[str]     # "IP@tcp:/FILESYSTEM"
+
+
+def port_forward_command(namespace: str, service: str, port: int = RAY_DASHBOARD_PORT) -> str:
+    return f"kubectl port-forward -n {namespace} svc/{service} {port}:{port}"
+
+
+class KubernetesLayer(pulumi.ComponentResource):
+    ray_cluster_name: str
+    namespace: str
+    head_service: str
+    dashboard_port: int
+    framework: str
+    node_count: int
+    gpus_per_node: int
+    dashboard_port_forward: str
+    lustre_pvc_name: str
+
+    def __init__(
+        self, name: str, args: KubernetesLayerArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        # Checked before anything is registered, so a wrong wiring leaves no half-built layer.
+        if len(args.rdma_subnet_names) != RDMA_NIC_COUNT:
+            raise ValueError(
+                f"KubernetesLayerArgs.rdma_subnet_names: expected {RDMA_NIC_COUNT} subnet names, "
+                f"got {len(args.rdma_subnet_names)}"
+            )
+        super().__init__("rl-on-gke:k8s:KubernetesLayer", name, None, opts)
+        config = args.config
+        names = K8sNames.for_stack(config)
+        child = pulumi.ResourceOptions(parent=self)
+
+        target = KubeTarget(
+            provider=kubernetes_provider(f"{name}-provider", args.kubeconfig, args.cluster, self),
+            cluster=args.cluster,
+        )
+        networks = GpuNetworks(
+            f"{name}-networks",
+            GpuNetworksArgs(
+                target=target,
+                gvnic_vpc=args.gvnic_network_name,
+                gvnic_subnet=args.gvnic_subnet_name,
+                rdma_vpc=args.rdma_network_name,
+                rdma_subnets=args.rdma_subnet_names,
+            ),
+            child,
+        )
+        nccl = NcclInstaller(
+            f"{name}-nccl", NcclInstallerArgs(target=target, machine=config.gpu.machine), child
+        )
+        identity = TrainingIdentity(
+            f"{name}-identity",
+            TrainingIdentityArgs(
+                target=target,
+                project=config.project,
+                names=names,
+                token_data=args.secrets.as_secret_data(),
+            ),
+            child,
+        )
+        storage = LustreVolume(
+            f"{name}-lustre",
+            LustreVolumeArgs(
+                target=target,
+                project=config.project,
+                zone=config.zone,
+                instance_id=args.lustre_instance_id,
+                mount_point=args.lustre_mount_point,
+                capacity_gib=config.lustre.capacity_gib,
+                volume_name=names.lustre_pv,
+                claim_name=names.lustre_pvc,
+                namespace=names.namespace,
+                namespace_resource=identity.namespace,
+            ),
+            child,
+        )
+        pod_prerequisites: list[pulumi.Resource] = [
+            *networks.resources,
+            nccl.daemon_set,
+            storage.claim,
+            identity.service_account,
+            args.gpu_pool,
+        ]
+        if identity.token_secret is not None:
+            pod_prerequisites.append(identity.token_secret)
+        TrainingRayCluster(
+            f"{name}-ray",
+            TrainingRayClusterArgs(
+                target=target,
+                inputs=RayClusterInputs.for_stack(
+                    config, names, system_pool_name=args.system_pool_name, token_env=identity.env
+                ),
+                depends_on=pod_prerequisites,
+            ),
+            child,
+        )
+        RayMetrics(
+            f"{name}-metrics",
+            RayMetricsArgs(
+                target=target,
+                name=names.pod_monitoring,
+                namespace=names.namespace,
+                ray_cluster=names.ray_cluster,
+                namespace_resource=identity.namespace,
+            ),
+            child,
+        )
+
+        self.ray_cluster_name = names.ray_cluster
+        self.namespace = names.namespace
+        self.head_service = names.head_service
+        self.dashboard_port = RAY_DASHBOARD_PORT
+        self.framework = config.ray.framework
+        self.node_count = config.gpu.node_count
+        self.gpus_per_node = config.gpu.machine.gpus_per_node
+        self.dashboard_port_forward = port_forward_command(names.namespace, names.head_service)
+        self.lustre_pvc_name = names.lustre_pvc
+        self.register_outputs(
+            {
+                "ray_cluster_name": self.ray_cluster_name,
+                "namespace": self.namespace,
+                "head_service": self.head_service,
+                "dashboard_port": self.dashboard_port,
+                "framework": self.framework,
+                "node_count": self.node_count,
+                "gpus_per_node": self.gpus_per_node,
+                "dashboard_port_forward": self.dashboard_port_forward,
+                "lustre_pvc_name": self.lustre_pvc_name,
+            }
+        )

@@ -1,0 +1,154 @@
+"""The Managed Lustre instance as a statically provisioned PersistentVolume + claim.
+
+Static, not dynamic, provisioning: the instance is created (and protected from destroy) by
+components/lustre.py, so Kubernetes must only ever *point at* it (reference 3.3).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.k8s.provider import KubeTarget
+
+CSI_DRIVER = "lustre.csi.storage.gke.io"
+MOUNT_PATH = "/lustre"
+_MOUNT_POINT = re.compile(r"^(?P<ip>[^@]+)@tcp:/(?P<filesystem>[A-Za-z][A-Za-z0-9]{0,7})$")
+
+
+@dataclass(frozen=True)
+class LustreMount:
+    ip: str
+    filesystem: str
+
+
+def parse_mount_point(mount_point: str) -> LustreMount:
+    """`10.16.0.2@tcp:/lustrefs` -> ip `10.16.0.2`, filesystem `lustrefs`.
+
+    The filesystem is the bare fsname: cluster-toolkit passes `/lustrefs` (with the slash),
+    the Lustre CSI examples the bare name (reference 2.6).
+    """
+    match = _MOUNT_POINT.match(mount_point)
+    if not match:
+        raise ValueError(f"Lustre mount point {mount_point!r} is not of the form IP@tcp:/FILESYSTEM")
+    ip = str(ipaddress.IPv4Address(match["ip"]))
+    return LustreMount(ip=ip, filesystem=match["filesystem"])
+
+
+def volume_handle(project: str, zone: str, instance_id: str) -> str:
+    """`<project>/<zone>/<instance>`: exactly three tokens, what the CSI driver's ParseVolumeID
+    accepts (cluster-toolkit's five-token form is Parallelstore's; reference 3.3).
+
+    Accepts the instance's short id or its full resource id (`projects/.../instances/<id>`).
+    """
+    instance = instance_id.rsplit("/", 1)[-1]
+    if not instance:
+        raise ValueError(f"empty Lustre instance id in {instance_id!r}")
+    return f"{project}/{zone}/{instance}"
+
+
+def persistent_volume_manifest(
+    name: str,
+    *,
+    handle: pulumi.Input[str],
+    ip: pulumi.Input[str],
+    filesystem: pulumi.Input[str],
+    capacity_gib: int,
+    claim_namespace: str,
+    claim_name: str,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            # Empty class: no provisioner may ever create or resize a Lustre instance from here.
+            "storageClassName": "",
+            "capacity": {"storage": f"{capacity_gib}Gi"},
+            "accessModes": ["ReadWriteMany"],
+            # Retain: deleting the PV (or the whole cluster) must never touch the data.
+            "persistentVolumeReclaimPolicy": "Retain",
+            "volumeMode": "Filesystem",
+            # Pre-bound both ways so no other claim can take this volume.
+            "claimRef": {"namespace": claim_namespace, "name": claim_name},
+            "csi": {
+                "driver": CSI_DRIVER,
+                "volumeHandle": handle,
+                "volumeAttributes": {"ip": ip, "filesystem": filesystem},
+            },
+        },
+    }
+
+
+def persistent_volume_claim_manifest(
+    name: str, *, namespace: str, volume_name: str, capacity_gib: int
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "storageClassName": "",
+            "accessModes": ["ReadWriteMany"],
+            "volumeName": volume_name,
+            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
+        },
+    }
+
+
+@dataclass(frozen=True)
+class LustreVolumeArgs:
+    target: KubeTarget
+    project: str
+    zone: str
+    instance_id: pulumi.Input[str]
+    mount_point: pulumi.Input[str]
+    capacity_gib: int
+    volume_name: str
+    claim_name: str
+    namespace: str
+    namespace_resource: pulumi.Resource
+
+
+class LustreVolume(pulumi.ComponentResource):
+    claim: k8s.core.v1.PersistentVolumeClaim
+
+    def __init__(
+        self, name: str, args: LustreVolumeArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("rl-on-gke:k8s:LustreVolume", name, None, opts)
+        # Only values are computed in apply(); the resources are registered outside it.
+        mount = pulumi.Output.from_input(args.mount_point).apply(parse_mount_point)
+        handle = pulumi.Output.from_input(args.instance_id).apply(
+            lambda instance: volume_handle(args.project, args.zone, instance)
+        )
+        pv = persistent_volume_manifest(
+            args.volume_name,
+            handle=handle,
+            ip=mount.apply(lambda m: m.ip),
+            filesystem=mount.apply(lambda m: m.filesystem),
+            capacity_gib=args.capacity_gib,
+            claim_namespace=args.namespace,
+            claim_name=args.claim_name,
+        )
+        volume = k8s.core.v1.PersistentVolume(
+            f"{name}-pv", metadata=pv["metadata"], spec=pv["spec"], opts=args.target.options(self)
+        )
+        pvc = persistent_volume_claim_manifest(
+            args.claim_name,
+            namespace=args.namespace,
+            volume_name=args.volume_name,
+            capacity_gib=args.capacity_gib,
+        )
+        self.claim = k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-pvc",
+            metadata=pvc["metadata"],
+            spec=pvc["spec"],
+            opts=args.target.options(self, depends_on=[volume, args.namespace_resource]),
+        )
+        self.register_outputs({"volume": args.volume_name, "claim": args.claim_name})
