@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
 from components.config import ConfigError
@@ -64,8 +65,9 @@ def lookup(values: dict[str, Any], path: str) -> Any:
 
 def _summarise(value: Any) -> str:
     if isinstance(value, list) and len(value) > 3:
-        return f"[{len(value)} items]"
-    return json.dumps(masked(value), separators=(",", ":"))
+        return escape(f"[{len(value)} items]")
+    # Escaped: "[secret]" would otherwise be read as rich markup and vanish.
+    return escape(json.dumps(masked(value), separators=(",", ":")))
 
 
 def key_settings(resource: RenderedResource) -> dict[str, Any]:

@@ -1,0 +1,163 @@
+"""Whole stacks: both stack files render through __main__.py, and what issue 2/3 promise holds."""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import lru_cache
+
+import pytest
+
+from components.config import ConfigError
+from tests.conftest import BASE_STACK_CONFIG
+from tools.render import Rendering, SecretValue, load_stack_file, plain_strings, render
+
+STACKS = ("dev", "h200")
+
+
+@lru_cache(maxsize=None)
+def rendered(stack: str) -> Rendering:
+    config, secret_keys = load_stack_file(stack)
+    config.setdefault("gcp:project", "example-project")
+    return render(config, stack=stack, secret_keys=secret_keys)
+
+
+def test_stack_files_are_exactly_dev_and_h200() -> None:
+    from tools.render import ROOT
+
+    assert sorted(p.name for p in ROOT.glob("Pulumi.*.yaml")) == ["Pulumi.dev.yaml", "Pulumi.h200.yaml"]
+
+
+def test_dev_stack_has_three_vpcs_and_an_rdma_vpc_on_the_zone_roce_profile() -> None:
+    networks = {r.inputs["name"]: r.inputs for r in rendered("dev").of_type("gcp:compute/network:Network")}
+    assert len(networks) == 3
+    rdma = networks["rl-dev-rdma-net"]
+    assert rdma["networkProfile"].endswith("/networkProfiles/us-east1-b-vpc-roce")
+    assert rdma["mtu"] == 8896
+
+
+def test_dev_rdma_vpc_has_eight_subnets_and_no_firewall() -> None:
+    rendering = rendered("dev")
+    rdma_subnets = [s for s in rendering.of_type("gcp:compute/subnetwork:Subnetwork") if "rdma" in s.inputs["name"]]
+    assert len(rdma_subnets) == 8
+    assert not [f for f in rendering.of_type("gcp:compute/firewall:Firewall") if "rdma" in f.inputs["network"]]
+
+
+def test_dev_lustre_instance_depends_on_the_psa_connection() -> None:
+    rendering = rendered("dev")
+    connection = rendering.one("gcp:servicenetworking/connection:Connection")
+    assert connection.urn in rendering.one("gcp:lustre/instance:Instance").dependencies
+
+
+def test_dev_cluster_is_private_and_has_every_feature_issue_2_lists() -> None:
+    cluster = rendered("dev").one("gcp:container/cluster:Cluster").inputs
+    assert cluster["privateClusterConfig"]["enablePrivateNodes"] is True
+    assert cluster["workloadIdentityConfig"]["workloadPool"] == "example-project.svc.id.goog"
+    assert cluster["datapathProvider"] == "ADVANCED_DATAPATH"
+    assert cluster["enableMultiNetworking"] is True
+    assert cluster["addonsConfig"]["rayOperatorConfigs"][0]["enabled"] is True
+    assert cluster["addonsConfig"]["lustreCsiDriverConfig"]["enabled"] is True
+    cidrs = [b["cidrBlock"] for b in cluster["masterAuthorizedNetworksConfig"]["cidrBlocks"]]
+    assert cidrs and "0.0.0.0/0" not in cidrs
+
+
+def test_dev_gpu_pool_is_spot_without_reservation_and_system_pool_is_not_spot() -> None:
+    rendering = rendered("dev")
+    pools = {p.inputs["name"]: p.inputs for p in rendering.of_type("gcp:container/nodePool:NodePool")}
+    gpu, system = pools["gpu"], pools["system"]
+    assert gpu["nodeConfig"]["spot"] is True
+    assert gpu["nodeConfig"]["reservationAffinity"]["consumeReservationType"] == "NO_RESERVATION"
+    assert len(gpu["networkConfig"]["additionalNodeNetworkConfigs"]) == 9
+    assert system["nodeConfig"]["spot"] is False
+
+
+def test_h200_stack_uses_a3_ultra_on_its_named_reservation_and_protects_data() -> None:
+    rendering = rendered("h200")
+    gpu = next(p.inputs for p in rendering.of_type("gcp:container/nodePool:NodePool") if p.inputs["name"] == "gpu")
+    assert gpu["nodeConfig"]["machineType"] == "a3-ultragpu-8g"
+    assert gpu["nodeConfig"]["reservationAffinity"]["consumeReservationType"] == "SPECIFIC_RESERVATION"
+    instance = rendering.one("gcp:lustre/instance:Instance")
+    assert (instance.inputs["capacityGib"], instance.inputs["perUnitStorageThroughput"]) == ("18000", "500")
+    assert instance.protect and instance.retain_on_delete
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_stack_outputs_name_the_cluster_lustre_and_networks(stack: str) -> None:
+    outputs = rendered(stack).outputs
+    for key in ("clusterName", "clusterLocation", "clusterEndpoint", "lustreInstanceId", "lustreMountPoint",
+                "lustreIp", "lustreFilesystem", "networks", "rayClusterName", "rayNamespace", "rayHeadService",
+                "rayDashboardPort", "rayFramework", "gpuNodeCount", "gpusPerNode", "dashboardPortForward"):
+        assert outputs.get(key) not in (None, ""), key
+    assert isinstance(outputs["kubeconfig"], SecretValue)
+    assert "gke-gcloud-auth-plugin" in outputs["kubeconfig"].value
+    assert outputs["lustreMountPoint"].startswith(outputs["lustreIp"] + "@tcp:/")
+    assert len(outputs["networks"]["rdmaSubnets"]) == 8
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_component_child_is_parented_and_every_component_registered(stack: str) -> None:
+    rendering = rendered(stack)
+    urns = {r.urn for r in rendering.resources}
+    components = [r for r in rendering.resources if r.is_component]
+    assert {c.type for c in components} >= {
+        "rl-on-gke:gcp:Network", "rl-on-gke:gcp:PrivateServiceAccess", "rl-on-gke:gcp:ManagedLustre",
+        "rl-on-gke:gcp:GkeCluster", "rl-on-gke:gcp:GpuNodePool", "rl-on-gke:k8s:KubernetesLayer",
+    }
+    assert all(r.parent in urns for r in rendering.custom_resources())
+
+
+def test_a_token_set_as_a_secret_appears_in_no_input_in_clear() -> None:
+    config, _ = load_stack_file("dev")
+    config["gcp:project"] = "example-project"
+    token = "hf_" + "Q" * 34
+    config["rl-on-gke:hfToken"] = token
+    rendering = render(config, stack="dev", secret_keys=("rl-on-gke:hfToken",))
+    secrets = rendering.of_type("kubernetes:core/v1:Secret")
+    assert secrets, "a token was configured, so the stack must create a Secret"
+    for resource in rendering.resources:
+        assert not any(token in s for s in plain_strings(resource.inputs)), resource.name
+    assert token not in json.dumps([list(plain_strings(rendering.outputs))])
+
+
+def test_a_token_stored_in_plain_text_is_refused_without_echoing_it() -> None:
+    config = copy.deepcopy(BASE_STACK_CONFIG)
+    config["rl-on-gke:hfToken"] = "hf_" + "plaintextvalue" * 3  # built, so no token-shaped literal sits in the repo
+    with pytest.raises(ConfigError) as caught:
+        render(config)
+    assert "rl-on-gke:hfToken" in str(caught.value)
+    assert "hf_plaintextvalue" not in str(caught.value)
+
+
+BAD = {
+    "lustre 10000 at 1000": ("rl-on-gke:lustre", {"capacityGib": 10000, "perUnitStorageThroughput": 1000}),
+    "throughput 300": ("rl-on-gke:lustre", {"capacityGib": 9000, "perUnitStorageThroughput": 300}),
+    "filesystem": ("rl-on-gke:lustre", {"capacityGib": 9000, "perUnitStorageThroughput": 1000, "filesystem": "lustre-fs-01"}),
+    "zone outside region": ("rl-on-gke:zone", "us-west1-a"),
+    "nodeCount 0": ("rl-on-gke:gpu", {"machineType": "a4-highgpu-8g", "nodeCount": 0}),
+    "reservation without name": ("rl-on-gke:gpu", {"machineType": "a4-highgpu-8g", "nodeCount": 1, "provisioning": "reservation"}),
+    "unknown machine": ("rl-on-gke:gpu", {"machineType": "a2-highgpu-1g", "nodeCount": 1}),
+    "open control plane": ("rl-on-gke:authorizedNetworks", [{"cidrBlock": "0.0.0.0/0"}]),
+    "overlapping cidrs": ("rl-on-gke:network", {"gvnicSubnetCidr": "192.168.0.0/24"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_config_fails_the_whole_program_before_any_resource_is_registered(case: str, monkeypatch) -> None:
+    import tools.render as render_module
+
+    recorded: list[str] = []
+    original = render_module.RecordingMonitor.RegisterResource
+
+    def spy(self, request):
+        if request.type != "pulumi:pulumi:Stack":
+            recorded.append(request.type)
+        return original(self, request)
+
+    monkeypatch.setattr(render_module.RecordingMonitor, "RegisterResource", spy)
+    key, value = BAD[case]
+    config = copy.deepcopy(BASE_STACK_CONFIG)
+    config[key] = value
+    with pytest.raises(ConfigError) as caught:
+        render(config)
+    assert key.split(".")[0] in str(caught.value)
+    assert recorded == []

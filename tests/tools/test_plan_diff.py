@@ -1,0 +1,83 @@
+"""The offline plan diff: exact changes between two renderings, and the nodeCount acceptance case."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tools.plan_diff import MISSING, diff_plans, flatten, to_markdown
+from tools.render import ROOT
+
+
+def _resource(urn: str, inputs: dict, **options) -> dict:
+    return {"urn": urn, "type": "t:m:R", "name": urn.split("::")[-1], "custom": True, "inputs": inputs,
+            "protect": options.get("protect", False), "retainOnDelete": False, "deletedWith": ""}
+
+
+def test_flatten_names_every_leaf_by_path() -> None:
+    assert flatten({"a": {"b": [1, {"c": 2}]}, "d": []}) == {"a.b[0]": 1, "a.b[1].c": 2, "d": []}
+
+
+def test_diff_reports_added_removed_and_changed_paths_only() -> None:
+    base = {"resources": [_resource("u::keep", {"x": 1, "y": {"z": 2}}), _resource("u::gone", {})]}
+    head = {"resources": [_resource("u::keep", {"x": 1, "y": {"z": 3}, "w": True}), _resource("u::new", {})]}
+    diff = diff_plans(base, head)
+    assert [r["name"] for r in diff.added] == ["new"]
+    assert [r["name"] for r in diff.removed] == ["gone"]
+    assert [(c.name, c.changes) for c in diff.changed] == [("keep", [("w", MISSING, True), ("y.z", 2, 3)])]
+
+
+def test_diff_sees_a_resource_losing_its_protection() -> None:
+    diff = diff_plans({"resources": [_resource("u::fs", {}, protect=True)]},
+                      {"resources": [_resource("u::fs", {}, protect=False)]})
+    assert diff.changed[0].changes == [("(protect)", True, False)]
+
+
+def test_markdown_of_an_empty_diff_says_so_and_that_it_is_offline() -> None:
+    text = to_markdown(diff_plans({"resources": []}, {"resources": []}), "dev", "main")
+    assert "No resource changes." in text and "not a `pulumi preview`" in text
+
+
+@pytest.fixture
+def repo_copy(tmp_path: Path) -> Path:
+    """A git repo holding this working tree's files, committed, so BASE is a real commit."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        source = ROOT / name
+        if source.is_file():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, tmp_path / name)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=tmp_path, check=True)
+    return tmp_path
+
+
+def test_changing_gpu_node_count_changes_only_the_pool_size_and_ray_workers(repo_copy: Path) -> None:
+    stack_file = repo_copy / "Pulumi.dev.yaml"
+    stack_file.write_text(stack_file.read_text().replace("nodeCount: 2", "nodeCount: 3", 1))
+    result = subprocess.run([sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "HEAD"],
+                            cwd=repo_copy, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "0 to add, 2 to change, 0 to remove" in text
+    changed_rows = [line for line in text.splitlines() if line.startswith("| `")]
+    paths = {row.split("`")[1] for row in changed_rows}
+    assert "nodeCount" in paths
+    assert {p for p in paths if p != "nodeCount"} == {
+        "spec.workerGroupSpecs[0].replicas", "spec.workerGroupSpecs[0].minReplicas", "spec.workerGroupSpecs[0].maxReplicas",
+    }
+    assert all("`2` | `3`" in row for row in changed_rows)
+
+
+def test_unknown_base_ref_exits_2_with_one_line(repo_copy: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "no-such-ref"],
+                            cwd=repo_copy, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "no-such-ref" in result.stderr and "Traceback" not in result.stderr
