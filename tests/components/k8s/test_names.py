@@ -1,0 +1,33 @@
+"""Deterministic names: what jobs and stack outputs rely on, within Kubernetes and GCP limits."""
+
+from __future__ import annotations
+
+import re
+
+from components.k8s.names import K8sNames, head_service_name
+from tests.components.k8s.conftest import make_config
+
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+def test_head_service_follows_kuberays_naming() -> None:
+    assert head_service_name("rl-test-ray") == "rl-test-ray-head-svc"
+
+
+def test_names_derive_from_the_prefix_and_namespace(k8s_config) -> None:
+    names = K8sNames.for_stack(k8s_config)
+    assert names.namespace == "rl-train"
+    assert names.ray_cluster == "rl-test-ray"
+    assert names.head_service == "rl-test-ray-head-svc"
+    assert names.lustre_pvc == "rl-test-lustre-pvc"
+
+
+def test_longest_prefix_still_fits_gcp_and_kubernetes_limits() -> None:
+    config = make_config().model_copy(update={"name_prefix": "a" * 20})
+    names = K8sNames.for_stack(config)
+    assert 6 <= len(names.gsa_account_id) <= 30
+    # KubeRay derives Service names from the cluster name; keep well under the 63-char label cap.
+    assert len(names.head_service) <= 63
+    for value in (names.ray_cluster, names.service_account, names.token_secret, names.lustre_pv,
+                  names.lustre_pvc, names.pod_monitoring, names.head_priority_class, names.gsa_account_id):
+        assert _DNS_LABEL.match(value) and len(value) <= 63, value

@@ -1,0 +1,181 @@
+"""The RayCluster: a protected CPU-pool head, a fixed GPU worker group with every NIC and mount."""
+
+from __future__ import annotations
+
+import json
+
+from components.catalogue import FRAMEWORKS, RAY_METRICS_PORT
+from components.k8s.identity import HF_TOKEN_KEY, token_env
+from components.k8s.names import K8sNames
+from components.k8s.raycluster import (
+    HEAD_PRIORITY, RayClusterInputs, head_priority_class_manifest, ray_cluster_manifest,
+)
+from tests.components.k8s.manifests import validate_core, validate_custom
+
+SYSTEM_POOL = "rl-test-system"
+
+
+def _manifest(config, token_refs=()):
+    inputs = RayClusterInputs.for_stack(
+        config, K8sNames.for_stack(config), system_pool_name=SYSTEM_POOL, token_env=token_refs
+    )
+    return ray_cluster_manifest(inputs)
+
+
+def _head(manifest):
+    return manifest["spec"]["headGroupSpec"]
+
+
+def _worker(manifest):
+    (group,) = manifest["spec"]["workerGroupSpecs"]
+    return group
+
+
+def _container(group):
+    (container,) = group["template"]["spec"]["containers"]
+    return container
+
+
+def _mounts(group):
+    return {m["mountPath"]: m["name"] for m in _container(group)["volumeMounts"]}
+
+
+def _volumes(group):
+    return {v["name"]: v for v in group["template"]["spec"]["volumes"]}
+
+
+def _env(group):
+    return {e["name"]: e for e in _container(group)["env"]}
+
+
+def test_image_and_ray_version_come_from_the_framework_catalogue(any_config) -> None:
+    manifest = _manifest(any_config)
+    framework = FRAMEWORKS[any_config.ray.framework]
+    assert manifest["spec"]["rayVersion"] == framework.ray_version
+    assert _container(_head(manifest))["image"] == framework.image
+    assert _container(_worker(manifest))["image"] == framework.image
+
+
+def test_head_runs_on_the_system_pool_and_takes_no_ray_tasks(k8s_config) -> None:
+    head = _head(_manifest(k8s_config))
+    spec = head["template"]["spec"]
+    assert spec["nodeSelector"] == {"cloud.google.com/gke-nodepool": SYSTEM_POOL}
+    assert "tolerations" not in spec  # so it can never land on a tainted GPU (spot) node
+    assert head["rayStartParams"]["num-cpus"] == "0"
+    assert "nvidia.com/gpu" not in _container(head)["resources"]["limits"]
+
+
+def test_head_is_guaranteed_qos_high_priority_and_never_evicted_by_the_autoscaler(k8s_config) -> None:
+    head = _head(_manifest(k8s_config))
+    resources = _container(head)["resources"]
+    assert resources["requests"] == resources["limits"] == {"cpu": "8", "memory": "32Gi"}
+    assert head["template"]["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "false"
+    assert head["template"]["spec"]["priorityClassName"] == K8sNames.for_stack(k8s_config).head_priority_class
+    priority_class = head_priority_class_manifest("pc")
+    assert priority_class["value"] == HEAD_PRIORITY > 0 and priority_class["globalDefault"] is False
+    validate_core(priority_class)
+
+
+def test_dashboard_listens_on_all_addresses_behind_a_cluster_ip_service(k8s_config) -> None:
+    head = _head(_manifest(k8s_config))
+    assert head["rayStartParams"]["dashboard-host"] == "0.0.0.0"
+    assert head["serviceType"] == "ClusterIP"
+
+
+def test_ray_containers_are_named_and_expose_the_kuberay_ports(k8s_config) -> None:
+    manifest = _manifest(k8s_config)
+    head, worker = _container(_head(manifest)), _container(_worker(manifest))
+    assert (head["name"], worker["name"]) == ("ray-head", "ray-worker")
+    assert {p["name"]: p["containerPort"] for p in head["ports"]} == {
+        "gcs-server": 6379, "dashboard": 8265, "client": 10001, "metrics": RAY_METRICS_PORT,
+    }
+    assert {p["name"]: p["containerPort"] for p in worker["ports"]} == {"metrics": RAY_METRICS_PORT}
+
+
+def test_workers_are_a_fixed_group_of_gpu_node_count(any_config) -> None:
+    manifest = _manifest(any_config)
+    worker = _worker(manifest)
+    assert worker["replicas"] == worker["minReplicas"] == worker["maxReplicas"] == any_config.gpu.node_count == 3
+    assert manifest["spec"]["enableInTreeAutoscaling"] is False
+
+
+def test_each_worker_takes_all_gpus_and_the_catalogued_cpu_and_memory(any_config) -> None:
+    machine = any_config.gpu.machine
+    resources = _container(_worker(_manifest(any_config)))["resources"]
+    expected = {"cpu": str(machine.worker_cpu), "memory": f"{machine.worker_memory_gib}Gi", "nvidia.com/gpu": "8"}
+    assert resources["requests"] == resources["limits"] == expected
+
+
+def test_workers_select_this_machines_gpus_and_tolerate_gpu_and_termination_taints(any_config) -> None:
+    spec = _worker(_manifest(any_config))["template"]["spec"]
+    assert spec["nodeSelector"] == {"cloud.google.com/gke-accelerator": any_config.gpu.machine.accelerator_type}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+    assert {"key": "cloud.google.com/impending-node-termination", "operator": "Exists"} in spec["tolerations"]
+
+
+def test_workers_ask_for_ten_interfaces(k8s_config) -> None:
+    annotations = _worker(_manifest(k8s_config))["template"]["metadata"]["annotations"]
+    interfaces = json.loads(annotations["networking.gke.io/interfaces"])
+    assert len(interfaces) == 10
+    assert [i["interfaceName"] for i in interfaces] == [f"eth{i}" for i in range(10)]
+    assert annotations["networking.gke.io/default-interface"] == "eth0"
+
+
+def test_lustre_claim_is_mounted_at_slash_lustre_on_head_and_workers(k8s_config) -> None:
+    manifest = _manifest(k8s_config)
+    claim = K8sNames.for_stack(k8s_config).lustre_pvc
+    for group in (_head(manifest), _worker(manifest)):
+        volume_name = _mounts(group)["/lustre"]
+        assert _volumes(group)[volume_name]["persistentVolumeClaim"] == {"claimName": claim}
+
+
+def test_worker_shm_is_a_memory_emptydir_sized_from_the_machine(any_config) -> None:
+    worker = _worker(_manifest(any_config))
+    shm = _volumes(worker)[_mounts(worker)["/dev/shm"]]
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": f"{any_config.gpu.machine.shm_size_gib}Gi"}
+
+
+def test_workers_mount_the_gib_and_nvidia_host_dirs(k8s_config) -> None:
+    worker = _worker(_manifest(k8s_config))
+    mounts, volumes = _mounts(worker), _volumes(worker)
+    assert volumes[mounts["/usr/local/gib"]]["hostPath"]["path"] == "/home/kubernetes/bin/gib"
+    assert volumes[mounts["/usr/local/nvidia"]]["hostPath"]["path"] == "/home/kubernetes/bin/nvidia"
+
+
+def test_workers_get_the_gib_nccl_environment_for_their_machine(any_config) -> None:
+    env = {k: v["value"] for k, v in _env(_worker(_manifest(any_config))).items() if "value" in v}
+    assert env["NCCL_NET"] == "gIB"
+    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "eth0"
+    assert env["NCCL_TUNER_CONFIG_PATH"] == any_config.gpu.machine.nccl_tuner_config
+    assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
+    assert (env["NCCL_CROSS_NIC"], env["NCCL_NET_GDR_LEVEL"], env["NCCL_IB_GID_INDEX"]) == ("0", "PIX", "3")
+
+
+def test_hf_cache_is_on_lustre_for_head_and_workers(k8s_config) -> None:
+    manifest = _manifest(k8s_config)
+    for group in (_head(manifest), _worker(manifest)):
+        assert _env(group)["HF_HOME"]["value"] == "/lustre/huggingface_cache"
+
+
+def test_tokens_reach_head_and_workers_only_by_secret_reference(k8s_config) -> None:
+    refs = token_env("rl-test-tokens", [HF_TOKEN_KEY])
+    manifest = _manifest(k8s_config, refs)
+    for group in (_head(manifest), _worker(manifest)):
+        assert _env(group)[HF_TOKEN_KEY] == refs[0]
+        assert "value" not in _env(group)[HF_TOKEN_KEY]
+
+
+def test_pods_run_as_the_workload_identity_ksa(k8s_config) -> None:
+    manifest = _manifest(k8s_config)
+    ksa = K8sNames.for_stack(k8s_config).service_account
+    for group in (_head(manifest), _worker(manifest)):
+        assert group["template"]["spec"]["serviceAccountName"] == ksa
+
+
+def test_ray_cluster_is_deterministically_named_in_the_training_namespace(k8s_config) -> None:
+    metadata = _manifest(k8s_config)["metadata"]
+    assert metadata == {"name": "rl-test-ray", "namespace": "rl-train"}
+
+
+def test_every_machine_and_framework_renders_a_schema_valid_ray_cluster(any_config) -> None:
+    validate_custom(_manifest(any_config, token_env("t", [HF_TOKEN_KEY])))

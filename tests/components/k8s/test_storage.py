@@ -1,0 +1,76 @@
+"""Lustre PV/PVC: the CSI handle and attributes the driver parses, and a two-way static binding."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.k8s.storage import (
+    CSI_DRIVER, parse_mount_point, persistent_volume_claim_manifest, persistent_volume_manifest,
+    volume_handle,
+)
+from tests.components.k8s.manifests import validate_core
+
+
+def _pv(**overrides):
+    args = dict(
+        handle=volume_handle("example-project", "us-east1-b", "rl-test-lustre"),
+        ip="10.16.0.2", filesystem="lustrefs", capacity_gib=9000,
+        claim_namespace="rl-train", claim_name="rl-test-lustre-pvc",
+    )
+    args.update(overrides)
+    return persistent_volume_manifest("rl-test-lustre-pv", **args)
+
+
+def _pvc():
+    return persistent_volume_claim_manifest(
+        "rl-test-lustre-pvc", namespace="rl-train", volume_name="rl-test-lustre-pv", capacity_gib=9000
+    )
+
+
+def test_mount_point_splits_into_ip_and_bare_filesystem_name() -> None:
+    mount = parse_mount_point("10.16.0.2@tcp:/lustrefs")
+    assert (mount.ip, mount.filesystem) == ("10.16.0.2", "lustrefs")
+
+
+@pytest.mark.parametrize("bad", ["10.16.0.2:/lustrefs", "10.16.0.2@tcp:lustrefs", "host@tcp:/fs", "10.0.0.1@tcp:/toolongname"])
+def test_malformed_mount_points_are_refused(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parse_mount_point(bad)
+
+
+def test_volume_handle_has_exactly_three_parts() -> None:
+    handle = volume_handle("example-project", "us-east1-b", "rl-test-lustre")
+    assert handle.split("/") == ["example-project", "us-east1-b", "rl-test-lustre"]
+
+
+def test_volume_handle_accepts_the_instances_full_resource_id() -> None:
+    full = "projects/example-project/locations/us-east1-b/instances/rl-test-lustre"
+    assert volume_handle("example-project", "us-east1-b", full) == "example-project/us-east1-b/rl-test-lustre"
+
+
+def test_pv_uses_the_lustre_csi_driver_with_ip_and_filesystem() -> None:
+    csi = _pv()["spec"]["csi"]
+    assert csi["driver"] == CSI_DRIVER == "lustre.csi.storage.gke.io"
+    assert len(csi["volumeHandle"].split("/")) == 3
+    assert csi["volumeAttributes"] == {"ip": "10.16.0.2", "filesystem": "lustrefs"}
+
+
+def test_pv_matches_instance_capacity_is_shared_and_kept() -> None:
+    spec = _pv()["spec"]
+    assert spec["capacity"] == {"storage": "9000Gi"}
+    assert spec["accessModes"] == ["ReadWriteMany"]
+    assert spec["persistentVolumeReclaimPolicy"] == "Retain"
+    assert spec["storageClassName"] == ""
+
+
+def test_claim_and_volume_are_bound_to_each_other_by_name() -> None:
+    pv, pvc = _pv(), _pvc()
+    assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
+    assert pv["spec"]["claimRef"] == {"namespace": pvc["metadata"]["namespace"], "name": pvc["metadata"]["name"]}
+    assert pvc["spec"]["storageClassName"] == "" and pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert pvc["spec"]["resources"]["requests"]["storage"] == pv["spec"]["capacity"]["storage"]
+
+
+def test_pv_and_pvc_are_valid_kubernetes_objects() -> None:
+    validate_core(_pv())
+    validate_core(_pvc())
