@@ -1,0 +1,15 @@
+"""The policy pack's rule list: every guard rail, importable without starting the pack.
+
+`PolicyPack(...)` never returns (it serves gRPC until killed), so it lives only in
+`__main__.py`; tests and tools import `POLICIES` from here and call each rule directly.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import Policy
+
+from policy import gcp, lustre, ray_head, tokens
+
+POLICIES: list[Policy] = [*gcp.POLICIES, *ray_head.POLICIES, *tokens.POLICIES, *lustre.POLICIES]
+
+PACK_NAME = "rl-on-gke-guardrails"

@@ -1,0 +1,257 @@
+"""Each guard rail passes on both real stacks and fires, alone, on a resource bent to break it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from policy.rules import POLICIES
+from tests.policy.adapter import add_resource, k8s_resource, mutated, run_policies
+from tests.policy.conftest import STACKS, rendered
+from tools.render import Rendering
+
+CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+FIREWALL = "gcp:compute/firewall:Firewall"
+LUSTRE = "gcp:lustre/instance:Instance"
+RAY_CLUSTER = "kubernetes:ray.io/v1:RayCluster"
+DEFAULT_SA = "123456789012-compute@developer.gserviceaccount.com"
+FAKE_HF_TOKEN = "hf_" + "Abc123" * 6
+
+
+def test_the_repository_has_the_dev_and_h200_stacks() -> None:
+    assert {"dev", "h200"} <= set(STACKS)
+
+
+@pytest.mark.parametrize("stack", ["dev", "h200"])
+def test_real_stack_breaks_no_rule(stack: str) -> None:
+    violations = run_policies(rendered(stack))
+    assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
+
+
+# --- mutations -------------------------------------------------------------------------------
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any], Any], None]:
+    """A change that sets a dotted path (creating dicts on the way)."""
+
+    def change(props: dict[str, Any], _resource: Any) -> None:
+        *parents, last = path.split(".")
+        node = props
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+
+    return change
+
+
+def _drop(path: str) -> Callable[[dict[str, Any], Any], None]:
+    def change(props: dict[str, Any], _resource: Any) -> None:
+        *parents, last = path.split(".")
+        node = props
+        for key in parents:
+            node = node[key]
+        node.pop(last)
+
+    return change
+
+
+def _head_spec(props: dict[str, Any]) -> dict[str, Any]:
+    return props["spec"]["headGroupSpec"]["template"]["spec"]
+
+
+def _worker_container(props: dict[str, Any]) -> dict[str, Any]:
+    return props["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
+
+
+def _pool_name(stack: str, suffix: str) -> str:
+    return rendered(stack).one(NODE_POOL, suffix).inputs["name"]
+
+
+def _network(stack: str, suffix: str) -> dict[str, Any]:
+    return rendered(stack).one("gcp:compute/network:Network", suffix).outputs
+
+
+@dataclass(frozen=True)
+class Breakage:
+    """One way to break one rule: the rule, what to change, and a word the message must use."""
+
+    rule: str
+    id: str
+    apply: Callable[[Rendering, str], Rendering]
+    hint: str
+
+
+def _on(type_: str, change: Callable[..., None], suffix: str = "", **kw: Any) -> Callable[[Rendering, str], Rendering]:
+    return lambda rendering, _stack: mutated(rendering, type_, change, suffix, **kw)
+
+
+def _head_on(pool_suffix: str) -> Callable[[Rendering, str], Rendering]:
+    def apply(rendering: Rendering, stack: str) -> Rendering:
+        pool = _pool_name(stack, pool_suffix)
+        return mutated(
+            rendering,
+            RAY_CLUSTER,
+            lambda p, _r: _head_spec(p)["nodeSelector"].update({"cloud.google.com/gke-nodepool": pool}),
+        )
+
+    return apply
+
+
+def _system_pool_on_spot(rendering: Rendering, stack: str) -> Rendering:
+    def change(props: dict[str, Any], _r: Any) -> None:
+        props["nodeConfig"]["spot"] = True
+        props["nodeConfig"]["reservationAffinity"] = {"consumeReservationType": "NO_RESERVATION"}
+
+    return mutated(rendering, NODE_POOL, change, "-system")
+
+
+def _firewall_on_rdma(field: str) -> Callable[[Rendering, str], Rendering]:
+    def apply(rendering: Rendering, stack: str) -> Rendering:
+        reference = _network(stack, "-rdma")[field]
+        return mutated(rendering, FIREWALL, _set("network", reference), "-gvnic-internal")
+
+    return apply
+
+
+def _add(type_: str, name: str, props: dict[str, Any]) -> Callable[[Rendering, str], Rendering]:
+    return lambda rendering, stack: add_resource(rendering, k8s_resource(stack, type_, name, props))
+
+
+_DASHBOARD_NODEPORT = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "ray-dashboard", "namespace": "rl"},
+    "spec": {"type": "NodePort", "selector": {"app": "x"}, "ports": [{"port": 80, "targetPort": 8265}]},
+}
+_HEAD_LOADBALANCER = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "ray-head-lb", "namespace": "rl"},
+    "spec": {"type": "LoadBalancer", "selector": {"ray.io/node-type": "head"}, "ports": [{"port": 10001}]},
+}
+_DAEMONSET_WITH_HF_TOKEN = {
+    "apiVersion": "apps/v1",
+    "kind": "DaemonSet",
+    "metadata": {"name": "downloader", "namespace": "rl"},
+    "spec": {
+        "template": {
+            "spec": {"containers": [{"name": "c", "image": "busybox", "env": [{"name": "EXTRA", "value": FAKE_HF_TOKEN}]}]}
+        }
+    },
+}
+_CONFIGMAP_WITH_KEY = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "settings", "namespace": "rl"},
+    "data": {"WANDB_API_KEY": "0123456789abcdef"},
+}
+
+BREAKAGES = [
+    Breakage(
+        "gke-control-plane-not-public", "authorized-0.0.0.0/0",
+        _on(CLUSTER, lambda p, _r: p["masterAuthorizedNetworksConfig"]["cidrBlocks"].append({"cidrBlock": "0.0.0.0/0"})),
+        "authorizedNetworks",
+    ),
+    Breakage(
+        "gke-control-plane-not-public", "no-authorized-networks",
+        _on(CLUSTER, _drop("masterAuthorizedNetworksConfig")), "cidrBlocks",
+    ),
+    Breakage(
+        "gke-control-plane-not-public", "gcp-public-cidrs",
+        _on(CLUSTER, _set("masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled", True)), "false",
+    ),
+    Breakage("gke-private-nodes", "public-nodes", _on(CLUSTER, _set("privateClusterConfig.enablePrivateNodes", False)), "enablePrivateNodes"),
+    Breakage("gke-private-nodes", "pool-override", _on(NODE_POOL, _set("networkConfig.enablePrivateNodes", False), "-gpu-pool"), "enablePrivateNodes"),
+    Breakage("gke-workload-identity", "no-pool", _on(CLUSTER, _drop("workloadIdentityConfig")), "workloadPool"),
+    Breakage(
+        "gke-workload-identity", "gce-metadata",
+        _on(NODE_POOL, _set("nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA"), "-gpu-pool"), "GKE_METADATA",
+    ),
+    Breakage(
+        "gke-nodes-not-default-service-account", "default-compute-sa",
+        _on(NODE_POOL, _set("nodeConfig.serviceAccount", DEFAULT_SA), "-gpu-pool"), "nodeConfig.serviceAccount",
+    ),
+    Breakage(
+        "gke-nodes-not-default-service-account", "unset-sa",
+        _on(NODE_POOL, _drop("nodeConfig.serviceAccount"), "-system"), "nodeConfig.serviceAccount",
+    ),
+    Breakage(
+        "spot-pools-no-reservation", "spot-any-reservation",
+        _on(NODE_POOL, lambda p, _r: p["nodeConfig"].update(
+            spot=True, reservationAffinity={"consumeReservationType": "ANY_RESERVATION"}), "-gpu-pool"),
+        "NO_RESERVATION",
+    ),
+    Breakage(
+        "spot-pools-no-reservation", "spot-specific-reservation",
+        _on(NODE_POOL, lambda p, _r: p["nodeConfig"].update(
+            spot=True,
+            reservationAffinity={"consumeReservationType": "SPECIFIC_RESERVATION",
+                                 "key": "compute.googleapis.com/reservation-name", "values": ["r"]}),
+            "-gpu-pool"),
+        "NO_RESERVATION",
+    ),
+    Breakage("ray-head-on-on-demand-cpu-pool", "head-on-gpu-pool", _head_on("-gpu-pool"), "system pool"),
+    Breakage(
+        "ray-head-on-on-demand-cpu-pool", "no-node-selector",
+        _on(RAY_CLUSTER, lambda p, _r: _head_spec(p).pop("nodeSelector")), "gke-nodepool",
+    ),
+    Breakage(
+        "ray-head-on-on-demand-cpu-pool", "unknown-pool",
+        _on(RAY_CLUSTER, lambda p, _r: _head_spec(p)["nodeSelector"].update({"cloud.google.com/gke-nodepool": "nope"})),
+        "does not define",
+    ),
+    Breakage("ray-head-on-on-demand-cpu-pool", "system-pool-on-spot", _system_pool_on_spot, "spot"),
+    Breakage("ray-dashboard-not-exposed", "head-loadbalancer", _on(RAY_CLUSTER, _set("spec.headGroupSpec.serviceType", "LoadBalancer")), "ClusterIP"),
+    Breakage("ray-dashboard-not-exposed", "head-ingress", _on(RAY_CLUSTER, _set("spec.headGroupSpec.enableIngress", True)), "port-forward"),
+    Breakage("ray-dashboard-not-exposed", "nodeport-to-8265", _add("kubernetes:core/v1:Service", "dash", _DASHBOARD_NODEPORT), "ClusterIP"),
+    Breakage("ray-dashboard-not-exposed", "lb-selecting-head", _add("kubernetes:core/v1:Service", "lb", _HEAD_LOADBALANCER), "ClusterIP"),
+    Breakage(
+        "no-literal-tokens", "hf-token-literal",
+        _on(RAY_CLUSTER, lambda p, _r: _worker_container(p)["env"].append({"name": "HF_TOKEN", "value": "not-a-secret"})),
+        "secretKeyRef",
+    ),
+    Breakage(
+        "no-literal-tokens", "wandb-key-from-configmap",
+        _on(RAY_CLUSTER, lambda p, _r: _worker_container(p)["env"].append(
+            {"name": "WANDB_API_KEY", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}})),
+        "secretKeyRef",
+    ),
+    Breakage("no-literal-tokens", "hf-token-value-under-any-name", _add("kubernetes:apps/v1:DaemonSet", "dl", _DAEMONSET_WITH_HF_TOKEN), "--secret"),
+    Breakage("no-literal-tokens", "configmap-api-key", _add("kubernetes:core/v1:ConfigMap", "cm", _CONFIGMAP_WITH_KEY), "Secret"),
+    Breakage("lustre-protected", "unprotected", _on(LUSTRE, _set("labels.rl-on-gke-protect", "true"), protect=False), "protect=True"),
+    Breakage("lustre-protected", "bad-label", _on(LUSTRE, _set("labels.rl-on-gke-protect", "yes"), protect=True), "'true' or 'false'"),
+    Breakage(
+        "lustre-port-matches-csi", "legacy-port-on",
+        _on(CLUSTER, _set("addonsConfig.lustreCsiDriverConfig.enableLegacyLustrePort", True)), "enableLegacyLustrePort",
+    ),
+    Breakage("lustre-port-matches-csi", "gke-support-on", _on(LUSTRE, _set("gkeSupportEnabled", True)), "gkeSupportEnabled"),
+    Breakage("lustre-port-matches-csi", "csi-off", _on(CLUSTER, _set("addonsConfig.lustreCsiDriverConfig.enabled", False)), "enabled = true"),
+    Breakage("lustre-port-matches-csi", "no-lnet-firewall", _on(FIREWALL, _set("allows", [{"protocol": "udp"}]), "-lnet"), "tcp:988"),
+    Breakage("lustre-port-matches-csi", "lnet-firewall-wrong-source", _on(FIREWALL, _set("sourceRanges", ["192.168.0.0/18"]), "-lnet"), "Private Service Access"),
+    Breakage("rdma-vpc-no-firewall", "firewall-by-name", _firewall_on_rdma("name"), "RDMA"),
+    Breakage("rdma-vpc-no-firewall", "firewall-by-id", _firewall_on_rdma("id"), "RDMA"),
+    Breakage("rdma-vpc-no-firewall", "firewall-by-self-link", _firewall_on_rdma("selfLink"), "RDMA"),
+]
+
+
+def test_every_rule_has_a_breakage() -> None:
+    assert {b.rule for b in BREAKAGES} == {p.name for p in POLICIES}
+
+
+@pytest.mark.parametrize("stack", ["dev", "h200"])
+@pytest.mark.parametrize("breakage", BREAKAGES, ids=lambda b: f"{b.rule}:{b.id}")
+def test_breaking_a_rule_trips_exactly_that_rule(stack: str, breakage: Breakage) -> None:
+    violations = run_policies(breakage.apply(rendered(stack), stack))
+    assert {v.policy for v in violations} == {breakage.rule}, "\n".join(f"{v.policy}: {v.message}" for v in violations)
+    assert all(breakage.hint in v.message for v in violations), [v.message for v in violations]
+
+
+@pytest.mark.parametrize("breakage", [b for b in BREAKAGES if b.rule == "no-literal-tokens"], ids=lambda b: b.id)
+def test_token_messages_never_repeat_the_value(breakage: Breakage) -> None:
+    for violation in run_policies(breakage.apply(rendered("dev"), "dev")):
+        assert FAKE_HF_TOKEN not in violation.message
+        assert "not-a-secret" not in violation.message
