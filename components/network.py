@@ -28,14 +28,17 @@ def rdma_profile(config: StackConfig) -> str:
     return f"projects/{config.project}/global/networkProfiles/{config.zone}-vpc-roce"
 
 
-def main_network_args(config: StackConfig) -> dict[str, Any]:
-    return {
-        "name": f"{config.name_prefix}-net",
+def vpc_args(config: StackConfig, name: str, network_profile: str | None = None) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "name": name,
         "project": config.project,
         "auto_create_subnetworks": False,
         "mtu": JUMBO_MTU,
         "routing_mode": "REGIONAL",
     }
+    if network_profile:
+        args["network_profile"] = network_profile
+    return args
 
 
 def main_subnet_args(config: StackConfig, network: pulumi.Input[str]) -> dict[str, Any]:
@@ -71,16 +74,6 @@ def internal_firewall_args(
     }
 
 
-def gvnic_network_args(config: StackConfig) -> dict[str, Any]:
-    return {
-        "name": f"{config.name_prefix}-gvnic-net",
-        "project": config.project,
-        "auto_create_subnetworks": False,
-        "mtu": JUMBO_MTU,
-        "routing_mode": "REGIONAL",
-    }
-
-
 def gvnic_subnet_args(config: StackConfig, network: pulumi.Input[str]) -> dict[str, Any]:
     return {
         "name": f"{config.name_prefix}-gvnic-sub",
@@ -88,17 +81,6 @@ def gvnic_subnet_args(config: StackConfig, network: pulumi.Input[str]) -> dict[s
         "region": config.region,
         "network": network,
         "ip_cidr_range": config.network.gvnic_subnet_cidr,
-    }
-
-
-def rdma_network_args(config: StackConfig) -> dict[str, Any]:
-    return {
-        "name": f"{config.name_prefix}-rdma-net",
-        "project": config.project,
-        "auto_create_subnetworks": False,
-        "mtu": JUMBO_MTU,
-        "routing_mode": "REGIONAL",
-        "network_profile": rdma_profile(config),
     }
 
 
@@ -151,7 +133,7 @@ class Network(pulumi.ComponentResource):
         # `pulumi destroy` too, or the retained instance would be cut off (see lustre.py).
         self.main_network = gcp.compute.Network(
             f"{name}-main",
-            **main_network_args(config),
+            **vpc_args(config, f"{config.name_prefix}-net"),
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=config.lustre.protect),
         )
         self.main_subnet = gcp.compute.Subnetwork(
@@ -178,7 +160,9 @@ class Network(pulumi.ComponentResource):
         )
         gcp.compute.RouterNat(f"{name}-nat", **nat_args(config, router.name), opts=child)
 
-        self.gvnic_network = gcp.compute.Network(f"{name}-gvnic", **gvnic_network_args(config), opts=child)
+        self.gvnic_network = gcp.compute.Network(
+            f"{name}-gvnic", **vpc_args(config, f"{config.name_prefix}-gvnic-net"), opts=child
+        )
         self.gvnic_subnet = gcp.compute.Subnetwork(
             f"{name}-gvnic-sub", **gvnic_subnet_args(config, self.gvnic_network.id), opts=child
         )
@@ -195,7 +179,11 @@ class Network(pulumi.ComponentResource):
 
         # No firewall rules on a RoCE network: the profile has its own implicit rules and
         # cluster-toolkit's vpc module refuses firewall rules on `*roce*` profiles.
-        self.rdma_network = gcp.compute.Network(f"{name}-rdma", **rdma_network_args(config), opts=child)
+        self.rdma_network = gcp.compute.Network(
+            f"{name}-rdma",
+            **vpc_args(config, f"{config.name_prefix}-rdma-net", rdma_profile(config)),
+            opts=child,
+        )
         self.rdma_subnets = [
             gcp.compute.Subnetwork(f"{name}-rdma-sub-{index}", **subnet, opts=child)
             for index, subnet in enumerate(rdma_subnet_args(config, self.rdma_network.id))
