@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -37,12 +38,26 @@ def _translated(what: str) -> Iterator[None]:
         raise JobsError(f"Ray refused to {what}: {text.splitlines()[0] if text else ''}") from None
 
 
+@contextmanager
+def _without_address_env() -> Iterator[None]:
+    # JobSubmissionClient lets RAY_API_SERVER_ADDRESS / RAY_ADDRESS override the address it is
+    # given (ray/dashboard/utils.py get_address_for_submission_client, Ray 2.60): with a stale
+    # variable, --address or a port-forward URL would be silently ignored. We have already
+    # chosen the URL, so hide both while the client resolves it.
+    saved = {k: os.environ.pop(k) for k in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
+             if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 class Cluster:
     """One Ray dashboard."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-        with _translated("connect"):
+        with _translated("connect"), _without_address_env():
             self.client = JobSubmissionClient(url)
 
     def submit(self, sub: Submission) -> str:
