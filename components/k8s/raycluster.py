@@ -54,7 +54,7 @@ _NCCL_ENV: tuple[tuple[str, str], ...] = (
     ("TP_SOCKET_IFNAME", "eth0"),
     ("NCCL_CROSS_NIC", "0"),
     ("NCCL_NET_GDR_LEVEL", "PIX"),
-    # RoCE v2 GID on GCP's RDMA NICs.
+    # RoCE v2 GID of GCP's RDMA NICs (NeMo RL worker env, reference 3.6).
     ("NCCL_IB_GID_INDEX", "3"),
     ("NCCL_P2P_NET_CHUNKSIZE", "131072"),
     ("NCCL_NVLS_CHUNKSIZE", "524288"),
@@ -201,8 +201,9 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                 "nodeSelector": {ACCELERATOR_LABEL: machine.accelerator_type},
                 "tolerations": [
                     {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
-                    # Spot nodes are tainted shortly before preemption; staying lets Ray see the
-                    # node go instead of the pod vanishing mid-step (NeMo RL chart, reference 3.6).
+                    # GKE taints a node it is about to terminate (spot preemption, repair); the
+                    # NeMo RL chart tolerates it (reference 3.6) so the worker runs through the
+                    # notice instead of being evicted the moment the taint lands [our reading].
                     {"key": "cloud.google.com/impending-node-termination", "operator": "Exists"},
                 ],
                 "containers": [
