@@ -37,6 +37,7 @@ _RESERVATION = re.compile(
     r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
     r"(/reservationBlocks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)?$"
 )
+_SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease", "gmp-system", "gmp-public"}
 _GKE_VERSION = re.compile(r"^1\.(\d+)(\.(\d+)(-gke\.(\d+))?)?$")
 
 
@@ -271,6 +272,9 @@ class RaySettings(_Settings):
     def _namespace(cls, value: str) -> str:
         if not _GCP_NAME.match(value) or len(value) > 63:
             raise ValueError("must be a Kubernetes namespace name (lowercase letters, digits, '-')")
+        # The stack creates this namespace and deletes it on destroy, with everything in it.
+        if value in _SYSTEM_NAMESPACES or value.startswith("kube-") or value.startswith("gke-"):
+            raise ValueError("must be a namespace of its own, not default, kube-* or gke-*")
         return value
 
 

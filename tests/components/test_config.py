@@ -196,3 +196,9 @@ def test_arbitrary_configs_validate_or_raise_the_config_error_only(base_override
         assert parsed.gpu.node_count >= 1
         assert LUSTRE_TIERS[parsed.lustre.per_unit_storage_throughput].allows(parsed.lustre.capacity_gib)
         assert (parsed.gpu.reservation is not None) == (parsed.gpu.provisioning == "reservation")
+
+
+@pytest.mark.parametrize("namespace", ["default", "kube-system", "gke-managed-system", "gmp-system"])
+def test_training_namespace_cannot_be_a_system_namespace(namespace: str) -> None:
+    problems = _problems(_with("rl-on-gke:ray", {"namespace": namespace}))
+    assert problems[0].startswith(f"rl-on-gke:ray.namespace = '{namespace}'")
