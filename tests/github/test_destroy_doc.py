@@ -1,0 +1,24 @@
+"""docs/destroy.md names the resources the program really keeps, and the keys it really reads."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.policy.conftest import rendered
+from tools.render import load_stack_file
+
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "destroy.md").read_text()
+
+
+def test_targeted_update_lists_exactly_the_resources_kept_for_the_data() -> None:
+    kept = {r.urn for r in rendered("h200").resources if r.protect or r.retain_on_delete}
+    targets = set(re.findall(r"--target '([^']+)'", DOC))
+    assert targets == kept
+
+
+def test_config_keys_in_the_commands_exist_in_the_stack_files() -> None:
+    config, _ = load_stack_file("h200")
+    for key in re.findall(r"config set --path '([^']+)'", DOC):
+        namespace_key, _, field = key.partition(".")
+        assert field in config[namespace_key], key
