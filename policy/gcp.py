@@ -18,7 +18,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policy.props import UNKNOWN, as_dict, as_list, dig, network_name, plain
+from policy.props import UNKNOWN, as_list, dig, network_name, plain
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -87,7 +87,7 @@ def _private_nodes(args: ResourceValidationArgs, report: ReportViolation) -> Non
     props = plain(args.props)
     if args.resource_type == CLUSTER:
         value = dig(props, "privateClusterConfig", "enablePrivateNodes")
-        if value is UNKNOWN or dig(props, "networkConfig", "defaultEnablePrivateNodes") is True:
+        if value is UNKNOWN:
             return
         if value is not True:
             report(

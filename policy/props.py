@@ -110,7 +110,7 @@ def walk_strings(value: Any) -> list[str]:
 
 def network_name(reference: Any) -> str | None:
     """The network's name from a name, an id (`projects/p/global/networks/n`) or a self link."""
-    if not isinstance(reference, str) or reference is UNKNOWN:
+    if not isinstance(reference, str):  # missing, or UNKNOWN during preview
         return None
     if "/networks/" in reference:
         return reference.rsplit("/networks/", 1)[1].strip("/")

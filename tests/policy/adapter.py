@@ -99,10 +99,6 @@ def run_policies(rendering: Rendering, policies: Iterable[Policy] = POLICIES) ->
     return found
 
 
-def violated(rendering: Rendering) -> set[str]:
-    return {v.policy for v in run_policies(rendering)}
-
-
 def mutated(
     rendering: Rendering,
     type_: str,
