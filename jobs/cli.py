@@ -386,7 +386,8 @@ def list_cmd(as_json: JsonOpt = False, addr: AddressOpt = None, stack_name: Stac
         return
     table = Table(title="Ray jobs by run")
     for col in ("run", "attempt", "submission id", "status", "recipe"):
-        table.add_column(col, overflow="fold")
+        # Ids are copied into other commands: never wrap them.
+        table.add_column(col, no_wrap=col in ("run", "submission id"), overflow="fold")
     for r in runs:
         for i, a in enumerate(r["attempts"]):
             table.add_row(r["run"] if i == 0 else "", str(a["attempt"] or "-"),

@@ -63,7 +63,7 @@ def test_fail_then_resume_passes_with_one_restart(ray_url, tmp_path):
     [group] = [r for r in json.loads(listed.stdout) if r["run"] == run]
     assert [(a["attempt"], a["status"]) for a in group["attempts"]] == [(1, "FAILED"),
                                                                          (2, "SUCCEEDED")]
-    table = runner.invoke(app, ["list", "--address", ray_url], terminal_width=200)
+    table = runner.invoke(app, ["list", "--address", ray_url], env={"COLUMNS": "250"})
     assert f"{run}-a1" in table.stdout and f"{run}-a2" in table.stdout
 
 
