@@ -85,6 +85,13 @@ class LocalRay:
         except subprocess.TimeoutExpired:
             self.process.kill()
         shutil.rmtree(self.temp_dir, ignore_errors=True)
+        self.log_path.unlink(missing_ok=True)
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
 
 
 def _our_processes(root_pid: int, temp_dir: Path) -> list[psutil.Process]:
@@ -149,10 +156,12 @@ def start(num_cpus: int = 2, timeout_s: float = START_TIMEOUT_S) -> LocalRay:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            tail = ray.log_tail()
             ray.stop()
-            raise RuntimeError(f"ray start exited with {proc.returncode}; see {log_path}")
+            raise RuntimeError(f"ray start exited with {proc.returncode}:\n{tail}")
         if dashboard_answers(ray.dashboard_url):
             return ray
         time.sleep(0.25)
+    tail = ray.log_tail()
     ray.stop()
-    raise RuntimeError(f"Ray dashboard did not answer within {timeout_s:.0f} s; see {log_path}")
+    raise RuntimeError(f"Ray dashboard did not answer within {timeout_s:.0f} s:\n{tail}")
