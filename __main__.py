@@ -58,9 +58,7 @@ pulumi.export("clusterLocation", gke.cluster.location)
 pulumi.export("clusterProject", config.project)
 pulumi.export("clusterEndpoint", gke.cluster.endpoint)
 pulumi.export("kubeconfig", gke.kubeconfig)
-pulumi.export("getCredentials", gke.cluster.name.apply(
-    lambda name: f"gcloud container clusters get-credentials {name} --location {config.region} --project {config.project}"
-))
+pulumi.export("getCredentials", gke.get_credentials_command)
 pulumi.export("lustreInstanceId", lustre.instance.instance_id)
 pulumi.export("lustreMountPoint", lustre.mount_point)
 pulumi.export("lustreIp", lustre.ip)

@@ -91,6 +91,12 @@ def cluster_args(
             ],
             "gcp_public_cidrs_access_enabled": False,
         },
+        # The DNS endpoint authenticates every request with IAM (container.clusters.connect);
+        # with it closed, only the IP endpoint and its authorized networks remain (GKE "About
+        # network isolation": DNS-based endpoint).
+        "control_plane_endpoints_config": {
+            "dns_endpoint_config": {"allow_external_traffic": config.cluster.dns_endpoint},
+        },
         "workload_identity_config": {"workload_pool": f"{config.project}.svc.id.goog"},
         "release_channel": {"channel": config.cluster.release_channel},
         "min_master_version": config.cluster.min_master_version,
@@ -138,17 +144,18 @@ def system_pool_args(
     }
 
 
-def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
-    """A kubeconfig that authenticates with gke-gcloud-auth-plugin (no static credentials)."""
+def kubeconfig(name: str, endpoint: str, ca_certificate: str | None) -> str:
+    """A kubeconfig that authenticates with gke-gcloud-auth-plugin (no static credentials).
+
+    Without a CA the server is the DNS endpoint, whose certificate is publicly trusted.
+    """
+    cluster: dict[str, str] = {"server": f"https://{endpoint}"}
+    if ca_certificate:
+        cluster["certificate-authority-data"] = ca_certificate
     document = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [
-            {
-                "name": name,
-                "cluster": {"server": f"https://{endpoint}", "certificate-authority-data": ca_certificate},
-            }
-        ],
+        "clusters": [{"name": name, "cluster": cluster}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
         "current-context": name,
         "users": [
@@ -183,6 +190,7 @@ class GkeCluster(pulumi.ComponentResource):
     system_pool: gcp.container.NodePool
     system_pool_name: str
     kubeconfig: pulumi.Output[str]
+    get_credentials_command: pulumi.Output[str]
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("rl-on-gke:gcp:GkeCluster", name, None, opts)
@@ -218,10 +226,21 @@ class GkeCluster(pulumi.ComponentResource):
             **system_pool_args(config, self.cluster.id, self.node_service_account.email),
             opts=child,
         )
-        self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(
+        if config.cluster.dns_endpoint:
+            dns_endpoint = self.cluster.control_plane_endpoints_config.apply(
+                lambda endpoints: endpoints.dns_endpoint_config.endpoint
+            )
+            access = pulumi.Output.all(self.cluster.name, dns_endpoint, None)
+        else:
+            access = pulumi.Output.all(
                 self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate
-            ).apply(lambda parts: kubeconfig(*parts))
+            )
+        self.kubeconfig = pulumi.Output.secret(access.apply(lambda parts: kubeconfig(*parts)))
+        # What a person runs for kubectl access; --dns-endpoint writes the IAM-gated endpoint.
+        dns_flag = " --dns-endpoint" if config.cluster.dns_endpoint else ""
+        self.get_credentials_command = self.cluster.name.apply(
+            lambda cluster_name: f"gcloud container clusters get-credentials {cluster_name} "
+            f"--location {config.region} --project {config.project}{dns_flag}"
         )
         self.register_outputs(
             {

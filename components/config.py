@@ -225,6 +225,10 @@ class ClusterSettings(_Settings):
     system_machine_type: str = "n2-standard-16"
     system_node_count: int = Field(default=1, ge=1, le=10)
     deletion_protection: bool = False
+    # Reach the control plane through GKE's DNS-based endpoint, gated by IAM rather than source
+    # IPs, so GitHub-hosted runners (not in authorizedNetworks) can apply the Kubernetes layer.
+    # The IP endpoint stays limited to authorizedNetworks either way.
+    dns_endpoint: bool = True
 
     @field_validator("min_master_version")
     @classmethod

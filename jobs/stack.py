@@ -32,8 +32,12 @@ class StackOutputs(BaseModel):
     clusterName: str
     clusterLocation: str
     clusterProject: str
+    # The exact command for this cluster (it adds --dns-endpoint when the stack uses it).
+    getCredentials: str | None = None
 
     def get_credentials_command(self) -> str:
+        if self.getCredentials:
+            return self.getCredentials
         return (f"gcloud container clusters get-credentials {self.clusterName} "
                 f"--location {self.clusterLocation} --project {self.clusterProject}")
 

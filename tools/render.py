@@ -145,6 +145,12 @@ class OfflineMocks(Mocks):
         elif typ == "gcp:container/cluster:Cluster":
             outputs["endpoint"] = "203.0.113.10"
             outputs["masterAuth"] = {"clusterCaCertificate": "T0ZGTElORS1DQQ=="}
+            endpoints = dict(inputs.get("controlPlaneEndpointsConfig") or {})
+            endpoints["dnsEndpointConfig"] = {
+                **(endpoints.get("dnsEndpointConfig") or {}),
+                "endpoint": f"gke-0ff11e0000000000-{project}.{inputs.get('location')}.gke.goog",
+            }
+            outputs["controlPlaneEndpointsConfig"] = endpoints
             resource_id = f"projects/{project}/locations/{inputs.get('location')}/clusters/{name}"
         elif typ == "gcp:lustre/instance:Instance":
             ip = (self.psa_base or ipaddress.IPv4Address("10.0.0.0")) + 2

@@ -21,6 +21,7 @@ def _render(config):
         import pulumi
 
         pulumi.export("kubeconfig", cluster.kubeconfig)
+        pulumi.export("getCredentials", cluster.get_credentials_command)
 
     return render_with(build, {})
 
@@ -80,13 +81,34 @@ def test_system_pool_is_on_demand_in_the_gpu_zone_with_metadata_server(config) -
     assert pool["nodeCount"] == 1
 
 
-def test_kubeconfig_is_a_secret_that_authenticates_with_the_gke_plugin(config) -> None:
-    exported = _render(config).outputs["kubeconfig"]
+def test_kubeconfig_is_a_secret_that_reaches_the_dns_endpoint_with_the_gke_plugin(config) -> None:
+    rendering = _render(config)
+    exported = rendering.outputs["kubeconfig"]
     assert isinstance(exported, SecretValue)
     document = json.loads(exported.value)
     assert document["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
-    assert document["clusters"][0]["cluster"]["server"] == "https://203.0.113.10"
+    assert document["clusters"][0]["cluster"] == {
+        "server": "https://gke-0ff11e0000000000-example-project.us-east1.gke.goog"
+    }
     assert "token" not in json.dumps(document["users"])
+    endpoints = rendering.one(CLUSTER).inputs["controlPlaneEndpointsConfig"]
+    assert endpoints == {"dnsEndpointConfig": {"allowExternalTraffic": True}}
+    assert rendering.outputs["getCredentials"] == (
+        "gcloud container clusters get-credentials rl-test-gke --location us-east1 "
+        "--project example-project --dns-endpoint"
+    )
+
+
+def test_without_the_dns_endpoint_the_kubeconfig_uses_the_ip_endpoint_and_its_ca(config) -> None:
+    ip_only = config.model_copy(update={"cluster": config.cluster.model_copy(update={"dns_endpoint": False})})
+    rendering = _render(ip_only)
+    document = json.loads(rendering.outputs["kubeconfig"].value)
+    assert document["clusters"][0]["cluster"] == {
+        "server": "https://203.0.113.10", "certificate-authority-data": "T0ZGTElORS1DQQ==",
+    }
+    endpoints = rendering.one(CLUSTER).inputs["controlPlaneEndpointsConfig"]
+    assert endpoints == {"dnsEndpointConfig": {"allowExternalTraffic": False}}
+    assert not rendering.outputs["getCredentials"].endswith("--dns-endpoint")
 
 
 def test_kubeconfig_points_at_the_endpoint_with_its_ca() -> None:
