@@ -80,16 +80,17 @@ class LustreTier:
     def allows(self, capacity_gib: int) -> bool:
         if not self.min_gib <= capacity_gib <= self.max_gib:
             return False
-        if capacity_gib <= self.small_step_limit_gib:
-            return capacity_gib % self.step_gib == 0
-        return (capacity_gib - self.small_step_limit_gib) % self.large_step_gib == 0
+        # "The capacity must be a multiple of the step size" (increase-capacity doc); each
+        # tier's maximum is itself a multiple of the large step.
+        step = self.step_gib if capacity_gib <= self.small_step_limit_gib else self.large_step_gib
+        return capacity_gib % step == 0
 
     def describe(self) -> str:
         if self.small_step_limit_gib >= self.max_gib:
             return f"{self.min_gib}..{self.max_gib} GiB in steps of {self.step_gib}"
         return (
             f"{self.min_gib}..{self.small_step_limit_gib} GiB in steps of {self.step_gib}, "
-            f"then up to {self.max_gib} in steps of {self.large_step_gib}"
+            f"then multiples of {self.large_step_gib} up to {self.max_gib}"
         )
 
 

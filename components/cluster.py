@@ -138,6 +138,9 @@ def system_pool_args(
             "disk_type": "pd-balanced",
             "disk_size_gb": 200,
             "spot": False,
+            # Without this GKE defaults to ANY_RESERVATION and the system pool could eat capacity
+            # reserved for something else (the GPU pool's reservation included).
+            "reservation_affinity": {"consume_reservation_type": "NO_RESERVATION"},
             "labels": {"rl-on-gke/role": "system"},
         },
         "management": {"auto_repair": True, "auto_upgrade": True},
@@ -217,6 +220,10 @@ class GkeCluster(pulumi.ComponentResource):
                 parent=self,
                 # Nodes log and pull images from their first boot.
                 depends_on=grants,
+                # With the default pool removed, GKE reports the first pool's settings as the
+                # cluster's nodeConfig, a replace-forcing field: a refresh would otherwise plan to
+                # replace the whole cluster (cluster-toolkit gke-cluster ignores it likewise).
+                ignore_changes=["nodeConfig"],
                 custom_timeouts=pulumi.CustomTimeouts(create="45m", update="60m", delete="45m"),
             ),
         )

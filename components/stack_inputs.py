@@ -12,9 +12,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-from pulumi.runtime.config import get_config, is_config_secret
+from pulumi.runtime.config import CONFIG, get_config, get_config_env, is_config_secret
 
-from components.config import NAMESPACE, SECRET_KEYS, ConfigError, StackConfig, parse_stack_config, raw_config_from_pulumi
+from components.config import (
+    NAMESPACE,
+    SECRET_KEYS,
+    ConfigError,
+    StackConfig,
+    parse_stack_config,
+    raw_config_from_pulumi,
+    to_camel,
+)
 
 _PLAIN_STRING_KEYS = {("gcp", "project"), ("gcp", "region"), (NAMESPACE, "zone"), (NAMESPACE, "namePrefix")}
 
@@ -42,6 +50,18 @@ def _get(namespace: str, key: str) -> Any:
         return value
 
 
+def _known_keys() -> set[str]:
+    fields = {to_camel(name) for name in StackConfig.model_fields if name not in ("project", "region")}
+    return {f"{NAMESPACE}:{key}" for key in fields | set(SECRET_KEYS)}
+
+
+def unknown_keys() -> list[str]:
+    """`rl-on-gke:*` keys the stack sets that the program does not read (typos, old names)."""
+    configured = set(CONFIG.get()) | set(get_config_env())
+    ours = {key for key in configured if key.startswith(f"{NAMESPACE}:")}
+    return sorted(ours - _known_keys())
+
+
 def load_stack() -> tuple[StackConfig, StackSecrets]:
     """Validate all config, or raise one ConfigError before any resource is registered."""
     problems: list[str] = []
@@ -50,6 +70,10 @@ def load_stack() -> tuple[StackConfig, StackSecrets]:
         config = parse_stack_config(raw_config_from_pulumi(_get, pulumi.get_stack()))
     except ConfigError as err:
         problems.extend(err.problems)
+    allowed = ", ".join(sorted(k.split(":", 1)[1] for k in _known_keys()))
+    for key in unknown_keys():
+        # The value is not shown: a misspelt secret key would otherwise leak its token here.
+        problems.append(f"{key}: unknown key (the program reads {allowed})")
     for key in SECRET_KEYS:
         full = f"{NAMESPACE}:{key}"
         if get_config(full) is not None and not is_config_secret(full):

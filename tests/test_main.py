@@ -128,16 +128,22 @@ def test_a_token_stored_in_plain_text_is_refused_without_echoing_it() -> None:
     assert "hf_plaintextvalue" not in str(caught.value)
 
 
+# Each bad value, and the exact key its error must name.
 BAD = {
-    "lustre 10000 at 1000": ("rl-on-gke:lustre", {"capacityGib": 10000, "perUnitStorageThroughput": 1000}),
-    "throughput 300": ("rl-on-gke:lustre", {"capacityGib": 9000, "perUnitStorageThroughput": 300}),
-    "filesystem": ("rl-on-gke:lustre", {"capacityGib": 9000, "perUnitStorageThroughput": 1000, "filesystem": "lustre-fs-01"}),
-    "zone outside region": ("rl-on-gke:zone", "us-west1-a"),
-    "nodeCount 0": ("rl-on-gke:gpu", {"machineType": "a4-highgpu-8g", "nodeCount": 0}),
-    "reservation without name": ("rl-on-gke:gpu", {"machineType": "a4-highgpu-8g", "nodeCount": 1, "provisioning": "reservation"}),
-    "unknown machine": ("rl-on-gke:gpu", {"machineType": "a2-highgpu-1g", "nodeCount": 1}),
-    "open control plane": ("rl-on-gke:authorizedNetworks", [{"cidrBlock": "0.0.0.0/0"}]),
-    "overlapping cidrs": ("rl-on-gke:network", {"gvnicSubnetCidr": "192.168.0.0/24"}),
+    "lustre 10000 at 1000": ("rl-on-gke:lustre", {"capacityGib": 10000, "perUnitStorageThroughput": 1000},
+                             "rl-on-gke:lustre.capacityGib"),
+    "throughput 300": ("rl-on-gke:lustre", {"capacityGib": 9000, "perUnitStorageThroughput": 300},
+                       "rl-on-gke:lustre.perUnitStorageThroughput"),
+    "filesystem": ("rl-on-gke:lustre", {"capacityGib": 9000, "perUnitStorageThroughput": 1000, "filesystem": "lustre-fs-01"},
+                   "rl-on-gke:lustre.filesystem"),
+    "zone outside region": ("rl-on-gke:zone", "us-west1-a", "rl-on-gke:zone"),
+    "nodeCount 0": ("rl-on-gke:gpu", {"machineType": "a4-highgpu-8g", "nodeCount": 0}, "rl-on-gke:gpu.nodeCount"),
+    "reservation without name": ("rl-on-gke:gpu", {"machineType": "a4-highgpu-8g", "nodeCount": 1, "provisioning": "reservation"},
+                                 "rl-on-gke:gpu.reservation"),
+    "unknown machine": ("rl-on-gke:gpu", {"machineType": "a2-highgpu-1g", "nodeCount": 1}, "rl-on-gke:gpu.machineType"),
+    "open control plane": ("rl-on-gke:authorizedNetworks", [{"cidrBlock": "0.0.0.0/0"}],
+                           "rl-on-gke:authorizedNetworks[0].cidrBlock"),
+    "overlapping cidrs": ("rl-on-gke:network", {"gvnicSubnetCidr": "192.168.0.0/24"}, "rl-on-gke:network.mainSubnetCidr"),
 }
 
 
@@ -154,10 +160,33 @@ def test_bad_config_fails_the_whole_program_before_any_resource_is_registered(ca
         return original(self, request)
 
     monkeypatch.setattr(render_module.RecordingMonitor, "RegisterResource", spy)
-    key, value = BAD[case]
+    key, value, named = BAD[case]
     config = copy.deepcopy(BASE_STACK_CONFIG)
     config[key] = value
     with pytest.raises(ConfigError) as caught:
         render(config)
-    assert key.split(".")[0] in str(caught.value)
+    assert [p.split(" ")[0].rstrip(":") for p in caught.value.problems] == [named]
     assert recorded == []
+
+
+def test_growing_lustre_changes_the_instance_and_volume_but_never_the_claim() -> None:
+    config, secret_keys = load_stack_file("dev")
+    config["gcp:project"] = "example-project"
+    config["rl-on-gke:lustre"] = {**config["rl-on-gke:lustre"], "capacityGib": 18000}
+    grown = render(config, stack="dev", secret_keys=secret_keys)
+    before = rendered("dev")
+    claim = "kubernetes:core/v1:PersistentVolumeClaim"
+    volume = "kubernetes:core/v1:PersistentVolume"
+    assert grown.one(claim).inputs == before.one(claim).inputs
+    assert grown.one(volume).inputs["spec"]["capacity"] == {"storage": "18000Gi"}
+    assert grown.one("gcp:lustre/instance:Instance").inputs["capacityGib"] == "18000"
+
+
+@pytest.mark.parametrize("typo", ["rl-on-gke:clusters", "rl-on-gke:hftoken"])
+def test_a_misspelt_top_level_key_is_refused_without_showing_its_value(typo: str) -> None:
+    config = copy.deepcopy(BASE_STACK_CONFIG)
+    config[typo] = "hf_shouldnotbeshown1234567890"
+    with pytest.raises(ConfigError) as caught:
+        render(config)
+    assert any(p.startswith(f"{typo}: unknown key") for p in caught.value.problems)
+    assert "hf_shouldnotbeshown" not in str(caught.value)

@@ -92,6 +92,7 @@ class RenderedResource:
     retain_on_delete: bool
     deleted_with: str
     provider: str
+    ignore_changes: list[str] = field(default_factory=list)
 
     @property
     def is_component(self) -> bool:
@@ -192,6 +193,7 @@ class RecordingMonitor(MockMonitor):
                 retain_on_delete=request.retainOnDelete,
                 deleted_with=request.deletedWith,
                 provider=request.provider,
+                ignore_changes=list(request.ignoreChanges),
             )
         )
         return response

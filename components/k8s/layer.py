@@ -28,7 +28,7 @@ class KubernetesLayerArgs:
     config: StackConfig
     secrets: StackSecrets
     kubeconfig: pulumi.Output[str]            # secret
-    cluster: pulumi.Resource                  # gcp.container.Cluster: deleted_with / depends_on target
+    cluster: pulumi.CustomResource            # gcp.container.Cluster: deleted_with, depends_on, identity
     gpu_pool: pulumi.Resource                 # gcp.container.NodePool of the GPUs (RayCluster depends on it)
     system_pool_name: str                     # node pool name for the Ray head nodeSelector
     gvnic_network_name: pulumi.Input[str]

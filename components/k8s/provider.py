@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 
 
 def kubernetes_provider(
-    name: str, kubeconfig: pulumi.Input[str], cluster: pulumi.Resource, parent: pulumi.Resource
+    name: str, kubeconfig: pulumi.Input[str], cluster: pulumi.CustomResource, parent: pulumi.Resource
 ) -> k8s.Provider:
     """A provider for the new cluster only, never the ambient ~/.kube/config context.
 
@@ -26,6 +26,11 @@ def kubernetes_provider(
     return k8s.Provider(
         name,
         kubeconfig=kubeconfig,
+        # Replace the provider (and with it every object) only when the cluster itself is
+        # replaced. Without this, pulumi-kubernetes' heuristics replace it when the kubeconfig's
+        # server or CA changes (endpoint switch, CA rotation), deleting the namespace and with
+        # it a running RayCluster (pulumi-kubernetes Provider `clusterIdentifier` docs).
+        cluster_identifier=cluster.id,
         # Server-side apply is the v4 default; pinned so a provider upgrade cannot flip it.
         enable_server_side_apply=True,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster]),

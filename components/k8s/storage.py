@@ -85,9 +85,15 @@ def persistent_volume_manifest(
     }
 
 
-def persistent_volume_claim_manifest(
-    name: str, *, namespace: str, volume_name: str, capacity_gib: int
-) -> dict[str, Any]:
+# What the claim asks for. A claim bound by `volumeName` only needs a request no larger than the
+# volume, and the volume (and `kubectl get pvc`) still shows the full instance. A request equal
+# to the capacity would break growing the instance: a statically provisioned claim cannot be
+# resized, so the next `pulumi up` would fail at the claim (Kubernetes: "only dynamically
+# provisioned pvc can be resized").
+CLAIM_REQUEST = "1Gi"
+
+
+def persistent_volume_claim_manifest(name: str, *, namespace: str, volume_name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -96,7 +102,7 @@ def persistent_volume_claim_manifest(
             "storageClassName": "",
             "accessModes": ["ReadWriteMany"],
             "volumeName": volume_name,
-            "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
+            "resources": {"requests": {"storage": CLAIM_REQUEST}},
         },
     }
 
@@ -143,7 +149,6 @@ class LustreVolume(pulumi.ComponentResource):
             args.claim_name,
             namespace=args.namespace,
             volume_name=args.volume_name,
-            capacity_gib=args.capacity_gib,
         )
         self.claim = k8s.core.v1.PersistentVolumeClaim(
             f"{name}-pvc",

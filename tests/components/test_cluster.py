@@ -65,6 +65,10 @@ def test_nodes_run_as_a_dedicated_service_account_with_only_node_roles(config) -
     assert rendering.one(POOL).inputs["nodeConfig"]["serviceAccount"] == account
 
 
+def test_cluster_ignores_the_node_config_gke_reports_back(config) -> None:
+    assert _render(config).one(CLUSTER).ignore_changes == ["nodeConfig"]
+
+
 def test_cluster_waits_for_the_node_roles(config) -> None:
     rendering = _render(config)
     grants = {r.urn for r in rendering.of_type("gcp:projects/iAMMember:IAMMember")}
@@ -75,6 +79,7 @@ def test_system_pool_is_on_demand_in_the_gpu_zone_with_metadata_server(config) -
     pool = _render(config).one(POOL).inputs
     assert pool["name"] == "system"
     assert pool["nodeConfig"]["spot"] is False
+    assert pool["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
     assert pool["nodeConfig"]["machineType"] == "n2-standard-16"
     assert pool["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
     assert pool["nodeLocations"] == ["us-east1-b"]

@@ -118,8 +118,11 @@ def test_gke_versions_at_or_above_the_floor_are_accepted(version: str) -> None:
     ("throughput", "capacity", "valid"),
     [
         (1000, 9000, True), (1000, 18000, True), (1000, 8999, False), (1000, 1_530_000, True),
-        (1000, 1_530_000 + 9_000, False), (1000, 1_530_000 + 72_000, True), (1000, 10_080_000, False),
-        (500, 18000, True), (500, 9000, False), (250, 36000, True), (125, 72000, True), (125, 144_001, False),
+        (1000, 1_539_000, False), (1000, 1_584_000, True), (1000, 1_602_000, False),
+        (1000, 10_008_000, True), (1000, 10_080_000, False),
+        (500, 18000, True), (500, 9000, False), (500, 20_016_000, True), (500, 3_060_000 + 18_000, False),
+        (250, 36000, True), (250, 40_032_000, True), (125, 72000, True), (125, 12_240_000, True),
+        (125, 144_001, False),
     ],
 )
 def test_lustre_capacity_follows_the_tier_minimum_step_and_maximum(throughput: int, capacity: int, valid: bool) -> None:

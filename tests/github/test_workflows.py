@@ -135,6 +135,21 @@ def test_pulumi_runs_after_its_virtualenv_and_google_auth(name: str) -> None:
         assert "-r requirements.txt" in steps[venv[0]]["run"] and "-r policy/requirements.txt" in steps[venv[0]]["run"]
 
 
+@pytest.mark.parametrize("name", ["preview.yml", "deploy.yml"])
+def test_gke_auth_plugin_is_installed_before_pulumi_reaches_the_cluster(name: str) -> None:
+    for job in workflow(name)["jobs"].values():
+        steps = job["steps"]
+        pulumi = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")]
+        if not pulumi:
+            continue
+        setup = [
+            i for i, s in enumerate(steps)
+            if str(s.get("uses", "")).startswith("google-github-actions/setup-gcloud@")
+            and "gke-gcloud-auth-plugin" in str((s.get("with") or {}).get("install_components", ""))
+        ]
+        assert setup and setup[0] < pulumi[0]
+
+
 # --- ci.yml ----------------------------------------------------------------------------------
 
 

@@ -1,9 +1,9 @@
 """Test helpers: validate Kubernetes manifests the way the API server would, and fake layer inputs.
 
-Custom resources are checked against the real CRD schemas in `<repo>/../shared/schemas`
+Custom resources are checked against the real CRD schemas vendored in `tests/schemas`
 (`spec.versions[].schema.openAPIV3Schema` of the served version named by `apiVersion`), core
-kinds with `kubernetes-validate`. When the schemas folder is absent the calling test is skipped
-with the reason, except under CI (`CI` set), where that is a failure.
+kinds with `kubernetes-validate`. Should the schemas folder be missing, the calling test is
+skipped with the reason, except under CI (`CI` set), where that is a failure.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import yaml
 
 from tools.render import ROOT, RenderedResource, SecretValue
 
-SCHEMAS_DIR = ROOT.parent / "shared" / "schemas"
+SCHEMAS_DIR = ROOT / "tests" / "schemas"
+# The team's reference copy beside the repository, which the vendored one must equal.
+SHARED_SCHEMAS_DIR = ROOT.parent / "shared" / "schemas"
 # The newest minor kubernetes-validate ships that GKE's REGULAR channel runs (config default 1.35).
 KUBERNETES_VERSION = "1.35"
 # Groups served by kube-apiserver itself: validated with kubernetes-validate.
@@ -34,7 +36,7 @@ def require_schemas_dir(path: Path | None = None) -> Path:
     path = SCHEMAS_DIR if path is None else path
     if path.is_dir():
         return path
-    reason = f"CRD schemas not found at {path} (expected <repo>/../shared/schemas)"
+    reason = f"CRD schemas not found at {path} (expected <repo>/tests/schemas)"
     if os.environ.get("CI"):
         pytest.fail(f"{reason}; CI must validate custom resources against them")
     pytest.skip(reason)

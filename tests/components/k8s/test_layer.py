@@ -17,7 +17,7 @@ CLUSTER = "gcp:container/cluster:Cluster"
 PROVIDER = "pulumi:providers:kubernetes"
 RAY_CLUSTER = "kubernetes:ray.io/v1:RayCluster"
 SECRET = "kubernetes:core/v1:Secret"
-# Kinds with no schema in ../shared/schemas; their builders are checked field by field instead.
+# Kinds with no schema in tests/schemas; their builders are checked field by field instead.
 _NO_SCHEMA = {"kubernetes:monitoring.googleapis.com/v1:PodMonitoring"}
 
 
@@ -56,6 +56,12 @@ def test_provider_is_built_from_the_secret_kubeconfig_after_the_cluster(run) -> 
     provider = run.rendering.one(PROVIDER)
     assert not list(plain_strings(provider.inputs.get("kubeconfig")))
     assert run.rendering.one(CLUSTER).urn in provider.dependencies
+
+
+def test_provider_is_replaced_only_when_the_cluster_is(run) -> None:
+    provider = run.rendering.one(PROVIDER)
+    cluster = run.rendering.one(CLUSTER)
+    assert provider.inputs["clusterIdentifier"] == cluster.outputs["id"]
 
 
 def test_gcp_identity_objects_are_not_tied_to_the_cluster_or_the_kubernetes_provider(run) -> None:

@@ -23,7 +23,7 @@ def _pv(**overrides):
 
 def _pvc():
     return persistent_volume_claim_manifest(
-        "rl-test-lustre-pvc", namespace="rl-train", volume_name="rl-test-lustre-pv", capacity_gib=9000
+        "rl-test-lustre-pvc", namespace="rl-train", volume_name="rl-test-lustre-pv"
     )
 
 
@@ -68,7 +68,9 @@ def test_claim_and_volume_are_bound_to_each_other_by_name() -> None:
     assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
     assert pv["spec"]["claimRef"] == {"namespace": pvc["metadata"]["namespace"], "name": pvc["metadata"]["name"]}
     assert pvc["spec"]["storageClassName"] == "" and pvc["spec"]["accessModes"] == ["ReadWriteMany"]
-    assert pvc["spec"]["resources"]["requests"]["storage"] == pv["spec"]["capacity"]["storage"]
+    # The claim asks for a fixed small size so growing the instance never needs a claim resize.
+    assert pvc["spec"]["resources"]["requests"]["storage"] == "1Gi"
+    assert pv["spec"]["capacity"]["storage"] == "9000Gi"
 
 
 def test_pv_and_pvc_are_valid_kubernetes_objects() -> None:
