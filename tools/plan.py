@@ -104,6 +104,7 @@ def as_json(rendering: Rendering, notes: list[str]) -> dict[str, Any]:
                 "protect": r.protect,
                 "retainOnDelete": r.retain_on_delete,
                 "deletedWith": r.deleted_with,
+                "ignoreChanges": r.ignore_changes,
                 "inputs": masked(r.inputs),
             }
             for r in rendering.resources

@@ -24,7 +24,7 @@ from tools.render import ROOT
 
 MISSING = object()
 # Settings that are not inputs but still change what `pulumi destroy` does.
-OPTION_KEYS = ("protect", "retainOnDelete", "deletedWith")
+OPTION_KEYS = ("protect", "retainOnDelete", "deletedWith", "ignoreChanges")
 
 
 class PlanError(RuntimeError):
@@ -68,7 +68,8 @@ class PlanDiff:
 def _properties(resource: dict[str, Any]) -> dict[str, Any]:
     props = flatten(resource.get("inputs") or {})
     for key in OPTION_KEYS:
-        props[f"({key})"] = resource.get(key)
+        # Plans from before an option was recorded read as its default, not as a change.
+        props[f"({key})"] = resource.get(key, [] if key == "ignoreChanges" else None)
     return props
 
 
