@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from ray.job_submission import JobStatus
+from ray.job_submission import JobDetails, JobStatus
 from rich.console import Console
 from rich.table import Table
 
-from jobs import address, attempts, follow, listing, overrides, stack, submission
+from jobs import address, attempts, follow, frameworks, listing, overrides, stack, submission
 from jobs.cluster import AlreadySubmitted, Cluster
 from jobs.errors import ExitCode, JobsError, UsageError
 from jobs.recipes import RECIPES, Recipe
@@ -75,9 +75,11 @@ def handled(fn: F) -> F:
         except Exception as e:  # noqa: BLE001 - the promise is one line, never a traceback
             if os.environ.get("JOBS_DEBUG") == "1":
                 raise
-            _err().print(redact(f"error: unexpected {type(e).__name__}: {e} "
-                                "(hint: rerun with JOBS_DEBUG=1 for the traceback)"), markup=False)
-            raise typer.Exit(int(ExitCode.JOB_FAILED)) from None
+            # One line, whatever the exception held; exit 4, never 1 ("the job failed").
+            text = " ".join(f"error: unexpected {type(e).__name__}: {e}".split())
+            _err().print(redact(f"{text} (hint: this is a bug in python -m jobs, not in your job; "
+                                "rerun with JOBS_DEBUG=1 for the traceback)"), markup=False)
+            raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -147,11 +149,17 @@ def _stop_hint(job_id: str, where: address.Where) -> str:
     return f"python -m jobs stop {job_id}{_where_flags(where)}"
 
 
+def _watcher(cluster: Cluster, where: address.Where) -> follow.Watcher:
+    return follow.Watcher(cluster, _err(),
+                          lambda job_id: f"python -m jobs status {job_id}{_where_flags(where)}")
+
+
 def _drive(cluster: Cluster, where: address.Where, first: submission.Submission, follow_logs: bool,
-           max_restarts: int, as_json: bool) -> int:
-    """Submit attempt 1, then watch/restart as asked; returns the exit code."""
+           max_restarts: int, as_json: bool, first_attempt: int = 1) -> int:
+    """Submit `first_attempt`, then watch/restart as asked; returns the exit code."""
     err = _err()
     current: dict[str, str] = {}
+    watcher = _watcher(cluster, where)
 
     def submit(attempt: int) -> str:
         sub = first.for_attempt(attempt)
@@ -162,6 +170,11 @@ def _drive(cluster: Cluster, where: address.Where, first: submission.Submission,
                 raise UsageError(f"run {sub.run!r} already exists on this cluster (its attempt 1 "
                                  "is there)", "pick another --name; a run's name is its "
                                  "checkpoint directory") from None
+            if attempt == first_attempt:
+                raise UsageError(f"{sub.submission_id} already exists on this cluster",
+                                 f"another command resumed run {sub.run} first; follow it with "
+                                 f"python -m jobs logs {sub.submission_id} --follow"
+                                 f"{_where_flags(where)}") from None
             # Another watcher restarted it already: follow that attempt instead (idempotent).
             job_id = sub.submission_id
         current["id"] = job_id
@@ -169,7 +182,7 @@ def _drive(cluster: Cluster, where: address.Where, first: submission.Submission,
         return job_id
 
     if not follow_logs and max_restarts == 0:
-        job_id = submit(1)
+        job_id = submit(first_attempt)
         if as_json:
             _emit_json({"run": first.run, "submission_id": job_id, "status": "SUBMITTED",
                         "attempts": [{"submission_id": job_id, "status": "SUBMITTED"}]})
@@ -184,15 +197,15 @@ def _drive(cluster: Cluster, where: address.Where, first: submission.Submission,
 
     def watch(job_id: str) -> JobStatus:
         if follow_logs:
-            return follow.follow(cluster, job_id, err, to_stderr=as_json)
-        return follow.wait_for(cluster, job_id, follow.terminal, err, "running")
+            return watcher.follow(job_id, to_stderr=as_json)
+        return watcher.wait_for(job_id, follow.terminal, "running")
 
     def on_restart(failed_id: str, attempt: int) -> None:
         err.print(f"{failed_id} FAILED; restarting as attempt {attempt} from the same "
                   "checkpoint directory", markup=False)
 
     try:
-        outcome = attempts.run(submit, watch, max_restarts, on_restart)
+        outcome = attempts.run(submit, watch, max_restarts, on_restart, first_attempt)
     except KeyboardInterrupt:
         job_id = current.get("id", first.submission_id)
         err.print(f"detached; {job_id} keeps running (restarts stop with this command). "
@@ -223,21 +236,28 @@ def _print_dry_run(sub: submission.Submission, as_json: bool, notes: list[str]) 
 
 
 def _check_framework(recipe: Recipe, running: str | None, source: str) -> None:
-    if running is not None and running != recipe.framework:
-        raise UsageError(
-            f"recipe {recipe.name} needs a {recipe.framework} cluster but {source} runs {running}",
-            f"pick a {running} recipe (python -m jobs recipes) or a {recipe.framework} stack")
+    frameworks.check_named(recipe.name, recipe.framework, running, source)
+
+
+def _check_ray_version(recipe: Recipe, cluster: Cluster, where: address.Where) -> None:
+    """With a bare address and no --framework: judge by the Ray version the cluster runs."""
+    verdict = frameworks.by_ray_version(recipe.name, recipe.framework, cluster.ray_version(),
+                                        where.address or cluster.url)
+    if verdict.refuse:
+        raise UsageError(verdict.message, verdict.hint)
+    _err().print(verdict.message, markup=False)
 
 
 @app.command("submit")
 @handled
 def submit_cmd(
-    recipe_name: Annotated[str, typer.Argument(metavar="RECIPE", help="A recipe from `python -m jobs recipes`.")],
-    sets: Annotated[list[str] | None, typer.Option("--set", help="Override key=value (+key=value adds a key the config lacks).")] = None,
+    recipe_name: Annotated[str | None, typer.Argument(metavar="RECIPE", help="A recipe from `python -m jobs recipes` (not with --resume).")] = None,
+    sets: Annotated[list[str] | None, typer.Option("--set", help="Override key=value (+key=value adds a key the config lacks, ++key=value adds or overrides).")] = None,
     name: NameOpt = None,
     nodes: Annotated[int | None, typer.Option("--nodes", min=1, help="GPU nodes (default: the stack's gpuNodeCount).")] = None,
     gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=1, help="GPUs per node (default: the stack's gpusPerNode).")] = None,
     framework: Annotated[str | None, typer.Option("--framework", help="With a bare address: the framework the cluster runs, to check the recipe against.")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", metavar="RUN", help="Continue a FAILED or STOPPED run: submit its next attempt with the recipe, overrides, size and checkpoint dir recorded in its metadata.")] = None,
     follow_logs: FollowOpt = False,
     max_restarts: RestartsOpt = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be submitted; contact nothing.")] = False,
@@ -245,13 +265,27 @@ def submit_cmd(
     addr: AddressOpt = None,
     stack_name: StackOpt = None,
 ) -> None:
-    """Submit a recipe as a run (attempt 1; more with --max-restarts)."""
-    recipe = _recipe(recipe_name)
-    parsed = overrides.parse(sets or [])
-    checked = overrides.check(recipe, parsed)
-    run = submission.check_run_name(name or submission.default_run_name(recipe.name))
+    """Submit a recipe as a run (attempt 1; more with --max-restarts), or --resume a run."""
     if framework is not None and framework not in ("nemo-rl", "verl"):
         raise UsageError(f"--framework {framework!r} is unknown", "use nemo-rl or verl")
+    if resume is not None:
+        given = [flag for flag, value in (("--set", sets), ("--name", name), ("--nodes", nodes),
+                                          ("--gpus-per-node", gpus_per_node),
+                                          ("--dry-run", dry_run)) if value]
+        if given:
+            raise UsageError(f"--resume {resume} cannot be combined with {', '.join(given)}",
+                             "a resumed run keeps the recipe, overrides and size recorded in its "
+                             "metadata; start a new run (another --name) to change them")
+        code = _resume(resume, recipe_name, framework, follow_logs, max_restarts, as_json,
+                       addr, stack_name)
+        raise typer.Exit(code)
+    if recipe_name is None:
+        raise UsageError("no recipe given", "pass a RECIPE (see python -m jobs recipes), "
+                         "or --resume RUN to continue a run")
+    recipe = _recipe(recipe_name)
+    parsed = overrides.parse(sets or [])
+    run = submission.check_run_name(name or submission.default_run_name(recipe.name))
+    checked = overrides.check(recipe, parsed, run)
     notes: list[str] = []
 
     def build(node_count: int, gpus: int, stack_label: str | None) -> submission.Submission:
@@ -270,25 +304,91 @@ def submit_cmd(
 
     where = address.choose(addr, stack_name)
     outputs = stack.read(where.stack) if where.stack else None
+    _check_framework(recipe, framework, "--framework")
     if outputs is not None:
         _check_framework(recipe, outputs.rayFramework, f"stack {where.stack}")
-        _check_framework(recipe, framework, "--framework")
-        if nodes is not None and nodes > outputs.gpuNodeCount:
-            raise UsageError(f"--nodes {nodes} but stack {where.stack} has {outputs.gpuNodeCount} "
-                             "GPU node(s)", "lower --nodes or grow the stack's GPU pool")
+        _check_stack_nodes(nodes, outputs, where)
         node_count = nodes or outputs.gpuNodeCount
         gpus = gpus_per_node or outputs.gpusPerNode
     else:
-        if framework is None:
-            _err().print(f"note: framework not checked ({where.source} gives no stack); pass "
-                         f"--framework {recipe.framework} to check it", markup=False)
-        _check_framework(recipe, framework, "--framework")
         node_count = nodes or recipe.default_nodes
         gpus = gpus_per_node or recipe.default_gpus_per_node
+    # Built (size, overrides, payload checked) before the port-forward: a refusal costs nothing.
     sub = build(node_count, gpus, where.stack)
     with address.connect(where, outputs, spinner=_spinner) as conn:
-        code = _drive(Cluster(conn.url), where, sub, follow_logs, max_restarts, as_json)
+        cluster = Cluster(conn.url)
+        if outputs is None and framework is None:
+            _check_ray_version(recipe, cluster, where)
+        code = _drive(cluster, where, sub, follow_logs, max_restarts, as_json)
     raise typer.Exit(code)
+
+
+def _check_stack_nodes(nodes: int | None, outputs: StackOutputs, where: address.Where) -> None:
+    if nodes is not None and nodes > outputs.gpuNodeCount:
+        raise UsageError(f"--nodes {nodes} but stack {where.stack} has {outputs.gpuNodeCount} "
+                         "GPU node(s)", "lower --nodes or grow the stack's GPU pool")
+
+
+def _recorded(job: JobDetails, key: str) -> str:
+    value = (job.metadata or {}).get(key)
+    if not value:
+        raise UsageError(f"{job.submission_id} has no {key!r} in its metadata, so it cannot be "
+                         "resumed", "start a new run with python -m jobs submit RECIPE")
+    return value
+
+
+def _resume(run: str, recipe_name: str | None, framework: str | None, follow_logs: bool,
+            max_restarts: int, as_json: bool, addr: str | None, stack_name: str | None) -> int:
+    """Submit the next attempt of `run` exactly as its metadata records it."""
+    submission.check_run_name(run)
+    where = address.choose(addr, stack_name)
+    outputs = stack.read(where.stack) if where.stack else None
+    with address.connect(where, outputs, spinner=_spinner) as conn:
+        cluster = Cluster(conn.url)
+        latest = listing.latest_attempt(cluster, run)
+        job_id = latest.submission_id or run
+        if not latest.status.is_terminal():
+            raise UsageError(f"run {run} is still {latest.status.value} ({job_id})",
+                             f"follow it with python -m jobs logs {job_id} --follow"
+                             f"{_where_flags(where)}, or stop it first")
+        if latest.status == JobStatus.SUCCEEDED:
+            raise UsageError(f"run {run} already SUCCEEDED ({job_id}); nothing to resume",
+                             "start a new run with another --name")
+        kind = (latest.metadata or {}).get("kind")
+        if kind != "recipe":
+            raise UsageError(f"run {run} was started with `python -m jobs {kind or 'an unknown tool'}`"
+                             "; --resume continues recipe runs", "resubmit the command with `run`")
+        recipe = _recipe(_recorded(latest, "recipe"))
+        if recipe_name is not None and recipe_name != recipe.name:
+            raise UsageError(f"run {run} is a {recipe.name} run, not {recipe_name}",
+                             f"drop RECIPE or pass {recipe.name}")
+        try:
+            items = json.loads(_recorded(latest, "overrides"))
+            node_count = int(_recorded(latest, "nodes"))
+            gpus = int(_recorded(latest, "gpus_per_node"))
+            attempt = int(_recorded(latest, "attempt"))
+        except (ValueError, TypeError):
+            raise UsageError(f"{job_id} has unreadable metadata, so it cannot be resumed",
+                             "start a new run with python -m jobs submit RECIPE") from None
+        parsed = overrides.parse([str(i) for i in items])
+        checked = overrides.check(recipe, parsed, run)
+        _check_framework(recipe, framework, "--framework")
+        if outputs is not None:
+            _check_framework(recipe, outputs.rayFramework, f"stack {where.stack}")
+            _check_stack_nodes(node_count, outputs, where)
+        elif framework is None:
+            _check_ray_version(recipe, cluster, where)
+        sub = submission.for_recipe(recipe, run, node_count, gpus, parsed, checked, where.stack,
+                                    submission.git_commit())
+        recorded_dir = (latest.metadata or {}).get("checkpoint_dir", "")
+        if sub.metadata["checkpoint_dir"] != recorded_dir:
+            raise UsageError(f"run {run} checkpointed to {recorded_dir} but this version of "
+                             f"recipe {recipe.name} would use {sub.metadata['checkpoint_dir']}",
+                             "resume with the rl-on-gke commit in its jobs_commit metadata")
+        _err().print(f"resuming run {run} after {job_id} {latest.status.value}, from "
+                     f"{recorded_dir}", markup=False)
+        return _drive(cluster, where, sub, follow_logs, max_restarts, as_json,
+                      first_attempt=attempt + 1)
 
 
 @app.command("run", context_settings={"allow_interspersed_args": False})
@@ -347,7 +447,7 @@ def logs_cmd(ident: IdArg, follow_logs: FollowOpt = False, addr: AddressOpt = No
             sys.stdout.write(redact(cluster.logs(job_id)))
             return
         try:
-            status = follow.follow(cluster, job_id, _err())
+            status = _watcher(cluster, where).follow(job_id)
         except KeyboardInterrupt:
             _err().print(f"detached; {job_id} keeps running. Stop it with: "
                          f"{_stop_hint(job_id, where)}", markup=False)
@@ -360,13 +460,13 @@ def logs_cmd(ident: IdArg, follow_logs: FollowOpt = False, addr: AddressOpt = No
 def stop_cmd(ident: IdArg, as_json: JsonOpt = False, addr: AddressOpt = None,
              stack_name: StackOpt = None) -> None:
     """Stop a job (or a run's latest attempt). A stopped job is never restarted."""
-    with _cluster(addr, stack_name) as (cluster, _where):
+    with _cluster(addr, stack_name) as (cluster, where):
         job = listing.find(cluster, ident)
         job_id = job.submission_id or ident
         if not job.status.is_terminal():
             cluster.stop(job_id)
             # Ray sends SIGTERM, then SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s default, §4.4).
-            status = follow.wait_for(cluster, job_id, follow.terminal, _err(), "stopping")
+            status = _watcher(cluster, where).wait_for(job_id, follow.terminal, "stopping")
         else:
             status = job.status
     if as_json:
@@ -396,10 +496,14 @@ def list_cmd(as_json: JsonOpt = False, addr: AddressOpt = None, stack_name: Stac
 
 
 def main() -> None:
-    """Run the app as a program: SIGTERM unwinds the stack so port-forwards are closed."""
+    """Run the app as a program: SIGTERM, SIGHUP (terminal closed) and SIGQUIT unwind the stack,
+    so `finally` blocks run and port-forwards are closed; by default they would kill the
+    process on the spot and leave kubectl running."""
 
-    def _on_term(_sig: int, _frame: object) -> None:
-        raise SystemExit(128 + signal.SIGTERM)
+    def _on_signal(sig: int, _frame: object) -> None:
+        raise SystemExit(128 + sig)
 
-    signal.signal(signal.SIGTERM, _on_term)
+    for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):
+        if hasattr(signal, name):  # SIGHUP and SIGQUIT do not exist on Windows
+            signal.signal(getattr(signal, name), _on_signal)
     app()

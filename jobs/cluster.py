@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import aiohttp
 import requests
 from ray.job_submission import JobDetails, JobStatus, JobSubmissionClient
 
@@ -19,23 +21,66 @@ class AlreadySubmitted(UsageError):
     """The submission id exists on the cluster (HTTP 500 "already exists", reference §4.4)."""
 
 
+# Ray's client reports HTTP errors as RuntimeError("Request failed with status code N: body.")
+# (ray/dashboard/modules/dashboard_sdk.py `_raise_error`, Ray 2.60).
+_STATUS = re.compile(r"Request failed with status code (?P<code>[0-9]{3})\b")
+# Gateway errors mean a proxy (kubectl port-forward, a load balancer) lost the dashboard.
+_GATEWAY = {"502", "503", "504"}
+# RuntimeErrors Ray raises when the connection, not the request, failed: the log websocket
+# closing with 1006 or erroring (sdk.py `tail_job_logs`), or the version probe failing.
+_CONNECTION_WORDS = ("websocket connection closed unexpectedly", "websocket error",
+                     "failed to connect", "connection refused", "connection reset",
+                     "cannot connect")
+
+
+def meaningful_line(text: str) -> str:
+    """The line of an error body that says what went wrong: a dashboard 500 carries a
+    Python traceback whose first line is "Traceback (most recent call last):" and whose last
+    line is the exception."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    status = _STATUS.match(lines[0])
+    if status and len(lines) > 1 and "Traceback" in lines[0]:
+        return f"status code {status.group('code')}: {lines[-1].rstrip('.')}"
+    if any("Traceback (most recent call last)" in ln for ln in lines):
+        return lines[-1]
+    return lines[0]
+
+
+def _unreachable(what: str, why: str) -> Unreachable:
+    return Unreachable(f"lost the Ray dashboard while trying to {what}: {why}",
+                       "check the cluster and the port-forward, then retry")
+
+
 @contextmanager
 def _translated(what: str) -> Iterator[None]:
     try:
         yield
     except JobsError:
         raise
-    except (requests.exceptions.ConnectionError, ConnectionError) as e:
-        raise Unreachable(f"lost the Ray dashboard while trying to {what}: {type(e).__name__}",
-                          "check the cluster and the port-forward, then retry") from None
+    except aiohttp.ClientResponseError as e:
+        # The log websocket's handshake got an HTTP answer (404 for an unknown job).
+        if e.status == 404:
+            raise UsageError(f"no such job: {what}",
+                             "list jobs with `python -m jobs list`") from None
+        raise _unreachable(what, f"HTTP {e.status}") from None
+    except (requests.exceptions.RequestException, aiohttp.ClientError, ConnectionError,
+            TimeoutError, asyncio.TimeoutError) as e:
+        raise _unreachable(what, type(e).__name__) from None
     except RuntimeError as e:
         text = redact(str(e))
-        if "404" in text or "does not exist" in text:
-            raise UsageError(f"no such job: {what}", "list jobs with `python -m jobs list`") from None
+        status = _STATUS.search(text)
+        code = status.group("code") if status else None
+        # "already exists" first: a submission id may itself contain "404" (a uuid, a date).
         if "already exists" in text:
             raise AlreadySubmitted(f"{what}: already exists on this cluster",
                                    "pick another --name") from None
-        raise JobsError(f"Ray refused to {what}: {text.splitlines()[0] if text else ''}") from None
+        if code == "404" or (code is None and "does not exist" in text):
+            raise UsageError(f"no such job: {what}", "list jobs with `python -m jobs list`") from None
+        if code in _GATEWAY or (code is None and any(w in text.lower() for w in _CONNECTION_WORDS)):
+            raise _unreachable(what, meaningful_line(text)) from None
+        raise JobsError(f"Ray refused to {what}: {meaningful_line(text)}") from None
 
 
 @contextmanager
@@ -64,6 +109,16 @@ class Cluster:
         with _translated(f"submit {sub.submission_id}"):
             return self.client.submit_job(entrypoint=sub.entrypoint, runtime_env=sub.runtime_env,
                                           metadata=sub.metadata, submission_id=sub.submission_id)
+
+    def ray_version(self) -> str | None:
+        """The cluster's Ray version from `GET /api/version` (`ray_version`), or None."""
+        try:
+            r = requests.get(f"{self.url}/api/version", timeout=10)
+            r.raise_for_status()
+            value = r.json().get("ray_version")
+        except (requests.RequestException, ValueError, AttributeError):
+            return None
+        return value if isinstance(value, str) else None
 
     def status(self, job_id: str) -> JobStatus:
         with _translated(f"get the status of {job_id}"):

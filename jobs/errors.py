@@ -10,6 +10,9 @@ class ExitCode(IntEnum):
     JOB_FAILED = 1  # the job failed or was stopped
     USAGE = 2  # bad usage, unknown recipe or override
     UNREACHABLE = 3  # the cluster (or the way to it) could not be reached
+    # A bug or an error nobody anticipated: distinct from 1 so a script never reads it as
+    # "the job failed" and resubmits, and from 2 so the user is not told to fix their input.
+    INTERNAL = 4
 
 
 class JobsError(Exception):

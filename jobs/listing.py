@@ -71,3 +71,12 @@ def find(cluster: Cluster, ident: str) -> JobDetails:
         return max(attempts, key=lambda j: attempt_of(j) or 0)
     raise UsageError(f"no job or run named {ident!r} on this cluster",
                      "list them with `python -m jobs list`")
+
+
+def latest_attempt(cluster: Cluster, run: str) -> JobDetails:
+    """The highest-numbered attempt of the run named `run` (its metadata `run`)."""
+    attempts = [j for j in cluster.jobs() if run_of(j) == run and attempt_of(j) is not None]
+    if not attempts:
+        raise UsageError(f"no run named {run!r} on this cluster",
+                         "list runs with `python -m jobs list` (a run name has no -aN suffix)")
+    return max(attempts, key=lambda j: attempt_of(j) or 0)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import posixpath
 from dataclasses import dataclass
 
 from jobs.errors import UsageError
-from jobs.recipes import LUSTRE, Recipe
+from jobs.recipes import RUNS_ROOT, Recipe
 from jobs.redact import key_looks_secret, value_looks_secret
 
-_TOKEN_HINT = (
+TOKEN_HINT = (
     "tokens come from the cluster's Kubernetes Secret (HF_TOKEN, WANDB_API_KEY are already "
     "in every pod); never pass them to a job"
 )
@@ -37,16 +38,38 @@ def parse(items: list[str]) -> list[Override]:
         # Checked before any other validation so no later message can echo the value.
         if key_looks_secret(key) or value_looks_secret(value) or value_looks_secret(head):
             shown = key if not value_looks_secret(head) else "(hidden)"
-            raise UsageError(f"--set {shown}: looks like a token, refused", _TOKEN_HINT)
+            # No "NAME: ..." shape here: `redact` would take it for an assignment and mask it.
+            raise UsageError(f"--set {shown} looks like a credential, refused (the value is "
+                             "not shown)", TOKEN_HINT)
         if not sep or not key:
             raise UsageError(f"--set {item!r} is not key=value", "write --set grpo.max_num_steps=10")
         parsed.append(Override(key, value, prefix))
     return parsed
 
 
-def check(recipe: Recipe, overrides: list[Override]) -> dict[str, tuple[str, str]]:
-    """Validate against the recipe; return key -> (prefix, value) for `Recipe.render`."""
+def _output_path(run: str, o: Override) -> str:
+    """The normalised output path, refused unless it stays inside the run's own directory."""
+    run_dir = f"{RUNS_ROOT}/{run}"
+    hint = (f"write it under {run_dir}/; other runs' checkpoints and anything outside Lustre "
+            "must not be touched, and relative paths land in Ray's temporary working_dir")
+    if ".." in o.value.split("/"):
+        raise UsageError(f"--set {o.key}={o.value}: '..' is not allowed in an output path", hint)
+    path = posixpath.normpath(o.value)
+    # Strictly below the run directory: the run name is what keeps runs apart (one
+    # checkpoint directory per run, reference §0.2), so an output may not escape it.
+    if not path.startswith(f"{run_dir}/"):
+        raise UsageError(f"--set {o.key}={o.value}: output paths must be absolute under "
+                         f"{run_dir}/", hint)
+    return path
+
+
+def check(recipe: Recipe, overrides: list[Override], run: str) -> dict[str, tuple[str, str]]:
+    """Validate against the recipe and the run; return key -> (prefix, value) for `render`."""
     known = recipe.all_keys() | {recipe.node_key, recipe.gpus_key}
+    # Keys the framework's own config has: Hydra refuses `+key` for them ("Could not append to
+    # config. An item is already at ..."), NeMo RL's parse_hydra_overrides and veRL's
+    # @hydra.main alike. Keys the recipe adds itself (new_keys) are not in the config.
+    in_config = known - recipe.new_keys
     checked: dict[str, tuple[str, str]] = {}
     for o in overrides:
         if not o.prefix and o.key not in known:
@@ -54,15 +77,18 @@ def check(recipe: Recipe, overrides: list[Override]) -> dict[str, tuple[str, str
             hint = f"did you mean {' or '.join(close)}?" if close else "see `python -m jobs recipes`"
             hint += f" (write +{o.key}=... to add a key the {recipe.framework} config lacks)"
             raise UsageError(f"unknown override {o.key!r} for recipe {recipe.name}", hint)
+        if o.prefix == "+" and o.key in in_config:
+            raise UsageError(
+                f"--set +{o.key}: the {recipe.framework} config already has {o.key}, and Hydra "
+                "refuses to append a key that exists",
+                f"write --set {o.key}={o.value} (or ++{o.key}=... to add or override)")
         if o.key in recipe.locked:
             raise UsageError(f"--set {o.key} is fixed by recipe {recipe.name}", recipe.locked[o.key])
-        if o.key in recipe.path_keys and not o.value.startswith(f"{LUSTRE}/"):
-            raise UsageError(
-                f"--set {o.key}={o.value}: output paths must be absolute under {LUSTRE}/",
-                "relative paths land in Ray's temporary working_dir and are lost with the pod",
-            )
-        if o.key in recipe.positive_keys and not (o.value.isdigit() and int(o.value) > 0):
-            raise UsageError(f"--set {o.key}={o.value}: must be a positive integer",
+        value = o.value
+        if o.key in recipe.path_keys:
+            value = _output_path(run, o)
+        if o.key in recipe.positive_keys and not (value.isdigit() and int(value) > 0):
+            raise UsageError(f"--set {o.key}={value}: must be a positive integer",
                              "0 or -1 switches checkpoint saving off and restarts would start over")
-        checked[o.key] = (o.prefix, o.value)
+        checked[o.key] = (o.prefix, value)
     return checked

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +18,8 @@ from jobs.errors import Unreachable
 from jobs.net import dashboard_answers, free_port
 from jobs.redact import redact
 from jobs.stack import StackOutputs
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 # Long enough for a cold kubectl auth plugin (gke-gcloud-auth-plugin) and the API server.
 DEFAULT_TIMEOUT_S = 30.0
@@ -43,6 +47,28 @@ def command(kubectl: str, outputs: StackOutputs, local_port: int) -> list[str]:
     return args + ["--namespace", outputs.rayNamespace, "port-forward",
                    f"svc/{outputs.rayHeadService}", f"{local_port}:{outputs.rayDashboardPort}",
                    "--address", "127.0.0.1"]
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A `preexec_fn` that makes kubectl get SIGTERM when this process dies, however it dies
+    (SIGKILL, a crash): Linux prctl(PR_SET_PDEATHSIG), see prctl(2). None elsewhere: there
+    the signal handlers in `jobs.cli.main` are the only guard."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        # The parent may have died between fork and prctl; then no signal would ever come.
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
 
 
 def _terminate(proc: subprocess.Popen[bytes]) -> None:
@@ -91,8 +117,10 @@ def open_forward(outputs: StackOutputs, timeout_s: float | None = None,
     # stderr to a file, not a pipe: over a long --follow an unread pipe would fill and stall it.
     with tempfile.TemporaryFile() as errors:
         # Own session: our ^C handling decides when kubectl ends, and killpg reaches its children.
+        # The death signal covers what no handler can: this process being SIGKILLed.
         proc = subprocess.Popen(command(kubectl, outputs, port), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True)
+                                stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True,
+                                preexec_fn=_die_with_parent())
         try:
             message = f"port-forward to svc/{outputs.rayHeadService} in {outputs.rayNamespace}"
             with spinner(message):

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.catalogue import FRAMEWORKS, FrameworkSpec
+from jobs.errors import UsageError
 
 # Managed Lustre is mounted here on the head and every worker (components/k8s Lustre PVC).
 LUSTRE = "/lustre"
@@ -83,6 +84,11 @@ class Recipe(BaseModel):
     checkpoint_key: str
     default_nodes: int
     default_gpus_per_node: int = 8
+    # The smallest cluster the recipe's parallel layout fits, and the multiple the GPU total
+    # must be (the model-parallel group size), with where the numbers come from.
+    min_gpus: int = 1
+    gpu_multiple: int = 1
+    gpu_rule: str = ""
     env_vars: dict[str, str] = {}
     # A directory under jobs/payloads/ uploaded as the job's working_dir, when the run needs it.
     payload: str | None = None
@@ -121,6 +127,15 @@ class Recipe(BaseModel):
             steps.append(f"cd {shlex.quote(self.cwd)}")
         steps.append(shlex.join([*self.launcher, *args]))
         return " && ".join(steps)
+
+    def check_size(self, nodes: int, gpus_per_node: int) -> None:
+        """Refuse, before anything is submitted, a cluster the recipe's layout cannot fit."""
+        total = nodes * gpus_per_node
+        if total < self.min_gpus or total % self.gpu_multiple:
+            raise UsageError(
+                f"recipe {self.name} needs at least {self.min_gpus} GPUs in multiples of "
+                f"{self.gpu_multiple}, but {nodes} node(s) x {gpus_per_node} GPU(s) = {total}",
+                f"{self.gpu_rule}; use a bigger stack or --nodes/--gpus-per-node")
 
     def env(self) -> dict[str, str]:
         return {"HF_HOME": HF_HOME, **self.env_vars}
@@ -223,6 +238,14 @@ RECIPES: dict[str, Recipe] = {
             checkpoint_key="checkpointing.checkpoint_dir",
             # grpo_math_70B_megatron.yaml is laid out for 8 x 8 GPUs (§1.3).
             default_nodes=8,
+            # Its Megatron policy is tensor 4 x pipeline 4 = 16 GPUs per model replica (and
+            # vLLM generation is TP 8, which divides 16): fewer GPUs cannot hold one replica,
+            # and a total that is not a multiple of 16 leaves data parallelism uneven.
+            min_gpus=16,
+            gpu_multiple=16,
+            gpu_rule=("grpo_math_70B_megatron.yaml (NeMo RL v0.4.0) sets megatron "
+                      "tensor_model_parallel_size=4 x pipeline_model_parallel_size=4 = 16 GPUs per "
+                      "replica, laid out for cluster.num_nodes=8 x gpus_per_node=8"),
             env_vars=_NEMO_ENV,
         ),
         Recipe(
@@ -293,6 +316,9 @@ RECIPES: dict[str, Recipe] = {
                 # Defaults are relative and -1 (never save): both lose the run (§2.1, §2.3).
                 "trainer.default_local_dir": "{run_dir}/checkpoints",
                 "trainer.save_freq": "20",
+                # veRL keeps every global_step_N by default (null, §2.1): a 3B actor with its
+                # optimizer is tens of GB per save, so keep the newest 3 and Lustre does not fill.
+                "trainer.max_actor_ckpt_to_keep": "3",
                 "trainer.test_freq": "5",
                 "trainer.resume_mode": "auto",
                 "trainer.total_epochs": "15",

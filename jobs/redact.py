@@ -17,7 +17,7 @@ SECRET_VALUE = re.compile(
 # `NAME=value`, `'NAME': 'value'` or `"NAME": "value"` where NAME looks like a credential:
 # Ray copies the driver's whole environment into a failed job's message (reference §1.7).
 _SECRET_ASSIGNMENT = re.compile(
-    r"""(?P<name>\b[A-Za-z0-9_.-]*(?:TOKEN|API_KEY|APIKEY|SECRET|PASSWORD)[A-Za-z0-9_]*)"""
+    r"""(?P<name>\b[A-Za-z0-9_.-]*(?:TOKEN|API[_-]?KEY|SECRET|PASSWORD|PASSWD)[A-Za-z0-9_]*)"""
     r"""(?P<sep>['"]?\s*[:=]\s*['"]?)(?P<value>[^'"\s,;}]+)""",
     re.IGNORECASE,
 )
@@ -51,3 +51,24 @@ def redact(text: str) -> str:
 
     text = _SECRET_ASSIGNMENT.sub(_mask_assignment, text)
     return SECRET_VALUE.sub(MASK, text)
+
+
+# A value that reads a credential from the environment instead of holding one: `$HF_TOKEN`,
+# `${HF_TOKEN}`, `os.environ[...]`, `os.getenv(...)`. The pods already have the tokens.
+_REFERENCE = re.compile(r"^(?:\$|os\.environ|os\.getenv|getenv\()")
+
+
+def command_secret(args: list[str]) -> str | None:
+    """What in a command looks like a credential, described without its value, or None.
+
+    Uses the same detection as `--set` and `redact`: a token-shaped value anywhere, or a
+    credential-named assignment (`HF_TOKEN=...`, `--api-key=...`, `"password": ...`) whose value
+    is a literal rather than a reference to the environment.
+    """
+    if any(value_looks_secret(arg) for arg in args):
+        return "a token-shaped value"
+    for arg in args:
+        for m in _SECRET_ASSIGNMENT.finditer(arg):
+            if key_looks_secret(m.group("name")) and not _REFERENCE.match(m.group("value")):
+                return f"a value for {m.group('name')}"
+    return None

@@ -6,9 +6,9 @@ import json
 import shutil
 import subprocess
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from jobs.errors import Unreachable
+from jobs.errors import Unreachable, UsageError
 
 PULUMI_TIMEOUT_S = 120
 
@@ -27,8 +27,10 @@ class StackOutputs(BaseModel):
     rayHeadService: str
     rayDashboardPort: int
     rayFramework: str
-    gpuNodeCount: int
-    gpusPerNode: int
+    # A run needs at least one GPU node with at least one GPU; 0 would render
+    # cluster.num_nodes=0 and the framework would fail on the cluster instead of here.
+    gpuNodeCount: int = Field(ge=1)
+    gpusPerNode: int = Field(ge=1)
     clusterName: str
     clusterLocation: str
     clusterProject: str
@@ -64,9 +66,27 @@ def read(stack: str) -> StackOutputs:
                           "run from the project directory after `pulumi login`; "
                           "list stacks with `pulumi stack ls`")
     try:
-        return StackOutputs.model_validate(json.loads(done.stdout or "{}"))
-    except (json.JSONDecodeError, ValidationError) as e:
-        missing = sorted({str(err["loc"][0]) for err in getattr(e, "errors", lambda: [])()})
-        what = f"lacks outputs {', '.join(missing)}" if missing else "gave unreadable output"
-        raise Unreachable(f"stack {stack!r} {what}",
-                          f"deploy the Ray cluster first: pulumi up --stack {stack}") from None
+        data = json.loads(done.stdout or "{}")
+    except json.JSONDecodeError:
+        raise Unreachable(f"stack {stack!r} gave unreadable output",
+                          f"check `pulumi stack output --json --stack {stack}`") from None
+    return parse(stack, data)
+
+
+def parse(stack: str, data: object) -> StackOutputs:
+    """Validate the outputs; a missing output or an unusable value is one line naming it."""
+    try:
+        return StackOutputs.model_validate(data)
+    except ValidationError as e:
+        errors = e.errors()
+    missing = sorted({str(err["loc"][0]) for err in errors if err["type"] == "missing"})
+    if missing or not isinstance(data, dict):
+        raise Unreachable(f"stack {stack!r} lacks outputs {', '.join(missing) or '(all)'}",
+                          f"deploy the Ray cluster first: pulumi up --stack {stack}")
+    first = errors[0]
+    key = str(first["loc"][0]) if first["loc"] else "?"
+    hint = (f"a run needs at least one GPU node with at least one GPU; grow the stack's GPU "
+            f"node pool (pulumi up --stack {stack})" if key in ("gpuNodeCount", "gpusPerNode")
+            else f"check `pulumi stack output --json --stack {stack}`")
+    raise UsageError(f"stack {stack!r} output {key}={data.get(key)!r} is not usable: "
+                     f"{first['msg'].lower()}", hint)

@@ -11,9 +11,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+import jobs
 from jobs import workdir
 from jobs.errors import UsageError
-from jobs.overrides import Override
+from jobs.overrides import TOKEN_HINT, Override
+from jobs.redact import command_secret
 from jobs.recipes import Recipe, RunContext
 
 # Run names become a Lustre directory and a Ray submission id: keep them to safe characters.
@@ -69,8 +71,13 @@ def check_run_name(name: str) -> str:
     return name
 
 
+# This checkout of rl-on-gke (jobs/ lives at its top level).
+JOBS_REPO = Path(jobs.__file__).resolve().parents[1]
+
+
 def git_commit(cwd: Path | None = None) -> str:
-    """The caller's commit (with `-dirty` when the tree has changes), or "unknown"."""
+    """The commit of the git tree at `cwd` (default: the caller's working directory, i.e. the
+    user's own code), `-dirty` when it has changes, or "unknown" outside a git tree."""
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
                              text=True, timeout=5, check=True).stdout.strip()
@@ -81,14 +88,21 @@ def git_commit(cwd: Path | None = None) -> str:
     return f"{sha}-dirty" if dirty else sha
 
 
+def jobs_commit() -> str:
+    """The rl-on-gke commit whose recipes rendered the job (may differ from the caller's)."""
+    return git_commit(JOBS_REPO)
+
+
 def _metadata(run: str, kind: str, stack: str | None, commit: str, **extra: str) -> dict[str, str]:
     return {"run": run, "attempt": "1", "kind": kind, "stack": stack or "",
-            "git_commit": commit, "submitted_by": "python -m jobs", **extra}
+            "git_commit": commit, "jobs_commit": jobs_commit(),
+            "submitted_by": "python -m jobs", **extra}
 
 
 def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
                overrides: list[Override], checked: dict[str, tuple[str, str]],
                stack: str | None, commit: str) -> Submission:
+    recipe.check_size(nodes, gpus_per_node)
     ctx = RunContext(run=run, nodes=nodes, gpus_per_node=gpus_per_node)
     runtime_env: dict[str, object] = {"env_vars": recipe.env()}
     payload = recipe.payload_dir()
@@ -111,6 +125,12 @@ def for_command(command: list[str], run: str, working_dir: Path | None, stack: s
                 commit: str) -> Submission:
     if not command:
         raise UsageError("no command given", "write the command after --, e.g. -- nvidia-smi")
+    # The command becomes the job's entrypoint, which Ray stores in the job record, shows on
+    # the dashboard and prints in the driver log: a token in it leaks to all of them.
+    secret = command_secret(command)
+    if secret is not None:
+        raise UsageError(f"the command holds {secret}, refused (the value is not shown)",
+                         TOKEN_HINT)
     runtime_env: dict[str, object] = {}
     if working_dir is not None:
         workdir.check(working_dir)

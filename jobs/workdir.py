@@ -19,11 +19,17 @@ MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 
 # Never worth shipping, and some hold secrets: version control, virtualenvs, caches, the
 # Pulumi stack state and stack settings (Pulumi.<stack>.yaml carries encrypted secrets and
-# the stack's encryption salt; jobs never need them), dotenv files, kubeconfigs and keys.
+# the stack's encryption salt; jobs never need them), dotenv files, kubeconfigs and keys:
+# SSH private keys, package-index and netrc credentials, gcloud's credential store, and
+# Google service-account key files (`gcloud iam service-accounts keys create` suggests
+# `*-key.json`; client libraries read `credentials.json`). Patterns without an inner slash
+# match at any depth (gitwildmatch); `**/` makes the gcloud directory match at any depth too.
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     ".git/", ".venv/", "venv/", "__pycache__/", "*.pyc", ".pytest_cache/",
     ".hypothesis/", ".mypy_cache/", ".ruff_cache/", "node_modules/", ".pulumi/",
     "Pulumi.*.yaml", ".env", ".env.*", "*.pem", "*.key", "kubeconfig", ".kube/",
+    "id_rsa*", "id_ed25519*", ".netrc", ".pypirc", ".npmrc", "**/.config/gcloud/",
+    "*-key.json", "credentials.json",
 )
 
 # Ray writes a stored (uncompressed) zip: ZipFile(..., "w") with the default ZIP_STORED

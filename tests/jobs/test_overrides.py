@@ -6,7 +6,7 @@ import pytest
 
 from jobs import overrides
 from jobs.errors import UsageError
-from jobs.recipes import RECIPES
+from jobs.recipes import RECIPES, RunContext
 
 
 def test_prefixes_are_kept():
@@ -23,8 +23,7 @@ def test_malformed_items_are_usage_errors(item):
 
 def test_new_key_of_the_recipe_is_rendered_with_plus_when_overridden():
     recipe = RECIPES["nemo-rl-grpo-gsm8k"]
-    checked = overrides.check(recipe, overrides.parse(["data.train_data_path=/lustre/x.jsonl"]))
-    from jobs.recipes import RunContext
+    checked = overrides.check(recipe, overrides.parse(["data.train_data_path=/lustre/x.jsonl"]), "r")
     entry = recipe.render(RunContext(run="r", nodes=1, gpus_per_node=1), checked)
     assert "+data.train_data_path=/lustre/x.jsonl" in entry
     assert "/lustre/datasets/gsm8k/nemo/train.jsonl" not in entry
@@ -32,6 +31,61 @@ def test_new_key_of_the_recipe_is_rendered_with_plus_when_overridden():
 
 def test_unknown_key_error_names_close_keys():
     with pytest.raises(UsageError) as e:
-        overrides.check(RECIPES["verl-grpo-gsm8k"], overrides.parse(["trainer.save_frq=5"]))
+        overrides.check(RECIPES["verl-grpo-gsm8k"], overrides.parse(["trainer.save_frq=5"]), "r")
     assert "trainer.save_frq" in e.value.message
     assert e.value.hint and "trainer.save_freq" in e.value.hint
+
+
+def _check(recipe: str, *items: str, run: str = "r1") -> dict[str, tuple[str, str]]:
+    return overrides.check(RECIPES[recipe], overrides.parse(list(items)), run)
+
+
+@pytest.mark.parametrize("recipe, key", [
+    ("nemo-rl-grpo-math", "grpo.max_num_steps"),
+    ("nemo-rl-grpo-math", "policy.model_name"),
+    ("verl-grpo-gsm8k", "trainer.total_epochs"),
+])
+def test_plus_on_a_key_the_config_has_is_refused_suggesting_bare_or_double_plus(recipe, key):
+    # Hydra refuses to append an existing key, so the job would only fail on the cluster.
+    with pytest.raises(UsageError) as e:
+        _check(recipe, f"+{key}=5")
+    assert e.value.message.startswith(f"--set +{key}: ")
+    assert "already has" in e.value.message
+    assert e.value.hint and f"--set {key}=5" in e.value.hint and f"++{key}=" in e.value.hint
+
+
+def test_plus_on_a_key_the_config_lacks_and_double_plus_on_any_key_are_accepted():
+    checked = _check("nemo-rl-grpo-math", "+my.extra=1", "++grpo.max_num_steps=5")
+    assert checked == {"my.extra": ("+", "1"), "grpo.max_num_steps": ("++", "5")}
+    # A key the recipe itself adds with `+` (absent from the framework's config) may be written
+    # with `+` too.
+    assert _check("nemo-rl-grpo-gsm8k", "+data.input_key=q") == {"data.input_key": ("+", "q")}
+
+
+@pytest.mark.parametrize("item", ["++checkpointing.enabled=false", "++cluster.num_nodes=2",
+                                  "++checkpointing.checkpoint_dir=/tmp/x",
+                                  "++checkpointing.save_period=0"])
+def test_locked_path_and_positive_checks_apply_to_prefixed_keys_too(item):
+    with pytest.raises(UsageError):
+        _check("nemo-rl-grpo-math", item)
+
+
+@pytest.mark.parametrize("value", [
+    "/lustre/../tmp/x",             # climbs out of Lustre
+    "/lustre/runs/r1/../r2/ckpt",   # climbs into another run
+    "/lustre/runs/r1/..",           # the runs root
+    "/lustre/runs/other/checkpoints",
+    "/lustre/datasets/gsm8k",
+    "/lustre/runs/r1",              # the run dir itself, not inside it
+    "/lustre/runs/r10/checkpoints",  # a prefix of the name is another run
+    "results/grpo",
+])
+def test_output_paths_must_stay_inside_the_runs_own_directory(value):
+    with pytest.raises(UsageError) as e:
+        _check("nemo-rl-grpo-math", f"checkpointing.checkpoint_dir={value}")
+    assert "/lustre/runs/r1/" in e.value.message + (e.value.hint or "")
+
+
+def test_output_paths_inside_the_run_directory_are_normalised():
+    checked = _check("verl-grpo-gsm8k", "trainer.default_local_dir=/lustre/runs/r1//ckpt/./v2/")
+    assert checked["trainer.default_local_dir"] == ("", "/lustre/runs/r1/ckpt/v2")

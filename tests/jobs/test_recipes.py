@@ -8,8 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 from components.catalogue import FRAMEWORKS
+from jobs import submission
 from jobs.cli import app
 from jobs.recipes import RECIPES, RunContext
+from jobs.redact import key_looks_secret, value_looks_secret
+from tests.jobs.conftest import REPO, clean_env, run_cli
 
 FAKE_TOKEN = "hf_" + "Q" * 34
 runner = CliRunner()
@@ -22,13 +25,11 @@ def dry_run(*args: str) -> dict:
 
 
 @pytest.mark.parametrize("name", sorted(RECIPES))
-def test_dry_run_shows_lustre_checkpoints_nodes_overrides_and_no_token(name, monkeypatch):
-    monkeypatch.setenv("HF_TOKEN", FAKE_TOKEN)
-    monkeypatch.setenv("WANDB_API_KEY", "w" * 40)
+def test_dry_run_shows_lustre_checkpoints_nodes_overrides_and_no_credentials(name):
     recipe = RECIPES[name]
     some_key = sorted(recipe.known_keys - set(recipe.locked) - recipe.path_keys
                       - recipe.positive_keys)[0]
-    out = dry_run(name, "--name", "dry-1", "--nodes", "3", "--gpus-per-node", "4",
+    out = dry_run(name, "--name", "dry-1", "--nodes", "4", "--gpus-per-node", "4",
                   "--set", f"{some_key}=42", "--set", "+my.extra=yes")
     entry = out["entrypoint"]
     assert out["submission_id"] == "dry-1-a1"
@@ -37,17 +38,59 @@ def test_dry_run_shows_lustre_checkpoints_nodes_overrides_and_no_token(name, mon
     assert out["metadata"]["checkpoint_dir"] == "/lustre/runs/dry-1/checkpoints"
     on = {"nemo-rl": "checkpointing.enabled=true", "verl": "trainer.save_freq=20"}
     assert on[recipe.framework] in entry
-    assert f"{recipe.node_key}=3" in entry and f"{recipe.gpus_key}=4" in entry
+    assert f"{recipe.node_key}=4" in entry and f"{recipe.gpus_key}=4" in entry
     assert f"{some_key}=42" in entry and "+my.extra=yes" in entry
     assert json.loads(out["metadata"]["overrides"]) == [f"{some_key}=42", "+my.extra=yes"]
     assert all(isinstance(v, str) for v in out["metadata"].values())
-    assert out["runtime_env"]["env_vars"]["HF_HOME"] == "/lustre/huggingface_cache"
-    text = json.dumps(out)
-    assert FAKE_TOKEN not in text and "w" * 40 not in text
-    assert "HF_TOKEN" not in text and "WANDB_API_KEY" not in text
+    # The job's environment is exactly the recipe's fixed set, and none of it is a credential:
+    # the pods get HF_TOKEN / WANDB_API_KEY from the cluster's Secret, never from the job.
+    env_vars = out["runtime_env"]["env_vars"]
+    assert env_vars == recipe.env() and env_vars["HF_HOME"] == "/lustre/huggingface_cache"
+    assert not [k for k in env_vars if key_looks_secret(k)]
+    for field in (entry, json.dumps(out["metadata"]), json.dumps(out["runtime_env"])):
+        assert not value_looks_secret(field)
     # Every absolute path the run writes is under /lustre/.
     for key in recipe.path_keys:
         assert f"{key}=/lustre/runs/dry-1/" in entry
+
+
+def test_metadata_records_the_callers_commit_and_the_jobs_commit(tmp_path):
+    # Run from a directory outside any git tree: the caller's commit is "unknown" there, while
+    # jobs_commit still names this rl-on-gke checkout.
+    done = run_cli("submit", "verl-grpo-gsm8k", "--dry-run", "--json", "--name", "c1",
+                   cwd=tmp_path, env=clean_env(PYTHONPATH=str(REPO), GIT_CEILING_DIRECTORIES=str(tmp_path.parent)))
+    assert done.returncode == 0, done.stderr
+    meta = json.loads(done.stdout)["metadata"]
+    assert meta["git_commit"] == "unknown"
+    assert meta["jobs_commit"].split("-")[0] == submission.git_commit(REPO).split("-")[0]
+    assert len(meta["jobs_commit"].split("-")[0]) == 40
+    here = dry_run("verl-grpo-gsm8k", "--name", "c2")["metadata"]
+    assert len(here["git_commit"].split("-")[0]) == 40
+
+
+@pytest.mark.parametrize("nodes, gpus", [("1", "8"), ("3", "8"), ("1", "4"), ("2", "6")])
+def test_70b_recipe_refuses_a_cluster_its_tp4_pp4_layout_does_not_fit(nodes, gpus):
+    result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run", "--nodes", nodes,
+                                 "--gpus-per-node", gpus])
+    assert result.exit_code == 2
+    total = int(nodes) * int(gpus)
+    assert (f"recipe nemo-rl-grpo-math needs at least 16 GPUs in multiples of 16, but {nodes} "
+            f"node(s) x {gpus} GPU(s) = {total}") in result.stderr
+    assert "tensor_model_parallel_size=4 x pipeline_model_parallel_size=4" in result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("nodes, gpus", [("2", "8"), ("8", "8"), ("4", "4")])
+def test_70b_recipe_accepts_multiples_of_16_gpus(nodes, gpus):
+    out = dry_run("nemo-rl-grpo-math", "--nodes", nodes, "--gpus-per-node", gpus)
+    assert f"cluster.num_nodes={nodes} cluster.gpus_per_node={gpus}" in out["entrypoint"]
+
+
+def test_verl_recipe_keeps_only_the_newest_checkpoints():
+    entry = dry_run("verl-grpo-gsm8k", "--name", "k")["entrypoint"]
+    assert "trainer.max_actor_ckpt_to_keep=3" in entry
+    custom = dry_run("verl-grpo-gsm8k", "--set", "trainer.max_actor_ckpt_to_keep=5")["entrypoint"]
+    assert "trainer.max_actor_ckpt_to_keep=5" in custom and "max_actor_ckpt_to_keep=3" not in custom
 
 
 def test_nemo_recipes_override_runtime_env_merge_and_use_image_code():
@@ -136,12 +179,16 @@ def test_framework_mismatch_is_refused():
     assert "needs a verl cluster" in result.stderr
 
 
-@pytest.mark.parametrize("setting", [
-    "logger.wandb.api_key=abc", "hf_token=abc", f"policy.model_name={FAKE_TOKEN}",
-    "+data.secret=x", "my.password=x",
+@pytest.mark.parametrize("setting, shown", [
+    ("logger.wandb.api_key=abc", "logger.wandb.api_key"), ("hf_token=abc", "hf_token"),
+    (f"policy.model_name={FAKE_TOKEN}", "policy.model_name"), ("+data.secret=x", "data.secret"),
+    ("my.password=x", "my.password"), (f"{FAKE_TOKEN}=x", "(hidden)"),
 ])
-def test_token_like_settings_exit_2_without_echoing_the_value(setting, monkeypatch):
+def test_token_like_settings_exit_2_without_echoing_the_value(setting, shown):
     result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run", "--set", setting])
     assert result.exit_code == 2
-    assert "Secret" in result.stderr
+    assert result.stderr.startswith(f"error: --set {shown} looks like a credential, refused (the "
+                                    "value is not shown) (hint: tokens come from the cluster's "
+                                    "Kubernetes Secret")
     assert FAKE_TOKEN not in result.stderr + result.stdout
+    assert "abc" not in result.stderr and result.stdout == ""

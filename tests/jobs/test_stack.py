@@ -20,3 +20,25 @@ def test_credentials_hint_is_built_from_the_cluster_outputs_for_older_stacks():
     assert outputs.get_credentials_command() == (
         "gcloud container clusters get-credentials rl-dev-gke --location us-east1 --project my-proj"
     )
+
+
+import pytest  # noqa: E402
+
+from jobs import stack  # noqa: E402
+from jobs.errors import Unreachable, UsageError  # noqa: E402
+
+
+@pytest.mark.parametrize("key", ["gpuNodeCount", "gpusPerNode"])
+@pytest.mark.parametrize("value", [0, -1])
+def test_a_stack_without_gpus_is_refused_in_one_line_naming_the_output(key, value):
+    with pytest.raises(UsageError) as e:
+        stack.parse("dev", {**BASE, key: value})
+    line = e.value.line()
+    assert f"stack 'dev' output {key}={value} is not usable" in line
+    assert "at least one GPU node with at least one GPU" in line and "\n" not in line
+
+
+def test_missing_outputs_are_named():
+    with pytest.raises(Unreachable) as e:
+        stack.parse("dev", {k: v for k, v in BASE.items() if k != "rayHeadService"})
+    assert e.value.message == "stack 'dev' lacks outputs rayHeadService"

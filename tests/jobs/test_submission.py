@@ -40,3 +40,34 @@ def test_next_attempt_keeps_the_command_and_changes_only_id_and_attempt():
 def test_git_commit_of_this_repo_is_a_sha():
     commit = submission.git_commit()
     assert len(commit.split("-")[0]) == 40
+
+
+HF = "hf_" + "Z" * 34
+
+
+@pytest.mark.parametrize("command, what", [
+    (["env", f"HF_TOKEN={HF}", "python", "x.py"], "a token-shaped value"),
+    (["python", "x.py", HF], "a token-shaped value"),
+    (["env", "WANDB_API_KEY=abc123", "python", "x.py"], "a value for WANDB_API_KEY"),
+    (["python", "train.py", "--hf-token=abc123"], "a value for hf-token"),
+    (["python", "train.py", "--api-key=abc123"], "a value for api-key"),
+    (["bash", "-c", "export MY_SECRET=abc123 && python x.py"], "a value for MY_SECRET"),
+    (["python", "-c", "login(token='abc123')"], "a value for token"),
+])
+def test_a_command_holding_a_credential_is_refused_without_its_value(command, what):
+    with pytest.raises(UsageError) as e:
+        submission.for_command(command, "r1", None, None, "abc")
+    line = e.value.line()
+    assert line.startswith(f"error: the command holds {what}, refused (the value is not shown)")
+    assert "abc123" not in line and HF not in line
+
+
+@pytest.mark.parametrize("command", [
+    ["python", "train.py", "--tokenizer=qwen", "--max-new-tokens=5"],
+    ["bash", "-c", "HF_TOKEN=$HF_TOKEN python x.py"],
+    ["python", "-c", "import os; t = os.environ['HF_TOKEN']; print(len(t))"],
+    ["python", "-c", "import os; token=os.getenv('HF_TOKEN')"],
+])
+def test_commands_that_only_read_credentials_from_the_pod_are_accepted(command):
+    sub = submission.for_command(command, "r1", None, None, "abc")
+    assert sub.entrypoint.startswith(command[0])

@@ -62,3 +62,29 @@ def test_excluded_bulk_does_not_count(tmp_path):
         f.truncate(200 * 1024 * 1024)
     (tmp_path / "run.py").write_text("print(1)\n")
     assert workdir.check(tmp_path).files == 1
+
+
+CREDENTIAL_FILES = ("id_rsa", "id_rsa.pub", ".ssh/id_ed25519", ".netrc", ".pypirc", ".npmrc",
+                    "home/.config/gcloud/application_default_credentials.json",
+                    ".config/gcloud/credentials.db", "sa-key.json", "conf/my-sa-key.json",
+                    "credentials.json", "sub/credentials.json")
+
+
+def test_credential_files_are_excluded_and_ray_agrees(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "train.py").write_text("print(1)\n")
+    (src / "config.json").write_text("{}\n")
+    for name in CREDENTIAL_FILES:
+        path = src / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("secret material\n")
+    names = {n for n, _ in workdir.measure(src, top=100).largest}
+    assert names == {"train.py", "config.json"}
+    # Ray's own packer, given the same excludes, drops the same files.
+    zip_path = tmp_path / "pkg.zip"
+    _zip_files(str(src), list(workdir.DEFAULT_EXCLUDES), str(zip_path), include_gitignore=True)
+    import zipfile
+    with zipfile.ZipFile(zip_path) as z:
+        files = {n for n in z.namelist() if not n.endswith("/")}
+    assert files == {"train.py", "config.json"}

@@ -1,0 +1,71 @@
+"""Whether a cluster runs a recipe's framework: from the stack, --framework, or its Ray version.
+
+A stack says which framework its Ray image is (`rayFramework`). A bare dashboard address only
+says which Ray it runs (`GET /api/version` -> `ray_version`), and each framework image ships a
+known Ray (`components.catalogue.FRAMEWORKS`): NeMo RL 0.4.0 has 2.46, the veRL image 2.47.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.catalogue import FRAMEWORKS
+from jobs.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """`refuse` True: the recipe must not be submitted; `message` says why, or is a note."""
+
+    refuse: bool
+    message: str
+    hint: str = ""
+
+
+def major_minor(version: str) -> tuple[int, int] | None:
+    parts = version.strip().split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def _mm(version: str) -> str:
+    mm = major_minor(version)
+    return f"{mm[0]}.{mm[1]}" if mm else version
+
+
+def check_named(recipe_name: str, framework: str, running: str | None, source: str) -> None:
+    """Refuse when a named source (a stack output, --framework) says another framework."""
+    if running is not None and running != framework:
+        raise UsageError(
+            f"recipe {recipe_name} needs a {framework} cluster but {source} runs {running}",
+            f"pick a {running} recipe (python -m jobs recipes) or a {framework} stack")
+
+
+def by_ray_version(recipe_name: str, framework: str, cluster_ray: str | None,
+                   source: str) -> Verdict:
+    """Refuse only on clear evidence: the cluster's Ray major.minor differs from the recipe's
+    framework image and equals the other framework's. Anything else is a note, because a
+    custom image may carry any Ray and skew between client and cluster works (reference §0.6).
+    """
+    flag = f"pass --framework {framework} to check it"
+    if cluster_ray is None or major_minor(cluster_ray) is None:
+        return Verdict(False, f"note: framework not checked ({source} reported no Ray version); "
+                              f"{flag}")
+    own = FRAMEWORKS[framework].ray_version
+    others = [f for f in FRAMEWORKS if f != framework]
+    theirs = [f for f in others if major_minor(FRAMEWORKS[f].ray_version) == major_minor(cluster_ray)]
+    if major_minor(cluster_ray) != major_minor(own) and theirs:
+        other = theirs[0]
+        return Verdict(
+            True,
+            f"recipe {recipe_name} needs a {framework} cluster (Ray {_mm(own)}) but {source} "
+            f"runs Ray {cluster_ray}, the Ray of the {other} image",
+            f"pick a {other} recipe (python -m jobs recipes), or pass --framework {framework} "
+            f"if the cluster really runs {framework}")
+    if major_minor(cluster_ray) == major_minor(own):
+        return Verdict(False, f"note: {source} runs Ray {cluster_ray}, as the {framework} image "
+                              f"does; framework not otherwise checked ({flag})")
+    return Verdict(False, f"note: framework not checked: {source} runs Ray {cluster_ray}, which no "
+                          f"framework image pins ({framework}: {own}); {flag}")

@@ -1,0 +1,35 @@
+"""Judging a bare address's framework by the Ray version its dashboard reports."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.catalogue import FRAMEWORKS
+from jobs import frameworks
+
+
+def test_the_catalogue_pins_tell_the_two_frameworks_apart():
+    # The decision below is only meaningful while the two images ship different Ray minors.
+    pins = {frameworks.major_minor(spec.ray_version) for spec in FRAMEWORKS.values()}
+    assert len(pins) == len(FRAMEWORKS)
+
+
+@pytest.mark.parametrize("recipe_fw, cluster_ray, refuse", [
+    ("nemo-rl", FRAMEWORKS["verl"].ray_version, True),     # verl's Ray, not nemo-rl's
+    ("verl", FRAMEWORKS["nemo-rl"].ray_version, True),
+    ("nemo-rl", "2.47.3", True),                            # patch releases do not matter
+    ("nemo-rl", FRAMEWORKS["nemo-rl"].ray_version, False),  # its own Ray
+    ("nemo-rl", "2.46.9", False),
+    ("verl", "2.60.0", False),                              # neither image's Ray: a note
+    ("nemo-rl", None, False),                               # no version reported: a note
+    ("verl", "nightly", False),
+])
+def test_refuses_only_when_the_cluster_has_the_other_frameworks_ray(recipe_fw, cluster_ray, refuse):
+    verdict = frameworks.by_ray_version("r", recipe_fw, cluster_ray, "http://h:8265")
+    assert verdict.refuse is refuse
+    if refuse:
+        assert verdict.message.startswith(f"recipe r needs a {recipe_fw} cluster")
+        assert f"--framework {recipe_fw}" in verdict.hint
+    else:
+        assert verdict.message.startswith("note: ")
+        assert f"--framework {recipe_fw}" in verdict.message
