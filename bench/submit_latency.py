@@ -3,7 +3,8 @@
 Starts its own private Ray head on loopback (jobs.localray), runs N repetitions of
   (a) `python -m jobs run --address URL -- python -c 'sleep'` then polls until RUNNING, and
   (b) the same job via `ray job submit --no-wait` (wall time of each CLI process),
-prints a table and the CLI overhead ratio (ours / ray's), then stops the head.
+alternating which goes first, prints a table and the CLI overhead ratio (ours / ray's), then
+stops the head.
 Run: .venv/bin/python bench/submit_latency.py [--reps 5]
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ray import __version__ as ray_version  # noqa: E402
 from ray.job_submission import JobStatus, JobSubmissionClient  # noqa: E402
 
 from jobs import localray  # noqa: E402
@@ -34,10 +36,32 @@ def timed(args: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-def until_running(client: JobSubmissionClient, job_id: str, since: float) -> float:
-    while client.get_job_status(job_id) != JobStatus.RUNNING:
+# A 2-core machine starts a job in ~2-4 s (reference §4.3); a minute means something broke.
+RUNNING_TIMEOUT_S = 60.0
+
+
+def until_running(client: JobSubmissionClient, job_id: str, since: float,
+                  timeout_s: float = RUNNING_TIMEOUT_S) -> float:
+    """Seconds from `since` until the job is RUNNING; fails on a terminal state or timeout,
+    so a job that died at once cannot hang the benchmark or count as a time."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = client.get_job_status(job_id)
+        if status == JobStatus.RUNNING:
+            return time.perf_counter() - since
+        if status.is_terminal():
+            raise RuntimeError(f"{job_id} ended {status.value} before it was RUNNING")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{job_id} not RUNNING after {timeout_s:.0f} s ({status.value})")
         time.sleep(0.05)
-    return time.perf_counter() - since
+
+
+def until_terminal(client: JobSubmissionClient, job_id: str, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not client.get_job_status(job_id).is_terminal():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{job_id} did not stop within {timeout_s:.0f} s")
+        time.sleep(0.1)
 
 
 def main() -> int:
@@ -51,24 +75,31 @@ def main() -> int:
     client = JobSubmissionClient(head.dashboard_url)
     ours_cli, ours_running, ray_cli, ray_running = [], [], [], []
     try:
-        for i in range(reps):
-            run = f"bench-{uuid.uuid4().hex[:6]}"
+        def ours(run: str) -> str:
             start = time.perf_counter()
             ours_cli.append(timed([sys.executable, "-m", "jobs", "run", "--address",
                                    head.dashboard_url, "--name", run, "--", *ENTRY], env))
             ours_running.append(until_running(client, f"{run}-a1", start))
             client.stop_job(f"{run}-a1")
+            return f"{run}-a1"
 
-            sid = f"raybench-{uuid.uuid4().hex[:6]}"
+        def rays(sid: str) -> str:
             start = time.perf_counter()
-            ray_cli.append(timed([str(localray.venv_bin() / "ray"), "job", "submit", "--address",
-                                  head.dashboard_url, "--submission-id", sid, "--no-wait", "--",
-                                  *ENTRY], env))
+            ray_cli.append(timed([str(localray.venv_bin() / "ray"), "job", "submit",
+                                  "--address", head.dashboard_url, "--submission-id", sid,
+                                  "--no-wait", "--", *ENTRY], env))
             ray_running.append(until_running(client, sid, start))
             client.stop_job(sid)
-            for job_id in (f"{run}-a1", sid):
-                while not client.get_job_status(job_id).is_terminal():
-                    time.sleep(0.1)
+            return sid
+
+        for i in range(1, reps + 1):
+            pair = [(ours, f"bench-{uuid.uuid4().hex[:6]}"),
+                    (rays, f"raybench-{uuid.uuid4().hex[:6]}")]
+            # Alternate who goes first (ours on odd repetitions, Ray's on even ones): the second
+            # submission of a pair meets a head still busy with the first, and that must not
+            # always be the same tool.
+            for measure, ident in (pair if i % 2 else pair[::-1]):
+                until_terminal(client, measure(ident))
     finally:
         head.stop()
 
@@ -76,7 +107,8 @@ def main() -> int:
         return (f"| {label:<40} | {statistics.median(xs):6.2f} | {min(xs):6.2f} | "
                 f"{max(xs):6.2f} |")
 
-    print(f"repetitions: {reps} (seconds; median / min / max)")
+    print(f"repetitions: {reps}, alternating order (seconds; median / min / max); "
+          f"{os.cpu_count()} CPUs, Ray {ray_version}")
     print(f"| {'measure':<40} | median |    min |    max |")
     print(f"|{'-' * 42}|--------|--------|--------|")
     print(row("python -m jobs run: CLI wall time", ours_cli))

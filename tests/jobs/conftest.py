@@ -1,10 +1,12 @@
-"""Fixtures for the jobs tests: one real loopback Ray head per session, and a CLI runner."""
+"""Fixtures for the jobs tests: one real loopback Ray head per session, a CLI runner, a proxy."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from ray.job_submission import JobSubmissionClient
 
 from jobs import localray
+from jobs.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -68,3 +71,75 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+class Proxy:
+    """A loopback TCP proxy to the dashboard that a test can cut and restore, standing in for a
+    port-forward or a network path that drops while a command is watching a job."""
+
+    def __init__(self, target_url: str) -> None:
+        host, port = target_url.removeprefix("http://").split(":")
+        self.target = (host, int(port))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._conns: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._server: socket.socket | None = None
+        self.start()
+
+    def start(self) -> None:
+        server = socket.socket()
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", self.port))
+        server.listen(32)
+        # A timeout so the accept loop notices stop(): close() does not wake accept() on Linux.
+        server.settimeout(0.2)
+        self._server = server
+        threading.Thread(target=self._accept, args=(server,), daemon=True).start()
+
+    def _accept(self, server: socket.socket) -> None:
+        while self._server is server:
+            try:
+                client, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            client.settimeout(None)
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+
+    def stop(self) -> None:
+        """Refuse new connections and cut every open one (the dashboard is gone)."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for s in conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+
+def _pump(a: socket.socket, b: socket.socket) -> None:
+    try:
+        while data := a.recv(65536):
+            b.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass

@@ -196,3 +196,60 @@ def test_ctrl_c_while_following_closes_the_port_forward(fakes, ray_client, tmp_p
         assert ray_client.get_job_status(job).value == "RUNNING"
     finally:
         ray_client.stop_job(job)
+
+
+def _follow_via_stack(fakes: Fakes, ray_client, tmp_path: Path) -> tuple[str, subprocess.Popen[str]]:
+    job = ray_client.submit_job(entrypoint="python -c \"import time; print('up', flush=True); "
+                                "time.sleep(600)\"", submission_id=f"pf-{uuid.uuid4().hex[:8]}")
+    streamed = tmp_path / "stdout"
+    with streamed.open("w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "jobs", "logs", job, "--follow",
+                                 "--stack", "dev"], cwd=REPO, env=fakes.env, stdout=sink,
+                                stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: "up" in streamed.read_text(), 60, "the CLI to stream the job's output")
+    return job, proc
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM])
+def test_hangup_quit_or_term_closes_the_port_forward(fakes, ray_client, tmp_path, sig):
+    job, proc = _follow_via_stack(fakes, ray_client, tmp_path)
+    try:
+        kubectl = fakes.kubectl_pid()
+        assert pid_alive(kubectl)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 128 + sig, err
+        wait_until(lambda: not pid_alive(kubectl), 10, "kubectl to end")
+        assert ray_client.get_job_status(job).value == "RUNNING"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        ray_client.stop_job(job)
+
+
+def test_kubectl_dies_with_a_killed_cli(fakes, ray_client, tmp_path):
+    # SIGKILL runs no handler: only the parent-death signal set in kubectl ends it.
+    job, proc = _follow_via_stack(fakes, ray_client, tmp_path)
+    try:
+        kubectl = fakes.kubectl_pid()
+        proc.kill()
+        proc.wait(timeout=10)
+        wait_until(lambda: not pid_alive(kubectl), 10, "kubectl to end after its parent died")
+    finally:
+        ray_client.stop_job(job)
+
+
+def test_a_stack_too_small_for_the_70b_recipe_is_refused_before_any_port_forward(fakes):
+    fakes.env["FAKE_PULUMI_OUTPUTS"] = json.dumps({**OUTPUTS, "gpuNodeCount": 1})
+    done = run_cli("submit", "nemo-rl-grpo-math", "--stack", "dev", env=fakes.env)
+    assert done.returncode == 2
+    assert "needs at least 16 GPUs in multiples of 16, but 1 node(s) x 8 GPU(s) = 8" in done.stderr
+    assert not fakes.pidfile.exists()
+
+
+def test_a_stack_with_no_gpu_nodes_is_refused_in_one_line(fakes):
+    fakes.env["FAKE_PULUMI_OUTPUTS"] = json.dumps({**OUTPUTS, "gpuNodeCount": 0})
+    done = run_cli("submit", "nemo-rl-grpo-gsm8k", "--stack", "dev", env=fakes.env)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: stack 'dev' output gpuNodeCount=0 is not usable")
+    assert done.stderr.count("\n") == 1 and not fakes.pidfile.exists()

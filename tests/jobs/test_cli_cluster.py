@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -15,7 +16,9 @@ from typer.testing import CliRunner
 
 from jobs.cli import app
 from jobs.net import free_port
-from tests.jobs.conftest import REPO, clean_env, run_cli, wait_until
+import ray
+
+from tests.jobs.conftest import REPO, Proxy, clean_env, run_cli, wait_until
 
 runner = CliRunner()
 
@@ -190,13 +193,145 @@ def test_small_working_dir_is_uploaded_and_runs(ray_url, tmp_path):
     assert "from the uploaded dir" in done.stdout and "no git" in done.stdout
 
 
-def test_recipe_submit_on_a_bare_address_says_the_framework_was_not_checked(ray_url, ray_client):
+def test_recipe_submit_on_a_bare_address_notes_a_ray_version_no_framework_pins(ray_url, ray_client):
+    # The local head runs the client's Ray (2.60), which neither framework image ships: a note.
     run = name("recipe")
     result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--address", ray_url,
                                  "--name", run, "--json"])
     assert result.exit_code == 0, result.stderr
-    assert "framework not checked" in result.stderr
+    assert (f"note: framework not checked: {ray_url} runs Ray {ray.__version__}, which no "
+            "framework image pins") in result.stderr
     info = ray_client.get_job_info(f"{run}-a1")
     assert info.metadata["recipe"] == "nemo-rl-grpo-math" and info.metadata["run"] == run
     assert info.runtime_env["env_vars"]["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"
     wait_until(lambda: ray_client.get_job_status(f"{run}-a1").is_terminal(), 60, "terminal")
+
+
+def test_a_duplicate_run_whose_name_contains_404_is_reported_as_existing(ray_url):
+    # Ray's 500 for a duplicate repeats the id; an id with "404" once read as "no such job".
+    run = f"dup-404-{uuid.uuid4().hex[:6]}"
+    first = runner.invoke(app, ["run", "--address", ray_url, "--name", run, "--", "true"])
+    assert first.exit_code == 0, first.stderr
+    again = runner.invoke(app, ["run", "--address", ray_url, "--name", run, "--", "true"])
+    assert again.exit_code == 2
+    assert again.stderr.startswith(f"error: run '{run}' already exists on this cluster")
+
+
+def _follow_through(proxy: Proxy, run: str, script: str, patience: str,
+                    sink) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "jobs", "run", "--address", proxy.url, "--name", run, "--follow",
+         "--", "python", "-c", script],
+        cwd=REPO, env=clean_env(JOBS_RECONNECT_TIMEOUT=patience), stdout=sink,
+        stderr=subprocess.PIPE, text=True)
+
+
+def test_losing_the_dashboard_while_following_exits_3_with_how_to_check_later(ray_url, ray_client,
+                                                                              tmp_path):
+    run = name("lost")
+    proxy = Proxy(ray_url)
+    streamed = tmp_path / "stdout"
+    try:
+        with streamed.open("w") as sink:
+            proc = _follow_through(proxy, run, "import time; print('tick', flush=True); "
+                                   "time.sleep(600)", "3", sink)
+        wait_until(lambda: "tick" in streamed.read_text(), 60, "the CLI to stream")
+        proxy.stop()  # the websocket closes with 1006, then every request is refused
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 3, err
+        last = err.strip().splitlines()[-1]
+        assert last.startswith(f"error: lost the Ray dashboard for 3 s while watching {run}-a1")
+        assert ("(hint: the job may still be running; check it with: python -m jobs status "
+                f"{run}-a1 --address {proxy.url})") in last
+        assert "Traceback" not in err
+        assert ray_client.get_job_status(f"{run}-a1") == JobStatus.RUNNING
+    finally:
+        proxy.stop()
+        if proc.poll() is None:
+            proc.kill()
+        ray_client.stop_job(f"{run}-a1")
+
+
+def test_a_dashboard_back_within_the_window_resumes_the_stream_without_repeats(ray_url, tmp_path):
+    run = name("back")
+    proxy = Proxy(ray_url)
+    go = tmp_path / "go"
+    script = (f"import os, time; print('before', flush=True)\n"
+              f"while not os.path.exists({str(go)!r}): time.sleep(0.2)\n"
+              "print('after', flush=True)")
+    streamed = tmp_path / "stdout"
+    try:
+        with streamed.open("w") as sink:
+            proc = _follow_through(proxy, run, script, "60", sink)
+        wait_until(lambda: "before" in streamed.read_text(), 60, "the CLI to stream")
+        proxy.stop()
+        time.sleep(3)
+        proxy.start()
+        go.touch()
+        _, err = proc.communicate(timeout=90)
+        assert proc.returncode == 0, err
+        lines = streamed.read_text().splitlines()
+        # Ray re-sends the log from its start on every tail; nothing may be printed twice.
+        assert lines.count("before") == 1 and lines.count("after") == 1, lines
+        assert len(lines) == len(set(lines)), lines
+    finally:
+        proxy.stop()
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _recipe_run_that_failed(ray_url: str, ray_client) -> str:
+    # On this CPU head the NeMo RL entrypoint fails at once (no /opt/nemo-rl): a failed a1.
+    run = name("resume-me")
+    done = run_cli("submit", "nemo-rl-grpo-math", "--address", ray_url, "--name", run,
+                   "--set", "grpo.max_num_steps=3", "--follow")
+    assert done.returncode == 1, done.stderr
+    assert ray_client.get_job_status(f"{run}-a1") == JobStatus.FAILED
+    return run
+
+
+def test_resume_submits_the_next_attempt_with_the_same_checkpoint_dir_and_overrides(ray_url,
+                                                                                    ray_client):
+    run = _recipe_run_that_failed(ray_url, ray_client)
+    first = ray_client.get_job_info(f"{run}-a1")
+    done = run_cli("submit", "--resume", run, "--address", ray_url, "--max-restarts", "1",
+                   "--follow", "--json")
+    # Both further attempts fail the same way; --max-restarts counts from the resumed attempt.
+    assert done.returncode == 1, done.stderr
+    assert [a["submission_id"] for a in json.loads(done.stdout)["attempts"]] == [f"{run}-a2",
+                                                                                 f"{run}-a3"]
+    second = ray_client.get_job_info(f"{run}-a2")
+    assert second.metadata["attempt"] == "2"
+    assert second.metadata["checkpoint_dir"] == first.metadata["checkpoint_dir"] == \
+        f"/lustre/runs/{run}/checkpoints"
+    assert second.entrypoint == first.entrypoint and "grpo.max_num_steps=3" in second.entrypoint
+    for key in ("recipe", "overrides", "nodes", "gpus_per_node", "run"):
+        assert second.metadata[key] == first.metadata[key]
+    assert f"resuming run {run} after {run}-a1 FAILED" in done.stderr
+
+
+def test_resume_refuses_a_running_a_succeeded_and_a_command_run(ray_url, ray_client):
+    busy = name("busy")
+    ray_client.submit_job(entrypoint="sleep 600", submission_id=f"{busy}-a1",
+                          metadata={"run": busy, "attempt": "1", "kind": "recipe",
+                                    "recipe": "nemo-rl-grpo-math"})
+    try:
+        done = run_cli("submit", "--resume", busy, "--address", ray_url)
+        assert done.returncode == 2
+        assert done.stderr.startswith(f"error: run {busy} is still ")
+    finally:
+        ray_client.stop_job(f"{busy}-a1")
+    ok = name("fine")
+    assert run_cli("run", "--address", ray_url, "--name", ok, "--follow", "--", "true").returncode == 0
+    done = run_cli("submit", "--resume", ok, "--address", ray_url)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: run {ok} already SUCCEEDED ({ok}-a1); nothing to resume")
+    bad = name("cmd")
+    assert run_cli("run", "--address", ray_url, "--name", bad, "--follow", "--",
+                   "false").returncode == 1
+    done = run_cli("submit", "--resume", bad, "--address", ray_url)
+    assert done.returncode == 2 and "--resume continues recipe runs" in done.stderr
+    ids = {j.submission_id for j in ray_client.list_jobs()}
+    assert not {f"{busy}-a2", f"{ok}-a2", f"{bad}-a2"} & ids
+    done = run_cli("submit", "--resume", "no-such-run", "--address", ray_url)
+    assert done.returncode == 2 and "no run named 'no-such-run'" in done.stderr
