@@ -18,6 +18,7 @@ from rich.console import Console
 
 from jobs.cluster import Cluster
 from jobs.errors import Unreachable
+from jobs.redact import redact
 
 POLL_S = 0.5
 RETRY_S = 1.0
@@ -119,8 +120,10 @@ class Watcher:
                     since, shown_at_failure = now, shown
                 elif now - since >= self.patience_s:
                     raise self._lost(job_id, since) from None
-            # Ended while we were away? Then there is nothing more to stream.
+            # Ended while we were away? Then print what it logged meanwhile, and stop.
             if terminal(self.status(job_id)):
+                seen = 0
+                write(redact(self._retrying(job_id, lambda: self.cluster.logs(job_id))))
                 break
             time.sleep(RETRY_S)
         # The log stream closes as the job ends; the status can trail it by a moment.

@@ -252,7 +252,9 @@ def test_losing_the_dashboard_while_following_exits_3_with_how_to_check_later(ra
         ray_client.stop_job(f"{run}-a1")
 
 
-def test_a_dashboard_back_within_the_window_resumes_the_stream_without_repeats(ray_url, tmp_path):
+@pytest.mark.parametrize("ends_while_away", [False, True])
+def test_a_dashboard_back_within_the_window_resumes_the_stream_without_repeats(
+        ray_url, ray_client, tmp_path, ends_while_away):
     run = name("back")
     proxy = Proxy(ray_url)
     go = tmp_path / "go"
@@ -265,7 +267,12 @@ def test_a_dashboard_back_within_the_window_resumes_the_stream_without_repeats(r
             proc = _follow_through(proxy, run, script, "60", sink)
         wait_until(lambda: "before" in streamed.read_text(), 60, "the CLI to stream")
         proxy.stop()
-        time.sleep(3)
+        if ends_while_away:
+            # The job logs its last line and ends while the CLI cannot see it.
+            go.touch()
+            wait_until(lambda: ray_client.get_job_status(f"{run}-a1").is_terminal(), 60, "end")
+        else:
+            time.sleep(3)
         proxy.start()
         go.touch()
         _, err = proc.communicate(timeout=90)
