@@ -1,6 +1,6 @@
 """Benchmark: submit-to-RUNNING through `python -m jobs`, and its overhead against `ray job submit`.
 
-Starts its own private Ray head on loopback (jobs.localray), runs N repetitions of
+Starts its own private Ray head on loopback (tests/localray.py), runs N repetitions of
   (a) `python -m jobs run --address URL -- python -c 'sleep'` then polls until RUNNING, and
   (b) the same job via `ray job submit --no-wait` (wall time of each CLI process),
 alternating which goes first, prints a table and the CLI overhead ratio (ours / ray's), then
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from ray import __version__ as ray_version  # noqa: E402
 from ray.job_submission import JobStatus, JobSubmissionClient  # noqa: E402
 
-from jobs import localray  # noqa: E402
+from tests import localray  # noqa: E402
 
 ENTRY = ["python", "-c", "import time; time.sleep(30)"]
 

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config import StackConfig
+from components.contract import get_credentials_command
 from components.network import PODS_RANGE_NAME, SERVICES_RANGE_NAME
 
 SYSTEM_POOL_NAME = "system"
@@ -243,11 +244,10 @@ class GkeCluster(pulumi.ComponentResource):
                 self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate
             )
         self.kubeconfig = pulumi.Output.secret(access.apply(lambda parts: kubeconfig(*parts)))
-        # What a person runs for kubectl access; --dns-endpoint writes the IAM-gated endpoint.
-        dns_flag = " --dns-endpoint" if config.cluster.dns_endpoint else ""
         self.get_credentials_command = self.cluster.name.apply(
-            lambda cluster_name: f"gcloud container clusters get-credentials {cluster_name} "
-            f"--location {config.region} --project {config.project}{dns_flag}"
+            lambda cluster_name: get_credentials_command(
+                cluster_name, config.region, config.project, config.cluster.dns_endpoint
+            )
         )
         self.register_outputs(
             {

@@ -27,7 +27,6 @@ from pydantic_core import PydanticCustomError
 from components.catalogue import LUSTRE_TIERS, MACHINES, MIN_GKE_VERSION_FOR_LUSTRE_PORT_988
 
 NAMESPACE = "rl-on-gke"
-SECRET_KEYS = ("hfToken", "wandbApiKey")
 
 _GCP_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _PROJECT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
@@ -377,17 +376,29 @@ def parse_stack_config(raw: Mapping[str, Any]) -> StackConfig:
         raise ConfigError([_describe(e) for e in err.errors()]) from None
 
 
+# Fields that live outside the `rl-on-gke:` namespace, and the one with a per-stack default.
+_FOREIGN_KEYS = {"project": ("gcp", "project"), "region": ("gcp", "region")}
+
+
+def config_keys(model: type[StackConfig] = StackConfig) -> dict[str, tuple[str, str]]:
+    """Every field of the model -> the (namespace, key) it is read from in the stack file.
+
+    Derived from the model itself, so a new field is read (and is a known key) with no second
+    edit anywhere else.
+    """
+    return {
+        name: _FOREIGN_KEYS.get(name, (NAMESPACE, to_camel(name)))
+        for name in model.model_fields
+    }
+
+
 def raw_config_from_pulumi(
-    get: Callable[[str, str], Any], stack: str
+    get: Callable[[str, str], Any], stack: str, model: type[StackConfig] = StackConfig
 ) -> dict[str, Any]:
     """Gather the raw config through `get(namespace, key)`; separated so tests need no engine."""
-    raw: dict[str, Any] = {
-        "project": get("gcp", "project"),
-        "region": get("gcp", "region"),
-        "namePrefix": get(NAMESPACE, "namePrefix") or f"rl-{stack}",
-    }
-    for key in ("zone", "gpu", "lustre", "authorizedNetworks", "network", "cluster", "ray"):
-        value = get(NAMESPACE, key)
-        if value is not None:
-            raw[key] = value
+    raw: dict[str, Any] = {}
+    for name, (namespace, key) in config_keys(model).items():
+        raw[to_camel(name)] = get(namespace, key)
+    if raw.get("namePrefix") is None:
+        raw["namePrefix"] = f"rl-{stack}"
     return {k: v for k, v in raw.items() if v is not None}

@@ -14,6 +14,7 @@ import pulumi_gcp as gcp
 
 from components.cluster import node_security
 from components.config import GpuSettings, StackConfig
+from components.network import GpuNics
 
 GPU_POOL_NAME = "gpu"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
@@ -36,14 +37,9 @@ def reservation_affinity(gpu: GpuSettings, project: str) -> dict[str, Any]:
     return {"consume_reservation_type": "NO_RESERVATION"}
 
 
-def additional_networks(
-    gvnic: tuple[pulumi.Input[str], pulumi.Input[str]],
-    rdma_network: pulumi.Input[str],
-    rdma_subnets: list[pulumi.Input[str]],
-) -> list[dict[str, Any]]:
-    gvnic_network, gvnic_subnet = gvnic
-    return [{"network": gvnic_network, "subnetwork": gvnic_subnet}] + [
-        {"network": rdma_network, "subnetwork": subnet} for subnet in rdma_subnets
+def additional_networks(nics: GpuNics) -> list[dict[str, Any]]:
+    return [{"network": nics.gvnic_network, "subnetwork": nics.gvnic_subnet}] + [
+        {"network": nics.rdma_network, "subnetwork": subnet} for subnet in nics.rdma_subnets
     ]
 
 
@@ -95,22 +91,17 @@ class GpuNodePoolArgs:
     config: StackConfig
     cluster: gcp.container.Cluster
     service_account: pulumi.Input[str]
-    gvnic_network: pulumi.Input[str]
-    gvnic_subnet: pulumi.Input[str]
-    rdma_network: pulumi.Input[str]
-    rdma_subnets: list[pulumi.Input[str]]
+    nics: GpuNics
 
 
 class GpuNodePool(pulumi.ComponentResource):
     """One pool of 8-GPU nodes attached to the gVNIC and RDMA VPCs."""
 
     node_pool: gcp.container.NodePool
-    pool_name: str
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("rl-on-gke:gcp:GpuNodePool", name, None, opts)
-        extra = additional_networks((args.gvnic_network, args.gvnic_subnet), args.rdma_network, args.rdma_subnets)
-        self.pool_name = GPU_POOL_NAME
+        extra = additional_networks(args.nics)
         self.node_pool = gcp.container.NodePool(
             f"{name}-pool",
             **gpu_pool_args(args.config, args.cluster.id, args.service_account, extra),

@@ -16,9 +16,9 @@ import pulumi_gcp as gcp
 
 from components.catalogue import LUSTRE_LNET_PORT
 from components.config import StackConfig
+from components.contract import PROTECT_LABEL, parse_mount_point
 
 LUSTRE_GKE_SUPPORT_ENABLED = False
-PROTECT_LABEL = "rl-on-gke-protect"
 
 
 def psa_address_args(config: StackConfig, network: pulumi.Input[str]) -> dict[str, Any]:
@@ -73,11 +73,6 @@ def lnet_firewall_args(config: StackConfig, network: pulumi.Input[str]) -> dict[
         "source_ranges": [config.network.psa_cidr],
         "allows": [{"protocol": "tcp", "ports": [str(LUSTRE_LNET_PORT)]}],
     }
-
-
-def mount_point_ip(mount_point: str) -> str:
-    """`10.16.0.2@tcp:/lustrefs` -> `10.16.0.2` (Managed Lustre mountPoint format)."""
-    return mount_point.split("@", 1)[0]
 
 
 def data_protection(protect: bool) -> pulumi.ResourceOptions:
@@ -151,7 +146,7 @@ class ManagedLustre(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.mount_point = self.instance.mount_point
-        self.ip = self.instance.mount_point.apply(mount_point_ip)
+        self.ip = self.instance.mount_point.apply(lambda mount_point: parse_mount_point(mount_point).ip)
         self.register_outputs(
             {
                 "instanceId": self.instance.instance_id,

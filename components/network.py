@@ -18,7 +18,6 @@ from components.config import StackConfig
 # Jumbo frames: Managed Lustre docs measure ~10% more throughput at 8896, and 8896 is the
 # RDMA network profile's required MTU (RDMA network profiles doc).
 JUMBO_MTU = 8896
-RDMA_SUBNET_COUNT = 8
 PODS_RANGE_NAME = "pods"
 SERVICES_RANGE_NAME = "services"
 
@@ -110,6 +109,17 @@ def nat_args(config: StackConfig, router: pulumi.Input[str]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class GpuNics:
+    """The networks a GPU node's extra NICs attach to, by name, in NIC order: the gVNIC first,
+    then RDMA 0..7. The GPU pool attaches them; the Kubernetes layer names them for pods."""
+
+    gvnic_network: pulumi.Input[str]
+    gvnic_subnet: pulumi.Input[str]
+    rdma_network: pulumi.Input[str]
+    rdma_subnets: tuple[pulumi.Input[str], ...]
+
+
+@dataclass(frozen=True)
 class NetworkArgs:
     config: StackConfig
 
@@ -123,6 +133,7 @@ class Network(pulumi.ComponentResource):
     gvnic_subnet: gcp.compute.Subnetwork
     rdma_network: gcp.compute.Network
     rdma_subnets: list[gcp.compute.Subnetwork]
+    gpu_nics: GpuNics
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("rl-on-gke:gcp:Network", name, None, opts)
@@ -189,6 +200,12 @@ class Network(pulumi.ComponentResource):
             for index, subnet in enumerate(rdma_subnet_args(config, self.rdma_network.id))
         ]
 
+        self.gpu_nics = GpuNics(
+            gvnic_network=self.gvnic_network.name,
+            gvnic_subnet=self.gvnic_subnet.name,
+            rdma_network=self.rdma_network.name,
+            rdma_subnets=tuple(subnet.name for subnet in self.rdma_subnets),
+        )
         self.register_outputs(
             {
                 "mainNetwork": self.main_network.name,

@@ -8,7 +8,7 @@ is already a leak (it is committed with the stack file).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -16,27 +16,19 @@ from pulumi.runtime.config import CONFIG, get_config, get_config_env, is_config_
 
 from components.config import (
     NAMESPACE,
-    SECRET_KEYS,
     ConfigError,
     StackConfig,
+    config_keys,
     parse_stack_config,
     raw_config_from_pulumi,
-    to_camel,
 )
+from components.contract import SECRET_CONFIG_KEYS, SECRET_ENV
 
-_PLAIN_STRING_KEYS = {("gcp", "project"), ("gcp", "region"), (NAMESPACE, "zone"), (NAMESPACE, "namePrefix")}
-
-
-@dataclass(frozen=True)
-class StackSecrets:
-    """Optional tokens the training pods read from a Kubernetes Secret."""
-
-    hf_token: pulumi.Output[str] | None
-    wandb_api_key: pulumi.Output[str] | None
-
-    def as_secret_data(self) -> dict[str, pulumi.Output[str]]:
-        data = {"HF_TOKEN": self.hf_token, "WANDB_API_KEY": self.wandb_api_key}
-        return {key: value for key, value in data.items() if value is not None}
+# Plain-string fields are taken as written; everything else is JSON (objects, lists, numbers).
+_PLAIN_STRING_KEYS = {
+    location for name, location in config_keys().items()
+    if StackConfig.model_fields[name].annotation is str
+}
 
 
 def _get(namespace: str, key: str) -> Any:
@@ -50,31 +42,36 @@ def _get(namespace: str, key: str) -> Any:
         return value
 
 
-def _known_keys() -> set[str]:
-    fields = {to_camel(name) for name in StackConfig.model_fields if name not in ("project", "region")}
-    return {f"{NAMESPACE}:{key}" for key in fields | set(SECRET_KEYS)}
+def known_keys(model: type[StackConfig] = StackConfig) -> set[str]:
+    """`rl-on-gke:*` keys the program reads: the model's own fields plus the secret keys."""
+    ours = {key for namespace, key in config_keys(model).values() if namespace == NAMESPACE}
+    return {f"{NAMESPACE}:{key}" for key in ours | set(SECRET_CONFIG_KEYS)}
 
 
 def unknown_keys() -> list[str]:
     """`rl-on-gke:*` keys the stack sets that the program does not read (typos, old names)."""
     configured = set(CONFIG.get()) | set(get_config_env())
     ours = {key for key in configured if key.startswith(f"{NAMESPACE}:")}
-    return sorted(ours - _known_keys())
+    return sorted(ours - known_keys())
 
 
-def load_stack() -> tuple[StackConfig, StackSecrets]:
-    """Validate all config, or raise one ConfigError before any resource is registered."""
+def load_stack() -> tuple[StackConfig, Mapping[str, pulumi.Output[str]]]:
+    """Validate all config, or raise one ConfigError before any resource is registered.
+
+    Returns the config and the tokens the stack sets, as secret Outputs keyed by the env var
+    training pods read them as (contract.SECRET_ENV).
+    """
     problems: list[str] = []
     config: StackConfig | None = None
     try:
         config = parse_stack_config(raw_config_from_pulumi(_get, pulumi.get_stack()))
     except ConfigError as err:
         problems.extend(err.problems)
-    allowed = ", ".join(sorted(k.split(":", 1)[1] for k in _known_keys()))
+    allowed = ", ".join(sorted(k.split(":", 1)[1] for k in known_keys()))
     for key in unknown_keys():
         # The value is not shown: a misspelt secret key would otherwise leak its token here.
         problems.append(f"{key}: unknown key (the program reads {allowed})")
-    for key in SECRET_KEYS:
+    for key in SECRET_CONFIG_KEYS:
         full = f"{NAMESPACE}:{key}"
         if get_config(full) is not None and not is_config_secret(full):
             problems.append(
@@ -84,5 +81,5 @@ def load_stack() -> tuple[StackConfig, StackSecrets]:
     if problems or config is None:
         raise ConfigError(problems)
     ns = pulumi.Config(NAMESPACE)
-    secrets = StackSecrets(hf_token=ns.get_secret("hfToken"), wandb_api_key=ns.get_secret("wandbApiKey"))
-    return config, secrets
+    tokens = {env: ns.get_secret(key) for key, env in SECRET_ENV.items()}
+    return config, {env: value for env, value in tokens.items() if value is not None}

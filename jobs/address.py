@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from jobs import portforward, stack
 from jobs.errors import Unreachable, UsageError
 from jobs.net import dashboard_answers
-from jobs.stack import StackOutputs
+from components.contract import StackOutputs
 
 NO_ADDRESS_HINT = "pass --address http://HOST:8265, set RAY_ADDRESS, or pass --stack NAME"
 
@@ -61,11 +61,9 @@ def choose(address: str | None, stack_name: str | None,
 
 @dataclass(frozen=True)
 class Connected:
-    """A reachable dashboard URL, and the stack outputs when the cluster came from a stack."""
+    """A reachable dashboard URL (a loopback port-forward when the cluster came from a stack)."""
 
     url: str
-    where: Where
-    outputs: StackOutputs | None
 
 
 @contextmanager
@@ -79,8 +77,8 @@ def connect(where: Where, outputs: StackOutputs | None = None,
             raise Unreachable(f"no Ray dashboard answers at {where.address} ({where.source})",
                               "check the address and that the cluster is up; "
                               "on GKE use --stack NAME to port-forward")
-        yield Connected(where.address, where, None)
+        yield Connected(where.address)
         return
     outputs = outputs or stack.read(where.stack)
     with portforward.open_forward(outputs, spinner=spinner) as url:
-        yield Connected(url, where, outputs)
+        yield Connected(url)

@@ -14,16 +14,17 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from ray.job_submission import JobDetails, JobStatus
+from ray.job_submission import JobStatus
 from rich.console import Console
 from rich.table import Table
 
 from jobs import address, attempts, follow, frameworks, listing, overrides, stack, submission
 from jobs.cluster import AlreadySubmitted, Cluster
 from jobs.errors import ExitCode, JobsError, UsageError
+from jobs.metadata import RecipeRun
 from jobs.recipes import RECIPES, Recipe
 from jobs.redact import redact
-from jobs.stack import StackOutputs
+from components.contract import StackOutputs
 
 app = typer.Typer(
     name="jobs",
@@ -306,10 +307,10 @@ def submit_cmd(
     outputs = stack.read(where.stack) if where.stack else None
     _check_framework(recipe, framework, "--framework")
     if outputs is not None:
-        _check_framework(recipe, outputs.rayFramework, f"stack {where.stack}")
+        _check_framework(recipe, outputs.ray_framework, f"stack {where.stack}")
         _check_stack_nodes(nodes, outputs, where)
-        node_count = nodes or outputs.gpuNodeCount
-        gpus = gpus_per_node or outputs.gpusPerNode
+        node_count = nodes or outputs.gpu_node_count
+        gpus = gpus_per_node or outputs.gpus_per_node
     else:
         node_count = nodes or recipe.default_nodes
         gpus = gpus_per_node or recipe.default_gpus_per_node
@@ -324,17 +325,9 @@ def submit_cmd(
 
 
 def _check_stack_nodes(nodes: int | None, outputs: StackOutputs, where: address.Where) -> None:
-    if nodes is not None and nodes > outputs.gpuNodeCount:
-        raise UsageError(f"--nodes {nodes} but stack {where.stack} has {outputs.gpuNodeCount} "
+    if nodes is not None and nodes > outputs.gpu_node_count:
+        raise UsageError(f"--nodes {nodes} but stack {where.stack} has {outputs.gpu_node_count} "
                          "GPU node(s)", "lower --nodes or grow the stack's GPU pool")
-
-
-def _recorded(job: JobDetails, key: str) -> str:
-    value = (job.metadata or {}).get(key)
-    if not value:
-        raise UsageError(f"{job.submission_id} has no {key!r} in its metadata, so it cannot be "
-                         "resumed", "start a new run with python -m jobs submit RECIPE")
-    return value
 
 
 def _resume(run: str, recipe_name: str | None, framework: str | None, follow_logs: bool,
@@ -354,33 +347,31 @@ def _resume(run: str, recipe_name: str | None, framework: str | None, follow_log
         if latest.status == JobStatus.SUCCEEDED:
             raise UsageError(f"run {run} already SUCCEEDED ({job_id}); nothing to resume",
                              "start a new run with another --name")
-        kind = (latest.metadata or {}).get("kind")
+        kind = listing.metadata_of(latest).kind
         if kind != "recipe":
             raise UsageError(f"run {run} was started with `python -m jobs {kind or 'an unknown tool'}`"
                              "; --resume continues recipe runs", "resubmit the command with `run`")
-        recipe = _recipe(_recorded(latest, "recipe"))
+        recorded = RecipeRun.of_job(latest.metadata)
+        if recorded is None:
+            raise UsageError(f"{job_id} has unreadable or incomplete metadata, so it cannot be "
+                             "resumed", "start a new run with python -m jobs submit RECIPE")
+        recipe = _recipe(recorded.recipe)
         if recipe_name is not None and recipe_name != recipe.name:
             raise UsageError(f"run {run} is a {recipe.name} run, not {recipe_name}",
                              f"drop RECIPE or pass {recipe.name}")
-        try:
-            items = json.loads(_recorded(latest, "overrides"))
-            node_count = int(_recorded(latest, "nodes"))
-            gpus = int(_recorded(latest, "gpus_per_node"))
-            attempt = int(_recorded(latest, "attempt"))
-        except (ValueError, TypeError):
-            raise UsageError(f"{job_id} has unreadable metadata, so it cannot be resumed",
-                             "start a new run with python -m jobs submit RECIPE") from None
+        items, node_count, gpus = recorded.overrides, recorded.nodes, recorded.gpus_per_node
+        attempt = recorded.attempt
         parsed = overrides.parse([str(i) for i in items])
         checked = overrides.check(recipe, parsed, run)
         _check_framework(recipe, framework, "--framework")
         if outputs is not None:
-            _check_framework(recipe, outputs.rayFramework, f"stack {where.stack}")
+            _check_framework(recipe, outputs.ray_framework, f"stack {where.stack}")
             _check_stack_nodes(node_count, outputs, where)
         elif framework is None:
             _check_ray_version(recipe, cluster, where)
         sub = submission.for_recipe(recipe, run, node_count, gpus, parsed, checked, where.stack,
                                     submission.git_commit())
-        recorded_dir = (latest.metadata or {}).get("checkpoint_dir", "")
+        recorded_dir = recorded.checkpoint_dir
         if sub.metadata["checkpoint_dir"] != recorded_dir:
             raise UsageError(f"run {run} checkpointed to {recorded_dir} but this version of "
                              f"recipe {recipe.name} would use {sub.metadata['checkpoint_dir']}",

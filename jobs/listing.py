@@ -8,30 +8,33 @@ from ray.job_submission import JobDetails
 
 from jobs.cluster import Cluster
 from jobs.errors import UsageError
+from jobs.metadata import RunMetadata
 from jobs.redact import redact
 
 
+def metadata_of(job: JobDetails) -> RunMetadata:
+    return RunMetadata.of(job.metadata, job.submission_id or job.job_id or "?")
+
+
 def run_of(job: JobDetails) -> str:
-    meta = job.metadata or {}
-    return meta.get("run") or job.submission_id or job.job_id or "?"
+    return metadata_of(job).run
 
 
 def attempt_of(job: JobDetails) -> int | None:
-    value = (job.metadata or {}).get("attempt")
-    return int(value) if value and value.isdigit() else None
+    return metadata_of(job).attempt
 
 
 def describe(job: JobDetails) -> dict[str, Any]:
     """A JSON-ready view of one job; the message is redacted (Ray may copy env vars into it)."""
-    meta = job.metadata or {}
+    meta = metadata_of(job)
     return {
         "submission_id": job.submission_id,
-        "run": run_of(job),
-        "attempt": attempt_of(job),
+        "run": meta.run,
+        "attempt": meta.attempt,
         "status": job.status.value,
-        "recipe": meta.get("recipe", ""),
-        "stack": meta.get("stack", ""),
-        "git_commit": meta.get("git_commit", ""),
+        "recipe": meta.recipe,
+        "stack": meta.stack,
+        "git_commit": meta.git_commit,
         "entrypoint": redact(job.entrypoint or ""),
         "message": redact(job.message or ""),
         "start_time": job.start_time,
@@ -51,7 +54,7 @@ def group(jobs: list[JobDetails]) -> list[dict[str, Any]]:
         latest = members[-1]
         out.append({
             "run": run,
-            "recipe": (latest.metadata or {}).get("recipe", ""),
+            "recipe": metadata_of(latest).recipe,
             "status": latest.status.value,
             "attempts": [describe(j) for j in members],
             "started": min((j.start_time or 0) for j in members),

@@ -7,7 +7,8 @@ import posixpath
 from dataclasses import dataclass
 
 from jobs.errors import UsageError
-from jobs.recipes import RUNS_ROOT, Recipe
+from components.contract import RUNS_ROOT
+from jobs.recipes import Recipe
 from jobs.redact import key_looks_secret, value_looks_secret
 
 TOKEN_HINT = (

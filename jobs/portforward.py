@@ -44,8 +44,8 @@ def command(kubectl: str, outputs: StackOutputs, local_port: int) -> list[str]:
     # context points at another cluster does not forward to the wrong Ray; else the current one.
     if outputs.kube_context() in _contexts(kubectl):
         args += ["--context", outputs.kube_context()]
-    return args + ["--namespace", outputs.rayNamespace, "port-forward",
-                   f"svc/{outputs.rayHeadService}", f"{local_port}:{outputs.rayDashboardPort}",
+    return args + ["--namespace", outputs.ray_namespace, "port-forward",
+                   f"svc/{outputs.ray_head_service}", f"{local_port}:{outputs.ray_dashboard_port}",
                    "--address", "127.0.0.1"]
 
 
@@ -105,7 +105,7 @@ def open_forward(outputs: StackOutputs, timeout_s: float | None = None,
                  spinner: Callable[[str], AbstractContextManager[object]] = nullcontext,
                  ) -> Iterator[str]:
     """Yield the local dashboard URL; the kubectl process ends when the block does (even on ^C)."""
-    hint = (f"check `kubectl get svc -n {outputs.rayNamespace} {outputs.rayHeadService}`; "
+    hint = (f"check `kubectl get svc -n {outputs.ray_namespace} {outputs.ray_head_service}`; "
             f"for credentials run: {outputs.get_credentials_command()}")
     kubectl = shutil.which("kubectl")
     if kubectl is None:
@@ -122,7 +122,7 @@ def open_forward(outputs: StackOutputs, timeout_s: float | None = None,
                                 stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True,
                                 preexec_fn=_die_with_parent())
         try:
-            message = f"port-forward to svc/{outputs.rayHeadService} in {outputs.rayNamespace}"
+            message = f"port-forward to svc/{outputs.ray_head_service} in {outputs.ray_namespace}"
             with spinner(message):
                 _wait(proc, url, timeout_s, errors, hint)
             yield url

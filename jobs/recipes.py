@@ -15,14 +15,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.catalogue import FRAMEWORKS, FrameworkSpec
+from components.contract import DATASETS_ROOT, HF_HOME_ENV, HF_HOME_PATH, RUNS_ROOT
 from jobs.errors import UsageError
 
-# Managed Lustre is mounted here on the head and every worker (components/k8s Lustre PVC).
-LUSTRE = "/lustre"
-RUNS_ROOT = f"{LUSTRE}/runs"
-DATASETS_ROOT = f"{LUSTRE}/datasets"
-# One model cache for every run: a 72B download is ~150 GB and must not repeat per pod.
-HF_HOME = f"{LUSTRE}/huggingface_cache"
 # NeMo RL's code in its NGC image (docker/Dockerfile WORKDIR); `uv run` needs its pyproject.
 NEMO_RL_HOME = "/opt/nemo-rl"
 PAYLOADS = Path(__file__).parent / "payloads"
@@ -138,7 +133,7 @@ class Recipe(BaseModel):
                 f"{self.gpu_rule}; use a bigger stack or --nodes/--gpus-per-node")
 
     def env(self) -> dict[str, str]:
-        return {"HF_HOME": HF_HOME, **self.env_vars}
+        return {HF_HOME_ENV: HF_HOME_PATH, **self.env_vars}
 
 
 # NeMo RL v0.4.0 config keys a user may set (grpo_math_1B.yaml and its megatron/70B children).

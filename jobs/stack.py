@@ -6,46 +6,12 @@ import json
 import shutil
 import subprocess
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
+from components.contract import StackOutputs
 from jobs.errors import Unreachable, UsageError
 
 PULUMI_TIMEOUT_S = 120
-
-
-class StackOutputs(BaseModel):
-    """The outputs `__main__.py` exports for the jobs CLI (names agreed with the infra code).
-
-    `kubeconfig` is deliberately absent: it is a secret output, and we use the user's own
-    kubeconfig instead so no credential passes through this process.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    rayClusterName: str
-    rayNamespace: str
-    rayHeadService: str
-    rayDashboardPort: int
-    rayFramework: str
-    # A run needs at least one GPU node with at least one GPU; 0 would render
-    # cluster.num_nodes=0 and the framework would fail on the cluster instead of here.
-    gpuNodeCount: int = Field(ge=1)
-    gpusPerNode: int = Field(ge=1)
-    clusterName: str
-    clusterLocation: str
-    clusterProject: str
-    # The exact command for this cluster (it adds --dns-endpoint when the stack uses it).
-    getCredentials: str | None = None
-
-    def get_credentials_command(self) -> str:
-        if self.getCredentials:
-            return self.getCredentials
-        return (f"gcloud container clusters get-credentials {self.clusterName} "
-                f"--location {self.clusterLocation} --project {self.clusterProject}")
-
-    def kube_context(self) -> str:
-        """The context name `gcloud container clusters get-credentials` writes."""
-        return f"gke_{self.clusterProject}_{self.clusterLocation}_{self.clusterName}"
 
 
 def read(stack: str) -> StackOutputs:
@@ -76,17 +42,29 @@ def read(stack: str) -> StackOutputs:
 def parse(stack: str, data: object) -> StackOutputs:
     """Validate the outputs; a missing output or an unusable value is one line naming it."""
     try:
-        return StackOutputs.model_validate(data)
+        outputs = StackOutputs.model_validate(data)
     except ValidationError as e:
         errors = e.errors()
+    else:
+        _check_gpus(stack, outputs)
+        return outputs
     missing = sorted({str(err["loc"][0]) for err in errors if err["type"] == "missing"})
     if missing or not isinstance(data, dict):
         raise Unreachable(f"stack {stack!r} lacks outputs {', '.join(missing) or '(all)'}",
                           f"deploy the Ray cluster first: pulumi up --stack {stack}")
     first = errors[0]
     key = str(first["loc"][0]) if first["loc"] else "?"
-    hint = (f"a run needs at least one GPU node with at least one GPU; grow the stack's GPU "
-            f"node pool (pulumi up --stack {stack})" if key in ("gpuNodeCount", "gpusPerNode")
-            else f"check `pulumi stack output --json --stack {stack}`")
     raise UsageError(f"stack {stack!r} output {key}={data.get(key)!r} is not usable: "
-                     f"{first['msg'].lower()}", hint)
+                     f"{first['msg'].lower()}", f"check `pulumi stack output --json --stack {stack}`")
+
+
+def _check_gpus(stack: str, outputs: StackOutputs) -> None:
+    # A run needs at least one GPU node with at least one GPU; 0 would render
+    # cluster.num_nodes=0 and the framework would fail on the cluster instead of here.
+    for field in ("gpu_node_count", "gpus_per_node"):
+        value = getattr(outputs, field)
+        if value < 1:
+            raise UsageError(
+                f"stack {stack!r} output {StackOutputs.output_name(field)}={value!r} is not "
+                "usable: a run needs at least one GPU node with at least one GPU",
+                f"grow the stack's GPU node pool (pulumi up --stack {stack})")

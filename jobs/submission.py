@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import subprocess
@@ -14,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 import jobs
 from jobs import workdir
 from jobs.errors import UsageError
+from jobs.metadata import SUBMITTED_BY, RecipeRun, RunMetadata
 from jobs.overrides import TOKEN_HINT, Override
 from jobs.redact import command_secret
 from jobs.recipes import Recipe, RunContext
@@ -93,12 +93,6 @@ def jobs_commit() -> str:
     return git_commit(JOBS_REPO)
 
 
-def _metadata(run: str, kind: str, stack: str | None, commit: str, **extra: str) -> dict[str, str]:
-    return {"run": run, "attempt": "1", "kind": kind, "stack": stack or "",
-            "git_commit": commit, "jobs_commit": jobs_commit(),
-            "submitted_by": "python -m jobs", **extra}
-
-
 def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
                overrides: list[Override], checked: dict[str, tuple[str, str]],
                stack: str | None, commit: str) -> Submission:
@@ -109,16 +103,17 @@ def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
     if payload is not None:
         workdir.check(payload)
         runtime_env.update(workdir.runtime_env(payload))
-    meta = _metadata(
-        run, "recipe", stack, commit, recipe=recipe.name, framework=recipe.framework,
-        framework_version=recipe.spec.version, nodes=str(nodes), gpus_per_node=str(gpus_per_node),
-        checkpoint_dir=ctx.fill(recipe.defaults.get(recipe.checkpoint_key, "")),
-        overrides=json.dumps([str(o) for o in overrides]),
-    )
+    checkpoint_dir = ctx.fill(recipe.defaults.get(recipe.checkpoint_key, ""))
     if recipe.checkpoint_key in checked:
-        meta["checkpoint_dir"] = checked[recipe.checkpoint_key][1]
+        checkpoint_dir = checked[recipe.checkpoint_key][1]
+    meta = RecipeRun(
+        run=run, attempt=1, stack=stack or "", git_commit=commit, jobs_commit=jobs_commit(),
+        submitted_by=SUBMITTED_BY, recipe=recipe.name, framework=recipe.framework,
+        framework_version=recipe.spec.version, nodes=nodes, gpus_per_node=gpus_per_node,
+        checkpoint_dir=checkpoint_dir, overrides=[str(o) for o in overrides],
+    )
     return Submission(submission_id=attempt_id(run, 1), entrypoint=recipe.render(ctx, checked),
-                      runtime_env=runtime_env, metadata=meta)
+                      runtime_env=runtime_env, metadata=meta.to_ray())
 
 
 def for_command(command: list[str], run: str, working_dir: Path | None, stack: str | None,
@@ -137,4 +132,6 @@ def for_command(command: list[str], run: str, working_dir: Path | None, stack: s
         runtime_env.update(workdir.runtime_env(working_dir))
     return Submission(submission_id=attempt_id(run, 1), entrypoint=shlex.join(command),
                       runtime_env=runtime_env,
-                      metadata=_metadata(run, "command", stack, commit))
+                      metadata=RunMetadata(run=run, attempt=1, kind="command", stack=stack or "",
+                                           git_commit=commit, jobs_commit=jobs_commit(),
+                                           submitted_by=SUBMITTED_BY).to_ray())

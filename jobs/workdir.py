@@ -11,6 +11,7 @@ from typing import Callable
 # measurement and Ray's zip agree on what is excluded. Ray is pinned, so this import is stable.
 from ray._private.thirdparty.pathspec import PathSpec
 
+from components.contract import LUSTRE_MOUNT_PATH
 from jobs.errors import UsageError
 
 # The dashboard refuses request bodies above this (DASHBOARD_CLIENT_MAX_SIZE, the same in Ray
@@ -122,7 +123,7 @@ def check(root: Path, excludes: list[str] | None = None) -> Package:
         raise UsageError(
             f"working directory {package.root} would upload {_mib(package.zip_bytes)}, above "
             f"Ray's {_mib(MAX_UPLOAD_BYTES)} limit; largest files: {biggest}",
-            "list big files in .rayignore, or put data on /lustre and read it from there",
+            f"list big files in .rayignore, or put data on {LUSTRE_MOUNT_PATH} and read it from there",
         )
     return package
 

@@ -1,6 +1,6 @@
 """Guard rails on Managed Lustre: the data is protected, and both ends agree on the LNet port.
 
-Protection: the program labels the instance `rl-on-gke-protect: "true"|"false"` from the stack's
+Protection: the program labels the instance `contract.PROTECT_LABEL: "true"|"false"` from the stack's
 `lustre.protect`, because a policy sees `protect` but not the stack config. A policy cannot see
 `retain_on_delete` at all: the analyzer protocol's resource options carry protect, ignoreChanges,
 deleteBeforeReplace, additionalSecretOutputs, aliases, customTimeouts and parent only
@@ -27,12 +27,12 @@ from pulumi_policy import (
 )
 
 from components.catalogue import LUSTRE_LNET_PORT
+from components.contract import PROTECT_LABEL
 from policy.gcp import CLUSTER, FIREWALL
 from policy.props import UNKNOWN, as_dict, as_list, dig, network_name, plain
 
 LUSTRE = "gcp:lustre/instance:Instance"
 GLOBAL_ADDRESS = "gcp:compute/globalAddress:GlobalAddress"
-PROTECT_LABEL = "rl-on-gke-protect"
 # LNet port of an instance in GKE-support mode (Managed Lustre "GKE support" docs; CTK PR #4210).
 LUSTRE_GKE_SUPPORT_PORT = 6988
 

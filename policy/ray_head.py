@@ -21,6 +21,7 @@ from pulumi_policy import (
 )
 
 from components.catalogue import RAY_DASHBOARD_PORT
+from components.contract import NODE_POOL_LABEL
 from policy.gcp import NODE_POOL
 from policy.props import UNKNOWN, as_dict, as_list, dig, plain
 
@@ -28,7 +29,6 @@ RAY_CLUSTER = "kubernetes:ray.io/v1:RayCluster"
 RAY_JOB = "kubernetes:ray.io/v1:RayJob"
 RAY_SERVICE = "kubernetes:ray.io/v1:RayService"
 SERVICE = "kubernetes:core/v1:Service"
-NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 PUBLIC_SERVICE_TYPES = ("LoadBalancer", "NodePort")
 # KubeRay labels head pods `ray.io/node-type: head` (ray-operator/controllers/ray/utils/constant.go).
 HEAD_SELECTOR = ("ray.io/node-type", "head")

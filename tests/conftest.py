@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.config import StackConfig, parse_stack_config
+from components.config import StackConfig, parse_stack_config, raw_config_from_pulumi
 
 # A valid config in the shape a stack file has (full Pulumi keys, camelCase values).
 BASE_STACK_CONFIG: dict[str, Any] = {
@@ -26,11 +26,10 @@ BASE_STACK_CONFIG: dict[str, Any] = {
 
 
 def raw_from_stack(stack_config: dict[str, Any], name_prefix: str = "rl-test") -> dict[str, Any]:
-    """Stack-file keys -> the raw mapping `parse_stack_config` takes."""
-    raw: dict[str, Any] = {"namePrefix": name_prefix}
-    for key, value in stack_config.items():
-        raw[key.split(":", 1)[1]] = value
-    return raw
+    """Stack-file keys -> the raw mapping `parse_stack_config` takes, through the program's own
+    reader (so the tests read exactly the keys the program reads)."""
+    values = {"rl-on-gke:namePrefix": name_prefix, **stack_config}
+    return raw_config_from_pulumi(lambda namespace, key: values.get(f"{namespace}:{key}"), "test")
 
 
 @pytest.fixture

@@ -5,10 +5,13 @@ from __future__ import annotations
 import copy
 import json
 from functools import lru_cache
+from typing import Any
 
 import pytest
 
 from components.config import ConfigError
+from components.contract import StackOutputs
+from jobs import stack as jobs_stack
 from tests.conftest import BASE_STACK_CONFIG
 from tools.render import Rendering, SecretValue, load_stack_file, plain_strings, render
 
@@ -84,14 +87,44 @@ def test_h200_stack_uses_a3_ultra_on_its_named_reservation_and_protects_data() -
 @pytest.mark.parametrize("stack", STACKS)
 def test_stack_outputs_name_the_cluster_lustre_and_networks(stack: str) -> None:
     outputs = rendered(stack).outputs
-    for key in ("clusterName", "clusterLocation", "clusterEndpoint", "lustreInstanceId", "lustreMountPoint",
-                "lustreIp", "lustreFilesystem", "networks", "rayClusterName", "rayNamespace", "rayHeadService",
-                "rayDashboardPort", "rayFramework", "gpuNodeCount", "gpusPerNode", "dashboardPortForward"):
+    for field in StackOutputs.model_fields:
+        key = StackOutputs.output_name(field)
         assert outputs.get(key) not in (None, ""), key
     assert isinstance(outputs["kubeconfig"], SecretValue)
     assert "gke-gcloud-auth-plugin" in outputs["kubeconfig"].value
     assert outputs["lustreMountPoint"].startswith(outputs["lustreIp"] + "@tcp:/")
     assert len(outputs["networks"]["rdmaSubnets"]) == 8
+
+
+def _as_stack_output_json(value: Any) -> Any:
+    """What `pulumi stack output --json` (without --show-secrets) prints for a value."""
+    if isinstance(value, SecretValue):
+        return "[secret]"
+    if isinstance(value, dict):
+        return {k: _as_stack_output_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_stack_output_json(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_rendered_outputs_parse_with_the_model_jobs_uses(stack: str) -> None:
+    rendering = rendered(stack)
+    printed = json.loads(json.dumps(_as_stack_output_json(rendering.outputs)))
+    outputs = jobs_stack.parse(stack, printed)
+    config, _ = load_stack_file(stack)
+    gpu, ray = config["rl-on-gke:gpu"], config.get("rl-on-gke:ray", {})
+    assert outputs.gpu_node_count == gpu["nodeCount"]
+    assert outputs.gpus_per_node == 8
+    assert outputs.ray_framework == ray.get("framework", "nemo-rl")
+    assert outputs.cluster_name == f"rl-{stack}-gke"
+    assert outputs.kube_context() == f"gke_example-project_{outputs.cluster_location}_rl-{stack}-gke"
+    assert outputs.get_credentials_command().startswith(
+        f"gcloud container clusters get-credentials rl-{stack}-gke ")
+    assert outputs.dashboard_port_forward == (
+        f"kubectl port-forward -n {outputs.ray_namespace} svc/{outputs.ray_head_service} "
+        f"{outputs.ray_dashboard_port}:{outputs.ray_dashboard_port}")
+    assert outputs.kubeconfig == "[secret]"
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -16,6 +16,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from components.contract import SECRET_ENV
 from components.k8s.names import K8sNames
 from components.k8s.provider import KubeTarget
 
@@ -33,11 +34,9 @@ TRAINING_ROLES: dict[str, str] = {
     # no bucket exists in this stack; grant a bucket-scoped role when one is added.
 }
 
-# Keys of StackSecrets.as_secret_data(). W&B is optional for both frameworks (logging turns off
-# without a key), so its reference stays optional; a missing HF token must fail the pod loudly.
-HF_TOKEN_KEY = "HF_TOKEN"
-WANDB_API_KEY = "WANDB_API_KEY"
-_OPTIONAL_KEYS = frozenset({WANDB_API_KEY})
+# W&B is optional for both frameworks (logging turns off without a key), so its reference stays
+# optional; a missing HF token must fail the pod loudly.
+_OPTIONAL_KEYS = frozenset({SECRET_ENV["wandbApiKey"]})
 
 
 def workload_identity_member(project: str, namespace: str, service_account: str) -> str:

@@ -6,41 +6,37 @@ metrics. Every Kubernetes object uses the cluster's provider and is `deleted_wit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
 
 from components.catalogue import RAY_DASHBOARD_PORT
 from components.config import StackConfig
+from components.contract import RDMA_NIC_COUNT, port_forward_command
 from components.k8s.identity import TrainingIdentity, TrainingIdentityArgs
 from components.k8s.metrics import RayMetrics, RayMetricsArgs
 from components.k8s.names import K8sNames
 from components.k8s.nccl import NcclInstaller, NcclInstallerArgs
-from components.k8s.networks import RDMA_NIC_COUNT, GpuNetworks, GpuNetworksArgs
+from components.k8s.networks import GpuNetworks, GpuNetworksArgs
 from components.k8s.provider import KubeTarget, kubernetes_provider
 from components.k8s.raycluster import RayClusterInputs, TrainingRayCluster, TrainingRayClusterArgs
 from components.k8s.storage import LustreVolume, LustreVolumeArgs
-from components.stack_inputs import StackSecrets
+from components.network import GpuNics
 
 
 @dataclass(frozen=True)
 class KubernetesLayerArgs:
     config: StackConfig
-    secrets: StackSecrets
+    # Token env name -> secret Output (contract.SECRET_ENV), only for the tokens the stack sets.
+    secret_env: Mapping[str, pulumi.Output[str]]
     kubeconfig: pulumi.Output[str]            # secret
     cluster: pulumi.CustomResource            # gcp.container.Cluster: deleted_with, depends_on, identity
     gpu_pool: pulumi.Resource                 # gcp.container.NodePool of the GPUs (RayCluster depends on it)
     system_pool_name: str                     # node pool name for the Ray head nodeSelector
-    gvnic_network_name: pulumi.Input[str]
-    gvnic_subnet_name: pulumi.Input[str]
-    rdma_network_name: pulumi.Input[str]
-    rdma_subnet_names: list[pulumi.Input[str]]  # exactly 8
+    nics: GpuNics                             # the GPU nodes' extra NICs, for the Network objects
     lustre_instance_id: pulumi.Input[str]
     lustre_mount_point: pulumi.Input[str]     # "IP@tcp:/FILESYSTEM"
-
-
-def port_forward_command(namespace: str, service: str, port: int = RAY_DASHBOARD_PORT) -> str:
-    return f"kubectl port-forward -n {namespace} svc/{service} {port}:{port}"
 
 
 class KubernetesLayer(pulumi.ComponentResource):
@@ -52,16 +48,15 @@ class KubernetesLayer(pulumi.ComponentResource):
     node_count: int
     gpus_per_node: int
     dashboard_port_forward: str
-    lustre_pvc_name: str
 
     def __init__(
         self, name: str, args: KubernetesLayerArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         # Checked before anything is registered, so a wrong wiring leaves no half-built layer.
-        if len(args.rdma_subnet_names) != RDMA_NIC_COUNT:
+        if len(args.nics.rdma_subnets) != RDMA_NIC_COUNT:
             raise ValueError(
-                f"KubernetesLayerArgs.rdma_subnet_names: expected {RDMA_NIC_COUNT} subnet names, "
-                f"got {len(args.rdma_subnet_names)}"
+                f"KubernetesLayerArgs.nics.rdma_subnets: expected {RDMA_NIC_COUNT} subnet names, "
+                f"got {len(args.nics.rdma_subnets)}"
             )
         super().__init__("rl-on-gke:k8s:KubernetesLayer", name, None, opts)
         config = args.config
@@ -76,10 +71,10 @@ class KubernetesLayer(pulumi.ComponentResource):
             f"{name}-networks",
             GpuNetworksArgs(
                 target=target,
-                gvnic_vpc=args.gvnic_network_name,
-                gvnic_subnet=args.gvnic_subnet_name,
-                rdma_vpc=args.rdma_network_name,
-                rdma_subnets=args.rdma_subnet_names,
+                gvnic_vpc=args.nics.gvnic_network,
+                gvnic_subnet=args.nics.gvnic_subnet,
+                rdma_vpc=args.nics.rdma_network,
+                rdma_subnets=list(args.nics.rdma_subnets),
             ),
             child,
         )
@@ -92,7 +87,7 @@ class KubernetesLayer(pulumi.ComponentResource):
                 target=target,
                 project=config.project,
                 names=names,
-                token_data=args.secrets.as_secret_data(),
+                token_data=dict(args.secret_env),
             ),
             child,
         )
@@ -151,8 +146,9 @@ class KubernetesLayer(pulumi.ComponentResource):
         self.framework = config.ray.framework
         self.node_count = config.gpu.node_count
         self.gpus_per_node = config.gpu.machine.gpus_per_node
-        self.dashboard_port_forward = port_forward_command(names.namespace, names.head_service)
-        self.lustre_pvc_name = names.lustre_pvc
+        self.dashboard_port_forward = port_forward_command(
+            names.namespace, names.head_service, RAY_DASHBOARD_PORT
+        )
         self.register_outputs(
             {
                 "ray_cluster_name": self.ray_cluster_name,
@@ -163,6 +159,5 @@ class KubernetesLayer(pulumi.ComponentResource):
                 "node_count": self.node_count,
                 "gpus_per_node": self.gpus_per_node,
                 "dashboard_port_forward": self.dashboard_port_forward,
-                "lustre_pvc_name": self.lustre_pvc_name,
             }
         )

@@ -1,6 +1,6 @@
 """The NCCL gIB (RDMA) plugin installer: a DaemonSet that puts the plugin on every GPU node.
 
-Ray workers find the plugin through hostPaths (`/home/kubernetes/bin/gib`, `.../nvidia/lib64`)
+Ray workers find the plugin through hostPaths (`contract.GIB_HOST_PATH`, `.../nvidia/lib64`)
 that only this DaemonSet fills; without it NCCL falls back to TCP over eth0. The shape follows
 reference 3.2 (GoogleCloudPlatform/container-engine-accelerators `gpudirect-rdma`), rewritten
 here with the image pinned per machine type from the catalogue.
@@ -15,12 +15,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalogue import NCCL_GIB_INSTALLER_IMAGES, MachineSpec
+from components.contract import GIB_HOST_PATH, NVIDIA_HOST_PATH, RDMA_NIC_COUNT
 from components.k8s.provider import KubeTarget
 
 NAME = "nccl-rdma-installer"
 NAMESPACE = "kube-system"
-HOST_GIB_DIR = "/home/kubernetes/bin/gib"
-HOST_NVIDIA_LIB_DIR = "/home/kubernetes/bin/nvidia/lib64"
+HOST_NVIDIA_LIB_DIR = f"{NVIDIA_HOST_PATH}/lib64"
 # The work is done by the init containers; this only keeps the pod Running. Pinned by digest
 # (as the upstream manifest does) so the tag can never move under it.
 PAUSE_IMAGE = (
@@ -29,7 +29,7 @@ PAUSE_IMAGE = (
 SYSCTL_IMAGE = "alpine:3.20"
 # RDMA NIC names on A4 / A3 Ultra nodes (gpu<N>rdma0): their asymmetric routes make the kernel
 # log every packet as martian, flooding the node's journal.
-_RDMA_HOST_NICS = tuple(f"gpu{i}rdma0" for i in range(8))
+_RDMA_HOST_NICS = tuple(f"gpu{i}rdma0" for i in range(RDMA_NIC_COUNT))
 
 _INSTALL_SCRIPT = """set -eu
 /scripts/container_entry.sh install --install-nccl
@@ -91,7 +91,7 @@ def nccl_installer_manifest(machine: MachineSpec) -> dict[str, Any]:
                             "name": "nvidia-lib64",
                             "hostPath": {"path": HOST_NVIDIA_LIB_DIR, "type": "DirectoryOrCreate"},
                         },
-                        {"name": "gib", "hostPath": {"path": HOST_GIB_DIR, "type": "DirectoryOrCreate"}},
+                        {"name": "gib", "hostPath": {"path": GIB_HOST_PATH, "type": "DirectoryOrCreate"}},
                     ],
                     "initContainers": [
                         {

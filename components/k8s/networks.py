@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pulumi
+from components.contract import RDMA_NIC_COUNT
 from components.k8s.provider import KubeTarget, custom_object
 
 API_VERSION = "networking.gke.io/v1"
-RDMA_NIC_COUNT = 8
 # cluster-toolkit's k8s_network_names defaults: gVNIC numbered from 1 (eth0 is the primary VPC),
 # RDMA from 0; the same names are used by the GKE tutorials' pod annotations.
 GVNIC_NETWORK = "gvnic-1"

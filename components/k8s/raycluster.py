@@ -17,18 +17,26 @@ import pulumi_kubernetes as k8s
 
 from components.catalogue import FRAMEWORKS, RAY_DASHBOARD_PORT, RAY_METRICS_PORT, FrameworkSpec, MachineSpec
 from components.config import StackConfig
+from components.contract import (
+    ACCELERATOR_LABEL,
+    GIB_HOST_PATH,
+    GIB_MOUNT_PATH,
+    HF_HOME_ENV,
+    HF_HOME_PATH,
+    LUSTRE_MOUNT_PATH,
+    NODE_POOL_LABEL,
+    NVIDIA_HOST_PATH,
+    NVIDIA_MOUNT_PATH,
+)
 from components.k8s.names import K8sNames
 from components.k8s.networks import pod_network_annotations
 from components.k8s.provider import KubeTarget, custom_object
-from components.k8s.storage import MOUNT_PATH
 
 API_VERSION = "ray.io/v1"
 HEAD_CONTAINER = "ray-head"
 WORKER_CONTAINER = "ray-worker"
 WORKER_GROUP = "gpu-workers"
 GPU_RESOURCE = "nvidia.com/gpu"
-NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
-ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 # Ports KubeRay expects by name on the head (kuberay utils/constant.go; reference 3.6).
 HEAD_PORTS = (
     ("gcs-server", 6379),
@@ -36,13 +44,8 @@ HEAD_PORTS = (
     ("client", 10001),
     ("metrics", RAY_METRICS_PORT),
 )
-HF_HOME = f"{MOUNT_PATH}/huggingface_cache"
 # Above every training pod (default 0) and far below system-cluster-critical (2e9).
 HEAD_PRIORITY = 1_000_000
-
-# gIB plugin hostPaths the NCCL installer DaemonSet fills (reference 3.2 / 3.6).
-GIB_HOST_PATH, GIB_MOUNT_PATH = "/home/kubernetes/bin/gib", "/usr/local/gib"
-NVIDIA_HOST_PATH, NVIDIA_MOUNT_PATH = "/home/kubernetes/bin/nvidia", "/usr/local/nvidia"
 
 # NCCL settings for gIB on A4 / A3 Ultra: NeMo RL's worker env plus the tuning verl sets from
 # the plugin's set_nccl_env.sh (reference 3.6). Only the tuner file differs per machine.
@@ -128,12 +131,12 @@ def _shm_volume(size_gib: int) -> dict[str, Any]:
 
 def _common_env(inputs: RayClusterInputs) -> list[dict[str, Any]]:
     # Model downloads land on shared Lustre once, not on every node's boot disk.
-    return [{"name": "HF_HOME", "value": HF_HOME}, *inputs.token_env]
+    return [{"name": HF_HOME_ENV, "value": HF_HOME_PATH}, *inputs.token_env]
 
 
 def _common_mounts() -> list[dict[str, Any]]:
     return [
-        {"name": "lustre", "mountPath": MOUNT_PATH},
+        {"name": "lustre", "mountPath": LUSTRE_MOUNT_PATH},
         {"name": "dshm", "mountPath": "/dev/shm"},
     ]
 

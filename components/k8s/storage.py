@@ -14,32 +14,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.contract import parse_mount_point
 from components.k8s.provider import KubeTarget
 
 CSI_DRIVER = "lustre.csi.storage.gke.io"
-MOUNT_PATH = "/lustre"
-_MOUNT_POINT = re.compile(r"^(?P<ip>[^@]+)@tcp:/(?P<filesystem>[A-Za-z][A-Za-z0-9]{0,7})$")
-
-
-@dataclass(frozen=True)
-class LustreMount:
-    ip: str
-    filesystem: str
-
-
-def parse_mount_point(mount_point: str) -> LustreMount:
-    """`10.16.0.2@tcp:/lustrefs` -> ip `10.16.0.2`, filesystem `lustrefs`.
-
-    The filesystem is the bare fsname: cluster-toolkit passes `/lustrefs` (with the slash),
-    the Lustre CSI examples the bare name (reference 2.6).
-    """
-    match = _MOUNT_POINT.match(mount_point)
-    if not match:
-        raise ValueError(f"Lustre mount point {mount_point!r} is not of the form IP@tcp:/FILESYSTEM")
-    ip = str(ipaddress.IPv4Address(match["ip"]))
-    return LustreMount(ip=ip, filesystem=match["filesystem"])
-
-
 def volume_handle(project: str, zone: str, instance_id: str) -> str:
     """`<project>/<zone>/<instance>`: exactly three tokens, what the CSI driver's ParseVolumeID
     accepts (cluster-toolkit's five-token form is Parallelstore's; reference 3.3).

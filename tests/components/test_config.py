@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.catalogue import LUSTRE_TIERS
-from components.config import ConfigError, parse_stack_config
+from components.config import ConfigError, StackConfig, parse_stack_config, raw_config_from_pulumi
+from components.stack_inputs import known_keys as program_known_keys
 from tests.conftest import BASE_STACK_CONFIG, raw_from_stack
 
 
@@ -205,3 +206,15 @@ def test_arbitrary_configs_validate_or_raise_the_config_error_only(base_override
 def test_training_namespace_cannot_be_a_system_namespace(namespace: str) -> None:
     problems = _problems(_with("rl-on-gke:ray", {"namespace": namespace}))
     assert problems[0].startswith(f"rl-on-gke:ray.namespace = '{namespace}'")
+
+
+def test_a_new_config_field_is_read_and_known_with_no_second_edit() -> None:
+    class WithExperiment(StackConfig):
+        experiment_flag: int = 0
+
+    values = {**BASE_STACK_CONFIG, "rl-on-gke:experimentFlag": 7}
+    raw = raw_config_from_pulumi(lambda ns, key: values.get(f"{ns}:{key}"), "test", WithExperiment)
+    assert WithExperiment.model_validate(raw).experiment_flag == 7
+    assert raw["namePrefix"] == "rl-test"
+    assert "rl-on-gke:experimentFlag" in program_known_keys(WithExperiment)
+    assert "rl-on-gke:experimentFlag" not in program_known_keys(StackConfig)

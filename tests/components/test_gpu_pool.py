@@ -22,10 +22,7 @@ def _gpu_pool(config):
                 config=config,
                 cluster=gke.cluster,
                 service_account=gke.node_service_account.email,
-                gvnic_network=network.gvnic_network.name,
-                gvnic_subnet=network.gvnic_subnet.name,
-                rdma_network=network.rdma_network.name,
-                rdma_subnets=[s.name for s in network.rdma_subnets],
+                nics=network.gpu_nics,
             ),
         )
 

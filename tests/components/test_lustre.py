@@ -6,7 +6,7 @@ import pytest
 
 from components.lustre import (
     LUSTRE_GKE_SUPPORT_ENABLED, ManagedLustre, ManagedLustreArgs, PrivateServiceAccess,
-    PrivateServiceAccessArgs, mount_point_ip,
+    PrivateServiceAccessArgs,
 )
 from components.network import Network, NetworkArgs
 from tools.render import render_with
@@ -58,7 +58,3 @@ def test_protect_keeps_the_instance_and_its_peering_through_destroy(config, prot
     assert instance.inputs["labels"]["rl-on-gke-protect"] == str(protect).lower()
     for kept in (rendering.one(CONNECTION), rendering.one("gcp:compute/globalAddress:GlobalAddress")):
         assert kept.retain_on_delete is protect
-
-
-def test_mount_point_ip_is_the_part_before_the_lnet_suffix() -> None:
-    assert mount_point_ip("10.16.0.2@tcp:/lustrefs") == "10.16.0.2"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from ray.job_submission import JobSubmissionClient
 
-from jobs import localray
+from tests import localray
 from jobs.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]

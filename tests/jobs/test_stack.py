@@ -1,6 +1,6 @@
 """Stack outputs as the jobs CLI reads them: the credentials hint follows what the stack exports."""
 
-from jobs.stack import StackOutputs
+from components.contract import StackOutputs
 
 BASE = {
     "rayClusterName": "rl-dev-ray", "rayNamespace": "rl", "rayHeadService": "rl-dev-ray-head-svc",

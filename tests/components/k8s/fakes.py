@@ -9,7 +9,7 @@ import pulumi_gcp as gcp
 
 from components.config import StackConfig
 from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
-from components.stack_inputs import StackSecrets
+from components.network import GpuNics
 from tools.render import Rendering, render_with
 
 HF_TOKEN = "hf_FAKE-token-1234567890"
@@ -44,26 +44,27 @@ def render_layer(
     def build() -> None:
         cluster = gcp.container.Cluster("cluster", name=config.cluster_name, location=config.region)
         gpu_pool = gcp.container.NodePool("gpu-pool", cluster=cluster.name, location=config.region)
-        secrets = StackSecrets(
-            hf_token=None if hf_token is None else pulumi.Output.secret(hf_token),
-            wandb_api_key=None if wandb_key is None else pulumi.Output.secret(wandb_key),
-        )
+        tokens = {"HF_TOKEN": hf_token, "WANDB_API_KEY": wandb_key}
+        secret_env = {env: pulumi.Output.secret(v) for env, v in tokens.items() if v is not None}
         run_layer["layer"] = KubernetesLayer(
             "k8s",
             KubernetesLayerArgs(
                 config=config,
-                secrets=secrets,
+                secret_env=secret_env,
                 kubeconfig=pulumi.Output.secret("apiVersion: v1\nkind: Config\n"),
                 cluster=cluster,
                 gpu_pool=gpu_pool,
                 system_pool_name=SYSTEM_POOL,
                 # Outputs, as the real network / lustre components hand them over.
-                gvnic_network_name=pulumi.Output.from_input(GVNIC_NET),
-                gvnic_subnet_name=pulumi.Output.from_input(GVNIC_SUB),
-                rdma_network_name=pulumi.Output.from_input(RDMA_NET),
-                rdma_subnet_names=[
-                    pulumi.Output.from_input(s) for s in (RDMA_SUBS if rdma_subnets is None else rdma_subnets)
-                ],
+                nics=GpuNics(
+                    gvnic_network=pulumi.Output.from_input(GVNIC_NET),
+                    gvnic_subnet=pulumi.Output.from_input(GVNIC_SUB),
+                    rdma_network=pulumi.Output.from_input(RDMA_NET),
+                    rdma_subnets=tuple(
+                        pulumi.Output.from_input(s)
+                        for s in (RDMA_SUBS if rdma_subnets is None else rdma_subnets)
+                    ),
+                ),
                 lustre_instance_id=pulumi.Output.from_input(config.lustre_instance_id),
                 lustre_mount_point=pulumi.Output.from_input(
                     f"{LUSTRE_IP}@tcp:/{config.lustre.filesystem}"

@@ -170,7 +170,6 @@ def test_layer_exposes_what_the_stack_exports(run) -> None:
     assert (layer.dashboard_port, layer.framework, layer.node_count, layer.gpus_per_node) == (
         RAY_DASHBOARD_PORT, "nemo-rl", 2, 8)
     assert layer.dashboard_port_forward == "kubectl port-forward -n rl-train svc/rl-test-ray-head-svc 8265:8265"
-    assert layer.lustre_pvc_name == "rl-test-lustre-pvc"
 
 
 def test_layer_registers_every_exposed_value_as_an_output(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -185,7 +184,7 @@ def test_layer_registers_every_exposed_value_as_an_output(monkeypatch: pytest.Mo
     layer = render_layer(make_config()).component
     assert registered == {key: getattr(layer, key) for key in (
         "ray_cluster_name", "namespace", "head_service", "dashboard_port", "framework", "node_count",
-        "gpus_per_node", "dashboard_port_forward", "lustre_pvc_name")}
+        "gpus_per_node", "dashboard_port_forward")}
 
 
 def test_wrong_number_of_rdma_subnets_fails_before_anything_is_registered() -> None:

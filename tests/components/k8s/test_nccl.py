@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from components.catalogue import MACHINES, NCCL_GIB_INSTALLER_IMAGES
-from components.k8s import raycluster
-from components.k8s.nccl import HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR, nccl_installer_manifest
+from components.k8s.names import K8sNames
+from components.k8s.nccl import nccl_installer_manifest
+from components.k8s.raycluster import RayClusterInputs, worker_group_spec
+from tests.components.k8s.conftest import make_config
 from tests.components.k8s.manifests import validate_core
 
 
@@ -36,10 +38,19 @@ def test_installer_tolerates_gpu_taints_and_is_node_critical() -> None:
 
 def test_installer_fills_exactly_the_host_dirs_the_ray_workers_mount() -> None:
     spec = nccl_installer_manifest(MACHINES["a4-highgpu-8g"])["spec"]["template"]["spec"]
-    host_paths = {v["hostPath"]["path"] for v in spec["volumes"]}
-    assert host_paths == {HOST_GIB_DIR, HOST_NVIDIA_LIB_DIR}
-    assert HOST_GIB_DIR == raycluster.GIB_HOST_PATH
-    assert HOST_NVIDIA_LIB_DIR.startswith(raycluster.NVIDIA_HOST_PATH + "/")
+    filled = {v["hostPath"]["path"] for v in spec["volumes"]}
+    config = make_config()
+    inputs = RayClusterInputs.for_stack(config, K8sNames.for_stack(config), system_pool_name="system")
+    worker_volumes = worker_group_spec(inputs)["template"]["spec"]["volumes"]
+    mounted = {v["hostPath"]["path"] for v in worker_volumes if "hostPath" in v}
+
+    def within(path: str, root: str) -> bool:
+        return path == root or path.startswith(root + "/")
+
+    # Every directory the installer fills is seen by the workers, and every host directory the
+    # workers mount is one the installer fills (or holds one).
+    assert all(any(within(path, root) for root in mounted) for path in filled)
+    assert all(any(within(path, root) for path in filled) for root in mounted)
 
 
 def test_only_init_containers_are_privileged() -> None:

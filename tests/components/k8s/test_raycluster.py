@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 
 from components.catalogue import FRAMEWORKS, RAY_METRICS_PORT
-from components.k8s.identity import HF_TOKEN_KEY, token_env
+from components.contract import SECRET_ENV
+from components.k8s.identity import token_env
 from components.k8s.names import K8sNames
 from components.k8s.raycluster import (
     HEAD_PRIORITY, RayClusterInputs, head_priority_class_manifest, ray_cluster_manifest,
 )
 from tests.components.k8s.manifests import validate_core, validate_custom
+
+HF_TOKEN_KEY = SECRET_ENV["hfToken"]
 
 SYSTEM_POOL = "rl-test-system"
 

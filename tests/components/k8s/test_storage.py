@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 
 from components.k8s.storage import (
-    CSI_DRIVER, parse_mount_point, persistent_volume_claim_manifest, persistent_volume_manifest,
+    CSI_DRIVER, persistent_volume_claim_manifest, persistent_volume_manifest,
     volume_handle,
 )
 from tests.components.k8s.manifests import validate_core
@@ -25,17 +24,6 @@ def _pvc():
     return persistent_volume_claim_manifest(
         "rl-test-lustre-pvc", namespace="rl-train", volume_name="rl-test-lustre-pv"
     )
-
-
-def test_mount_point_splits_into_ip_and_bare_filesystem_name() -> None:
-    mount = parse_mount_point("10.16.0.2@tcp:/lustrefs")
-    assert (mount.ip, mount.filesystem) == ("10.16.0.2", "lustrefs")
-
-
-@pytest.mark.parametrize("bad", ["10.16.0.2:/lustrefs", "10.16.0.2@tcp:lustrefs", "host@tcp:/fs", "10.0.0.1@tcp:/toolongname"])
-def test_malformed_mount_points_are_refused(bad: str) -> None:
-    with pytest.raises(ValueError):
-        parse_mount_point(bad)
 
 
 def test_volume_handle_has_exactly_three_parts() -> None:

@@ -1,6 +1,6 @@
 """Starting and stopping a private Ray head on loopback, for the tests and the benchmark.
 
-Not used by the CLI. It exists so `tests/jobs` and `bench/` exercise a real Ray cluster
+It exists so `tests/jobs` and `bench/` exercise a real Ray cluster
 without touching a user's own Ray: every port is a free loopback port and the head's
 processes are found and stopped by pid, never by `ray stop` (which kills every Ray
 process on the machine by name, scripts.py `stop`, Ray 2.60).
