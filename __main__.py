@@ -64,6 +64,8 @@ pulumi.export("lustreMountPoint", lustre.mount_point)
 pulumi.export("lustreIp", lustre.ip)
 pulumi.export("lustreFilesystem", lustre.instance.filesystem)
 pulumi.export("lustreProtected", config.lustre.protect)
+# The jobs CLI bounds a run's kept checkpoints by it (jobs/ckpt_size.py).
+pulumi.export("lustreCapacityGib", config.lustre.capacity_gib)
 pulumi.export("networks", {
     "main": network.main_network.name,
     "gvnic": network.gvnic_network.name,

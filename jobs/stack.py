@@ -34,6 +34,9 @@ class StackOutputs(BaseModel):
     clusterName: str
     clusterLocation: str
     clusterProject: str
+    # Managed Lustre size (components/config.py lustre.capacityGib): bounds the checkpoints a
+    # run may keep (jobs.ckpt_size). Older stacks lack it: the check is then skipped.
+    lustreCapacityGib: int | None = Field(default=None, ge=1)
     # The exact command for this cluster (it adds --dns-endpoint when the stack uses it).
     getCredentials: str | None = None
 
