@@ -61,6 +61,8 @@ export_stack_outputs(
     lustre_ip=lustre.ip,
     lustre_filesystem=lustre.instance.filesystem,
     lustre_protected=config.lustre.protect,
+    # The jobs CLI bounds a run's kept checkpoints by it (jobs/ckpt_size.py).
+    lustre_capacity_gib=config.lustre.capacity_gib,
     networks={
         "main": network.main_network.name,
         "gvnic": network.gvnic_network.name,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 # ----------------------------------------------------------------------------- paths in pods
@@ -130,6 +130,9 @@ class StackOutputs(BaseModel):
     lustre_ip: str | None = None
     lustre_filesystem: str | None = None
     lustre_protected: bool | None = None
+    # Managed Lustre size in GiB: bounds the checkpoints a run may keep (jobs/ckpt_size.py).
+    # Older stacks lack it; the check is then skipped.
+    lustre_capacity_gib: int | None = Field(default=None, ge=1)
     networks: dict[str, Any] | None = None
     gpu_pool: str | None = None
     dashboard_port_forward: str | None = None

@@ -18,13 +18,14 @@ from ray.job_submission import JobStatus
 from rich.console import Console
 from rich.table import Table
 
-from jobs import address, attempts, follow, frameworks, listing, overrides, stack, submission
+from components.contract import StackOutputs
+from jobs import (address, attempts, ckpt_size, follow, frameworks, listing, overrides, stack,
+                  submission, validate)
 from jobs.cluster import AlreadySubmitted, Cluster
 from jobs.errors import ExitCode, JobsError, UsageError
 from jobs.metadata import RecipeRun
-from jobs.recipes import RECIPES, Recipe
+from jobs.recipes import RECIPES, Recipe, RunContext
 from jobs.redact import redact
-from components.contract import StackOutputs
 
 app = typer.Typer(
     name="jobs",
@@ -120,7 +121,7 @@ def _recipe_view(r: Recipe) -> dict[str, Any]:
         "image": r.spec.image, "ray_version": r.spec.ray_version, "summary": r.summary,
         "default_nodes": r.default_nodes, "default_gpus_per_node": r.default_gpus_per_node,
         "checkpoint_key": r.checkpoint_key, "defaults": dict(r.defaults),
-        "known_keys": sorted(r.all_keys()),
+        "config": r.config_file, "adapts_batch_sizes": r.adapt_batch,
     }
 
 
@@ -262,6 +263,7 @@ def submit_cmd(
     follow_logs: FollowOpt = False,
     max_restarts: RestartsOpt = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be submitted; contact nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Submit even when the checkpoints the run keeps would not fit the stack's Lustre.")] = False,
     as_json: JsonOpt = False,
     addr: AddressOpt = None,
     stack_name: StackOpt = None,
@@ -289,9 +291,21 @@ def submit_cmd(
     checked = overrides.check(recipe, parsed, run)
     notes: list[str] = []
 
-    def build(node_count: int, gpus: int, stack_label: str | None) -> submission.Submission:
+    def build(node_count: int, gpus: int, stack_label: str | None,
+              lustre_gib: int | None = None, source: str = "a dry run") -> submission.Submission:
+        # Composed through the framework's config and checked before anything is contacted.
+        composed = validate.compose_run(
+            recipe, RunContext(run=run, nodes=node_count, gpus_per_node=gpus), checked)
+        notes.extend(composed.notes)
+        fits, message = ckpt_size.check(ckpt_size.footprint(recipe, composed.config), lustre_gib,
+                                        source)
+        if not fits and not force:
+            raise UsageError(f"recipe {recipe.name} would not fit Lustre: {message}",
+                             f"keep fewer checkpoints (--set {recipe.keep_key}=N), grow the "
+                             "stack's Lustre, or pass --force")
+        notes.append(message if fits else f"warning: {message} (submitted with --force)")
         return submission.for_recipe(recipe, run, node_count, gpus, parsed, checked, stack_label,
-                                     submission.git_commit())
+                                     submission.git_commit(), composed)
 
     if dry_run:
         _check_framework(recipe, framework, "--framework")
@@ -315,7 +329,11 @@ def submit_cmd(
         node_count = nodes or recipe.default_nodes
         gpus = gpus_per_node or recipe.default_gpus_per_node
     # Built (size, overrides, payload checked) before the port-forward: a refusal costs nothing.
-    sub = build(node_count, gpus, where.stack)
+    sub = build(node_count, gpus, where.stack,
+                outputs.lustre_capacity_gib if outputs is not None else None,
+                f"stack {where.stack}" if outputs is not None else where.describe().strip())
+    for note in notes:
+        _err().print(note, markup=False)
     with address.connect(where, outputs, spinner=_spinner) as conn:
         cluster = Cluster(conn.url)
         if outputs is None and framework is None:

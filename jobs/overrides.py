@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import posixpath
 from dataclasses import dataclass
 
@@ -65,24 +64,12 @@ def _output_path(run: str, o: Override) -> str:
 
 
 def check(recipe: Recipe, overrides: list[Override], run: str) -> dict[str, tuple[str, str]]:
-    """Validate against the recipe and the run; return key -> (prefix, value) for `render`."""
-    known = recipe.all_keys() | {recipe.node_key, recipe.gpus_key}
-    # Keys the framework's own config has: Hydra refuses `+key` for them ("Could not append to
-    # config. An item is already at ..."), NeMo RL's parse_hydra_overrides and veRL's
-    # @hydra.main alike. Keys the recipe adds itself (new_keys) are not in the config.
-    in_config = known - recipe.new_keys
+    """Per-key checks with the recipe's own reasons; return key -> (prefix, value) for `render`.
+
+    Whether a key exists, and whether `+` may add it, is decided by composing the final list on
+    the framework's config (`jobs.validate`), not here."""
     checked: dict[str, tuple[str, str]] = {}
     for o in overrides:
-        if not o.prefix and o.key not in known:
-            close = difflib.get_close_matches(o.key, sorted(known), n=3, cutoff=0.5)
-            hint = f"did you mean {' or '.join(close)}?" if close else "see `python -m jobs recipes`"
-            hint += f" (write +{o.key}=... to add a key the {recipe.framework} config lacks)"
-            raise UsageError(f"unknown override {o.key!r} for recipe {recipe.name}", hint)
-        if o.prefix == "+" and o.key in in_config:
-            raise UsageError(
-                f"--set +{o.key}: the {recipe.framework} config already has {o.key}, and Hydra "
-                "refuses to append a key that exists",
-                f"write --set {o.key}={o.value} (or ++{o.key}=... to add or override)")
         if o.key in recipe.locked:
             raise UsageError(f"--set {o.key} is fixed by recipe {recipe.name}", recipe.locked[o.key])
         value = o.value

@@ -1,9 +1,9 @@
 """The recipe catalogue: GRPO runs pinned to one framework version each, and how they render.
 
-Framework versions and images come from `components.catalogue.FRAMEWORKS` only. Config keys
-are those of the pinned versions (reference grpo-jobs-and-ray.md §1.3-1.6 for NeMo RL v0.4.0,
-§2.1-2.3 for veRL); a key not listed here must be written `+key=value` (a new key) or
-`++key=value` (Hydra's add-or-override), which both frameworks accept.
+Framework versions and images come from `components.catalogue.FRAMEWORKS` only. Which keys a user
+may set is not listed here: `jobs.compose` applies the final override list to the framework's
+own config (NeMo RL v0.4.0's chain, veRL 0.6.0's composed default) and Hydra decides, as on the
+cluster. `+key=value` adds a key the config lacks, `++key=value` adds or overrides.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from components.catalogue import FRAMEWORKS, FrameworkSpec
 from components.contract import DATASETS_ROOT, HF_HOME_ENV, HF_HOME_PATH, RUNS_ROOT
-from jobs.errors import UsageError
 
 # NeMo RL's code in its NGC image (docker/Dockerfile WORKDIR); `uv run` needs its pyproject.
 NEMO_RL_HOME = "/opt/nemo-rl"
@@ -64,10 +63,12 @@ class Recipe(BaseModel):
     launcher: tuple[str, ...]
     # key -> value, in order. Values may hold {run_dir} {run} {nodes} {gpus_per_node} {datasets}.
     defaults: dict[str, str]
-    # Keys absent from the framework's base config: rendered `+key=value` (Hydra refuses them bare).
+    # The framework config the launcher names (NeMo RL: examples/configs/<file>; veRL: its
+    # composed ppo_trainer), which `jobs.compose` applies the overrides to.
+    config_file: str
+    # Keys absent from the framework's base config: rendered `+key=value` (Hydra refuses them
+    # bare); tests check this set against the config.
     new_keys: frozenset[str] = frozenset()
-    # Further keys of the pinned config a user may set with a plain `key=value`.
-    known_keys: frozenset[str] = frozenset()
     # Keys the user may not change, with the reason shown when they try.
     locked: dict[str, str] = {}
     # Keys whose value is an output path: must stay absolute under /lustre/.
@@ -79,11 +80,14 @@ class Recipe(BaseModel):
     checkpoint_key: str
     default_nodes: int
     default_gpus_per_node: int = 8
-    # The smallest cluster the recipe's parallel layout fits, and the multiple the GPU total
-    # must be (the model-parallel group size), with where the numbers come from.
-    min_gpus: int = 1
-    gpu_multiple: int = 1
-    gpu_rule: str = ""
+    # Whether batch sizes may be raised (jobs.fit.adapt) so the run fits the cluster it is
+    # given; a recipe that reproduces a published run keeps its numbers and refuses instead.
+    adapt_batch: bool = False
+    # Keys whose composed value must stay null: the framework crashes on anything else.
+    must_be_null: dict[str, str] = {}
+    # The model a checkpoint holds, and how many checkpoints the run keeps (jobs.ckpt_size).
+    model_key: str
+    keep_key: str
     env_vars: dict[str, str] = {}
     # A directory under jobs/payloads/ uploaded as the job's working_dir, when the run needs it.
     payload: str | None = None
@@ -92,29 +96,36 @@ class Recipe(BaseModel):
     def spec(self) -> FrameworkSpec:
         return FRAMEWORKS[self.framework]
 
-    def all_keys(self) -> set[str]:
-        return set(self.defaults) | set(self.known_keys)
-
     def payload_dir(self) -> Path | None:
         return PAYLOADS / self.payload if self.payload else None
 
-    def settings(self, ctx: RunContext, user: dict[str, tuple[str, str]]) -> dict[str, str]:
-        """The final `key -> value` the trainer gets; `user` maps key -> (prefix, value)."""
+    def settings(self, ctx: RunContext, user: dict[str, tuple[str, str]],
+                 adapted: dict[str, str] | None = None) -> dict[str, str]:
+        """The final `key -> value` the trainer gets; `user` maps key -> (prefix, value);
+        `adapted` replaces recipe defaults sized for this cluster (jobs.fit.adapt)."""
         values = {k: ctx.fill(v) for k, v in self.defaults.items()}
+        values.update(adapted or {})
         values[self.node_key] = str(ctx.nodes)
         values[self.gpus_key] = str(ctx.gpus_per_node)
         for key, (_prefix, value) in user.items():
             values[key] = value
         return values
 
-    def render(self, ctx: RunContext, user: dict[str, tuple[str, str]]) -> str:
-        """The job's shell entrypoint (Ray runs it with a shell)."""
+    def args(self, ctx: RunContext, user: dict[str, tuple[str, str]],
+             adapted: dict[str, str] | None = None) -> list[str]:
+        """The exact override list the trainer's command line carries, in order."""
         args = []
-        for key, value in self.settings(ctx, user).items():
+        for key, value in self.settings(ctx, user, adapted).items():
             prefix = user[key][0] if key in user else ""
             if not prefix and key in self.new_keys:
                 prefix = "+"
             args.append(f"{prefix}{key}={value}")
+        return args
+
+    def render(self, ctx: RunContext, user: dict[str, tuple[str, str]],
+               adapted: dict[str, str] | None = None) -> str:
+        """The job's shell entrypoint (Ray runs it with a shell)."""
+        args = self.args(ctx, user, adapted)
         steps = []
         if self.setup:
             steps.append(ctx.fill(self.setup))
@@ -123,41 +134,9 @@ class Recipe(BaseModel):
         steps.append(shlex.join([*self.launcher, *args]))
         return " && ".join(steps)
 
-    def check_size(self, nodes: int, gpus_per_node: int) -> None:
-        """Refuse, before anything is submitted, a cluster the recipe's layout cannot fit."""
-        total = nodes * gpus_per_node
-        if total < self.min_gpus or total % self.gpu_multiple:
-            raise UsageError(
-                f"recipe {self.name} needs at least {self.min_gpus} GPUs in multiples of "
-                f"{self.gpu_multiple}, but {nodes} node(s) x {gpus_per_node} GPU(s) = {total}",
-                f"{self.gpu_rule}; use a bigger stack or --nodes/--gpus-per-node")
-
     def env(self) -> dict[str, str]:
         return {HF_HOME_ENV: HF_HOME_PATH, **self.env_vars}
 
-
-# NeMo RL v0.4.0 config keys a user may set (grpo_math_1B.yaml and its megatron/70B children).
-_NEMO_KEYS = frozenset({
-    "policy.model_name", "policy.tokenizer.name", "policy.train_global_batch_size",
-    "policy.train_micro_batch_size", "policy.max_total_sequence_length", "policy.precision",
-    "policy.generation.vllm_cfg.tensor_parallel_size",
-    "policy.generation.vllm_cfg.gpu_memory_utilization",
-    "policy.generation.colocated.enabled", "policy.dtensor_cfg.enabled",
-    "policy.dtensor_cfg.tensor_parallel_size", "policy.megatron_cfg.enabled",
-    "policy.megatron_cfg.tensor_model_parallel_size",
-    "policy.megatron_cfg.pipeline_model_parallel_size",
-    "grpo.num_prompts_per_step", "grpo.num_generations_per_prompt", "grpo.max_num_steps",
-    "grpo.max_num_epochs", "grpo.val_period", "grpo.val_at_start", "grpo.max_val_samples",
-    "grpo.async_grpo.enabled",
-    "checkpointing.enabled", "checkpointing.checkpoint_dir", "checkpointing.save_period",
-    "checkpointing.keep_top_k", "checkpointing.metric_name", "checkpointing.higher_is_better",
-    "checkpointing.checkpoint_must_save_by",
-    "logger.log_dir", "logger.wandb_enabled", "logger.tensorboard_enabled",
-    "logger.mlflow_enabled", "logger.swanlab_enabled", "logger.monitor_gpus",
-    "logger.num_val_samples_to_print", "logger.wandb.project", "logger.wandb.name",
-    "data.dataset_name", "env.math.math_verify_impl",
-    "cluster.num_nodes", "cluster.gpus_per_node",
-})
 
 _NEMO_LOCKED = {
     # Restarts resume from checkpoints; the 70B and 8B-megatron configs ship with it off (§1.3).
@@ -182,77 +161,71 @@ _NEMO_ENV = {
     "RAY_OVERRIDE_JOB_RUNTIME_ENV": "1",
 }
 
-_VERL_KEYS = frozenset({
-    "algorithm.adv_estimator", "algorithm.use_kl_in_reward",
-    "data.train_files", "data.val_files", "data.train_batch_size", "data.max_prompt_length",
-    "data.max_response_length", "data.filter_overlong_prompts", "data.truncation",
-    "data.prompt_key", "data.reward_fn_key",
-    "actor_rollout_ref.model.path", "actor_rollout_ref.rollout.name",
-    "actor_rollout_ref.rollout.mode", "actor_rollout_ref.rollout.n",
-    "actor_rollout_ref.rollout.tensor_model_parallel_size",
-    "actor_rollout_ref.rollout.gpu_memory_utilization",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
-    "actor_rollout_ref.actor.optim.lr",
-    "actor_rollout_ref.actor.ppo_mini_batch_size",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "actor_rollout_ref.actor.use_kl_loss",
-    "actor_rollout_ref.actor.kl_loss_coef", "actor_rollout_ref.actor.kl_loss_type",
-    "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
-    "trainer.nnodes", "trainer.n_gpus_per_node", "trainer.default_local_dir",
-    "trainer.save_freq", "trainer.test_freq", "trainer.resume_mode", "trainer.resume_from_path",
-    "trainer.max_actor_ckpt_to_keep", "trainer.logger", "trainer.total_epochs",
-    "trainer.total_training_steps", "trainer.project_name", "trainer.experiment_name",
-    "custom_reward_function.path", "custom_reward_function.name", "reward_model.enable",
-    "ray_kwargs.ray_init.num_cpus",
-})
+_NEMO_RUN = {
+    "path_keys": frozenset({"checkpointing.checkpoint_dir", "logger.log_dir"}),
+    "positive_keys": frozenset({"checkpointing.save_period"}),
+    "node_key": "cluster.num_nodes",
+    "gpus_key": "cluster.gpus_per_node",
+    "checkpoint_key": "checkpointing.checkpoint_dir",
+    "model_key": "policy.model_name",
+    "keep_key": "checkpointing.keep_top_k",
+    "locked": _NEMO_LOCKED,
+    "env_vars": _NEMO_ENV,
+    "cwd": NEMO_RL_HOME,
+}
+
+_MATH_72B = {
+    "policy.model_name": "Qwen/Qwen2.5-72B-Instruct",
+    "data.dataset_name": "DeepScaler",
+    "grpo.num_prompts_per_step": "32",
+    "grpo.num_generations_per_prompt": "8",
+    "policy.train_global_batch_size": "256",
+}
+
+
+def _math_72b(name: str, summary: str, extra: dict[str, str]) -> Recipe:
+    # grpo_math_70B_megatron.yaml is laid out for 8 x 8 GPUs (§1.3): Megatron TP 4 x PP 4 = 16
+    # GPUs per model replica, so the run needs 16, 32, 64 or 128 GPUs (DP 1, 2, 4, 8 divides
+    # the global batch of 256); jobs.fit says why any other size is refused. Its numbers are the
+    # codelab's, so they are not adapted to other sizes.
+    return Recipe(
+        name=name, framework="nemo-rl", summary=summary,
+        launcher=("uv", "run", "python", "examples/run_grpo_math.py",
+                  "--config", "examples/configs/grpo_math_70B_megatron.yaml"),
+        config_file="grpo_math_70B_megatron.yaml",
+        defaults={**_MATH_72B, **_NEMO_COMMON, **extra},
+        default_nodes=8, **_NEMO_RUN)
+
 
 RECIPES: dict[str, Recipe] = {
     r.name: r
     for r in (
-        Recipe(
-            name="nemo-rl-grpo-math",
-            framework="nemo-rl",
-            summary="Qwen2.5-72B-Instruct GRPO on DeepScaleR (the GKE codelab run), Megatron backend",
-            cwd=NEMO_RL_HOME,
-            launcher=("uv", "run", "python", "examples/run_grpo_math.py",
-                      "--config", "examples/configs/grpo_math_70B_megatron.yaml"),
-            defaults={
-                "policy.model_name": "Qwen/Qwen2.5-72B-Instruct",
-                "data.dataset_name": "DeepScaler",
-                "grpo.num_prompts_per_step": "32",
-                "grpo.num_generations_per_prompt": "8",
-                "policy.train_global_batch_size": "256",
-                **_NEMO_COMMON,
-            },
-            known_keys=_NEMO_KEYS,
-            locked=_NEMO_LOCKED,
-            path_keys=frozenset({"checkpointing.checkpoint_dir", "logger.log_dir"}),
-            positive_keys=frozenset({"checkpointing.save_period"}),
-            node_key="cluster.num_nodes",
-            gpus_key="cluster.gpus_per_node",
-            checkpoint_key="checkpointing.checkpoint_dir",
-            # grpo_math_70B_megatron.yaml is laid out for 8 x 8 GPUs (§1.3).
-            default_nodes=8,
-            # Its Megatron policy is tensor 4 x pipeline 4 = 16 GPUs per model replica (and
-            # vLLM generation is TP 8, which divides 16): fewer GPUs cannot hold one replica,
-            # and a total that is not a multiple of 16 leaves data parallelism uneven.
-            min_gpus=16,
-            gpu_multiple=16,
-            gpu_rule=("grpo_math_70B_megatron.yaml (NeMo RL v0.4.0) sets megatron "
-                      "tensor_model_parallel_size=4 x pipeline_model_parallel_size=4 = 16 GPUs per "
-                      "replica, laid out for cluster.num_nodes=8 x gpus_per_node=8"),
-            env_vars=_NEMO_ENV,
-        ),
+        _math_72b(
+            "nemo-rl-grpo-math",
+            "Qwen2.5-72B-Instruct GRPO on DeepScaleR, Megatron TP4 x PP4: one full epoch "
+            "(grpo.max_num_epochs=1), a checkpoint every 10 steps, the best 3 by val:accuracy "
+            "kept (plus the latest)",
+            {}),
+        _math_72b(
+            "nemo-rl-grpo-math-codelab",
+            "The GKE codelab's short run: the same 72B DeepScaleR setup for 20 GRPO steps, a "
+            "checkpoint every 2 steps, the newest 2 kept",
+            # The codelab's settings (reference §8): 20 steps, save every 2, keep the newest 2
+            # (metric_name null ranks by step, so no validation metric is needed).
+            {"grpo.max_num_steps": "20", "checkpointing.save_period": "2",
+             "checkpointing.keep_top_k": "2", "checkpointing.metric_name": "null"}),
         Recipe(
             name="nemo-rl-grpo-gsm8k",
             framework="nemo-rl",
-            summary="Qwen2.5-1.5B-Instruct GRPO on GSM8K through NeMo RL's ResponseDataset",
+            summary="Qwen2.5-1.5B-Instruct GRPO on GSM8K through NeMo RL's ResponseDataset "
+                    "(DTensor): one epoch, a checkpoint every 10 steps, the best 3 kept; the "
+                    "global batch grows to a multiple of the GPU count",
             # v0.4.0's ResponseDataset cannot pass GSM8K's "main" subset to load_dataset (§1.4),
             # so the payload writes question/answer JSONL on Lustre once and the run reads that.
             setup="python3 prepare_gsm8k.py --format nemo-jsonl --out {datasets}/gsm8k",
-            cwd=NEMO_RL_HOME,
             launcher=("uv", "run", "python", "examples/run_grpo_math.py",
                       "--config", "examples/configs/grpo_math_1B.yaml"),
+            config_file="grpo_math_1B.yaml",
             defaults={
                 "policy.model_name": "Qwen/Qwen2.5-1.5B-Instruct",
                 "data.dataset_name": "ResponseDataset",
@@ -265,24 +238,21 @@ RECIPES: dict[str, Recipe] = {
                 **_NEMO_COMMON,
             },
             new_keys=frozenset({"data.train_data_path", "data.val_data_path", "data.input_key",
-                                "data.output_key", "data.train_split", "data.val_split"}),
-            known_keys=_NEMO_KEYS | {"data.train_split", "data.val_split"},
-            locked=_NEMO_LOCKED,
-            path_keys=frozenset({"checkpointing.checkpoint_dir", "logger.log_dir"}),
-            positive_keys=frozenset({"checkpointing.save_period"}),
-            node_key="cluster.num_nodes",
-            gpus_key="cluster.gpus_per_node",
-            checkpoint_key="checkpointing.checkpoint_dir",
+                                "data.output_key"}),
             default_nodes=1,
-            env_vars=_NEMO_ENV,
+            adapt_batch=True,
             payload="gsm8k",
+            **_NEMO_RUN,
         ),
         Recipe(
             name="verl-grpo-gsm8k",
             framework="verl",
-            summary="Qwen2.5-3B-Instruct GRPO on GSM8K with veRL, vLLM rollout (n=5)",
+            summary="Qwen2.5-3B-Instruct GRPO on GSM8K with veRL (FSDP, vLLM rollout n=5): 15 "
+                    "epochs, a checkpoint every 20 steps, the newest 3 kept; batch sizes grow "
+                    "with the GPU count",
             setup="python3 prepare_gsm8k.py --format verl-parquet --out {datasets}/gsm8k",
             launcher=("python3", "-m", "verl.trainer.main_ppo"),
+            config_file="ppo_trainer.yaml",
             defaults={
                 "algorithm.adv_estimator": "grpo",
                 "data.train_files": "{datasets}/gsm8k/verl/train.parquet",
@@ -318,18 +288,27 @@ RECIPES: dict[str, Recipe] = {
                 "trainer.resume_mode": "auto",
                 "trainer.total_epochs": "15",
             },
-            known_keys=_VERL_KEYS,
             locked={
                 "trainer.resume_mode": "restarts resume with resume_mode=auto",
                 "trainer.nnodes": "use --nodes",
                 "trainer.n_gpus_per_node": "use --gpus-per-node",
             },
+            # main_ppo.py passes ray_kwargs.ray_init to ray.init, which on an existing cluster
+            # refuses these (ray/_private/worker.py, "When connecting to an existing cluster").
+            must_be_null={
+                f"ray_kwargs.ray_init.{k}": "the job joins the running cluster, and ray.init "
+                "refuses it then ('When connecting to an existing cluster ... must not be "
+                "provided')" for k in ("num_cpus", "num_gpus", "resources", "labels",
+                                       "object_store_memory")},
             path_keys=frozenset({"trainer.default_local_dir"}),
             positive_keys=frozenset({"trainer.save_freq"}),
             node_key="trainer.nnodes",
             gpus_key="trainer.n_gpus_per_node",
             checkpoint_key="trainer.default_local_dir",
+            model_key="actor_rollout_ref.model.path",
+            keep_key="trainer.max_actor_ckpt_to_keep",
             default_nodes=1,
+            adapt_batch=True,
             # From verl/trainer/runtime_env.yaml, which `ray job submit` users pass (§2.5).
             env_vars={"TORCH_NCCL_AVOID_RECORD_STREAMS": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1"},
             payload="gsm8k",

@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 import jobs
-from jobs import workdir
+from jobs import validate, workdir
 from jobs.errors import UsageError
 from jobs.metadata import SUBMITTED_BY, RecipeRun, RunMetadata
 from jobs.overrides import TOKEN_HINT, Override
@@ -95,9 +95,13 @@ def jobs_commit() -> str:
 
 def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
                overrides: list[Override], checked: dict[str, tuple[str, str]],
-               stack: str | None, commit: str) -> Submission:
-    recipe.check_size(nodes, gpus_per_node)
+               stack: str | None, commit: str,
+               composed: validate.Composed | None = None) -> Submission:
+    """The attempt-1 submission; `composed` is `validate.compose_run`'s result for this size
+    (composed here when not given), so what is sent is what the framework was checked with."""
     ctx = RunContext(run=run, nodes=nodes, gpus_per_node=gpus_per_node)
+    if composed is None:
+        composed = validate.compose_run(recipe, ctx, checked)
     runtime_env: dict[str, object] = {"env_vars": recipe.env()}
     payload = recipe.payload_dir()
     if payload is not None:
@@ -112,7 +116,7 @@ def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
         framework_version=recipe.spec.version, nodes=nodes, gpus_per_node=gpus_per_node,
         checkpoint_dir=checkpoint_dir, overrides=[str(o) for o in overrides],
     )
-    return Submission(submission_id=attempt_id(run, 1), entrypoint=recipe.render(ctx, checked),
+    return Submission(submission_id=attempt_id(run, 1), entrypoint=recipe.render(ctx, checked, composed.adapted),
                       runtime_env=runtime_env, metadata=meta.to_ray())
 
 

@@ -243,7 +243,8 @@ def test_a_stack_too_small_for_the_70b_recipe_is_refused_before_any_port_forward
     fakes.env["FAKE_PULUMI_OUTPUTS"] = json.dumps({**OUTPUTS, "gpuNodeCount": 1})
     done = run_cli("submit", "nemo-rl-grpo-math", "--stack", "dev", env=fakes.env)
     assert done.returncode == 2
-    assert "needs at least 16 GPUs in multiples of 16, but 1 node(s) x 8 GPU(s) = 8" in done.stderr
+    # Issue 9: the message is NeMo RL's own replica rule (jobs.fit), with the sizes that fit.
+    assert "does not fit 1 node(s) x 8 GPU(s): 8 GPUs is not a multiple of the 16 GPUs" in done.stderr
     assert not fakes.pidfile.exists()
 
 

@@ -27,9 +27,10 @@ def dry_run(*args: str) -> dict:
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_dry_run_shows_lustre_checkpoints_nodes_overrides_and_no_credentials(name):
     recipe = RECIPES[name]
-    some_key = sorted(recipe.known_keys - set(recipe.locked) - recipe.path_keys
-                      - recipe.positive_keys)[0]
-    out = dry_run(name, "--name", "dry-1", "--nodes", "4", "--gpus-per-node", "4",
+    # A key of the framework's own config that no recipe fixes.
+    some_key = {"nemo-rl": "grpo.max_val_samples", "verl": "trainer.test_freq"}[recipe.framework]
+    nodes = "8" if recipe.default_nodes == 8 else "4"  # the 72B layout needs 16+ GPUs
+    out = dry_run(name, "--name", "dry-1", "--nodes", nodes, "--gpus-per-node", "4",
                   "--set", f"{some_key}=42", "--set", "+my.extra=yes")
     entry = out["entrypoint"]
     assert out["submission_id"] == "dry-1-a1"
@@ -38,7 +39,7 @@ def test_dry_run_shows_lustre_checkpoints_nodes_overrides_and_no_credentials(nam
     assert out["metadata"]["checkpoint_dir"] == "/lustre/runs/dry-1/checkpoints"
     on = {"nemo-rl": "checkpointing.enabled=true", "verl": "trainer.save_freq=20"}
     assert on[recipe.framework] in entry
-    assert f"{recipe.node_key}=4" in entry and f"{recipe.gpus_key}=4" in entry
+    assert f"{recipe.node_key}={nodes}" in entry and f"{recipe.gpus_key}=4" in entry
     assert f"{some_key}=42" in entry and "+my.extra=yes" in entry
     assert json.loads(out["metadata"]["overrides"]) == [f"{some_key}=42", "+my.extra=yes"]
     assert all(isinstance(v, str) for v in out["metadata"].values())
@@ -68,15 +69,20 @@ def test_metadata_records_the_callers_commit_and_the_jobs_commit(tmp_path):
     assert len(here["git_commit"].split("-")[0]) == 40
 
 
-@pytest.mark.parametrize("nodes, gpus", [("1", "8"), ("3", "8"), ("1", "4"), ("2", "6")])
-def test_70b_recipe_refuses_a_cluster_its_tp4_pp4_layout_does_not_fit(nodes, gpus):
+# Changed with issue 9: the refusal now comes from NeMo RL's own rules on the composed config
+# (jobs.fit), names the rule's source and the nearest node counts that fit; 48 GPUs (3 x 16) is
+# refused too, since DP 3 does not divide the global batch of 256.
+@pytest.mark.parametrize("nodes, gpus, rule", [
+    ("1", "8", "lm_policy.py L121-139"), ("3", "8", "lm_policy.py L121-139"),
+    ("1", "4", "lm_policy.py L121-139"), ("2", "6", "lm_policy.py L121-139"),
+    ("6", "8", "batched_data_dict.py L377-380")])
+def test_70b_recipe_refuses_a_cluster_its_tp4_pp4_layout_does_not_fit(nodes, gpus, rule):
     result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run", "--nodes", nodes,
                                  "--gpus-per-node", gpus])
     assert result.exit_code == 2
-    total = int(nodes) * int(gpus)
-    assert (f"recipe nemo-rl-grpo-math needs at least 16 GPUs in multiples of 16, but {nodes} "
-            f"node(s) x {gpus} GPU(s) = {total}") in result.stderr
-    assert "tensor_model_parallel_size=4 x pipeline_model_parallel_size=4" in result.stderr
+    assert (f"recipe nemo-rl-grpo-math does not fit {nodes} node(s) x {gpus} GPU(s)"
+            in result.stderr)
+    assert rule in result.stderr and "sizes that fit" in result.stderr
     assert result.stdout == ""
 
 
