@@ -253,8 +253,9 @@ RECIPES: dict[str, Recipe] = {
             framework="nemo-rl",
             summary="Qwen2.5-1.5B-Instruct GRPO on GSM8K through NeMo RL's ResponseDataset",
             # v0.4.0's ResponseDataset cannot pass GSM8K's "main" subset to load_dataset (§1.4),
-            # so the payload writes question/answer JSONL on Lustre once and the run reads that.
-            setup="python3 prepare_gsm8k.py --format nemo-jsonl --out {datasets}/gsm8k",
+            # so the payload writes question/answer/task_name JSONL on Lustre once (jobs.data.gsm8k)
+            # and the run reads that.
+            setup="python3 prepare_gsm8k.py --format nemo --out {datasets}/gsm8k",
             cwd=NEMO_RL_HOME,
             launcher=("uv", "run", "python", "examples/run_grpo_math.py",
                       "--config", "examples/configs/grpo_math_1B.yaml"),
@@ -286,7 +287,7 @@ RECIPES: dict[str, Recipe] = {
             name="verl-grpo-gsm8k",
             framework="verl",
             summary="Qwen2.5-3B-Instruct GRPO on GSM8K with veRL, vLLM rollout (n=5)",
-            setup="python3 prepare_gsm8k.py --format verl-parquet --out {datasets}/gsm8k",
+            setup="python3 prepare_gsm8k.py --format verl --out {datasets}/gsm8k",
             launcher=("python3", "-m", "verl.trainer.main_ppo"),
             defaults={
                 "algorithm.adv_estimator": "grpo",

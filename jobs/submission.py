@@ -72,7 +72,8 @@ def check_run_name(name: str) -> str:
 
 
 # This checkout of rl-on-gke (jobs/ lives at its top level).
-JOBS_REPO = Path(jobs.__file__).resolve().parents[1]
+JOBS_PACKAGE = Path(jobs.__file__).resolve().parent
+JOBS_REPO = JOBS_PACKAGE.parent
 
 
 def git_commit(cwd: Path | None = None) -> str:
@@ -109,6 +110,10 @@ def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
     if payload is not None:
         workdir.check(payload)
         runtime_env.update(workdir.runtime_env(payload))
+        # Payloads import shared code (e.g. jobs.data.gsm8k, the same conversion as
+        # `python -m jobs data`): ship this package, importable as `jobs` on the cluster.
+        workdir.check(JOBS_PACKAGE)
+        runtime_env["py_modules"] = [str(JOBS_PACKAGE)]
     meta = _metadata(
         run, "recipe", stack, commit, recipe=recipe.name, framework=recipe.framework,
         framework_version=recipe.spec.version, nodes=str(nodes), gpus_per_node=str(gpus_per_node),

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+import jobs
 from components.catalogue import FRAMEWORKS
 from jobs import submission
 from jobs.cli import app
@@ -115,13 +117,13 @@ def test_math_recipe_is_the_codelab_run():
 
 def test_gsm8k_recipes_prepare_data_on_lustre_first():
     nemo = dry_run("nemo-rl-grpo-gsm8k", "--name", "g")
-    assert nemo["entrypoint"].startswith("python3 prepare_gsm8k.py --format nemo-jsonl "
+    assert nemo["entrypoint"].startswith("python3 prepare_gsm8k.py --format nemo "
                                          "--out /lustre/datasets/gsm8k && cd /opt/nemo-rl")
     assert "data.dataset_name=ResponseDataset" in nemo["entrypoint"]
     assert "+data.train_data_path=/lustre/datasets/gsm8k/nemo/train.jsonl" in nemo["entrypoint"]
     assert "+data.input_key=question +data.output_key=answer" in nemo["entrypoint"]
     verl = dry_run("verl-grpo-gsm8k", "--name", "v")
-    assert verl["entrypoint"].startswith("python3 prepare_gsm8k.py --format verl-parquet")
+    assert verl["entrypoint"].startswith("python3 prepare_gsm8k.py --format verl ")
     assert "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo" in verl["entrypoint"]
     assert "actor_rollout_ref.rollout.name=vllm" in verl["entrypoint"]
     n = int(verl["entrypoint"].split("actor_rollout_ref.rollout.n=")[1].split()[0])
@@ -129,6 +131,9 @@ def test_gsm8k_recipes_prepare_data_on_lustre_first():
     for out in (nemo, verl):
         assert out["runtime_env"]["working_dir"].endswith("jobs/payloads/gsm8k")
         assert ".git/" in out["runtime_env"]["excludes"]
+        # The payload imports jobs.data.gsm8k: the jobs package travels with the job.
+        (module,) = out["runtime_env"]["py_modules"]
+        assert Path(module) == Path(jobs.__file__).parent
 
 
 def test_recipe_versions_come_from_the_catalogue():
