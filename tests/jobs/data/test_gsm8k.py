@@ -142,3 +142,21 @@ def test_final_answer_strips_thousands_separators() -> None:
     assert gsm8k.final_answer("x\n#### 1,234") == "1234"
     with pytest.raises(gsm8k.DataError):
         gsm8k.final_answer("no marker")
+
+
+def test_on_a_real_ray_cluster_the_payload_imports_the_shipped_jobs_package(
+        tmp_path: Path, ray_client) -> None:
+    from jobs import submission
+    from tests.jobs.conftest import wait_until
+
+    sub = submission.for_recipe(RECIPES["nemo-rl-grpo-gsm8k"], "data-ray", 1, 8, [], {}, None, "c")
+    out = tmp_path / "out"
+    entry = (f"{sys.executable} prepare_gsm8k.py --format nemo --out {out} "
+             f"--input {hub_folder(tmp_path / 'in')}")
+    # The recipe's runtime_env as submitted (payload working_dir + py_modules), no PYTHONPATH help.
+    job = ray_client.submit_job(entrypoint=entry, runtime_env=sub.runtime_env)
+    terminal = {"SUCCEEDED", "FAILED", "STOPPED"}
+    wait_until(lambda: str(ray_client.get_job_status(job).value) in terminal, timeout=180,
+               what="the preparation job")
+    assert ray_client.get_job_status(job).value == "SUCCEEDED", ray_client.get_job_logs(job)
+    assert gsm8k.is_prepared(out, "nemo")
