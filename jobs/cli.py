@@ -246,9 +246,10 @@ def submit_cmd(
     checked = overrides.check(recipe, parsed, run)
     notes: list[str] = []
 
-    def build(node_count: int, gpus: int, stack_label: str | None) -> submission.Submission:
+    def build(node_count: int, gpus: int, stack_label: str | None,
+              wandb: bool = False) -> submission.Submission:
         return submission.for_recipe(recipe, run, node_count, gpus, parsed, checked, stack_label,
-                                     submission.git_commit())
+                                     submission.git_commit(), wandb=wandb)
 
     if dry_run:
         _check_framework(recipe, framework, "--framework")
@@ -272,7 +273,7 @@ def submit_cmd(
         node_count = nodes or recipe.default_nodes
         gpus = gpus_per_node or recipe.default_gpus_per_node
     # Built (size, overrides, payload checked) before the port-forward: a refusal costs nothing.
-    sub = build(node_count, gpus, where.stack)
+    sub = build(node_count, gpus, where.stack, wandb=outputs is not None and outputs.wandbEnabled)
     with address.connect(where, outputs, spinner=_spinner) as conn:
         cluster = Cluster(conn.url)
         if outputs is None and framework is None:
@@ -337,7 +338,8 @@ def _resume(run: str, recipe_name: str | None, framework: str | None, follow_log
         elif framework is None:
             _check_ray_version(recipe, cluster, where)
         sub = submission.for_recipe(recipe, run, node_count, gpus, parsed, checked, where.stack,
-                                    submission.git_commit())
+                                    submission.git_commit(),
+                                    wandb=outputs is not None and outputs.wandbEnabled)
         recorded_dir = (latest.metadata or {}).get("checkpoint_dir", "")
         if sub.metadata["checkpoint_dir"] != recorded_dir:
             raise UsageError(f"run {run} checkpointed to {recorded_dir} but this version of "

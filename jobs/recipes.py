@@ -38,6 +38,8 @@ class RunContext(BaseModel):
     run: str
     nodes: int = Field(ge=1)
     gpus_per_node: int = Field(ge=1)
+    # The stack gives pods WANDB_API_KEY (stack output wandbEnabled): also log to W&B.
+    wandb: bool = False
 
     @property
     def run_dir(self) -> str:
@@ -90,6 +92,8 @@ class Recipe(BaseModel):
     gpu_multiple: int = 1
     gpu_rule: str = ""
     env_vars: dict[str, str] = {}
+    # Settings that also send metrics to W&B, applied when the stack has a W&B key.
+    wandb_settings: dict[str, str] = {}
     # A directory under jobs/payloads/ uploaded as the job's working_dir, when the run needs it.
     payload: str | None = None
 
@@ -108,6 +112,8 @@ class Recipe(BaseModel):
         values = {k: ctx.fill(v) for k, v in self.defaults.items()}
         values[self.node_key] = str(ctx.nodes)
         values[self.gpus_key] = str(ctx.gpus_per_node)
+        if ctx.wandb:
+            values.update({k: ctx.fill(v) for k, v in self.wandb_settings.items()})
         for key, (_prefix, value) in user.items():
             values[key] = value
         return values
@@ -137,8 +143,9 @@ class Recipe(BaseModel):
                 f"{self.gpu_multiple}, but {nodes} node(s) x {gpus_per_node} GPU(s) = {total}",
                 f"{self.gpu_rule}; use a bigger stack or --nodes/--gpus-per-node")
 
-    def env(self) -> dict[str, str]:
-        return {"HF_HOME": HF_HOME, **self.env_vars}
+    def env(self, ctx: RunContext | None = None) -> dict[str, str]:
+        env = {"HF_HOME": HF_HOME, **self.env_vars}
+        return {k: ctx.fill(v) for k, v in env.items()} if ctx else env
 
 
 # NeMo RL v0.4.0 config keys a user may set (grpo_math_1B.yaml and its megatron/70B children).
@@ -177,9 +184,13 @@ _NEMO_COMMON = {
     "checkpointing.checkpoint_dir": "{run_dir}/checkpoints",
     # A multiple of grpo.val_period (10) so every save is ranked by val:accuracy (§1.5).
     "checkpointing.save_period": "10",
+    # Metrics on Lustre by default: all loggers are off in the base config (§1.6, §8).
+    "logger.tensorboard_enabled": "true",
     "logger.log_dir": "{run_dir}/logs",
     "logger.wandb.name": "{run}",
 }
+
+_NEMO_WANDB = {"logger.wandb_enabled": "true", "logger.wandb.project": "rl-on-gke"}
 
 _NEMO_ENV = {
     # NeMo RL's init_ray() passes os.environ as a runtime_env; without this Ray refuses to
@@ -247,6 +258,7 @@ RECIPES: dict[str, Recipe] = {
                       "tensor_model_parallel_size=4 x pipeline_model_parallel_size=4 = 16 GPUs per "
                       "replica, laid out for cluster.num_nodes=8 x gpus_per_node=8"),
             env_vars=_NEMO_ENV,
+            wandb_settings=_NEMO_WANDB,
         ),
         Recipe(
             name="nemo-rl-grpo-gsm8k",
@@ -281,6 +293,7 @@ RECIPES: dict[str, Recipe] = {
             checkpoint_key="checkpointing.checkpoint_dir",
             default_nodes=1,
             env_vars=_NEMO_ENV,
+            wandb_settings=_NEMO_WANDB,
             payload="gsm8k",
         ),
         Recipe(
@@ -312,8 +325,9 @@ RECIPES: dict[str, Recipe] = {
                 "algorithm.use_kl_in_reward": "False",
                 "trainer.project_name": "rl-on-gke",
                 "trainer.experiment_name": "{run}",
-                # wandb would fail without a key; add it with trainer.logger='["console","wandb"]'.
-                "trainer.logger": '["console"]',
+                # TensorBoard to TENSORBOARD_DIR on Lustre (env below); wandb only with a key
+                # (wandb_settings), as its init fails without one.
+                "trainer.logger": '["console","tensorboard"]',
                 # Defaults are relative and -1 (never save): both lose the run (§2.1, §2.3).
                 "trainer.default_local_dir": "{run_dir}/checkpoints",
                 "trainer.save_freq": "20",
@@ -337,7 +351,11 @@ RECIPES: dict[str, Recipe] = {
             checkpoint_key="trainer.default_local_dir",
             default_nodes=1,
             # From verl/trainer/runtime_env.yaml, which `ray job submit` users pass (§2.5).
-            env_vars={"TORCH_NCCL_AVOID_RECORD_STREAMS": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+            env_vars={"TORCH_NCCL_AVOID_RECORD_STREAMS": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+                      # veRL's TensorBoard adapter writes to a relative tensorboard_log/ unless
+                      # this is set (verl/utils/tracking.py, v0.6.0).
+                      "TENSORBOARD_DIR": "{run_dir}/tensorboard"},
+            wandb_settings={"trainer.logger": '["console","tensorboard","wandb"]'},
             payload="gsm8k",
         ),
     )

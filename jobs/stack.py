@@ -34,6 +34,9 @@ class StackOutputs(BaseModel):
     clusterName: str
     clusterLocation: str
     clusterProject: str
+    # True when the stack set wandbApiKey, so its Ray pods have WANDB_API_KEY (the key itself
+    # is never read here). Older stacks lack the output: W&B stays off.
+    wandbEnabled: bool = False
     # The exact command for this cluster (it adds --dns-endpoint when the stack uses it).
     getCredentials: str | None = None
 

@@ -102,10 +102,10 @@ def _metadata(run: str, kind: str, stack: str | None, commit: str, **extra: str)
 
 def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
                overrides: list[Override], checked: dict[str, tuple[str, str]],
-               stack: str | None, commit: str) -> Submission:
+               stack: str | None, commit: str, wandb: bool = False) -> Submission:
     recipe.check_size(nodes, gpus_per_node)
-    ctx = RunContext(run=run, nodes=nodes, gpus_per_node=gpus_per_node)
-    runtime_env: dict[str, object] = {"env_vars": recipe.env()}
+    ctx = RunContext(run=run, nodes=nodes, gpus_per_node=gpus_per_node, wandb=wandb)
+    runtime_env: dict[str, object] = {"env_vars": recipe.env(ctx)}
     payload = recipe.payload_dir()
     if payload is not None:
         workdir.check(payload)

@@ -47,7 +47,8 @@ def test_dry_run_shows_lustre_checkpoints_nodes_overrides_and_no_credentials(nam
     # The job's environment is exactly the recipe's fixed set, and none of it is a credential:
     # the pods get HF_TOKEN / WANDB_API_KEY from the cluster's Secret, never from the job.
     env_vars = out["runtime_env"]["env_vars"]
-    assert env_vars == recipe.env() and env_vars["HF_HOME"] == "/lustre/huggingface_cache"
+    ctx = RunContext(run="dry-1", nodes=4, gpus_per_node=4)
+    assert env_vars == recipe.env(ctx) and env_vars["HF_HOME"] == "/lustre/huggingface_cache"
     assert not [k for k in env_vars if key_looks_secret(k)]
     for field in (entry, json.dumps(out["metadata"]), json.dumps(out["runtime_env"])):
         assert not value_looks_secret(field)
@@ -197,3 +198,23 @@ def test_token_like_settings_exit_2_without_echoing_the_value(setting, shown):
                                     "Kubernetes Secret")
     assert FAKE_TOKEN not in result.stderr + result.stdout
     assert "abc" not in result.stderr and result.stdout == ""
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_metrics_go_to_tensorboard_under_the_run_dir_and_to_wandb_only_with_a_key(name):
+    recipe = RECIPES[name]
+    ctx = RunContext(run="m", nodes=1, gpus_per_node=8)
+    plain = recipe.settings(ctx, {})
+    with_key = recipe.settings(ctx.model_copy(update={"wandb": True}), {})
+    if recipe.framework == "nemo-rl":
+        assert plain["logger.tensorboard_enabled"] == "true"
+        assert plain["logger.log_dir"] == "/lustre/runs/m/logs"
+        assert "logger.wandb_enabled" not in plain  # the base config's false stays
+        assert with_key["logger.wandb_enabled"] == "true"
+    else:
+        assert json.loads(plain["trainer.logger"]) == ["console", "tensorboard"]
+        assert recipe.env(ctx)["TENSORBOARD_DIR"] == "/lustre/runs/m/tensorboard"
+        assert "wandb" in json.loads(with_key["trainer.logger"])
+    # A user's own choice still wins over the stack's W&B default.
+    key = next(iter(recipe.wandb_settings))
+    assert recipe.settings(ctx.model_copy(update={"wandb": True}), {key: ("", "x")})[key] == "x"
