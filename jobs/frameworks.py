@@ -74,7 +74,10 @@ def by_ray_version(recipe_name: str, framework: str, cluster_ray: str | None,
         return Verdict(False, f"note: framework not checked ({source} reported no Ray version); "
                               f"{flag}")
     others = [f for f in FRAMEWORKS if f != framework]
-    theirs = [f for f in others if ray_matches(f, cluster_ray)]
+    # Only an exactly known Ray is evidence against a recipe: a floor (veRL: >= 2.48) also
+    # covers every newer Ray, which custom images of any framework may carry.
+    theirs = [f for f in others
+              if FRAMEWORKS[f].ray_floor is None and ray_matches(f, cluster_ray)]
     own_match = ray_matches(framework, cluster_ray)
     if not own_match and theirs:
         other = theirs[0]
@@ -89,4 +92,4 @@ def by_ray_version(recipe_name: str, framework: str, cluster_ray: str | None,
                               f"does ({_describe(framework)}); framework not otherwise checked "
                               f"({flag})")
     return Verdict(False, f"note: framework not checked: {source} runs Ray {cluster_ray}, which no "
-                          f"framework image ships ({framework}: {_describe(framework)}); {flag}")
+                          f"framework image pins ({framework}: {_describe(framework)}); {flag}")

@@ -15,9 +15,9 @@ def test_the_catalogue_pins_tell_the_two_frameworks_apart():
 
 
 @pytest.mark.parametrize("recipe_fw, cluster_ray, refuse", [
-    ("nemo-rl", FRAMEWORKS["verl"].ray_version, True),     # verl's Ray, not nemo-rl's
+    ("nemo-rl", FRAMEWORKS["verl"].ray_version, False),    # only a floor: not evidence
     ("verl", FRAMEWORKS["nemo-rl"].ray_version, True),
-    ("nemo-rl", "2.49.2", True),                            # within the veRL image's range
+    ("nemo-rl", "2.49.2", False),                           # within veRL's open range: a note
     ("verl", "2.46.7", True),                               # patch releases do not matter
     ("verl", "2.47.0", False),                              # below veRL's floor, not NeMo's
     ("nemo-rl", FRAMEWORKS["nemo-rl"].ray_version, False),  # its own Ray
