@@ -6,7 +6,7 @@ Layers flow one way: config -> GCP (networks, Lustre, GKE, GPU pool) -> Kubernet
 import pulumi
 
 from components.cluster import GkeCluster, GkeClusterArgs
-from components.contract import export_stack_outputs
+from components.contract import SECRET_ENV, export_stack_outputs
 from components.gpu_pool import GpuNodePool, GpuNodePoolArgs
 from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
 from components.lustre import ManagedLustre, ManagedLustreArgs, PrivateServiceAccess, PrivateServiceAccessArgs
@@ -63,6 +63,8 @@ export_stack_outputs(
     lustre_protected=config.lustre.protect,
     # The jobs CLI bounds a run's kept checkpoints by it (jobs/ckpt_size.py).
     lustre_capacity_gib=config.lustre.capacity_gib,
+    # Whether pods get WANDB_API_KEY; the key itself never becomes an output.
+    wandb_enabled=SECRET_ENV["wandbApiKey"] in secret_env,
     networks={
         "main": network.main_network.name,
         "gvnic": network.gvnic_network.name,

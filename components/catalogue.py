@@ -120,6 +120,24 @@ class FrameworkSpec:
     image: str
     ray_version: str
     source: str
+    # `sha256:...` when the tag's digest was established from a citable source; None keeps the
+    # (mutable) tag and `image_unverified` says so wherever the image is shown.
+    image_digest: str | None = None
+    # When only a lower bound of the image's Ray is known: any cluster Ray at or above it
+    # (major.minor) is this framework's. `ray_version` is then that bound.
+    ray_floor: str | None = None
+    # Python packages the image lacks, installed into every Ray pod before Ray starts, as pip
+    # hash-checked requirement lines (`name==version --hash=sha256:...`): pinned by content.
+    install: tuple[str, ...] = ()
+
+    @property
+    def image_ref(self) -> str:
+        """What pods pull: `image@digest` when the digest is known, else the tag."""
+        return f"{self.image}@{self.image_digest}" if self.image_digest else self.image
+
+    @property
+    def image_unverified(self) -> bool:
+        return self.image_digest is None
 
 
 FRAMEWORKS: dict[str, FrameworkSpec] = {
@@ -133,12 +151,30 @@ FRAMEWORKS: dict[str, FrameworkSpec] = {
     "verl": FrameworkSpec(
         name="verl",
         version="0.6.0",
+        # UNVERIFIED PIN: no source we can cite ties a digest to this tag (the search corpus has
+        # verlai/verl digests only from third-party repos, none naming vllm011.latest), so the
+        # mutable tag stays; replace it with `image_digest` from `docker buildx imagetools
+        # inspect verlai/verl:vllm011.latest` once someone with registry access reads it.
         image="verlai/verl:vllm011.latest",
-        ray_version="2.47.0",
+        image_digest=None,
+        # How the Ray was established: verl docker/Dockerfile.stable.vllm (the vllm011 image's
+        # Dockerfile; first in the tree at tag v0.6.1, it installs verl@v0.6.0) is
+        # `FROM vllm/vllm-openai:v0.11.0` and installs no Ray itself; verl's own
+        # `ray[default]>=2.41.0` (setup.py) is already met, so the Ray is the base image's. vLLM v0.11.0 requirements/cuda.txt asks `ray[cgraph]>=2.48.0` and its image
+        # resolves it unpinned at build time: the floor 2.48 is certain, the patch is not.
+        ray_version="2.48.0",
+        ray_floor="2.48.0",
         source=(
-            "kubernetes-engine-samples ai-ml/verl-on-gke pairs verlai/verl:vllm011.latest with "
-            "rayVersion 2.47.0; verl does not pin Ray, so check `ray --version` in the image"
+            "verl docker/Dockerfile.stable.vllm: FROM vllm/vllm-openai:v0.11.0, which needs "
+            "ray[cgraph]>=2.48.0 (requirements/cuda.txt) and pins no exact Ray; the image "
+            "uninstalls veRL itself, so pods install verl==0.6.0 (--no-deps) at start"
         ),
+        # `RUN pip install git+...verl.git@v0.6.0` then `RUN pip uninstall -y verl` in
+        # Dockerfile.stable.vllm: the image carries veRL's dependencies but not veRL. The hash
+        # is that of verl-0.6.0-py3-none-any.whl as PyPI serves it (`pip download verl==0.6.0
+        # --no-deps` + `pip hash`, 2026-12-01).
+        install=("verl==0.6.0 --hash=sha256:"
+                 "2666528b8ab4494e2ac40c282a99281296c2d9dc9675ceac6bea8d41fb69b321",),
     ),
 }
 

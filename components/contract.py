@@ -133,6 +133,9 @@ class StackOutputs(BaseModel):
     # Managed Lustre size in GiB: bounds the checkpoints a run may keep (jobs/ckpt_size.py).
     # Older stacks lack it; the check is then skipped.
     lustre_capacity_gib: int | None = Field(default=None, ge=1)
+    # True when the stack set wandbApiKey, so its Ray pods have WANDB_API_KEY (the key itself is
+    # never an output). Older stacks lack it: W&B stays off.
+    wandb_enabled: bool = False
     networks: dict[str, Any] | None = None
     gpu_pool: str | None = None
     dashboard_port_forward: str | None = None

@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 import difflib
-import functools
 import json
-import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 from ray.job_submission import JobStatus
-from rich.console import Console
 from rich.table import Table
 
 from components.contract import StackOutputs
 from jobs import (address, attempts, ckpt_size, follow, frameworks, listing, overrides, stack,
                   submission, validate)
 from jobs.cluster import AlreadySubmitted, Cluster
-from jobs.errors import ExitCode, JobsError, UsageError
+from jobs.console import emit_json as _emit_json
+from jobs.console import err as _err
+from jobs.console import handled
+from jobs.console import out as _out
+from jobs.errors import ExitCode, UsageError
 from jobs.metadata import RecipeRun
 from jobs.recipes import RECIPES, Recipe, RunContext
 from jobs.redact import redact
@@ -35,55 +36,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 AddressOpt = Annotated[str | None, typer.Option("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265 (else RAY_ADDRESS, else --stack).")]
 StackOpt = Annotated[str | None, typer.Option("--stack", help="Pulumi stack: read its outputs and port-forward to its Ray head.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 FollowOpt = Annotated[bool, typer.Option("--follow", help="Stream logs until the job ends; exit with its result.")]
 RestartsOpt = Annotated[int, typer.Option("--max-restarts", min=0, help="Resubmit a FAILED attempt up to N times (same checkpoint dir). Stopped jobs are never restarted.")]
 NameOpt = Annotated[str | None, typer.Option("--name", help="Run name (default: <recipe>-<UTC time>); attempts are <name>-a1, -a2, ...")]
-
-
-def _err() -> Console:
-    # Built per call so CliRunner's captured stderr is the one written to.
-    return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def _out() -> Console:
-    return Console(highlight=False, soft_wrap=True)
-
-
-def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    sys.stdout.flush()
-
-
-def handled(fn: F) -> F:
-    """Turn our errors into one line on stderr and the documented exit code; no traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except JobsError as e:
-            _err().print(redact(e.line()), markup=False)
-            raise typer.Exit(int(e.code)) from None
-        except KeyboardInterrupt:
-            _err().print("interrupted", markup=False)
-            raise typer.Exit(130) from None
-        except (typer.Exit, typer.Abort, SystemExit):
-            raise
-        except Exception as e:  # noqa: BLE001 - the promise is one line, never a traceback
-            if os.environ.get("JOBS_DEBUG") == "1":
-                raise
-            # One line, whatever the exception held; exit 4, never 1 ("the job failed").
-            text = " ".join(f"error: unexpected {type(e).__name__}: {e}".split())
-            _err().print(redact(f"{text} (hint: this is a bug in python -m jobs, not in your job; "
-                                "rerun with JOBS_DEBUG=1 for the traceback)"), markup=False)
-            raise typer.Exit(int(ExitCode.INTERNAL)) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _spinner(message: str) -> Any:
@@ -292,10 +250,11 @@ def submit_cmd(
     notes: list[str] = []
 
     def build(node_count: int, gpus: int, stack_label: str | None,
-              lustre_gib: int | None = None, source: str = "a dry run") -> submission.Submission:
+              lustre_gib: int | None = None, source: str = "a dry run",
+              wandb: bool = False) -> submission.Submission:
         # Composed through the framework's config and checked before anything is contacted.
         composed = validate.compose_run(
-            recipe, RunContext(run=run, nodes=node_count, gpus_per_node=gpus), checked)
+            recipe, RunContext(run=run, nodes=node_count, gpus_per_node=gpus, wandb=wandb), checked)
         notes.extend(composed.notes)
         fits, message = ckpt_size.check(ckpt_size.footprint(recipe, composed.config), lustre_gib,
                                         source)
@@ -305,7 +264,8 @@ def submit_cmd(
                              "stack's Lustre, or pass --force")
         notes.append(message if fits else f"warning: {message} (submitted with --force)")
         return submission.for_recipe(recipe, run, node_count, gpus, parsed, checked, stack_label,
-                                     submission.git_commit(), composed)
+                                     submission.git_commit(), wandb=wandb,
+                                     composed=composed)
 
     if dry_run:
         _check_framework(recipe, framework, "--framework")
@@ -331,7 +291,8 @@ def submit_cmd(
     # Built (size, overrides, payload checked) before the port-forward: a refusal costs nothing.
     sub = build(node_count, gpus, where.stack,
                 outputs.lustre_capacity_gib if outputs is not None else None,
-                f"stack {where.stack}" if outputs is not None else where.describe().strip())
+                f"stack {where.stack}" if outputs is not None else where.describe().strip(),
+                wandb=outputs is not None and outputs.wandb_enabled)
     for note in notes:
         _err().print(note, markup=False)
     with address.connect(where, outputs, spinner=_spinner) as conn:
@@ -388,7 +349,8 @@ def _resume(run: str, recipe_name: str | None, framework: str | None, follow_log
         elif framework is None:
             _check_ray_version(recipe, cluster, where)
         sub = submission.for_recipe(recipe, run, node_count, gpus, parsed, checked, where.stack,
-                                    submission.git_commit())
+                                    submission.git_commit(),
+                                    wandb=outputs is not None and outputs.wandb_enabled)
         recorded_dir = recorded.checkpoint_dir
         if sub.metadata["checkpoint_dir"] != recorded_dir:
             raise UsageError(f"run {run} checkpointed to {recorded_dir} but this version of "
@@ -502,6 +464,11 @@ def list_cmd(as_json: JsonOpt = False, addr: AddressOpt = None, stack_name: Stac
             table.add_row(r["run"] if i == 0 else "", str(a["attempt"] or "-"),
                           a["submission_id"] or "", a["status"], a["recipe"])
     _out().print(table)
+
+
+from jobs.data.cli import data_app  # noqa: E402  (after the commands above, as one sub-app)
+
+app.add_typer(data_app, name="data")
 
 
 def main() -> None:

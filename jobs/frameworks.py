@@ -2,7 +2,9 @@
 
 A stack says which framework its Ray image is (`rayFramework`). A bare dashboard address only
 says which Ray it runs (`GET /api/version` -> `ray_version`), and each framework image ships a
-known Ray (`components.catalogue.FRAMEWORKS`): NeMo RL 0.4.0 has 2.46, the veRL image 2.47.
+known Ray (`components.catalogue.FRAMEWORKS`): NeMo RL 0.4.0 has 2.46; the veRL vllm011 image
+has a Ray of at least 2.48 (vLLM 0.11's floor; the exact patch is not pinned upstream), so any
+Ray from 2.48 on counts as the veRL image's.
 """
 
 from __future__ import annotations
@@ -35,6 +37,24 @@ def _mm(version: str) -> str:
     return f"{mm[0]}.{mm[1]}" if mm else version
 
 
+def ray_matches(framework: str, cluster_ray: str) -> bool:
+    """Whether `cluster_ray` is the Ray the framework's image ships (major.minor, or at/above
+    the floor when only a floor is known)."""
+    spec = FRAMEWORKS[framework]
+    got = major_minor(cluster_ray)
+    if got is None:
+        return False
+    if spec.ray_floor is not None:
+        floor = major_minor(spec.ray_floor)
+        return floor is not None and got >= floor
+    return got == major_minor(spec.ray_version)
+
+
+def _describe(framework: str) -> str:
+    spec = FRAMEWORKS[framework]
+    return f">= {_mm(spec.ray_floor)}" if spec.ray_floor else _mm(spec.ray_version)
+
+
 def check_named(recipe_name: str, framework: str, running: str | None, source: str) -> None:
     """Refuse when a named source (a stack output, --framework) says another framework."""
     if running is not None and running != framework:
@@ -53,19 +73,23 @@ def by_ray_version(recipe_name: str, framework: str, cluster_ray: str | None,
     if cluster_ray is None or major_minor(cluster_ray) is None:
         return Verdict(False, f"note: framework not checked ({source} reported no Ray version); "
                               f"{flag}")
-    own = FRAMEWORKS[framework].ray_version
     others = [f for f in FRAMEWORKS if f != framework]
-    theirs = [f for f in others if major_minor(FRAMEWORKS[f].ray_version) == major_minor(cluster_ray)]
-    if major_minor(cluster_ray) != major_minor(own) and theirs:
+    # Only an exactly known Ray is evidence against a recipe: a floor (veRL: >= 2.48) also
+    # covers every newer Ray, which custom images of any framework may carry.
+    theirs = [f for f in others
+              if FRAMEWORKS[f].ray_floor is None and ray_matches(f, cluster_ray)]
+    own_match = ray_matches(framework, cluster_ray)
+    if not own_match and theirs:
         other = theirs[0]
         return Verdict(
             True,
-            f"recipe {recipe_name} needs a {framework} cluster (Ray {_mm(own)}) but {source} "
-            f"runs Ray {cluster_ray}, the Ray of the {other} image",
+            f"recipe {recipe_name} needs a {framework} cluster (Ray {_describe(framework)}) but "
+            f"{source} runs Ray {cluster_ray}, the Ray of the {other} image",
             f"pick a {other} recipe (python -m jobs recipes), or pass --framework {framework} "
             f"if the cluster really runs {framework}")
-    if major_minor(cluster_ray) == major_minor(own):
+    if own_match:
         return Verdict(False, f"note: {source} runs Ray {cluster_ray}, as the {framework} image "
-                              f"does; framework not otherwise checked ({flag})")
+                              f"does ({_describe(framework)}); framework not otherwise checked "
+                              f"({flag})")
     return Verdict(False, f"note: framework not checked: {source} runs Ray {cluster_ray}, which no "
-                          f"framework image pins ({framework}: {own}); {flag}")
+                          f"framework image pins ({framework}: {_describe(framework)}); {flag}")

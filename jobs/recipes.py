@@ -32,6 +32,8 @@ class RunContext(BaseModel):
     run: str
     nodes: int = Field(ge=1)
     gpus_per_node: int = Field(ge=1)
+    # The stack gives pods WANDB_API_KEY (stack output wandbEnabled): also log to W&B.
+    wandb: bool = False
 
     @property
     def run_dir(self) -> str:
@@ -89,6 +91,8 @@ class Recipe(BaseModel):
     model_key: str
     keep_key: str
     env_vars: dict[str, str] = {}
+    # Settings that also send metrics to W&B, applied when the stack has a W&B key.
+    wandb_settings: dict[str, str] = {}
     # A directory under jobs/payloads/ uploaded as the job's working_dir, when the run needs it.
     payload: str | None = None
 
@@ -107,6 +111,8 @@ class Recipe(BaseModel):
         values.update(adapted or {})
         values[self.node_key] = str(ctx.nodes)
         values[self.gpus_key] = str(ctx.gpus_per_node)
+        if ctx.wandb:
+            values.update({k: ctx.fill(v) for k, v in self.wandb_settings.items()})
         for key, (_prefix, value) in user.items():
             values[key] = value
         return values
@@ -134,8 +140,9 @@ class Recipe(BaseModel):
         steps.append(shlex.join([*self.launcher, *args]))
         return " && ".join(steps)
 
-    def env(self) -> dict[str, str]:
-        return {HF_HOME_ENV: HF_HOME_PATH, **self.env_vars}
+    def env(self, ctx: RunContext | None = None) -> dict[str, str]:
+        env = {HF_HOME_ENV: HF_HOME_PATH, **self.env_vars}
+        return {k: ctx.fill(v) for k, v in env.items()} if ctx else env
 
 
 _NEMO_LOCKED = {
@@ -151,9 +158,13 @@ _NEMO_COMMON = {
     "checkpointing.checkpoint_dir": "{run_dir}/checkpoints",
     # A multiple of grpo.val_period (10) so every save is ranked by val:accuracy (§1.5).
     "checkpointing.save_period": "10",
+    # Metrics on Lustre by default: all loggers are off in the base config (§1.6, §8).
+    "logger.tensorboard_enabled": "true",
     "logger.log_dir": "{run_dir}/logs",
     "logger.wandb.name": "{run}",
 }
+
+_NEMO_WANDB = {"logger.wandb_enabled": "true", "logger.wandb.project": "rl-on-gke"}
 
 _NEMO_ENV = {
     # NeMo RL's init_ray() passes os.environ as a runtime_env; without this Ray refuses to
@@ -171,6 +182,7 @@ _NEMO_RUN = {
     "keep_key": "checkpointing.keep_top_k",
     "locked": _NEMO_LOCKED,
     "env_vars": _NEMO_ENV,
+    "wandb_settings": _NEMO_WANDB,
     "cwd": NEMO_RL_HOME,
 }
 
@@ -221,8 +233,9 @@ RECIPES: dict[str, Recipe] = {
                     "(DTensor): one epoch, a checkpoint every 10 steps, the best 3 kept; the "
                     "global batch grows to a multiple of the GPU count",
             # v0.4.0's ResponseDataset cannot pass GSM8K's "main" subset to load_dataset (§1.4),
-            # so the payload writes question/answer JSONL on Lustre once and the run reads that.
-            setup="python3 prepare_gsm8k.py --format nemo-jsonl --out {datasets}/gsm8k",
+            # so the payload writes question/answer/task_name JSONL on Lustre once (jobs.data.gsm8k)
+            # and the run reads that.
+            setup="python3 prepare_gsm8k.py --format nemo --out {datasets}/gsm8k",
             launcher=("uv", "run", "python", "examples/run_grpo_math.py",
                       "--config", "examples/configs/grpo_math_1B.yaml"),
             config_file="grpo_math_1B.yaml",
@@ -250,7 +263,7 @@ RECIPES: dict[str, Recipe] = {
             summary="Qwen2.5-3B-Instruct GRPO on GSM8K with veRL (FSDP, vLLM rollout n=5): 15 "
                     "epochs, a checkpoint every 20 steps, the newest 3 kept; batch sizes grow "
                     "with the GPU count",
-            setup="python3 prepare_gsm8k.py --format verl-parquet --out {datasets}/gsm8k",
+            setup="python3 prepare_gsm8k.py --format verl --out {datasets}/gsm8k",
             launcher=("python3", "-m", "verl.trainer.main_ppo"),
             config_file="ppo_trainer.yaml",
             defaults={
@@ -276,8 +289,9 @@ RECIPES: dict[str, Recipe] = {
                 "algorithm.use_kl_in_reward": "False",
                 "trainer.project_name": "rl-on-gke",
                 "trainer.experiment_name": "{run}",
-                # wandb would fail without a key; add it with trainer.logger='["console","wandb"]'.
-                "trainer.logger": '["console"]',
+                # TensorBoard to TENSORBOARD_DIR on Lustre (env below); wandb only with a key
+                # (wandb_settings), as its init fails without one.
+                "trainer.logger": '["console","tensorboard"]',
                 # Defaults are relative and -1 (never save): both lose the run (§2.1, §2.3).
                 "trainer.default_local_dir": "{run_dir}/checkpoints",
                 "trainer.save_freq": "20",
@@ -310,7 +324,11 @@ RECIPES: dict[str, Recipe] = {
             default_nodes=1,
             adapt_batch=True,
             # From verl/trainer/runtime_env.yaml, which `ray job submit` users pass (§2.5).
-            env_vars={"TORCH_NCCL_AVOID_RECORD_STREAMS": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+            env_vars={"TORCH_NCCL_AVOID_RECORD_STREAMS": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+                      # veRL's TensorBoard adapter writes to a relative tensorboard_log/ unless
+                      # this is set (verl/utils/tracking.py, v0.6.0).
+                      "TENSORBOARD_DIR": "{run_dir}/tensorboard"},
+            wandb_settings={"trainer.logger": '["console","tensorboard","wandb"]'},
             payload="gsm8k",
         ),
     )

@@ -72,7 +72,8 @@ def check_run_name(name: str) -> str:
 
 
 # This checkout of rl-on-gke (jobs/ lives at its top level).
-JOBS_REPO = Path(jobs.__file__).resolve().parents[1]
+JOBS_PACKAGE = Path(jobs.__file__).resolve().parent
+JOBS_REPO = JOBS_PACKAGE.parent
 
 
 def git_commit(cwd: Path | None = None) -> str:
@@ -95,18 +96,22 @@ def jobs_commit() -> str:
 
 def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
                overrides: list[Override], checked: dict[str, tuple[str, str]],
-               stack: str | None, commit: str,
+               stack: str | None, commit: str, wandb: bool = False,
                composed: validate.Composed | None = None) -> Submission:
     """The attempt-1 submission; `composed` is `validate.compose_run`'s result for this size
     (composed here when not given), so what is sent is what the framework was checked with."""
-    ctx = RunContext(run=run, nodes=nodes, gpus_per_node=gpus_per_node)
+    ctx = RunContext(run=run, nodes=nodes, gpus_per_node=gpus_per_node, wandb=wandb)
     if composed is None:
         composed = validate.compose_run(recipe, ctx, checked)
-    runtime_env: dict[str, object] = {"env_vars": recipe.env()}
+    runtime_env: dict[str, object] = {"env_vars": recipe.env(ctx)}
     payload = recipe.payload_dir()
     if payload is not None:
         workdir.check(payload)
         runtime_env.update(workdir.runtime_env(payload))
+        # Payloads import shared code (e.g. jobs.data.gsm8k, the same conversion as
+        # `python -m jobs data`): ship this package, importable as `jobs` on the cluster.
+        workdir.check(JOBS_PACKAGE)
+        runtime_env["py_modules"] = [str(JOBS_PACKAGE)]
     checkpoint_dir = ctx.fill(recipe.defaults.get(recipe.checkpoint_key, ""))
     if recipe.checkpoint_key in checked:
         checkpoint_dir = checked[recipe.checkpoint_key][1]

@@ -8,6 +8,7 @@ so nothing that can be preempted or starve it may land there.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,33 @@ _NCCL_ENV: tuple[tuple[str, str], ...] = (
     # The installer copies the gIB libraries here; the GPU driver's libraries live here too.
     ("LD_LIBRARY_PATH", f"{NVIDIA_MOUNT_PATH}/lib64"),
 )
+
+
+# Where the framework's missing packages are installed (an emptyDir shared by the init
+# container and the Ray container) and put on the Python path of every Ray process.
+PACKAGES_VOLUME = "python-packages"
+PACKAGES_PATH = "/opt/rl-on-gke/site-packages"
+INSTALL_CONTAINER = "install-python-packages"
+# The init container's own requests = limits, so the head keeps Guaranteed QoS (every
+# container, init ones included, must have equal requests and limits).
+_INSTALL_RESOURCES = {"cpu": "1", "memory": "1Gi"}
+
+
+def install_command(framework: FrameworkSpec) -> list[str]:
+    """The init container's command: pip installs the pinned packages, hash-checked, no deps.
+
+    The image already carries their dependencies (for veRL: Dockerfile.stable.vllm installs
+    veRL and uninstalls only veRL), so `--no-deps` keeps the image's torch/vLLM/Ray untouched.
+    Pods reach PyPI through the VPC's Cloud NAT (components/network.py); a cluster without
+    egress must mirror these wheels and set PIP_INDEX_URL in the pod template.
+    """
+    lines = " ".join(shlex.quote(line) for line in framework.install)
+    script = (
+        f"printf '%s\\n' {lines} > /tmp/requirements.txt && "
+        "python3 -m pip install --no-deps --no-cache-dir --only-binary=:all: --require-hashes "
+        f"--target {PACKAGES_PATH} -r /tmp/requirements.txt"
+    )
+    return ["/bin/sh", "-c", script]
 
 
 def nccl_env(machine: MachineSpec) -> list[dict[str, str]]:
@@ -131,19 +159,48 @@ def _shm_volume(size_gib: int) -> dict[str, Any]:
 
 def _common_env(inputs: RayClusterInputs) -> list[dict[str, Any]]:
     # Model downloads land on shared Lustre once, not on every node's boot disk.
-    return [{"name": HF_HOME_ENV, "value": HF_HOME_PATH}, *inputs.token_env]
+    env = [{"name": HF_HOME_ENV, "value": HF_HOME_PATH}, *inputs.token_env]
+    if inputs.framework.install:
+        # Ray starts every worker process with the container's environment, so the job driver
+        # and all actors import the installed packages (`python3 -m verl.trainer.main_ppo`).
+        env.append({"name": "PYTHONPATH", "value": PACKAGES_PATH})
+    return env
 
 
-def _common_mounts() -> list[dict[str, Any]]:
-    return [
+def _common_mounts(inputs: RayClusterInputs) -> list[dict[str, Any]]:
+    mounts = [
         {"name": "lustre", "mountPath": LUSTRE_MOUNT_PATH},
         {"name": "dshm", "mountPath": "/dev/shm"},
     ]
+    if inputs.framework.install:
+        mounts.append({"name": PACKAGES_VOLUME, "mountPath": PACKAGES_PATH, "readOnly": True})
+    return mounts
+
+
+def _install_parts(inputs: RayClusterInputs) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(initContainers, volumes) that put the framework's missing packages in the pod, or none.
+
+    Installed per pod at start rather than once on Lustre: a pod never depends on a shared
+    directory another pod may be rewriting, and a restarted pod gets the same pinned bytes.
+    """
+    if not inputs.framework.install:
+        return [], []
+    init = {
+        "name": INSTALL_CONTAINER,
+        "image": inputs.framework.image_ref,
+        "command": install_command(inputs.framework),
+        "resources": {"requests": dict(_INSTALL_RESOURCES), "limits": dict(_INSTALL_RESOURCES)},
+        "volumeMounts": [{"name": PACKAGES_VOLUME, "mountPath": PACKAGES_PATH}],
+    }
+    # veRL 0.6.0's wheel is under 1 MB; the limit only stops a runaway install filling the disk.
+    volume = {"name": PACKAGES_VOLUME, "emptyDir": {"sizeLimit": "1Gi"}}
+    return [init], [volume]
 
 
 def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
     resources = {"cpu": str(inputs.head_cpu), "memory": f"{inputs.head_memory_gib}Gi"}
-    return {
+    init_containers, install_volumes = _install_parts(inputs)
+    spec: dict[str, Any] = {
         # The dashboard / Jobs API listens on all pod addresses, but the Service stays inside the
         # cluster: users reach it with `kubectl port-forward`, never a load balancer.
         "serviceType": "ClusterIP",
@@ -163,32 +220,37 @@ def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                 "containers": [
                     {
                         "name": HEAD_CONTAINER,
-                        "image": inputs.framework.image,
+                        "image": inputs.framework.image_ref,
                         "ports": [{"name": n, "containerPort": p} for n, p in HEAD_PORTS],
                         # requests = limits: Guaranteed QoS, the last class evicted under pressure.
                         "resources": {"requests": dict(resources), "limits": dict(resources)},
                         "env": _common_env(inputs),
-                        "volumeMounts": _common_mounts(),
+                        "volumeMounts": _common_mounts(inputs),
                     }
                 ],
                 "volumes": [
                     _lustre_volume(inputs.lustre_claim),
                     # A quarter of the head's memory for job drivers' objects [our choice].
                     _shm_volume(max(1, inputs.head_memory_gib // 4)),
+                    *install_volumes,
                 ],
             },
         },
     }
+    if init_containers:
+        spec["template"]["spec"]["initContainers"] = init_containers
+    return spec
 
 
 def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
     machine = inputs.machine
+    init_containers, install_volumes = _install_parts(inputs)
     resources = {
         "cpu": str(machine.worker_cpu),
         "memory": f"{machine.worker_memory_gib}Gi",
         GPU_RESOURCE: str(machine.gpus_per_node),
     }
-    return {
+    spec: dict[str, Any] = {
         "groupName": WORKER_GROUP,
         # Fixed size, as in every reference cluster: the GPU pool is static and a training run
         # is sized to it; the autoscaler would only add pods that cannot schedule.
@@ -212,13 +274,13 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                 "containers": [
                     {
                         "name": WORKER_CONTAINER,
-                        "image": inputs.framework.image,
+                        "image": inputs.framework.image_ref,
                         "ports": [{"name": "metrics", "containerPort": RAY_METRICS_PORT}],
                         # One pod takes every GPU (and so every RDMA NIC) of its node (reference 3.2).
                         "resources": {"requests": dict(resources), "limits": dict(resources)},
                         "env": [*_common_env(inputs), *nccl_env(machine)],
                         "volumeMounts": [
-                            *_common_mounts(),
+                            *_common_mounts(inputs),
                             {"name": "gib", "mountPath": GIB_MOUNT_PATH},
                             {"name": "nvidia", "mountPath": NVIDIA_MOUNT_PATH},
                         ],
@@ -229,10 +291,14 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                     _shm_volume(machine.shm_size_gib),
                     {"name": "gib", "hostPath": {"path": GIB_HOST_PATH}},
                     {"name": "nvidia", "hostPath": {"path": NVIDIA_HOST_PATH}},
+                    *install_volumes,
                 ],
             },
         },
     }
+    if init_containers:
+        spec["template"]["spec"]["initContainers"] = init_containers
+    return spec
 
 
 def ray_cluster_manifest(inputs: RayClusterInputs) -> dict[str, Any]:

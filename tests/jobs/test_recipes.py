@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+import jobs
 from components.catalogue import FRAMEWORKS
 from jobs import submission
 from jobs.cli import app
@@ -46,7 +48,8 @@ def test_dry_run_shows_lustre_checkpoints_nodes_overrides_and_no_credentials(nam
     # The job's environment is exactly the recipe's fixed set, and none of it is a credential:
     # the pods get HF_TOKEN / WANDB_API_KEY from the cluster's Secret, never from the job.
     env_vars = out["runtime_env"]["env_vars"]
-    assert env_vars == recipe.env() and env_vars["HF_HOME"] == "/lustre/huggingface_cache"
+    ctx = RunContext(run="dry-1", nodes=4, gpus_per_node=4)
+    assert env_vars == recipe.env(ctx) and env_vars["HF_HOME"] == "/lustre/huggingface_cache"
     assert not [k for k in env_vars if key_looks_secret(k)]
     for field in (entry, json.dumps(out["metadata"]), json.dumps(out["runtime_env"])):
         assert not value_looks_secret(field)
@@ -121,13 +124,13 @@ def test_math_recipe_is_the_codelab_run():
 
 def test_gsm8k_recipes_prepare_data_on_lustre_first():
     nemo = dry_run("nemo-rl-grpo-gsm8k", "--name", "g")
-    assert nemo["entrypoint"].startswith("python3 prepare_gsm8k.py --format nemo-jsonl "
+    assert nemo["entrypoint"].startswith("python3 prepare_gsm8k.py --format nemo "
                                          "--out /lustre/datasets/gsm8k && cd /opt/nemo-rl")
     assert "data.dataset_name=ResponseDataset" in nemo["entrypoint"]
     assert "+data.train_data_path=/lustre/datasets/gsm8k/nemo/train.jsonl" in nemo["entrypoint"]
     assert "+data.input_key=question +data.output_key=answer" in nemo["entrypoint"]
     verl = dry_run("verl-grpo-gsm8k", "--name", "v")
-    assert verl["entrypoint"].startswith("python3 prepare_gsm8k.py --format verl-parquet")
+    assert verl["entrypoint"].startswith("python3 prepare_gsm8k.py --format verl ")
     assert "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo" in verl["entrypoint"]
     assert "actor_rollout_ref.rollout.name=vllm" in verl["entrypoint"]
     n = int(verl["entrypoint"].split("actor_rollout_ref.rollout.n=")[1].split()[0])
@@ -135,6 +138,9 @@ def test_gsm8k_recipes_prepare_data_on_lustre_first():
     for out in (nemo, verl):
         assert out["runtime_env"]["working_dir"].endswith("jobs/payloads/gsm8k")
         assert ".git/" in out["runtime_env"]["excludes"]
+        # The payload imports jobs.data.gsm8k: the jobs package travels with the job.
+        (module,) = out["runtime_env"]["py_modules"]
+        assert Path(module) == Path(jobs.__file__).parent
 
 
 def test_recipe_versions_come_from_the_catalogue():
@@ -198,3 +204,23 @@ def test_token_like_settings_exit_2_without_echoing_the_value(setting, shown):
                                     "Kubernetes Secret")
     assert FAKE_TOKEN not in result.stderr + result.stdout
     assert "abc" not in result.stderr and result.stdout == ""
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_metrics_go_to_tensorboard_under_the_run_dir_and_to_wandb_only_with_a_key(name):
+    recipe = RECIPES[name]
+    ctx = RunContext(run="m", nodes=1, gpus_per_node=8)
+    plain = recipe.settings(ctx, {})
+    with_key = recipe.settings(ctx.model_copy(update={"wandb": True}), {})
+    if recipe.framework == "nemo-rl":
+        assert plain["logger.tensorboard_enabled"] == "true"
+        assert plain["logger.log_dir"] == "/lustre/runs/m/logs"
+        assert "logger.wandb_enabled" not in plain  # the base config's false stays
+        assert with_key["logger.wandb_enabled"] == "true"
+    else:
+        assert json.loads(plain["trainer.logger"]) == ["console", "tensorboard"]
+        assert recipe.env(ctx)["TENSORBOARD_DIR"] == "/lustre/runs/m/tensorboard"
+        assert "wandb" in json.loads(with_key["trainer.logger"])
+    # A user's own choice still wins over the stack's W&B default.
+    key = next(iter(recipe.wandb_settings))
+    assert recipe.settings(ctx.model_copy(update={"wandb": True}), {key: ("", "x")})[key] == "x"

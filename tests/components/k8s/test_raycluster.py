@@ -9,8 +9,10 @@ from components.contract import SECRET_ENV
 from components.k8s.identity import token_env
 from components.k8s.names import K8sNames
 from components.k8s.raycluster import (
-    HEAD_PRIORITY, RayClusterInputs, head_priority_class_manifest, ray_cluster_manifest,
+    HEAD_PRIORITY, PACKAGES_PATH, RayClusterInputs, head_priority_class_manifest, install_command,
+    ray_cluster_manifest,
 )
+from tests.components.k8s.conftest import make_config
 from tests.components.k8s.manifests import validate_core, validate_custom
 
 HF_TOKEN_KEY = SECRET_ENV["hfToken"]
@@ -55,8 +57,8 @@ def test_image_and_ray_version_come_from_the_framework_catalogue(any_config) -> 
     manifest = _manifest(any_config)
     framework = FRAMEWORKS[any_config.ray.framework]
     assert manifest["spec"]["rayVersion"] == framework.ray_version
-    assert _container(_head(manifest))["image"] == framework.image
-    assert _container(_worker(manifest))["image"] == framework.image
+    assert _container(_head(manifest))["image"] == framework.image_ref
+    assert _container(_worker(manifest))["image"] == framework.image_ref
 
 
 def test_head_runs_on_the_system_pool_and_takes_no_ray_tasks(k8s_config) -> None:
@@ -182,3 +184,65 @@ def test_ray_cluster_is_deterministically_named_in_the_training_namespace(k8s_co
 
 def test_every_machine_and_framework_renders_a_schema_valid_ray_cluster(any_config) -> None:
     validate_custom(_manifest(any_config, token_env("t", [HF_TOKEN_KEY])))
+
+
+def _all_containers(group):
+    spec = group["template"]["spec"]
+    return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+def test_verl_pods_install_the_pinned_verl_before_ray_starts_and_import_it(any_config) -> None:
+    manifest = _manifest(any_config)
+    framework = FRAMEWORKS[any_config.ray.framework]
+    for group in (_head(manifest), _worker(manifest)):
+        spec = group["template"]["spec"]
+        if not framework.install:
+            assert "initContainers" not in spec and "PYTHONPATH" not in _env(group)
+            continue
+        (init,) = spec["initContainers"]
+        script = init["command"][-1]
+        # Exactly veRL 0.6.0, hash-checked, without touching the image's dependencies.
+        assert "verl==0.6.0 --hash=sha256:" in script
+        for flag in ("--no-deps", "--require-hashes", "--only-binary=:all:", f"--target {PACKAGES_PATH}"):
+            assert flag in script
+        assert init["image"] == framework.image_ref
+        # The install lands in a volume the Ray container mounts and puts on PYTHONPATH.
+        (init_mount,) = init["volumeMounts"]
+        volume = _volumes(group)[init_mount["name"]]
+        assert "emptyDir" in volume
+        assert _mounts(group)[PACKAGES_PATH] == init_mount["name"]
+        assert _env(group)["PYTHONPATH"]["value"] == init_mount["mountPath"] == PACKAGES_PATH
+
+
+def test_the_verl_framework_is_pinned_to_0_6_0() -> None:
+    verl = FRAMEWORKS["verl"]
+    assert verl.version == "0.6.0"
+    assert [line.split()[0] for line in verl.install] == [f"verl=={verl.version}"]
+
+
+def test_every_container_of_the_head_keeps_guaranteed_qos(any_config) -> None:
+    # Guaranteed QoS needs equal cpu/memory requests and limits on every container, init ones too.
+    for container in _all_containers(_head(_manifest(any_config))):
+        resources = container["resources"]
+        assert resources["requests"] == resources["limits"]
+        assert {"cpu", "memory"} <= set(resources["limits"])
+
+
+def test_install_command_is_one_shell_line_pip_reads_as_a_hashed_requirement() -> None:
+    shell, flag, script = install_command(FRAMEWORKS["verl"])
+    assert (shell, flag) == ("/bin/sh", "-c")
+    requirement = FRAMEWORKS["verl"].install[0]
+    assert f"'{requirement}'" in script  # quoted whole: the --hash stays on the requirement line
+
+
+def test_an_image_without_a_digest_is_pulled_by_tag_and_flagged_unverified() -> None:
+    for framework in FRAMEWORKS.values():
+        if framework.image_digest is None:
+            assert framework.image_ref == framework.image and framework.image_unverified
+        else:
+            assert framework.image_ref == f"{framework.image}@{framework.image_digest}"
+            assert framework.image_digest.startswith("sha256:")
+
+
+def test_a_verl_ray_cluster_with_the_install_step_is_schema_valid() -> None:
+    validate_custom(_manifest(make_config(framework="verl")))

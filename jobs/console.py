@@ -1,0 +1,60 @@
+"""How every `python -m jobs` command writes: stdout/stderr consoles, --json, and errors as one
+line with the documented exit code (jobs/errors.py), never a traceback."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from jobs.errors import ExitCode, JobsError
+from jobs.redact import redact
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def err() -> Console:
+    # Built per call so CliRunner's captured stderr is the one written to.
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def out() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def handled(fn: F) -> F:
+    """Turn our errors into one line on stderr and the documented exit code; no traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except JobsError as e:
+            err().print(redact(e.line()), markup=False)
+            raise typer.Exit(int(e.code)) from None
+        except KeyboardInterrupt:
+            err().print("interrupted", markup=False)
+            raise typer.Exit(130) from None
+        except (typer.Exit, typer.Abort, SystemExit):
+            raise
+        except Exception as e:  # noqa: BLE001 - the promise is one line, never a traceback
+            if os.environ.get("JOBS_DEBUG") == "1":
+                raise
+            # One line, whatever the exception held; exit 4, never 1 ("the job failed").
+            text = " ".join(f"error: unexpected {type(e).__name__}: {e}".split())
+            err().print(redact(f"{text} (hint: this is a bug in python -m jobs, not in your job; "
+                                "rerun with JOBS_DEBUG=1 for the traceback)"), markup=False)
+            raise typer.Exit(int(ExitCode.INTERNAL)) from None
+
+    return wrapper  # type: ignore[return-value]
