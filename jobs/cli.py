@@ -22,6 +22,7 @@ from components.contract import StackOutputs
 from jobs import (address, attempts, ckpt_size, follow, frameworks, listing, overrides, stack,
                   submission, validate)
 from jobs.cluster import AlreadySubmitted, Cluster
+from jobs.data.cli import data_app
 from jobs.errors import ExitCode, JobsError, UsageError
 from jobs.metadata import RecipeRun
 from jobs.recipes import RECIPES, Recipe, RunContext
@@ -34,6 +35,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+app.add_typer(data_app, name="data")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
