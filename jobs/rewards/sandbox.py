@@ -27,6 +27,7 @@ private temporary directory removed afterwards.
 from __future__ import annotations
 
 import fcntl
+import functools
 import math
 import os
 import random
@@ -108,16 +109,8 @@ class RunResult(BaseModel):
         return sum(r.status is Status.passed for r in self.results)
 
 
-@dataclass(frozen=True)
-class _Tools:
-    unshare: str
-    setpriv: str
-    prlimit: str
-    sh: str
-    mount: str
-
-
-def _which(name: str) -> str:
+@functools.cache
+def _tool(name: str) -> str:
     path = shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin")
     if path is None:
         raise RuntimeError(f"sandbox: `{name}` not found (install util-linux)")
@@ -135,21 +128,11 @@ def isolation_mode() -> str:
         if _mode is None:
             _mode = "unprivileged"
             if os.geteuid() == 0:
-                probe = subprocess.run([_tools().unshare, "--net", "--mount", "--ipc", "true"],
+                probe = subprocess.run([_tool("unshare"), "--net", "--mount", "--ipc", "true"],
                                        env={}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 if probe.returncode == 0:
                     _mode = "privileged"
         return _mode
-
-
-_tools_cache: _Tools | None = None
-
-
-def _tools() -> _Tools:
-    global _tools_cache
-    if _tools_cache is None:
-        _tools_cache = _Tools(*(_which(n) for n in ("unshare", "setpriv", "prlimit", "sh", "mount")))
-    return _tools_cache
 
 
 class _UidLease:
@@ -197,33 +180,32 @@ def pids_of_uid(uid: int) -> list[int]:
 
 def reap_uid(uid: int, attempts: int = 50) -> None:
     """Kill every process of `uid` (kill(-1) sent *as* that uid reaches exactly its own processes)."""
-    t = _tools()
     for _ in range(attempts):
         if not pids_of_uid(uid):
             return
         # procps' kill(1) refuses -1 as a pid, so the interpreter sends it.
-        subprocess.run([t.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
+        subprocess.run([_tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
                         sys.executable, "-I", "-S", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"],
                        env={}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.02)
     raise RuntimeError(f"sandbox: processes of uid {uid} survive SIGKILL: {pids_of_uid(uid)}")
 
 
-def _prlimit_args(cpu_s: float, memory: int, processes: int, open_files: int, fsize: int) -> list[str]:
+def _prlimit_args(cpu_s: float, memory: int, processes: int | None, open_files: int, fsize: int) -> list[str]:
     cpu = max(1, math.ceil(cpu_s))
     # soft CPU limit sends SIGXCPU; the hard one a second later is a SIGKILL backstop.
-    return [f"--cpu={cpu}:{cpu + 1}", f"--as={memory}", f"--nproc={processes}",
+    nproc = [] if processes is None else [f"--nproc={processes}"]
+    return [f"--cpu={cpu}:{cpu + 1}", f"--as={memory}", *nproc,
             f"--nofile={open_files}", f"--fsize={fsize}", "--core=0", "--"]
 
 
 def _command(argv: Sequence[str], run_dir: Path, uid: int | None, prlimits: list[str]) -> list[str]:
-    t = _tools()
-    limited = [t.prlimit, *prlimits, *argv]
+    limited = [_tool("prlimit"), *prlimits, *argv]
     if uid is None:
         return limited
-    return [t.unshare, "--net", "--mount", "--ipc", "--propagation", "private", "--",
-            t.sh, "-c", _MOUNT_SCRIPT.format(mount=t.mount, dirs=" ".join(WORLD_WRITABLE)), "sandbox", str(run_dir),
-            t.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs", "--",
+    return [_tool("unshare"), "--net", "--mount", "--ipc", "--propagation", "private", "--",
+            _tool("sh"), "-c", _MOUNT_SCRIPT.format(mount=_tool("mount"), dirs=" ".join(WORLD_WRITABLE)),
+            "sandbox", str(run_dir), _tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs", "--",
             *limited]
 
 
@@ -336,7 +318,9 @@ class Executor:
             _chown(build / "main.cpp", uid, 0o600)
             # The compiler runs sandboxed too: `#include "/path/to/secret"` would echo the file in errors.
             cmd = _command([*COMPILER, "-o", "prog", "main.cpp"], build, uid,
-                           _prlimit_args(limits.compile_time_s, 2 * 2**30, 16, 64, 256 * 2**20))
+                           # Unprivileged, RLIMIT_NPROC counts the service's own threads: g++ could not fork.
+                           _prlimit_args(limits.compile_time_s, 2 * 2**30, 16 if uid is not None else None,
+                                         64, 256 * 2**20))
             with open(log, "wb") as out:
                 ex = _spawn(cmd, build, {"PATH": "/usr/bin:/bin", "TMPDIR": str(build)},
                             subprocess.DEVNULL, out.fileno(), subprocess.STDOUT, limits.compile_time_s)
@@ -345,7 +329,9 @@ class Executor:
         if ex.code != 0 or not (build / "prog").is_file():
             with open(log, "rb") as f:
                 return f.read(2000).decode(errors="replace") or f"g++ exited with {ex.code}"
-        os.chown(build, 0, 0)
+        if self.privileged:  # the tests' uids may execute, not change, the binary
+            os.chown(build, 0, 0)
+            os.chown(build / "prog", 0, 0)
         os.chmod(build, 0o711)
         os.chmod(build / "prog", 0o755)
         return None

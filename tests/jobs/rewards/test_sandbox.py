@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import socket
 import time
 import uuid
@@ -197,3 +202,43 @@ def test_limits_reject_out_of_range_values() -> None:
         Limits(time_s=0)
     with pytest.raises(ValueError, match="memory_bytes"):
         Limits(memory_bytes=10)
+
+
+UNPRIVILEGED_DRIVER = """
+import json, sys
+from pathlib import Path
+from jobs.rewards.sandbox import Case, Executor, Limits, isolation_mode
+ex = Executor(workers=2, root=Path(sys.argv[1]))
+ok = ex.run('#include <cstdio>\\nint main(){puts("ok");}', [Case(input="", output="ok")], Limits())
+bomb = ex.run('#include <unistd.h>\\nint main(){ for (;;) fork(); }', [Case(input="", output="")],
+              Limits(time_s=0.5, wall_margin_s=0.3))
+ex.close()
+print(json.dumps([isolation_mode(), ok.results[0].status.value, bomb.results[0].status.value]))
+"""
+
+
+@needs_privileged
+def test_unprivileged_mode_as_the_cluster_runs_it(tmp_path: Path) -> None:
+    # The cluster's service runs as uid 65532 inside gVisor: no namespaces, no pool uids. Here we
+    # drop to `nobody` to check that mode still compiles, judges, and stops a fork bomb.
+    root = Path(tempfile.mkdtemp(prefix="rl-sandbox-unpriv-"))
+    os.chown(root, 65534, 65534)
+    repo = Path(__file__).resolve().parents[3]
+    try:
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+                               sys.executable, "-c", UNPRIVILEGED_DRIVER, str(root / "work")],
+                              cwd=repo, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo)},
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == ["unprivileged", "passed", "time_limit"]
+        left = [p for p in os.listdir("/proc") if p.isdigit() and _exe_under(p, root)]
+        assert left == []
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _exe_under(pid: str, root: Path) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/exe").startswith(str(root))
+    except OSError:
+        return False
