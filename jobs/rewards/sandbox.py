@@ -51,6 +51,9 @@ from pydantic import BaseModel, ConfigDict, Field
 UID_POOL = range(1_500_000, 1_500_000 + 512)
 # Directories any uid may write to on a Debian-like image; the sandbox sees them read-only.
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")
+# A runnable program starved of CPU by a loaded machine may take this many times its time limit
+# in wall time before it is killed (the CPU time it used still judges it).
+STARVED_WALL_FACTOR = 3
 COMPILER = ("g++", "-std=c++17", "-O2", "-pipe")
 _MOUNT_SCRIPT = """set -e
 run="$1"; shift
@@ -218,21 +221,32 @@ class _Exit:
 
 
 def _spawn(cmd: list[str], cwd: Path, env: dict[str, str], stdin: int, stdout: int, stderr: int,
-           wall_s: float) -> _Exit:
-    """Runs `cmd` in a new session; SIGKILLs its process group at `wall_s` or when it exits."""
+           wall_s: float, cpu_s: float | None = None, max_wall_s: float | None = None) -> _Exit:
+    """Runs `cmd` in a new session; SIGKILLs its process group at the wall deadline or when it exits.
+
+    With `cpu_s`, a program still runnable at `wall_s` that has used less than `cpu_s` of CPU was
+    starved by a loaded machine, not slow: it gets until `max_wall_s` to use its CPU time. A sleeping
+    or blocked one is killed at `wall_s`.
+    """
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
                             start_new_session=True, close_fds=True)
-    deadline, pause, timed_out = start + wall_s, 0.001, False
+    deadline, hard = start + wall_s, start + max(wall_s, max_wall_s or wall_s)
+    pause, timed_out = 0.001, False
     # wait4 rather than Popen.wait: its rusage gives the CPU time, which RLIMIT_CPU only bounds to the second.
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
-        if time.monotonic() >= deadline and not timed_out:
-            timed_out = True
-            _killpg(proc.pid)
-            pause = 0.001
+        now = time.monotonic()
+        if not timed_out and now >= deadline:
+            starved = cpu_s is not None and now < hard and _runnable_below(proc.pid, cpu_s)
+            if starved:
+                deadline = now + 0.05
+            else:
+                timed_out = True
+                _killpg(proc.pid)
+                pause = 0.001
         time.sleep(pause)
         pause = min(pause * 2, 0.01)
     wall = time.monotonic() - start
@@ -241,6 +255,20 @@ def _spawn(cmd: list[str], cwd: Path, env: dict[str, str], stdin: int, stdout: i
     code = os.waitstatus_to_exitcode(status)
     proc.returncode = code
     return _Exit(code, timed_out, wall, usage.ru_utime + usage.ru_stime)
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _runnable_below(pid: int, cpu_s: float) -> bool:
+    """The process is runnable (state R) and has used less than `cpu_s` CPU seconds (proc(5) stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+    return fields[0] == "R" and (int(fields[11]) + int(fields[12])) / _TICKS < cpu_s
 
 
 def _killpg(pgid: int) -> None:
@@ -350,7 +378,8 @@ class Executor:
             with open(in_path, "rb") as fin, open(out_path, "wb") as fout:
                 os.chmod(out_path, 0o600)
                 ex = _spawn(cmd, run_dir, {}, fin.fileno(), fout.fileno(), subprocess.DEVNULL,
-                            limits.time_s + limits.wall_margin_s)
+                            limits.time_s + limits.wall_margin_s, cpu_s=limits.time_s,
+                            max_wall_s=STARVED_WALL_FACTOR * limits.time_s + limits.wall_margin_s)
         return _judge(ex, out_path, test, limits)
 
 

@@ -56,8 +56,9 @@ def test_infinite_loop_scores_zero_within_its_time_limit() -> None:
     gt = truth(time_limit={"seconds": 0, "nanos": 500_000_000})
     start = time.monotonic()
     assert score(LOOP, gt) == 0.0
-    # 4 tests on 2 workers, each stopped at 0.5 s + 0.5 s margin, plus a compile: far under 4 x 2 s.
-    assert time.monotonic() - start < 2 * (0.5 + 0.5) + 3
+    # 4 tests on 2 workers, each stopped at 0.5 s + 0.5 s margin (up to 3 x 0.5 s + 0.5 s when the
+    # machine is loaded), plus a compile.
+    assert time.monotonic() - start < 2 * (3 * 0.5 + 0.5) + 4
 
 
 def test_the_problems_own_time_limit_applies() -> None:

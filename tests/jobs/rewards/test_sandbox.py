@@ -72,7 +72,8 @@ def test_infinite_loop_is_a_time_limit_within_limit_plus_margin(executor: Execut
     start = time.monotonic()
     r = _one(executor, "int main() { volatile unsigned long x = 0; for (;;) x++; }", time_s=0.5, wall_margin_s=0.3)
     assert r.status is Status.time_limit
-    assert r.wall_s < 0.5 + 0.3 + 0.2
+    # Killed at 0.5 s + 0.3 s on an idle machine; a loaded one may stretch a starved runnable program.
+    assert r.wall_s < sandbox.STARVED_WALL_FACTOR * 0.5 + 0.3 + 0.2
     assert time.monotonic() - start < 5  # compile included
 
 
