@@ -48,3 +48,32 @@ def gsm8k_cmd(
             err().print(f"wrote {path}", markup=False)
     err().print(f"GSM8K format {gsm8k.FORMAT_VERSION}: "
                 + ", ".join(f"{s} {n} rows" for s, n in view["rows"].items()), markup=False)
+
+
+@data_app.command("code-contests")
+@handled
+def code_contests_cmd(
+    input_dir: Annotated[Path, typer.Option("--input", help="Directory of deepmind/code_contests *.parquet or *.jsonl files.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Writes OUT/{easy,hard,expert}/train.parquet.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary on stdout.")] = False,
+) -> None:
+    """deepmind/code_contests -> veRL parquet split into easy / hard / expert by Codeforces rating."""
+    from jobs.data import code_contests  # pyarrow is imported only when this command runs
+
+    hint = "pass the folder holding the dataset's *.parquet or *.jsonl files"
+    if not input_dir.is_dir():
+        raise UsageError(f"--input {input_dir}: not a directory", hint)
+    if not any(p.suffix in (".parquet", ".jsonl") for p in input_dir.iterdir()):
+        raise UsageError(f"--input {input_dir}: holds no *.parquet or *.jsonl files", hint)
+    try:
+        summary = code_contests.convert(input_dir, out_dir)
+    except ValueError as e:
+        raise UsageError(f"--input {input_dir}: {e}", hint) from None
+    if as_json:
+        emit_json({"written": summary.written, "dropped": dict(summary.dropped),
+                   "paths": summary.paths})
+        return
+    for tier, count in summary.written.items():
+        err().print(f"{tier}: {count} problems -> {summary.paths.get(tier, '-')}", markup=False)
+    for reason, count in sorted(summary.dropped.items()):
+        err().print(f"dropped {count}: {reason}", markup=False)

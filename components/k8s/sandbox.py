@@ -1,0 +1,143 @@
+"""The code-execution sandbox service on the cluster: Deployment, Service and NetworkPolicy (pure builders).
+
+The executor (jobs/rewards/service.py) runs model-written C++ for the code-contests reward, so its
+pods get nothing worth stealing and no way out:
+- GKE Sandbox: `runtimeClassName: gvisor` on a node pool created with sandbox_config GVISOR
+  (components/sandbox_pool.py). GKE labels and taints such nodes `sandbox.gke.io/runtime=gvisor`;
+  we select and tolerate that and our own pool label, so the pods land only on that pool.
+- No credentials: no service-account token mounted, no Secret env or volume, no service links.
+- A NetworkPolicy with `Egress` in policyTypes and no egress rule (all egress denied) and ingress
+  only from this stack's Ray pods on the service port.
+- Non-root, no privilege escalation, all capabilities dropped, read-only root filesystem; the
+  executor's work dirs live in a size-capped emptyDir at /tmp. (In this mode the executor runs in
+  its "unprivileged" isolation: rlimits, process-group kill, private dirs; network and filesystem
+  containment come from the pod itself.)
+Code ships in a ConfigMap of the jobs/rewards sources (the caller reads them), so any image with
+Python 3.11+, pydantic 2, g++ and util-linux serves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+GVISOR_RUNTIME_CLASS = "gvisor"  # created by GKE when a pool has GKE Sandbox enabled
+GVISOR_NODE_LABEL = "sandbox.gke.io/runtime"
+POOL_ROLE_LABEL = "rl-on-gke/role"
+POOL_ROLE = "code-sandbox"
+APP_LABEL = "app.kubernetes.io/name"
+CODE_DIR = "/opt/rl-sandbox"
+PORT = 8080
+RAY_CLUSTER_LABEL = "ray.io/cluster"  # KubeRay labels every pod of a cluster with its name
+# The files the service imports (python -m jobs.rewards.service); ConfigMap keys cannot hold "/".
+SOURCE_FILES = ("jobs/__init__.py", "jobs/rewards/__init__.py", "jobs/rewards/sandbox.py", "jobs/rewards/service.py")
+
+
+def source_key(path: str) -> str:
+    return path.replace("/", "__")
+
+
+@dataclass(frozen=True)
+class SandboxServiceInputs:
+    name: str
+    namespace: str
+    image: str
+    ray_cluster: str  # whose pods may call the service
+    sources: dict[str, str]  # SOURCE_FILES path -> file text
+    replicas: int = 2
+    cpu: str = "4"
+    memory: str = "8Gi"
+    scratch: str = "4Gi"
+    concurrency: int = 4
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        missing = [p for p in SOURCE_FILES if p not in self.sources]
+        if missing:
+            raise ValueError(f"sandbox service sources: missing {missing} (expected every one of {list(SOURCE_FILES)})")
+        if self.replicas < 1:
+            raise ValueError(f"sandbox service replicas: {self.replicas} (expected at least 1)")
+
+    @property
+    def selector(self) -> dict[str, str]:
+        return {APP_LABEL: self.name}
+
+    @property
+    def url(self) -> str:
+        """What the reward's CODE_SANDBOX_URL should be inside the cluster."""
+        return f"http://{self.name}.{self.namespace}.svc.cluster.local:{PORT}"
+
+
+def _meta(inputs: SandboxServiceInputs, name: str | None = None) -> dict[str, Any]:
+    return {"name": name or inputs.name, "namespace": inputs.namespace, "labels": {**inputs.labels, **inputs.selector}}
+
+
+def config_map_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(inputs, f"{inputs.name}-code"),
+            "data": {source_key(p): inputs.sources[p] for p in SOURCE_FILES}}
+
+
+def deployment_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
+    resources = {"cpu": inputs.cpu, "memory": inputs.memory, "ephemeral-storage": inputs.scratch}
+    container = {
+        "name": "executor",
+        "image": inputs.image,
+        "command": ["python3", "-m", "jobs.rewards.service", "--host", "0.0.0.0", "--port", str(PORT),
+                    "--concurrency", str(inputs.concurrency)],
+        "workingDir": CODE_DIR,
+        # Only what the executor needs; nothing secret. The programs themselves get an empty env.
+        "env": [{"name": "PYTHONPATH", "value": CODE_DIR}, {"name": "TMPDIR", "value": "/tmp"},
+                {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+        "ports": [{"name": "http", "containerPort": PORT}],
+        "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10},
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 30, "failureThreshold": 4},
+        "resources": {"requests": resources, "limits": resources},
+        "securityContext": {
+            "runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
+            "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [{"name": "scratch", "mountPath": "/tmp"},
+                         *({"name": "code", "mountPath": f"{CODE_DIR}/{p}", "subPath": source_key(p), "readOnly": True}
+                           for p in SOURCE_FILES)],
+    }
+    pod_spec = {
+        "runtimeClassName": GVISOR_RUNTIME_CLASS,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "nodeSelector": {GVISOR_NODE_LABEL: "gvisor", POOL_ROLE_LABEL: POOL_ROLE},
+        "tolerations": [{"key": GVISOR_NODE_LABEL, "operator": "Equal", "value": "gvisor", "effect": "NoSchedule"}],
+        "securityContext": {"runAsNonRoot": True, "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [container],
+        "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": inputs.scratch}},
+                    {"name": "code", "configMap": {"name": f"{inputs.name}-code"}}],
+    }
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(inputs),
+        "spec": {"replicas": inputs.replicas, "selector": {"matchLabels": inputs.selector},
+                 "template": {"metadata": {"labels": {**inputs.labels, **inputs.selector}}, "spec": pod_spec}},
+    }
+
+
+def service_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(inputs),
+            "spec": {"selector": inputs.selector, "ports": [{"name": "http", "port": PORT, "targetPort": "http"}]}}
+
+
+def network_policy_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
+    return {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _meta(inputs),
+        "spec": {
+            "podSelector": {"matchLabels": inputs.selector},
+            # Egress listed with no rule: every outbound connection is denied, DNS included.
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [{"podSelector": {"matchLabels": {RAY_CLUSTER_LABEL: inputs.ray_cluster}}}],
+                         "ports": [{"protocol": "TCP", "port": PORT}]}],
+            "egress": [],
+        },
+    }
+
+
+def manifests(inputs: SandboxServiceInputs) -> list[dict[str, Any]]:
+    return [config_map_manifest(inputs), deployment_manifest(inputs), service_manifest(inputs),
+            network_policy_manifest(inputs)]

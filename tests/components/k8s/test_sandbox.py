@@ -1,0 +1,101 @@
+"""The sandbox service manifests: valid for the API server, gVisor, no credentials, egress denied."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.k8s import sandbox
+from components.k8s.sandbox import SandboxServiceInputs
+from tests.components.k8s.manifests import validate_core
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def inputs(**overrides: Any) -> SandboxServiceInputs:
+    sources = {p: (REPO / p).read_text() for p in sandbox.SOURCE_FILES}
+    return SandboxServiceInputs(**{"name": "rl-test-code-sandbox", "namespace": "rl-train", "image": "gcc:12",
+                                   "ray_cluster": "rl-test-ray", "sources": sources, **overrides})
+
+
+def by_kind(manifests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {m["kind"]: m for m in manifests}
+
+
+def test_every_manifest_validates_against_the_kubernetes_schemas() -> None:
+    manifests = sandbox.manifests(inputs())
+    assert sorted(m["kind"] for m in manifests) == ["ConfigMap", "Deployment", "NetworkPolicy", "Service"]
+    for manifest in manifests:
+        validate_core(manifest)  # kubernetes-validate, strict: unknown fields fail too
+
+
+def test_pods_run_under_gvisor_on_the_sandbox_pool_only() -> None:
+    pod = by_kind(sandbox.manifests(inputs()))["Deployment"]["spec"]["template"]["spec"]
+    assert pod["runtimeClassName"] == "gvisor"
+    assert pod["nodeSelector"] == {"sandbox.gke.io/runtime": "gvisor", "rl-on-gke/role": "code-sandbox"}
+    assert {"key": "sandbox.gke.io/runtime", "operator": "Equal", "value": "gvisor", "effect": "NoSchedule"} in pod["tolerations"]
+
+
+def test_pods_hold_no_token_or_secret() -> None:
+    pod = by_kind(sandbox.manifests(inputs()))["Deployment"]["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["enableServiceLinks"] is False
+    for container in pod["containers"]:
+        assert "envFrom" not in container
+        assert all("valueFrom" not in e for e in container["env"])
+        assert not any(word in e["name"].upper() for e in container["env"] for word in ("TOKEN", "KEY", "SECRET", "PASSWORD"))
+    assert all("secret" not in v and "projected" not in v for v in pod["volumes"])
+
+
+def test_containers_are_non_root_and_locked_down() -> None:
+    pod = by_kind(sandbox.manifests(inputs()))["Deployment"]["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    (container,) = pod["containers"]
+    ctx = container["securityContext"]
+    assert ctx["runAsNonRoot"] is True and ctx["runAsUser"] != 0
+    assert ctx["allowPrivilegeEscalation"] is False and ctx["readOnlyRootFilesystem"] is True
+    assert ctx["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_network_policy_denies_all_egress_and_admits_only_the_ray_pods() -> None:
+    manifests = by_kind(sandbox.manifests(inputs()))
+    policy = manifests["NetworkPolicy"]["spec"]
+    assert "Egress" in policy["policyTypes"] and policy["egress"] == []
+    labels = manifests["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    assert all(labels.get(k) == v for k, v in policy["podSelector"]["matchLabels"].items())
+    (rule,) = policy["ingress"]
+    assert rule["from"] == [{"podSelector": {"matchLabels": {"ray.io/cluster": "rl-test-ray"}}}]
+    assert rule["ports"] == [{"protocol": "TCP", "port": sandbox.PORT}]
+
+
+def test_service_reaches_the_container_port_and_the_code_is_mounted() -> None:
+    manifests = by_kind(sandbox.manifests(inputs()))
+    (container,) = manifests["Deployment"]["spec"]["template"]["spec"]["containers"]
+    (port,) = manifests["Service"]["spec"]["ports"]
+    assert port["targetPort"] in {p["name"] for p in container["ports"]}
+    assert manifests["Service"]["spec"]["selector"] == manifests["Deployment"]["spec"]["selector"]["matchLabels"]
+    mounted = {m["mountPath"] for m in container["volumeMounts"]}
+    assert {f"{sandbox.CODE_DIR}/{p}" for p in sandbox.SOURCE_FILES} <= mounted
+    assert set(manifests["ConfigMap"]["data"]) == {sandbox.source_key(p) for p in sandbox.SOURCE_FILES}
+    assert inputs().url == "http://rl-test-code-sandbox.rl-train.svc.cluster.local:8080"
+
+
+def test_the_mounted_sources_are_all_the_service_imports() -> None:
+    # The pod has only these files: importing the service from them alone must work.
+    import subprocess
+    import sys
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in sandbox.SOURCE_FILES:
+            (Path(tmp) / path).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / path).write_text((REPO / path).read_text())
+        done = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, '.'); import jobs.rewards.service"],
+                              cwd=tmp, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_missing_sources_are_named() -> None:
+    with pytest.raises(ValueError, match="missing \\['jobs/rewards/service.py'\\]"):
+        inputs(sources={p: "" for p in sandbox.SOURCE_FILES if p != "jobs/rewards/service.py"})
