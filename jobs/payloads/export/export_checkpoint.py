@@ -49,7 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"export: running {shlex.join(todo.argv)}" + (f" in {todo.cwd}" if todo.cwd else ""),
               flush=True)
-        code = subprocess.run(list(todo.argv), cwd=todo.cwd).returncode
+        try:
+            code = subprocess.run(list(todo.argv), cwd=todo.cwd).returncode
+        except OSError as e:  # no such program or folder: not the image this recipe runs in
+            print(f"export: cannot run the converter: {e}", file=sys.stderr, flush=True)
+            return 127
         if code != 0:
             print(f"export: the converter exited {code}", file=sys.stderr, flush=True)
             return code
