@@ -16,8 +16,8 @@ from ray.job_submission import JobStatus
 from rich.table import Table
 
 from components.contract import StackOutputs
-from jobs import (address, attempts, ckpt_size, follow, frameworks, listing, overrides, stack,
-                  submission, validate)
+from jobs import (address, attempts, ckpt_size, export, follow, frameworks, listing, overrides,
+                  stack, submission, validate)
 from jobs.cluster import AlreadySubmitted, Cluster
 from jobs.console import emit_json as _emit_json
 from jobs.console import err as _err
@@ -383,6 +383,80 @@ def run_cmd(
     with _cluster(addr, stack_name) as (cluster, where):
         code = _drive(cluster, where, sub, follow_logs, max_restarts, as_json)
     raise typer.Exit(code)
+
+
+@app.command("export")
+@handled
+def export_cmd(
+    run: Annotated[str, typer.Argument(metavar="RUN", help="A recipe run (its name, as `list` shows it).")],
+    step: Annotated[int | None, typer.Option("--step", min=1, help="Export this step (default: the newest complete checkpoint).")] = None,
+    out: Annotated[str | None, typer.Option("--out", help="Output folder inside the run's directory; {step} is filled in (default: <run dir>/hf/step_{step}).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Read the run from the cluster and print the export job; submit nothing.")] = False,
+    follow_logs: FollowOpt = False,
+    as_json: JsonOpt = False,
+    addr: AddressOpt = None,
+    stack_name: StackOpt = None,
+) -> None:
+    """Convert a finished, failed or stopped run's checkpoint to Hugging Face format on Lustre,
+    with the framework's own converter, as a Ray job (<run>-export-N)."""
+    submission.check_run_name(run)
+    out_template = export.check_out(run, out)
+    where = address.choose(addr, stack_name)
+    outputs = stack.read(where.stack) if where.stack else None
+    with address.connect(where, outputs, spinner=_spinner) as conn:
+        cluster = Cluster(conn.url)
+        latest = listing.latest_attempt(cluster, run)
+        job_id = latest.submission_id or run
+        kind = listing.metadata_of(latest).kind
+        if kind != "recipe":
+            raise UsageError(f"run {run} was started with `python -m jobs "
+                             f"{kind or 'an unknown tool'}`, not from a recipe; export converts "
+                             "recipe runs' checkpoints", "export a run started with "
+                             "python -m jobs submit RECIPE")
+        if not latest.status.is_terminal():
+            raise UsageError(f"run {run} is {latest.status.value} ({job_id}): the checkpoint it "
+                             "is writing may be half-written",
+                             f"wait until it ends, or stop it first with python -m jobs stop "
+                             f"{run}{_where_flags(where)}")
+        recorded = RecipeRun.of_job(latest.metadata)
+        if recorded is None or recorded.recipe not in RECIPES:
+            raise UsageError(f"{job_id} has unreadable or incomplete metadata (or a recipe this "
+                             "version does not know), so its checkpoint cannot be found",
+                             "export with the rl-on-gke commit in its jobs_commit metadata")
+        recipe = RECIPES[recorded.recipe]
+        number = export.next_number([j.submission_id or "" for j in cluster.jobs()], run)
+        sub = export.for_run(recipe, recorded, export.backend(recipe, recorded), out_template,
+                             step, number, where.stack, submission.git_commit())
+        if dry_run:
+            _print_dry_run(sub, as_json, [])
+            return
+        try:
+            job_id = cluster.submit(sub)
+        except AlreadySubmitted:
+            raise UsageError(f"{sub.submission_id} already exists on this cluster",
+                             "another export of this run started at the same time; list them "
+                             f"with python -m jobs list{_where_flags(where)}") from None
+        _err().print(f"submitted {job_id} (export of run {run}, {recipe.framework} "
+                     f"{sub.metadata['backend']}, to {out_template})", markup=False)
+        if not follow_logs:
+            if as_json:
+                _emit_json({"run": run, "submission_id": job_id, "status": "SUBMITTED",
+                            "out": out_template})
+            else:
+                _out().print(job_id, markup=False)
+                _err().print(f"follow: python -m jobs logs {job_id} --follow"
+                             f"{_where_flags(where)}", markup=False)
+            return
+        try:
+            status = _watcher(cluster, where).follow(job_id, to_stderr=as_json)
+        except KeyboardInterrupt:
+            _err().print(f"detached; {job_id} keeps running. Stop it with: "
+                         f"{_stop_hint(job_id, where)}", markup=False)
+            raise typer.Exit(int(ExitCode.OK)) from None
+    if as_json:
+        _emit_json({"run": run, "submission_id": job_id, "status": status.value,
+                    "out": out_template})
+    raise typer.Exit(int(ExitCode.OK if status == JobStatus.SUCCEEDED else ExitCode.JOB_FAILED))
 
 
 # ------------------------------------------------------------------------ inspect and stop

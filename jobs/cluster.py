@@ -108,7 +108,8 @@ class Cluster:
     def submit(self, sub: Submission) -> str:
         with _translated(f"submit {sub.submission_id}"):
             return self.client.submit_job(entrypoint=sub.entrypoint, runtime_env=sub.runtime_env,
-                                          metadata=sub.metadata, submission_id=sub.submission_id)
+                                          metadata=sub.metadata, submission_id=sub.submission_id,
+                                          entrypoint_num_cpus=sub.entrypoint_num_cpus)
 
     def ray_version(self) -> str | None:
         """The cluster's Ray version from `GET /api/version` (`ray_version`), or None."""

@@ -50,8 +50,11 @@ def group(jobs: list[JobDetails]) -> list[dict[str, Any]]:
         runs.setdefault(run_of(job), []).append(job)
     out = []
     for run, members in runs.items():
-        members.sort(key=lambda j: (attempt_of(j) or 0, j.start_time or 0))
-        latest = members[-1]
+        # Attempts in order, then jobs that are no attempt (an export of the run) by start time;
+        # the run's status and recipe are its latest attempt's when it has one.
+        members.sort(key=lambda j: (attempt_of(j) is None, attempt_of(j) or 0, j.start_time or 0))
+        numbered = [j for j in members if attempt_of(j) is not None]
+        latest = numbered[-1] if numbered else members[-1]
         out.append({
             "run": run,
             "recipe": metadata_of(latest).recipe,

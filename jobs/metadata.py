@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-Kind = Literal["recipe", "command"]
+Kind = Literal["recipe", "command", "export"]
 SUBMITTED_BY = "python -m jobs"
 
 
@@ -79,6 +79,21 @@ class RecipeRun(RunMetadata):
             return cls.model_validate(dict(metadata or {}))
         except (ValidationError, json.JSONDecodeError):
             return None
+
+
+class ExportRun(RunMetadata):
+    """An export job of a recipe run (`python -m jobs export`): grouped under the run by `run`,
+    but with no `attempt`, so it is never taken for an attempt to resume or follow."""
+
+    kind: Literal["export"] = "export"
+    attempt: None = None
+    recipe: str
+    framework: str
+    backend: str
+    checkpoint_dir: str
+    out: str
+    # The step asked for with --step; empty means "the latest complete one".
+    step: str = ""
 
 
 def _encode(values: Mapping[str, object]) -> dict[str, str]:

@@ -48,18 +48,22 @@ def parse(items: list[str]) -> list[Override]:
 
 
 def _output_path(run: str, o: Override) -> str:
-    """The normalised output path, refused unless it stays inside the run's own directory."""
+    return output_path(run, f"--set {o.key}={o.value}", o.value)
+
+
+def output_path(run: str, given: str, value: str) -> str:
+    """The normalised output path, refused unless it stays inside the run's own directory;
+    `given` is how the user wrote it (e.g. `--set key=value`, `--out PATH`)."""
     run_dir = f"{RUNS_ROOT}/{run}"
     hint = (f"write it under {run_dir}/; other runs' checkpoints and anything outside Lustre "
             "must not be touched, and relative paths land in Ray's temporary working_dir")
-    if ".." in o.value.split("/"):
-        raise UsageError(f"--set {o.key}={o.value}: '..' is not allowed in an output path", hint)
-    path = posixpath.normpath(o.value)
+    if ".." in value.split("/"):
+        raise UsageError(f"{given}: '..' is not allowed in an output path", hint)
+    path = posixpath.normpath(value)
     # Strictly below the run directory: the run name is what keeps runs apart (one
     # checkpoint directory per run, reference §0.2), so an output may not escape it.
     if not path.startswith(f"{run_dir}/"):
-        raise UsageError(f"--set {o.key}={o.value}: output paths must be absolute under "
-                         f"{run_dir}/", hint)
+        raise UsageError(f"{given}: output paths must be absolute under {run_dir}/", hint)
     return path
 
 

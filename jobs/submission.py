@@ -33,6 +33,9 @@ class Submission(BaseModel):
     runtime_env: dict[str, object]
     # Ray requires str -> str metadata.
     metadata: dict[str, str]
+    # CPUs the driver (the entrypoint) reserves; None sends it to the head. The head starts
+    # with num-cpus 0 (components/k8s/raycluster.py), so >= 1 puts the driver on a worker.
+    entrypoint_num_cpus: float | None = None
 
     @property
     def run(self) -> str:

@@ -1,0 +1,68 @@
+"""Convert a run's latest (or a chosen) checkpoint to Hugging Face format; runs on the cluster.
+
+`python -m jobs export RUN` submits this as a Ray job. The CLI cannot see Lustre, so the choice
+of checkpoint is made here (`jobs.checkpoints`, shipped with the job as Ray `py_modules`), then
+the framework's own converter runs: NeMo RL's examples/converters scripts, or veRL's
+`verl.model_merger`. Exit codes: the converter's, or 1 when there is nothing to convert.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from jobs import checkpoints
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--framework", choices=sorted(checkpoints.BACKENDS), required=True)
+    parser.add_argument("--backend", required=True)
+    parser.add_argument("--checkpoint-dir", type=Path, required=True)
+    parser.add_argument("--out", required=True, help="output folder; {step} is filled in")
+    parser.add_argument("--step", type=int, default=None)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        ckpt = checkpoints.pick(args.framework, args.checkpoint_dir, args.step)
+        out = checkpoints.out_path(args.out, ckpt.step)
+        if out.exists():
+            # Both NeMo RL converters raise FileExistsError on an existing output; say it first.
+            raise checkpoints.NoCheckpoint(f"{out} already exists; delete it or pass another "
+                                           f"--out to export step {ckpt.step} again")
+        todo = checkpoints.plan(args.framework, args.backend, ckpt, out)
+    except checkpoints.NoCheckpoint as e:
+        print(f"export: {e}", file=sys.stderr, flush=True)
+        return 1
+    print(f"export: step {ckpt.step} from {ckpt.path} -> {out}", flush=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if todo.copy_from is not None:
+        print(f"export: {todo.note}", flush=True)
+        shutil.copytree(todo.copy_from, out)
+    else:
+        print(f"export: running {shlex.join(todo.argv)}" + (f" in {todo.cwd}" if todo.cwd else ""),
+              flush=True)
+        try:
+            code = subprocess.run(list(todo.argv), cwd=todo.cwd).returncode
+        except OSError as e:  # no such program or folder: not the image this recipe runs in
+            print(f"export: cannot run the converter: {e}", file=sys.stderr, flush=True)
+            return 127
+        if code != 0:
+            print(f"export: the converter exited {code}", file=sys.stderr, flush=True)
+            return code
+    if todo.tokenizer_from is not None:
+        # The run's own tokenizer files beside the weights (NeMo RL's checkpointing docs).
+        shutil.copytree(todo.tokenizer_from, out, dirs_exist_ok=True)
+    print(f"export: done: {out}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
