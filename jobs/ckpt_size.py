@@ -5,7 +5,7 @@ Adam optimizer state. Mixed-precision Adam keeps fp32 master weights and two fp3
 per parameter (ZeRO paper, Rajbhandari et al. 2020, §3.1 "K = 12"); Megatron (NeMo RL's 70B
 recipes) also saves bf16 weights (2 bytes), FSDP/DTensor saves the fp32 weights as the model
 state (counted in the 12). Gradients are not saved. So 14 B/param (Megatron) or 12 B/param
-(FSDP, DTensor): a 72.7B model is ~1.0 TB per checkpoint, as the reference (§8) estimates.
+(FSDP, DTensor; 14 with `checkpointing.save_consolidated`, whose Hugging Face copy is bf16): a 72.7B model is ~1.0 TB per checkpoint, as the reference (§8) estimates.
 Kept: NeMo RL keeps `keep_top_k` plus the latest, which is never pruned (nemo_rl/utils/checkpoint.py
 L182-227 @v0.4.0); veRL keeps `max_actor_ckpt_to_keep`. One more is being written before the
 oldest goes, so the peak is kept + 1. The model's download in the shared HF cache (bf16, 2 B/param)
@@ -68,7 +68,9 @@ def footprint(recipe: Recipe, cfg: Any) -> Footprint | None:
         return None  # unknown model, or every checkpoint kept (null): no bound to check
     if recipe.framework == "nemo-rl":
         megatron = bool(compose.value(cfg, "policy.megatron_cfg.enabled"))
-        return Footprint(model, count, 14 if megatron else 12, keep + 1)
+        # save_consolidated adds a bf16 Hugging Face copy (2 B/param) to each DTensor checkpoint.
+        consolidated = not megatron and bool(compose.value(cfg, "checkpointing.save_consolidated"))
+        return Footprint(model, count, 14 if megatron or consolidated else 12, keep + 1)
     return Footprint(model, count, 12, keep)
 
 

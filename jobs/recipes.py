@@ -246,6 +246,10 @@ RECIPES: dict[str, Recipe] = {
                 "data.val_data_path": "{datasets}/gsm8k/nemo/test.jsonl",
                 "data.input_key": "question",
                 "data.output_key": "answer",
+                # grpo_math_1B.yaml saves DTensor v2 checkpoints, which v0.4.0's
+                # convert_dcp_to_hf.py cannot read (fixed upstream after v0.4.0, NVIDIA-NeMo/RL
+                # PR #1881): a Hugging Face copy in each checkpoint is what `jobs export` takes.
+                "checkpointing.save_consolidated": "true",
                 "grpo.num_prompts_per_step": "32",
                 "grpo.num_generations_per_prompt": "16",
                 **_NEMO_COMMON,

@@ -28,6 +28,12 @@ def test_72b_megatron_checkpoint_is_about_a_terabyte_and_keeps_top_k_plus_latest
     assert _footprint("nemo-rl-grpo-math-codelab").kept == 3
 
 
+def test_a_consolidated_hugging_face_copy_adds_its_bf16_weights():
+    assert _footprint("nemo-rl-grpo-gsm8k").bytes_per_param == 14
+    off = _footprint("nemo-rl-grpo-gsm8k", "checkpointing.save_consolidated=false")
+    assert off.bytes_per_param == 12
+
+
 def test_verl_keeps_max_actor_ckpt_to_keep_of_fp32_state():
     fp = _footprint("verl-grpo-gsm8k")
     assert fp.kept == 3 and fp.bytes_per_param == 12
