@@ -5,6 +5,7 @@ Layers flow one way: config -> GCP (networks, Lustre, GKE, GPU pool) -> Kubernet
 
 import pulumi
 
+from components.apis import ProjectApis, ProjectApisArgs
 from components.cluster import GkeCluster, GkeClusterArgs
 from components.contract import SECRET_ENV, export_stack_outputs
 from components.gpu_pool import GpuNodePool, GpuNodePoolArgs
@@ -16,13 +17,22 @@ from components.stack_inputs import load_stack
 config, secret_env = load_stack()
 prefix = config.name_prefix
 
-network = Network(prefix, NetworkArgs(config=config))
-psa = PrivateServiceAccess(f"{prefix}-psa", PrivateServiceAccessArgs(config=config, network=network.main_network))
+# Enables the Google APIs; every component below creates its GCP resources through the
+# provider that waits for them (components/apis.py).
+apis = ProjectApis(f"{prefix}-apis", ProjectApisArgs(project=config.project, region=config.region))
+on_apis = pulumi.ResourceOptions(providers=[apis.provider])
+
+network = Network(prefix, NetworkArgs(config=config), on_apis)
+psa = PrivateServiceAccess(
+    f"{prefix}-psa", PrivateServiceAccessArgs(config=config, network=network.main_network), on_apis
+)
 lustre = ManagedLustre(
-    f"{prefix}-lustre", ManagedLustreArgs(config=config, network=network.main_network, psa=psa)
+    f"{prefix}-lustre", ManagedLustreArgs(config=config, network=network.main_network, psa=psa), on_apis
 )
 gke = GkeCluster(
-    f"{prefix}-gke", GkeClusterArgs(config=config, network=network.main_network, subnetwork=network.main_subnet)
+    f"{prefix}-gke",
+    GkeClusterArgs(config=config, network=network.main_network, subnetwork=network.main_subnet),
+    on_apis,
 )
 gpu_pool = GpuNodePool(
     f"{prefix}-gpu",
@@ -32,6 +42,7 @@ gpu_pool = GpuNodePool(
         service_account=gke.node_service_account.email,
         nics=network.gpu_nics,
     ),
+    on_apis,
 )
 k8s = KubernetesLayer(
     f"{prefix}-k8s",
@@ -45,7 +56,9 @@ k8s = KubernetesLayer(
         nics=network.gpu_nics,
         lustre_instance_id=lustre.instance.instance_id,
         lustre_mount_point=lustre.mount_point,
+        system_pool=gke.system_pool,
     ),
+    on_apis,
 )
 
 export_stack_outputs(

@@ -28,7 +28,23 @@ class MachineSpec:
     nccl_tuner_config: str
     # Minimum GKE version for RDMA on this machine (AI Hypercomputer custom-cluster doc).
     min_gke_version_for_rdma: str
+    # Bundled 375 GB Local SSDs, all used as the node's ephemeral storage (images, emptyDirs,
+    # /tmp/ray): cluster-toolkit gke-node-pool/disk_definitions.tf sets 32 for a4-highgpu-8g and
+    # a3-ultragpu-8g (reference gcp-and-k8s.md 11).
+    local_ssd_count: int = 0
+    # What one Ray worker pod requests for /tmp/ray (logs + object spilling), in GiB. Ray caps the
+    # object store at 200 GB by default (ray_constants.DEFAULT_OBJECT_STORE_MAX_MEMORY_BYTES), so
+    # 1000 GiB holds about four full spills of it plus session logs; the verl sample requests the
+    # same 1000Gi per worker (reference 3.6). It must fit the Local SSD capacity below.
+    worker_scratch_gib: int = 1000
 
+    @property
+    def local_ssd_gib(self) -> int:
+        return self.local_ssd_count * LOCAL_SSD_GB * 1000**3 // 1024**3
+
+
+# Size of one Local SSD partition on these machines (Compute Engine "About Local SSD disks").
+LOCAL_SSD_GB = 375
 
 MACHINES: dict[str, MachineSpec] = {
     "a4-highgpu-8g": MachineSpec(
@@ -42,6 +58,7 @@ MACHINES: dict[str, MachineSpec] = {
         shm_size_gib=250,
         nccl_tuner_config="/usr/local/gib/configs/tuner_config_a4.txtpb",
         min_gke_version_for_rdma="1.32.2-gke.1475000",
+        local_ssd_count=32,
     ),
     "a3-ultragpu-8g": MachineSpec(
         machine_type="a3-ultragpu-8g",
@@ -54,6 +71,7 @@ MACHINES: dict[str, MachineSpec] = {
         shm_size_gib=250,
         nccl_tuner_config="/usr/local/gib/configs/tuner_config_a3u.txtpb",
         min_gke_version_for_rdma="1.31.4-gke.1183000",
+        local_ssd_count=32,
     ),
 }
 

@@ -13,8 +13,10 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
+from components.capacity import MAX_PODS_PER_NODE
 from components.config import StackConfig
 from components.contract import get_credentials_command
+from components.maintenance import maintenance_policy_args
 from components.network import PODS_RANGE_NAME, SERVICES_RANGE_NAME
 
 SYSTEM_POOL_NAME = "system"
@@ -52,6 +54,35 @@ def node_security(service_account: pulumi.Input[str]) -> dict[str, Any]:
     }
 
 
+# A pool whose capacity is exactly its size (a reservation, spot stock, GPU quota) cannot get the
+# extra node GKE's default surge upgrade (maxSurge 1, maxUnavailable 0) needs: the upgrade fails
+# and GKE keeps retrying. Upgrading one node at a time in place needs no extra capacity
+# (cluster-toolkit gke-node-pool/main.tf and gke-cluster/main.tf default to 0 / 1; reference 11).
+IN_PLACE_UPGRADE = {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1}
+
+
+def control_plane_access(config: StackConfig) -> dict[str, Any]:
+    """The IP endpoint's exposure: authorized networks, or private when only DNS access is wanted."""
+    return {
+        "private_cluster_config": {
+            "enable_private_nodes": True,
+            # With authorized networks the IP endpoint stays public but only for them, so `pulumi
+            # up` and kubectl reach it from the deployer's machine (cluster-toolkit A4 blueprint).
+            # With none (allowed only with the DNS endpoint on), the IP endpoint is private and
+            # every client goes through the IAM-gated DNS endpoint.
+            "enable_private_endpoint": not config.authorized_networks,
+            "master_ipv4_cidr_block": config.network.control_plane_cidr,
+        },
+        "master_authorized_networks_config": {
+            "cidr_blocks": [
+                {"cidr_block": n.cidr_block, "display_name": n.display_name}
+                for n in config.authorized_networks
+            ],
+            "gcp_public_cidrs_access_enabled": False,
+        },
+    }
+
+
 def cluster_args(
     config: StackConfig,
     network: pulumi.Input[str],
@@ -78,20 +109,7 @@ def cluster_args(
         # Multi-networking requires Dataplane V2 (GKE multi-network docs).
         "datapath_provider": "ADVANCED_DATAPATH",
         "enable_multi_networking": True,
-        "private_cluster_config": {
-            "enable_private_nodes": True,
-            # The endpoint stays public but only for authorized networks, so `pulumi up` and
-            # kubectl can reach it from the deployer's machine (cluster-toolkit A4 blueprint).
-            "enable_private_endpoint": False,
-            "master_ipv4_cidr_block": config.network.control_plane_cidr,
-        },
-        "master_authorized_networks_config": {
-            "cidr_blocks": [
-                {"cidr_block": n.cidr_block, "display_name": n.display_name}
-                for n in config.authorized_networks
-            ],
-            "gcp_public_cidrs_access_enabled": False,
-        },
+        **control_plane_access(config),
         # The DNS endpoint authenticates every request with IAM (container.clusters.connect);
         # with it closed, only the IP endpoint and its authorized networks remain (GKE "About
         # network isolation": DNS-based endpoint).
@@ -100,6 +118,11 @@ def cluster_args(
         },
         "workload_identity_config": {"workload_pool": f"{config.project}.svc.id.goog"},
         "release_channel": {"channel": config.cluster.release_channel},
+        # When auto-upgrades may run, and exclusions for training campaigns (maintenance.py).
+        "maintenance_policy": maintenance_policy_args(config.cluster.maintenance, config.region),
+        # Stated, not left to the default, because config validation sizes the pods range by it
+        # (components/capacity.py).
+        "default_max_pods_per_node": MAX_PODS_PER_NODE,
         "min_master_version": config.cluster.min_master_version,
         "enable_shielded_nodes": True,
         "addons_config": {
@@ -145,6 +168,8 @@ def system_pool_args(
             "labels": {"rl-on-gke/role": "system"},
         },
         "management": {"auto_repair": True, "auto_upgrade": True},
+        # The Ray head lives here: one node at a time, never waiting for a surge node.
+        "upgrade_settings": dict(IN_PLACE_UPGRADE),
     }
 
 

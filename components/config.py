@@ -24,7 +24,9 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from components.capacity import capacity_problems
 from components.catalogue import LUSTRE_TIERS, MACHINES, MIN_GKE_VERSION_FOR_LUSTRE_PORT_988
+from components.maintenance import MaintenanceSettings
 
 NAMESPACE = "rl-on-gke"
 
@@ -66,7 +68,9 @@ class _Settings(BaseModel):
 
 class GpuSettings(_Settings):
     machine_type: str
-    node_count: int = Field(ge=1, le=64)
+    # 0 parks the GPUs: the pool scales to zero and the RayCluster keeps no workers, while the
+    # cluster, Lustre and its data stay (README "Park the GPUs").
+    node_count: int = Field(ge=0, le=64)
     provisioning: Literal["spot", "reservation", "on-demand"] = "spot"
     reservation: str | None = None
     compact_placement: bool = False
@@ -228,6 +232,8 @@ class ClusterSettings(_Settings):
     # IPs, so GitHub-hosted runners (not in authorizedNetworks) can apply the Kubernetes layer.
     # The IP endpoint stays limited to authorizedNetworks either way.
     dns_endpoint: bool = True
+    # Recurring window and exclusions for GKE auto-upgrades (components/maintenance.py).
+    maintenance: MaintenanceSettings = MaintenanceSettings()
 
     @field_validator("min_master_version")
     @classmethod
@@ -290,7 +296,9 @@ class StackConfig(_Settings):
     name_prefix: str
     gpu: GpuSettings
     lustre: LustreSettings
-    authorized_networks: list[AuthorizedNetwork] = Field(min_length=1)
+    # Optional while cluster.dnsEndpoint is on: the IAM-gated DNS endpoint is then the way in and
+    # the IP endpoint is made private (components/cluster.py).
+    authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)
     network: NetworkSettings = NetworkSettings()
     cluster: ClusterSettings = ClusterSettings()
     ray: RaySettings = RaySettings()
@@ -327,6 +335,32 @@ class StackConfig(_Settings):
             raise ValueError("must be 1-20 lowercase letters, digits or '-', starting with a letter")
         return value
 
+    @model_validator(mode="after")
+    def _reachable_control_plane(self) -> StackConfig:
+        if not self.authorized_networks and not self.cluster.dns_endpoint:
+            raise _rule(
+                "authorized_networks",
+                [],
+                "at least one network is required when rl-on-gke:cluster.dnsEndpoint is false "
+                "(the IP endpoint is then the only way to reach the control plane)",
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _ranges_hold_the_nodes(self) -> StackConfig:
+        problems = capacity_problems(
+            gpu_nodes=self.gpu.node_count,
+            system_nodes=self.cluster.system_node_count,
+            main_subnet_cidr=self.network.main_subnet_cidr,
+            pods_cidr=self.network.pods_cidr,
+            gvnic_subnet_cidr=self.network.gvnic_subnet_cidr,
+            rdma_cidr=self.network.rdma_cidr,
+        )
+        if problems:
+            first = problems[0]
+            raise _rule(first.field, first.value, first.allowed)
+        return self
+
     @property
     def cluster_name(self) -> str:
         return f"{self.name_prefix}-gke"
@@ -356,7 +390,8 @@ def _describe(error: Mapping[str, Any]) -> str:
     ctx = error.get("ctx") or {}
     message = error["msg"]
     if error["type"] == "config_rule":
-        loc = loc + (ctx["field"],)
+        # A rule may name a nested field ("network.rdma_cidr") of the model that raised it.
+        loc = loc + tuple(str(ctx["field"]).split("."))
         value = ctx["value"]
         message = ctx["allowed"]
     elif error["type"] == "missing":

@@ -12,7 +12,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.cluster import node_security
+from components.cluster import IN_PLACE_UPGRADE, node_security
 from components.config import GpuSettings, StackConfig
 from components.network import GpuNics
 
@@ -72,6 +72,14 @@ def gpu_pool_args(
                     "gpu_driver_installation_config": {"gpu_driver_version": "DEFAULT"},
                 }
             ],
+            # The bundled Local SSDs back the node's ephemeral storage (images, emptyDirs, the
+            # Ray workers' /tmp/ray), so logs and object spilling never fill the boot disk
+            # (cluster-toolkit gke-node-pool/disk_definitions.tf; reference 11).
+            **(
+                {"ephemeral_storage_local_ssd_config": {"local_ssd_count": machine.local_ssd_count}}
+                if machine.local_ssd_count
+                else {}
+            ),
             "spot": gpu.provisioning == "spot",
             "reservation_affinity": reservation_affinity(gpu, config.project),
             "taints": [GPU_TAINT],
@@ -79,6 +87,9 @@ def gpu_pool_args(
         },
         "network_config": {"additional_node_network_configs": extra_networks},
         "management": {"auto_repair": True, "auto_upgrade": True},
+        # Spot stock, a reservation sized to the pool and GPU quota all leave no room for a
+        # surge node, so every GPU pool upgrades in place, one node at a time (cluster.py).
+        "upgrade_settings": dict(IN_PLACE_UPGRADE),
     }
     if gpu.compact_placement:
         # Compact placement is single-zone only, which the pool already is.

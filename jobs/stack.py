@@ -63,6 +63,12 @@ def _check_gpus(stack: str, outputs: StackOutputs) -> None:
     # cluster.num_nodes=0 and the framework would fail on the cluster instead of here.
     for field in ("gpu_node_count", "gpus_per_node"):
         value = getattr(outputs, field)
+        if field == "gpu_node_count" and value == 0:
+            # gpu.nodeCount 0 is how a stack parks its GPUs (README "Park the GPUs").
+            raise UsageError(
+                f"stack {stack!r} is parked: its GPU node pool has 0 nodes (gpuNodeCount=0)",
+                f"unpark it: pulumi config set --path 'rl-on-gke:gpu.nodeCount' <nodes> --type int "
+                f"--stack {stack} && pulumi up --stack {stack}")
         if value < 1:
             raise UsageError(
                 f"stack {stack!r} output {StackOutputs.output_name(field)}={value!r} is not "

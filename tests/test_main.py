@@ -60,8 +60,10 @@ def test_dev_cluster_is_private_and_has_every_feature_issue_2_lists() -> None:
     assert cluster["enableMultiNetworking"] is True
     assert cluster["addonsConfig"]["rayOperatorConfigs"][0]["enabled"] is True
     assert cluster["addonsConfig"]["lustreCsiDriverConfig"]["enabled"] is True
-    cidrs = [b["cidrBlock"] for b in cluster["masterAuthorizedNetworksConfig"]["cidrBlocks"]]
-    assert cidrs and "0.0.0.0/0" not in cidrs
+    # No authorizedNetworks in the stack file: the IP endpoint is private, the DNS endpoint is the way in.
+    assert cluster["masterAuthorizedNetworksConfig"]["cidrBlocks"] == []
+    assert cluster["privateClusterConfig"]["enablePrivateEndpoint"] is True
+    assert cluster["controlPlaneEndpointsConfig"]["dnsEndpointConfig"]["allowExternalTraffic"] is True
 
 
 def test_dev_gpu_pool_is_spot_without_reservation_and_system_pool_is_not_spot() -> None:
@@ -170,7 +172,20 @@ BAD = {
     "filesystem": ("rl-on-gke:lustre", {"capacityGib": 9000, "perUnitStorageThroughput": 1000, "filesystem": "lustre-fs-01"},
                    "rl-on-gke:lustre.filesystem"),
     "zone outside region": ("rl-on-gke:zone", "us-west1-a", "rl-on-gke:zone"),
-    "nodeCount 0": ("rl-on-gke:gpu", {"machineType": "a4-highgpu-8g", "nodeCount": 0}, "rl-on-gke:gpu.nodeCount"),
+    "nodeCount -1": ("rl-on-gke:gpu", {"machineType": "a4-highgpu-8g", "nodeCount": -1}, "rl-on-gke:gpu.nodeCount"),
+    "rdma range too small for the nodes": (
+        "rl-on-gke:network", {"rdmaCidr": "192.168.128.0/26"}, "rl-on-gke:network.rdmaCidr",
+        {"rl-on-gke:gpu": {"machineType": "a4-highgpu-8g", "nodeCount": 64}}),
+    "maintenance window too short": (
+        "rl-on-gke:cluster",
+        {"maintenance": {"window": {"startTime": "2026-01-03T07:00:00Z", "endTime": "2026-01-03T13:00:00Z",
+                                    "recurrence": "FREQ=WEEKLY;BYDAY=SA"}}},
+        "rl-on-gke:cluster.maintenance.window.recurrence"),
+    "exclusion ending before it starts": (
+        "rl-on-gke:cluster",
+        {"maintenance": {"exclusions": [{"name": "campaign", "startTime": "2026-03-01T00:00:00Z",
+                                         "endTime": "2026-02-01T00:00:00Z"}]}},
+        "rl-on-gke:cluster.maintenance.exclusions[0].endTime"),
     "reservation without name": ("rl-on-gke:gpu", {"machineType": "a4-highgpu-8g", "nodeCount": 1, "provisioning": "reservation"},
                                  "rl-on-gke:gpu.reservation"),
     "unknown machine": ("rl-on-gke:gpu", {"machineType": "a2-highgpu-1g", "nodeCount": 1}, "rl-on-gke:gpu.machineType"),
@@ -193,9 +208,11 @@ def test_bad_config_fails_the_whole_program_before_any_resource_is_registered(ca
         return original(self, request)
 
     monkeypatch.setattr(render_module.RecordingMonitor, "RegisterResource", spy)
-    key, value, named = BAD[case]
+    key, value, named, *also = BAD[case]
     config = copy.deepcopy(BASE_STACK_CONFIG)
     config[key] = value
+    for extra in also:
+        config.update(extra)
     with pytest.raises(ConfigError) as caught:
         render(config)
     assert [p.split(" ")[0].rstrip(":") for p in caught.value.problems] == [named]
@@ -223,3 +240,26 @@ def test_a_misspelt_top_level_key_is_refused_without_showing_its_value(typo: str
         render(config)
     assert any(p.startswith(f"{typo}: unknown key") for p in caught.value.problems)
     assert "hf_shouldnotbeshown" not in str(caught.value)
+
+
+def test_a_parked_stack_renders_a_zero_node_gpu_pool_and_a_ray_cluster_without_workers() -> None:
+    config, secret_keys = load_stack_file("dev")
+    config["gcp:project"] = "example-project"
+    config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "nodeCount": 0}
+    parked = render(config, stack="dev", secret_keys=secret_keys)
+    pools = {p.inputs["name"]: p.inputs for p in parked.of_type("gcp:container/nodePool:NodePool")}
+    assert pools["gpu"]["nodeCount"] == 0 and pools["system"]["nodeCount"] == 1
+    (group,) = parked.one("kubernetes:ray.io/v1:RayCluster").inputs["spec"]["workerGroupSpecs"]
+    assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (0, 0, 0)
+    # Lustre, the cluster and everything else stay: the same resources as the running stack.
+    assert sorted(r.urn for r in parked.custom_resources()) == sorted(r.urn for r in rendered("dev").custom_resources())
+    assert parked.outputs["gpuNodeCount"] == 0
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_crd_gate_job_runs_on_the_system_pool_once_it_exists(stack: str) -> None:
+    rendering = rendered(stack)
+    job = rendering.one("kubernetes:batch/v1:Job")
+    system_pool = next(p for p in rendering.of_type("gcp:container/nodePool:NodePool") if p.inputs["name"] == "system")
+    assert system_pool.urn in job.dependencies
+    assert job.inputs["spec"]["template"]["spec"]["nodeSelector"] == {"cloud.google.com/gke-nodepool": "system"}

@@ -44,27 +44,51 @@ KEY_SETTINGS: dict[str, tuple[str, ...]] = {
         "privateClusterConfig.enablePrivateNodes", "masterAuthorizedNetworksConfig.cidrBlocks",
         "workloadIdentityConfig.workloadPool", "datapathProvider", "enableMultiNetworking",
         "addonsConfig.rayOperatorConfigs", "addonsConfig.lustreCsiDriverConfig",
+        "privateClusterConfig.enablePrivateEndpoint", "maintenancePolicy", "defaultMaxPodsPerNode",
     ),
     "gcp:container/nodePool:NodePool": (
         "name", "nodeCount", "nodeConfig.machineType", "nodeConfig.spot",
         "nodeConfig.reservationAffinity", "nodeConfig.guestAccelerators",
-        "networkConfig.additionalNodeNetworkConfigs", "placementPolicy",
+        "networkConfig.additionalNodeNetworkConfigs", "placementPolicy", "upgradeSettings",
+        "nodeConfig.ephemeralStorageLocalSsdConfig",
+    ),
+    "gcp:projects/service:Service": ("service", "disableOnDestroy"),
+    "kubernetes:batch/v1:Job": (
+        "metadata.name", "spec.template.spec.initContainers[0].args", "spec.template.spec.containers[0].args",
+    ),
+    "kubernetes:ray.io/v1:RayCluster": (
+        "metadata.name",
+        "spec.headGroupSpec.template.spec.containers[0].resources.requests.ephemeral-storage",
+        "spec.workerGroupSpecs[0].replicas",
+        "spec.workerGroupSpecs[0].template.spec.containers[0].resources.requests.ephemeral-storage",
+        "spec.workerGroupSpecs[0].template.spec.containers[0].volumeMounts",
     ),
 }
 K8S_SETTINGS = ("kind", "metadata.name", "metadata.namespace")
 
 
 def lookup(values: dict[str, Any], path: str) -> Any:
+    """`a.b[0].c` in nested inputs, or None when any step is missing."""
     current: Any = values
     for part in path.split("."):
-        if not isinstance(current, dict) or part not in current:
+        name, _, index = part.partition("[")
+        if not isinstance(current, dict) or name not in current:
             return None
-        current = current[part]
+        current = current[name]
+        if index:
+            position = int(index.rstrip("]"))
+            if not isinstance(current, list) or position >= len(current):
+                return None
+            current = current[position]
     return current
 
 
 def _summarise(value: Any) -> str:
     if isinstance(value, list) and len(value) > 3:
+        if all(isinstance(v, dict) and "mountPath" in v for v in value):
+            value = [v["mountPath"] for v in value]  # volume mounts read as their paths
+        if all(isinstance(v, str) for v in value) and sum(map(len, value)) < 240:
+            return escape(json.dumps(" ".join(value)))  # a command line reads best as one
         return escape(f"[{len(value)} items]")
     # Escaped: "[secret]" would otherwise be read as rich markup and vanish.
     return escape(json.dumps(masked(value), separators=(",", ":")))
@@ -78,12 +102,27 @@ def key_settings(resource: RenderedResource) -> dict[str, Any]:
     return {k: v for k, v in settings.items() if v is not None}
 
 
-def _label(resource: RenderedResource) -> str:
+# Dependencies worth showing by type: objects that wait for the CRD gate Job, resources that
+# wait for the provider that waits for the Google APIs.
+WAITS_FOR_TYPES = ("kubernetes:batch/v1:Job", "gcp:projects/service:Service")
+
+
+def waits_for(resource: RenderedResource, by_urn: dict[str, RenderedResource]) -> list[str]:
+    return sorted(
+        by_urn[urn].name for urn in resource.dependencies if urn in by_urn and by_urn[urn].type in WAITS_FOR_TYPES
+    )
+
+
+def _label(resource: RenderedResource, by_urn: dict[str, RenderedResource] | None = None) -> str:
     flags = [f for f, on in (("protected", resource.protect), ("retained", resource.retain_on_delete)) if on]
     head = f"[bold]{resource.name}[/bold] [dim]{resource.type}[/dim]"
     if flags:
         head += f" [yellow]({', '.join(flags)})[/yellow]"
-    details = ", ".join(f"{k}={_summarise(v)}" for k, v in key_settings(resource).items())
+    settings = key_settings(resource)
+    waits = waits_for(resource, by_urn or {})
+    if waits:
+        settings["waitsFor"] = waits if len(waits) <= 3 else [*waits[:2], f"+{len(waits) - 2} more"]
+    details = ", ".join(f"{k}={_summarise(v)}" for k, v in settings.items())
     return f"{head}\n  {details}" if details else head
 
 
@@ -105,6 +144,7 @@ def as_json(rendering: Rendering, notes: list[str]) -> dict[str, Any]:
                 "retainOnDelete": r.retain_on_delete,
                 "deletedWith": r.deleted_with,
                 "ignoreChanges": r.ignore_changes,
+                "dependencies": r.dependencies,
                 "inputs": masked(r.inputs),
             }
             for r in rendering.resources
@@ -120,6 +160,7 @@ def print_tree(rendering: Rendering, notes: list[str], console: Console) -> None
     root = Tree(f"[bold]stack {rendering.stack}[/bold]")
     children: dict[str, list[RenderedResource]] = {}
     urns = {r.urn for r in rendering.resources}
+    by_urn = {r.urn: r for r in rendering.resources}
     for resource in rendering.resources:
         parent = resource.parent if resource.parent in urns else ""
         children.setdefault(parent, []).append(resource)
@@ -127,7 +168,7 @@ def print_tree(rendering: Rendering, notes: list[str], console: Console) -> None
     def grow(branch: Tree, parent: str) -> None:
         # Registration order depends on async timing; sorting keeps the plan stable to read and diff.
         for resource in sorted(children.get(parent, []), key=lambda r: (r.custom, r.name)):
-            grow(branch.add(_label(resource)), resource.urn)
+            grow(branch.add(_label(resource, by_urn)), resource.urn)
 
     grow(root, "")
     console.print(root)

@@ -14,6 +14,7 @@ import pulumi
 from components.catalogue import RAY_DASHBOARD_PORT
 from components.config import StackConfig
 from components.contract import RDMA_NIC_COUNT, port_forward_command
+from components.k8s.crd_gate import CrdGate, CrdGateArgs
 from components.k8s.identity import TrainingIdentity, TrainingIdentityArgs
 from components.k8s.metrics import RayMetrics, RayMetricsArgs
 from components.k8s.names import K8sNames
@@ -37,6 +38,7 @@ class KubernetesLayerArgs:
     nics: GpuNics                             # the GPU nodes' extra NICs, for the Network objects
     lustre_instance_id: pulumi.Input[str]
     lustre_mount_point: pulumi.Input[str]     # "IP@tcp:/FILESYSTEM"
+    system_pool: pulumi.Resource | None = None  # the CRD gate's Job runs there
 
 
 class KubernetesLayer(pulumi.ComponentResource):
@@ -67,20 +69,6 @@ class KubernetesLayer(pulumi.ComponentResource):
             provider=kubernetes_provider(f"{name}-provider", args.kubeconfig, args.cluster, self),
             cluster=args.cluster,
         )
-        networks = GpuNetworks(
-            f"{name}-networks",
-            GpuNetworksArgs(
-                target=target,
-                gvnic_vpc=args.nics.gvnic_network,
-                gvnic_subnet=args.nics.gvnic_subnet,
-                rdma_vpc=args.nics.rdma_network,
-                rdma_subnets=list(args.nics.rdma_subnets),
-            ),
-            child,
-        )
-        nccl = NcclInstaller(
-            f"{name}-nccl", NcclInstallerArgs(target=target, machine=config.gpu.machine), child
-        )
         identity = TrainingIdentity(
             f"{name}-identity",
             TrainingIdentityArgs(
@@ -90,6 +78,34 @@ class KubernetesLayer(pulumi.ComponentResource):
                 token_data=dict(args.secret_env),
             ),
             child,
+        )
+        # Objects whose CRDs GKE installs after the cluster is up wait for this (crd_gate.py).
+        crd_gate = CrdGate(
+            f"{name}-crd-gate",
+            CrdGateArgs(
+                target=target,
+                name=f"{config.name_prefix}-crd-gate",
+                namespace=names.namespace,
+                system_pool_name=args.system_pool_name,
+                namespace_resource=identity.namespace,
+                system_pool=args.system_pool,
+            ),
+            child,
+        )
+        networks = GpuNetworks(
+            f"{name}-networks",
+            GpuNetworksArgs(
+                target=target,
+                gvnic_vpc=args.nics.gvnic_network,
+                gvnic_subnet=args.nics.gvnic_subnet,
+                rdma_vpc=args.nics.rdma_network,
+                rdma_subnets=list(args.nics.rdma_subnets),
+                depends_on=(crd_gate.job,),
+            ),
+            child,
+        )
+        nccl = NcclInstaller(
+            f"{name}-nccl", NcclInstallerArgs(target=target, machine=config.gpu.machine), child
         )
         storage = LustreVolume(
             f"{name}-lustre",
@@ -113,6 +129,7 @@ class KubernetesLayer(pulumi.ComponentResource):
             storage.claim,
             identity.service_account,
             args.gpu_pool,
+            crd_gate.job,
         ]
         if identity.token_secret is not None:
             pod_prerequisites.append(identity.token_secret)
@@ -135,6 +152,7 @@ class KubernetesLayer(pulumi.ComponentResource):
                 namespace=names.namespace,
                 ray_cluster=names.ray_cluster,
                 namespace_resource=identity.namespace,
+                depends_on=(crd_gate.job,),
             ),
             child,
         )

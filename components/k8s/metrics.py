@@ -7,6 +7,7 @@ Prometheus enabled (the CRD comes with it; reference 2.8 monitoring_config).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,8 @@ class RayMetricsArgs:
     namespace: str
     ray_cluster: str
     namespace_resource: pulumi.Resource
+    # The CRD gate (crd_gate.py): GKE installs PodMonitoring's CRD after the cluster is up.
+    depends_on: Sequence[pulumi.Resource] = ()
 
 
 class RayMetrics(pulumi.ComponentResource):
@@ -58,6 +61,6 @@ class RayMetrics(pulumi.ComponentResource):
         custom_object(
             f"{name}-podmonitoring",
             pod_monitoring_manifest(args.name, args.namespace, args.ray_cluster),
-            args.target.options(self, depends_on=[args.namespace_resource]),
+            args.target.options(self, depends_on=[args.namespace_resource, *args.depends_on]),
         )
         self.register_outputs({"podMonitoring": args.name})

@@ -101,6 +101,8 @@ class GpuNetworksArgs:
     gvnic_subnet: pulumi.Input[str]
     rdma_vpc: pulumi.Input[str]
     rdma_subnets: Sequence[pulumi.Input[str]]
+    # What must exist first: the CRD gate (crd_gate.py), since GKE installs these kinds late.
+    depends_on: Sequence[pulumi.Resource] = ()
 
 
 class GpuNetworks(pulumi.ComponentResource):
@@ -116,14 +118,16 @@ class GpuNetworks(pulumi.ComponentResource):
         self.resources = []
         for network in networks:
             param_set = custom_object(
-                f"{name}-{network.name}-params", param_set_manifest(network), args.target.options(self)
+                f"{name}-{network.name}-params",
+                param_set_manifest(network),
+                args.target.options(self, depends_on=list(args.depends_on)),
             )
             device_network = custom_object(
                 f"{name}-{network.name}",
                 network_manifest(network),
                 # Parameters first, then the Network that points at them, as every reference
                 # manifest orders them (reference 3.1).
-                args.target.options(self, depends_on=[param_set]),
+                args.target.options(self, depends_on=[param_set, *args.depends_on]),
             )
             self.resources += [param_set, device_network]
         self.register_outputs({"networks": [n.name for n in networks]})

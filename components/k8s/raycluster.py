@@ -48,27 +48,43 @@ HEAD_PORTS = (
 # Above every training pod (default 0) and far below system-cluster-critical (2e9).
 HEAD_PRIORITY = 1_000_000
 
-# NCCL settings for gIB on A4 / A3 Ultra: NeMo RL's worker env plus the tuning verl sets from
-# the plugin's set_nccl_env.sh (reference 3.6). Only the tuner file differs per machine.
-_NCCL_ENV: tuple[tuple[str, str], ...] = (
-    ("NCCL_NET", "gIB"),
-    # Bootstrap / Gloo / TensorPipe over the primary NIC; data over the eight RDMA NICs.
-    ("NCCL_SOCKET_IFNAME", "eth0"),
+# gIB's own NCCL settings (NCCL_NET=gIB, GID index, chunk sizes, traffic classes...) come from
+# the plugin's script, sourced at worker start rather than copied here: Google's A4 / A3 Ultra
+# NCCL pages say its values are "expected to change with future NCCL/gIB releases", and the
+# NeMo RL chart and container-engine-accelerators gpudirect-rdma/nccl-test-a4.yaml source it
+# too (reference gcp-and-k8s.md 11). The installer DaemonSet (nccl.py) puts it on every GPU node.
+GIB_NCCL_ENV_SCRIPT = f"{GIB_MOUNT_PATH}/scripts/set_nccl_env.sh"
+# KubeRay then runs only our command and hands us its generated `ray start` in
+# $KUBERAY_GEN_RAY_START_CMD (kuberay utils.RayOverwriteContainerCmdAnnotationKey).
+OVERWRITE_CONTAINER_CMD_ANNOTATION = "ray.io/overwrite-container-cmd"
+
+# Process environment, not NCCL tuning: the libraries the installer copies (gIB's NCCL and the
+# GPU driver's), and Gloo / TensorPipe bootstrap on the pod's primary NIC (eth0; the RDMA NICs
+# carry only NCCL data).
+_WORKER_ENV: tuple[tuple[str, str], ...] = (
+    ("LD_LIBRARY_PATH", f"{NVIDIA_MOUNT_PATH}/lib64"),
     ("GLOO_SOCKET_IFNAME", "eth0"),
     ("TP_SOCKET_IFNAME", "eth0"),
-    ("NCCL_CROSS_NIC", "0"),
-    ("NCCL_NET_GDR_LEVEL", "PIX"),
-    # RoCE v2 GID of GCP's RDMA NICs (NeMo RL worker env, reference 3.6).
-    ("NCCL_IB_GID_INDEX", "3"),
-    ("NCCL_P2P_NET_CHUNKSIZE", "131072"),
-    ("NCCL_NVLS_CHUNKSIZE", "524288"),
-    ("NCCL_IB_ADAPTIVE_ROUTING", "1"),
-    ("NCCL_IB_QPS_PER_CONNECTION", "4"),
-    ("NCCL_IB_TC", "52"),
-    ("NCCL_IB_FIFO_TC", "84"),
-    # The installer copies the gIB libraries here; the GPU driver's libraries live here too.
-    ("LD_LIBRARY_PATH", f"{NVIDIA_MOUNT_PATH}/lib64"),
 )
+
+# Scratch for Ray's /tmp/ray (session logs, spilled objects) on the head: it sits on the system
+# node's 200 GB boot disk (cluster.py) beside the OS and the framework image, and holds only the
+# GCS / dashboard / job-driver logs and spills of its small object store (a quarter of its
+# memory, 8 GiB by default) [our sizing].
+HEAD_SCRATCH_GIB = 50
+RAY_SCRATCH_PATH = "/tmp/ray"
+
+
+def nccl_overrides(machine: MachineSpec) -> dict[str, str]:
+    """What the program sets on top of gIB's script, exported after sourcing it."""
+    return {
+        # Pod NIC naming: bootstrap on eth0 (networks.py pod_interfaces), which the script, written
+        # for the VM's own interface names, cannot know. Google's A4 examples likewise export
+        # NCCL_SOCKET_IFNAME after sourcing the script.
+        "NCCL_SOCKET_IFNAME": "eth0",
+        # The machine's topology file (a4 vs a3u); Google's A4 examples set it after the script too.
+        "NCCL_TUNER_CONFIG_PATH": machine.nccl_tuner_config,
+    }
 
 
 # Where the framework's missing packages are installed (an emptyDir shared by the init
@@ -99,9 +115,36 @@ def install_command(framework: FrameworkSpec) -> list[str]:
 
 
 def nccl_env(machine: MachineSpec) -> list[dict[str, str]]:
-    env = [{"name": k, "value": v} for k, v in _NCCL_ENV]
-    env.append({"name": "NCCL_TUNER_CONFIG_PATH", "value": machine.nccl_tuner_config})
-    return env
+    """The worker container's env: process settings only (NCCL tuning comes from the script)."""
+    return [{"name": k, "value": v} for k, v in _WORKER_ENV]
+
+
+def worker_start_script(machine: MachineSpec, script: str = GIB_NCCL_ENV_SCRIPT) -> str:
+    """Source gIB's NCCL env, apply our overrides, then exec KubeRay's `ray start`.
+
+    Ray's raylet and every worker process it forks inherit this environment. Without the script
+    (installer not yet run on the node) the pod fails loudly instead of running NCCL over TCP.
+    """
+    exports = "\n".join(f"export {k}={v}" for k, v in nccl_overrides(machine).items())
+    return (
+        # KubeRay's own default command raises the open-files limit the same way.
+        "ulimit -n 65536\n"
+        f"if [ ! -f {script} ]; then\n"
+        f"  echo 'missing {script}: the nccl-rdma-installer DaemonSet has not run on this node' >&2\n"
+        "  exit 1\n"
+        "fi\n"
+        f"source {script}\n"
+        f"{exports}\n"
+        # A fresh shell keeps the quoting of JSON arguments KubeRay puts in the command.
+        'exec /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"\n'
+    )
+
+
+def _scratch_volume() -> dict[str, Any]:
+    # No sizeLimit: exceeding one evicts the pod, which ends the run. The ephemeral-storage
+    # request instead makes the scheduler reserve the space, and under disk pressure the kubelet
+    # evicts pods above their requests first.
+    return {"name": "ray-scratch", "emptyDir": {}}
 
 
 @dataclass(frozen=True)
@@ -171,6 +214,7 @@ def _common_mounts(inputs: RayClusterInputs) -> list[dict[str, Any]]:
     mounts = [
         {"name": "lustre", "mountPath": LUSTRE_MOUNT_PATH},
         {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "ray-scratch", "mountPath": RAY_SCRATCH_PATH},
     ]
     if inputs.framework.install:
         mounts.append({"name": PACKAGES_VOLUME, "mountPath": PACKAGES_PATH, "readOnly": True})
@@ -223,7 +267,11 @@ def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                         "image": inputs.framework.image_ref,
                         "ports": [{"name": n, "containerPort": p} for n, p in HEAD_PORTS],
                         # requests = limits: Guaranteed QoS, the last class evicted under pressure.
-                        "resources": {"requests": dict(resources), "limits": dict(resources)},
+                        # Scratch is requested only (see _scratch_volume).
+                        "resources": {
+                            "requests": {**resources, "ephemeral-storage": f"{HEAD_SCRATCH_GIB}Gi"},
+                            "limits": dict(resources),
+                        },
                         "env": _common_env(inputs),
                         "volumeMounts": _common_mounts(inputs),
                     }
@@ -233,6 +281,7 @@ def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                     # A quarter of the head's memory for job drivers' objects [our choice].
                     _shm_volume(max(1, inputs.head_memory_gib // 4)),
                     *install_volumes,
+                    _scratch_volume(),
                 ],
             },
         },
@@ -253,14 +302,18 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "groupName": WORKER_GROUP,
         # Fixed size, as in every reference cluster: the GPU pool is static and a training run
-        # is sized to it; the autoscaler would only add pods that cannot schedule.
+        # is sized to it; the autoscaler would only add pods that cannot schedule. A parked stack
+        # (gpu.nodeCount 0) keeps the group at 0 replicas, which the KubeRay CRD allows (all
+        # three default to or accept 0): no worker pods, and unparking changes only these counts.
         "replicas": inputs.worker_replicas,
         "minReplicas": inputs.worker_replicas,
         "maxReplicas": inputs.worker_replicas,
         "numOfHosts": 1,
         "rayStartParams": {},
         "template": {
-            "metadata": {"annotations": pod_network_annotations()},
+            "metadata": {
+                "annotations": {**pod_network_annotations(), OVERWRITE_CONTAINER_CMD_ANNOTATION: "true"}
+            },
             "spec": {
                 "serviceAccountName": inputs.service_account,
                 "nodeSelector": {ACCELERATOR_LABEL: machine.accelerator_type},
@@ -276,8 +329,15 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                         "name": WORKER_CONTAINER,
                         "image": inputs.framework.image_ref,
                         "ports": [{"name": "metrics", "containerPort": RAY_METRICS_PORT}],
+                        "command": ["/bin/bash", "-lc", "--"],
+                        "args": [worker_start_script(machine)],
                         # One pod takes every GPU (and so every RDMA NIC) of its node (reference 3.2).
-                        "resources": {"requests": dict(resources), "limits": dict(resources)},
+                        # /tmp/ray lives on the node's Local SSDs (gpu_pool.py), sized by the
+                        # catalogue for logs and object spilling.
+                        "resources": {
+                            "requests": {**resources, "ephemeral-storage": f"{machine.worker_scratch_gib}Gi"},
+                            "limits": dict(resources),
+                        },
                         "env": [*_common_env(inputs), *nccl_env(machine)],
                         "volumeMounts": [
                             *_common_mounts(inputs),
@@ -289,6 +349,7 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                 "volumes": [
                     _lustre_volume(inputs.lustre_claim),
                     _shm_volume(machine.shm_size_gib),
+                    _scratch_volume(),
                     {"name": "gib", "hostPath": {"path": GIB_HOST_PATH}},
                     {"name": "nvidia", "hostPath": {"path": NVIDIA_HOST_PATH}},
                     *install_volumes,

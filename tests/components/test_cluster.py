@@ -120,3 +120,32 @@ def test_kubeconfig_points_at_the_endpoint_with_its_ca() -> None:
     document = json.loads(kubeconfig("c", "1.2.3.4", "Q0E="))
     assert document["clusters"][0]["cluster"] == {"server": "https://1.2.3.4", "certificate-authority-data": "Q0E="}
     assert document["current-context"] == "c"
+
+
+def test_system_pool_upgrades_in_place_one_node_at_a_time(config) -> None:
+    # The Ray head lives here; a surge upgrade would wait for a node the quota may not have.
+    pool = _render(config).one(POOL).inputs
+    assert pool["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
+
+
+def test_cluster_gets_the_weekend_night_window_and_states_its_pods_per_node(config) -> None:
+    inputs = _render(config).one(CLUSTER).inputs
+    assert inputs["maintenancePolicy"] == {"recurringWindow": {
+        "startTime": "2026-01-03T07:00:00Z", "endTime": "2026-01-03T13:00:00Z",
+        "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}}
+    assert inputs["defaultMaxPodsPerNode"] == 110
+
+
+def test_without_authorized_networks_the_ip_endpoint_is_private_and_dns_is_the_way_in(stack_config) -> None:
+    from components.config import parse_stack_config
+    from tests.conftest import raw_from_stack
+
+    del stack_config["rl-on-gke:authorizedNetworks"]
+    inputs = _render(parse_stack_config(raw_from_stack(stack_config))).one(CLUSTER).inputs
+    assert inputs["privateClusterConfig"]["enablePrivateEndpoint"] is True
+    assert inputs["controlPlaneEndpointsConfig"]["dnsEndpointConfig"]["allowExternalTraffic"] is True
+    assert inputs["masterAuthorizedNetworksConfig"]["gcpPublicCidrsAccessEnabled"] is False
+
+
+def test_with_authorized_networks_the_ip_endpoint_stays_public_for_them(config) -> None:
+    assert _render(config).one(CLUSTER).inputs["privateClusterConfig"]["enablePrivateEndpoint"] is False

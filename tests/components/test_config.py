@@ -42,8 +42,8 @@ BAD_CONFIGS = {
         _with("rl-on-gke:lustre.filesystem", "lustre-fs-01"), "rl-on-gke:lustre.filesystem", "letters or digits"),
     "zone outside region": (
         _with("rl-on-gke:zone", "us-central1-a"), "rl-on-gke:zone", "zone of region us-east1"),
-    "nodeCount 0": (
-        _with("rl-on-gke:gpu.nodeCount", 0), "rl-on-gke:gpu.nodeCount", "greater than or equal to 1"),
+    "nodeCount -1": (
+        _with("rl-on-gke:gpu.nodeCount", -1), "rl-on-gke:gpu.nodeCount", "greater than or equal to 0"),
     "reservation without a name": (
         _with("rl-on-gke:gpu.provisioning", "reservation"), "rl-on-gke:gpu.reservation", "required"),
     "unknown machine type": (
@@ -67,7 +67,7 @@ def test_each_bad_value_is_reported_by_key_value_and_what_is_allowed(name: str) 
 
 def test_every_problem_is_reported_in_one_error() -> None:
     stack_config = _with("rl-on-gke:zone", "us-west1-a")
-    stack_config["rl-on-gke:gpu"] = {"machineType": "a4-highgpu-8g", "nodeCount": 0}
+    stack_config["rl-on-gke:gpu"] = {"machineType": "a4-highgpu-8g", "nodeCount": -1}
     stack_config["rl-on-gke:lustre"] = {"capacityGib": 9000, "perUnitStorageThroughput": 300, "filesystem": "x-y"}
     problems = _problems(stack_config)
     keys = {p.split(" ")[0].rstrip(":") for p in problems}
@@ -98,9 +98,25 @@ def test_missing_required_keys_are_named() -> None:
     assert "rl-on-gke:lustre: required but not set" in problems
 
 
-def test_control_plane_must_have_an_authorized_network() -> None:
-    problems = _problems(_with("rl-on-gke:authorizedNetworks", []))
-    assert problems[0].startswith("rl-on-gke:authorizedNetworks")
+def test_control_plane_must_have_an_authorized_network_without_the_dns_endpoint() -> None:
+    stack_config = _with("rl-on-gke:authorizedNetworks", [])
+    stack_config["rl-on-gke:cluster"] = {"dnsEndpoint": False}
+    problems = _problems(stack_config)
+    assert problems == [
+        "rl-on-gke:authorizedNetworks = []: at least one network is required when "
+        "rl-on-gke:cluster.dnsEndpoint is false (the IP endpoint is then the only way to reach the control plane)"
+    ]
+
+
+def test_authorized_networks_may_be_left_out_when_the_dns_endpoint_is_on(stack_config) -> None:
+    del stack_config["rl-on-gke:authorizedNetworks"]
+    config = parse_stack_config(raw_from_stack(stack_config))
+    assert config.authorized_networks == [] and config.cluster.dns_endpoint is True
+
+
+def test_a_parked_stack_is_valid(stack_config) -> None:
+    stack_config["rl-on-gke:gpu"]["nodeCount"] = 0
+    assert parse_stack_config(raw_from_stack(stack_config)).gpu.node_count == 0
 
 
 def test_gke_version_below_the_lustre_port_floor_is_refused() -> None:

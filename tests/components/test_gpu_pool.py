@@ -88,3 +88,22 @@ def test_gpu_nodes_are_tainted_use_the_metadata_server_and_have_a_static_size(co
 def test_compact_placement_only_when_asked(stack_config) -> None:
     assert "placementPolicy" not in _gpu_pool(_config(stack_config))
     assert _gpu_pool(_config(stack_config, compactPlacement=True))["placementPolicy"] == {"type": "COMPACT"}
+
+
+def test_every_gpu_pool_upgrades_in_place_without_a_surge_node(stack_config) -> None:
+    for gpu in ({"provisioning": "spot"}, {"provisioning": "reservation", "reservation": "r"},
+                {"provisioning": "on-demand"}):
+        pool = _gpu_pool(_config(dict(stack_config), **gpu))
+        assert pool["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}, gpu
+
+
+def test_bundled_local_ssds_back_the_nodes_ephemeral_storage(stack_config) -> None:
+    for machine in ("a4-highgpu-8g", "a3-ultragpu-8g"):
+        pool = _gpu_pool(_config(dict(stack_config), machineType=machine))
+        assert pool["nodeConfig"]["ephemeralStorageLocalSsdConfig"] == {"localSsdCount": 32}, machine
+
+
+def test_a_parked_pool_has_zero_nodes_and_keeps_its_shape(stack_config) -> None:
+    pool = _gpu_pool(_config(stack_config, nodeCount=0))
+    assert pool["nodeCount"] == 0
+    assert len(pool["networkConfig"]["additionalNodeNetworkConfigs"]) == 9

@@ -248,9 +248,10 @@ def test_a_stack_too_small_for_the_70b_recipe_is_refused_before_any_port_forward
     assert not fakes.pidfile.exists()
 
 
-def test_a_stack_with_no_gpu_nodes_is_refused_in_one_line(fakes):
+def test_a_parked_stack_is_refused_in_one_line_with_the_unpark_command(fakes):
     fakes.env["FAKE_PULUMI_OUTPUTS"] = json.dumps({**OUTPUTS, "gpuNodeCount": 0})
     done = run_cli("submit", "nemo-rl-grpo-gsm8k", "--stack", "dev", env=fakes.env)
     assert done.returncode == 2
-    assert done.stderr.startswith("error: stack 'dev' output gpuNodeCount=0 is not usable")
+    assert done.stderr.startswith("error: stack 'dev' is parked: its GPU node pool has 0 nodes")
+    assert "pulumi config set --path 'rl-on-gke:gpu.nodeCount' <nodes> --type int --stack dev" in done.stderr
     assert done.stderr.count("\n") == 1 and not fakes.pidfile.exists()

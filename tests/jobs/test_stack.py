@@ -28,8 +28,7 @@ from jobs import stack  # noqa: E402
 from jobs.errors import Unreachable, UsageError  # noqa: E402
 
 
-@pytest.mark.parametrize("key", ["gpuNodeCount", "gpusPerNode"])
-@pytest.mark.parametrize("value", [0, -1])
+@pytest.mark.parametrize(("key", "value"), [("gpuNodeCount", -1), ("gpusPerNode", 0), ("gpusPerNode", -1)])
 def test_a_stack_without_gpus_is_refused_in_one_line_naming_the_output(key, value):
     with pytest.raises(UsageError) as e:
         stack.parse("dev", {**BASE, key: value})
@@ -42,3 +41,11 @@ def test_missing_outputs_are_named():
     with pytest.raises(Unreachable) as e:
         stack.parse("dev", {k: v for k, v in BASE.items() if k != "rayHeadService"})
     assert e.value.message == "stack 'dev' lacks outputs rayHeadService"
+
+
+def test_a_parked_stack_is_refused_with_the_command_that_unparks_it():
+    with pytest.raises(UsageError) as e:
+        stack.parse("dev", {**BASE, "gpuNodeCount": 0})
+    line = e.value.line()
+    assert "stack 'dev' is parked" in line and "gpuNodeCount=0" in line
+    assert "pulumi config set --path 'rl-on-gke:gpu.nodeCount' <nodes> --type int --stack dev && pulumi up --stack dev" in line

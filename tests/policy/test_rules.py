@@ -32,6 +32,36 @@ def test_real_stack_breaks_no_rule(stack: str) -> None:
     assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
 
 
+def _rendered_with(stack: str, **changes: Any) -> Rendering:
+    from tools.render import load_stack_file, render
+
+    config, secret_keys = load_stack_file(stack)
+    config.setdefault("gcp:project", "example-project")
+    for key, change in changes.items():
+        change(config)
+    return render(config, stack=stack, secret_keys=secret_keys)
+
+
+def test_a_parked_stack_breaks_no_rule() -> None:
+    def park(config: dict[str, Any]) -> None:
+        config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "nodeCount": 0}
+
+    violations = run_policies(_rendered_with("dev", park=park))
+    assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
+
+
+def test_a_stack_that_also_opens_the_ip_endpoint_to_its_networks_breaks_no_rule() -> None:
+    # The stack files rely on the DNS endpoint alone; listing networks makes the IP endpoint public.
+    def office(config: dict[str, Any]) -> None:
+        config["rl-on-gke:authorizedNetworks"] = [{"cidrBlock": "203.0.113.0/24", "displayName": "office"}]
+
+    rendering = _rendered_with("dev", office=office)
+    cluster = rendering.one("gcp:container/cluster:Cluster").inputs
+    assert cluster["privateClusterConfig"]["enablePrivateEndpoint"] is False
+    violations = run_policies(rendering)
+    assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
+
+
 # --- mutations -------------------------------------------------------------------------------
 
 
@@ -150,19 +180,28 @@ _CONFIGMAP_WITH_KEY = {
     "data": {"WANDB_API_KEY": "0123456789abcdef"},
 }
 
+# The stacks reach the control plane only through the DNS endpoint (private IP endpoint), so the
+# authorized-network breakages first make the IP endpoint public again.
+_public_endpoint = _set("privateClusterConfig.enablePrivateEndpoint", False)
+
 BREAKAGES = [
     Breakage(
         "gke-control-plane-not-public", "authorized-0.0.0.0/0",
-        _on(CLUSTER, lambda p, _r: p["masterAuthorizedNetworksConfig"]["cidrBlocks"].append({"cidrBlock": "0.0.0.0/0"})),
+        _on(CLUSTER, lambda p, r: (_public_endpoint(p, r),
+                                   p["masterAuthorizedNetworksConfig"]["cidrBlocks"].append({"cidrBlock": "0.0.0.0/0"}))),
         "authorizedNetworks",
     ),
     Breakage(
         "gke-control-plane-not-public", "no-authorized-networks",
-        _on(CLUSTER, _drop("masterAuthorizedNetworksConfig")), "cidrBlocks",
+        _on(CLUSTER, lambda p, r: (_public_endpoint(p, r), _drop("masterAuthorizedNetworksConfig")(p, r))),
+        "cidrBlocks",
     ),
     Breakage(
         "gke-control-plane-not-public", "gcp-public-cidrs",
-        _on(CLUSTER, _set("masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled", True)), "false",
+        _on(CLUSTER, lambda p, r: (_public_endpoint(p, r),
+                                   p["masterAuthorizedNetworksConfig"]["cidrBlocks"].append({"cidrBlock": "203.0.113.0/24"}),
+                                   _set("masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled", True)(p, r))),
+        "false",
     ),
     Breakage("gke-private-nodes", "public-nodes", _on(CLUSTER, _set("privateClusterConfig.enablePrivateNodes", False)), "enablePrivateNodes"),
     Breakage("gke-private-nodes", "pool-override", _on(NODE_POOL, _set("networkConfig.enablePrivateNodes", False), "-gpu-pool"), "enablePrivateNodes"),

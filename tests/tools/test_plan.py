@@ -41,3 +41,26 @@ def test_unknown_stack_exits_2_naming_the_stacks_there_are() -> None:
     assert result.returncode == 2
     assert "Pulumi.nope.yaml" in result.stderr and "dev, h200" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_plans_of_both_stacks_show_the_day_two_settings() -> None:
+    import re
+
+    for stack in ("dev", "h200"):
+        result = _plan("--stack", stack)
+        assert result.returncode == 0, result.stderr
+        text = re.sub(r"\s*\n[│├└─ ]*", " ", result.stdout)  # undo the tree's line wrapping
+        assert 'upgradeSettings={"maxSurge":0,"strategy":"SURGE","maxUnavailable":1}' in text, stack
+        assert "maintenancePolicy=" in text and "FREQ=WEEKLY;BYDAY=SA,SU" in text, stack
+        assert 'nodeConfig.ephemeralStorageLocalSsdConfig={"localSsdCount":32}' in text, stack
+        assert '/tmp/ray' in text and 'ephemeral-storage="1000Gi"' in text and 'ephemeral-storage="50Gi"' in text
+        assert 'service="container.googleapis.com", disableOnDestroy=false' in text, stack
+        assert f'kind="Network", metadata.name="rdma-0", waitsFor=["rl-{stack}-k8s-crd-gate-job"]' in text, stack
+        assert "wait --for=create --timeout=1200s crd/gkenetworkparamsets.networking.gke.io" in text, stack
+
+
+def test_plan_json_records_each_resources_dependencies() -> None:
+    plan = json.loads(_plan("--stack", "dev", "--json").stdout)
+    by_name = {r["name"]: r for r in plan["resources"]}
+    job = by_name["rl-dev-k8s-crd-gate-job"]
+    assert job["urn"] in by_name["rl-dev-k8s-ray-raycluster"]["dependencies"]

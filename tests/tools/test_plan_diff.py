@@ -76,6 +76,23 @@ def test_changing_gpu_node_count_changes_only_the_pool_size_and_ray_workers(repo
     assert all("`2` | `3`" in row for row in changed_rows)
 
 
+def test_parking_the_gpus_changes_only_the_pool_size_and_ray_worker_counts(repo_copy: Path) -> None:
+    stack_file = repo_copy / "Pulumi.dev.yaml"
+    stack_file.write_text(stack_file.read_text().replace("nodeCount: 2", "nodeCount: 0", 1))
+    result = subprocess.run([sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "HEAD"],
+                            cwd=repo_copy, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    # The cluster, Lustre, networks and every other object stay as they are.
+    assert "0 to add, 2 to change, 0 to remove" in text
+    changed_rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert {row.split("`")[1] for row in changed_rows} == {
+        "nodeCount", "spec.workerGroupSpecs[0].replicas", "spec.workerGroupSpecs[0].minReplicas",
+        "spec.workerGroupSpecs[0].maxReplicas",
+    }
+    assert all("`2` | `0`" in row for row in changed_rows)
+
+
 def test_unknown_base_ref_exits_2_with_one_line(repo_copy: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "no-such-ref"],
                             cwd=repo_copy, capture_output=True, text=True, timeout=120)

@@ -87,7 +87,7 @@ def test_workload_identity_binding_names_the_ksa_and_waits_for_the_cluster(run) 
     assert binding.inputs["role"] == "roles/iam.workloadIdentityUser"
     assert binding.inputs["member"] == "serviceAccount:example-project.svc.id.goog[rl-train/rl-test-training]"
     assert run.rendering.one(CLUSTER).urn in binding.dependencies
-    ksa = run.rendering.one("kubernetes:core/v1:ServiceAccount").inputs["metadata"]
+    ksa = run.rendering.one("kubernetes:core/v1:ServiceAccount", "identity-ksa").inputs["metadata"]
     assert (ksa["namespace"], ksa["name"]) == ("rl-train", "rl-test-training")
     assert ksa["annotations"]["iam.gke.io/gcp-service-account"] == "rl-test-training@example-project.iam.gserviceaccount.com"
 
@@ -126,7 +126,7 @@ def test_ray_cluster_waits_for_gpu_pool_networks_claim_identity_and_installer(ru
     required = [
         run.rendering.one("gcp:container/nodePool:NodePool"),
         run.rendering.one("kubernetes:core/v1:PersistentVolumeClaim"),
-        run.rendering.one("kubernetes:core/v1:ServiceAccount"),
+        run.rendering.one("kubernetes:core/v1:ServiceAccount", "identity-ksa"),
         run.rendering.one(SECRET),
         run.rendering.one("kubernetes:apps/v1:DaemonSet"),
         *run.rendering.of_type("kubernetes:networking.gke.io/v1:Network"),

@@ -9,8 +9,8 @@ from components.contract import SECRET_ENV
 from components.k8s.identity import token_env
 from components.k8s.names import K8sNames
 from components.k8s.raycluster import (
-    HEAD_PRIORITY, PACKAGES_PATH, RayClusterInputs, head_priority_class_manifest, install_command,
-    ray_cluster_manifest,
+    HEAD_PRIORITY, HEAD_SCRATCH_GIB, PACKAGES_PATH, RayClusterInputs, head_priority_class_manifest,
+    install_command, ray_cluster_manifest, worker_start_script,
 )
 from tests.components.k8s.conftest import make_config
 from tests.components.k8s.manifests import validate_core, validate_custom
@@ -73,7 +73,9 @@ def test_head_runs_on_the_system_pool_and_takes_no_ray_tasks(k8s_config) -> None
 def test_head_is_guaranteed_qos_high_priority_and_never_evicted_by_the_autoscaler(k8s_config) -> None:
     head = _head(_manifest(k8s_config))
     resources = _container(head)["resources"]
-    assert resources["requests"] == resources["limits"] == {"cpu": "8", "memory": "32Gi"}
+    assert resources["limits"] == {"cpu": "8", "memory": "32Gi"}
+    # Guaranteed QoS is decided by cpu and memory only; scratch disk is requested, not limited.
+    assert resources["requests"] == {**resources["limits"], "ephemeral-storage": f"{HEAD_SCRATCH_GIB}Gi"}
     assert head["template"]["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "false"
     assert head["template"]["spec"]["priorityClassName"] == K8sNames.for_stack(k8s_config).head_priority_class
     priority_class = head_priority_class_manifest("pc")
@@ -108,7 +110,8 @@ def test_each_worker_takes_all_gpus_and_the_catalogued_cpu_and_memory(any_config
     machine = any_config.gpu.machine
     resources = _container(_worker(_manifest(any_config)))["resources"]
     expected = {"cpu": str(machine.worker_cpu), "memory": f"{machine.worker_memory_gib}Gi", "nvidia.com/gpu": "8"}
-    assert resources["requests"] == resources["limits"] == expected
+    assert resources["limits"] == expected
+    assert resources["requests"] == {**expected, "ephemeral-storage": f"{machine.worker_scratch_gib}Gi"}
 
 
 def test_workers_select_this_machines_gpus_and_tolerate_gpu_and_termination_taints(any_config) -> None:
@@ -147,13 +150,19 @@ def test_workers_mount_the_gib_and_nvidia_host_dirs(k8s_config) -> None:
     assert volumes[mounts["/usr/local/nvidia"]]["hostPath"]["path"] == "/home/kubernetes/bin/nvidia"
 
 
-def test_workers_get_the_gib_nccl_environment_for_their_machine(any_config) -> None:
-    env = {k: v["value"] for k, v in _env(_worker(_manifest(any_config))).items() if "value" in v}
-    assert env["NCCL_NET"] == "gIB"
-    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "eth0"
-    assert env["NCCL_TUNER_CONFIG_PATH"] == any_config.gpu.machine.nccl_tuner_config
+def test_workers_freeze_no_gib_tuning_and_source_gibs_script_at_start(any_config) -> None:
+    worker = _worker(_manifest(any_config))
+    container = _container(worker)
+    env = {k: v["value"] for k, v in _env(worker).items() if "value" in v}
+    # gIB's tuning is not copied into the pod spec: a gIB bump must not leave stale values.
+    assert not [k for k in env if k.startswith("NCCL_")]
+    assert env["GLOO_SOCKET_IFNAME"] == env["TP_SOCKET_IFNAME"] == "eth0"
     assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
-    assert (env["NCCL_CROSS_NIC"], env["NCCL_NET_GDR_LEVEL"], env["NCCL_IB_GID_INDEX"]) == ("0", "PIX", "3")
+    assert worker["template"]["metadata"]["annotations"]["ray.io/overwrite-container-cmd"] == "true"
+    assert container["command"] == ["/bin/bash", "-lc", "--"]
+    (script,) = container["args"]
+    assert "source /usr/local/gib/scripts/set_nccl_env.sh" in script
+    assert any_config.gpu.machine.nccl_tuner_config in script
 
 
 def test_hf_cache_is_on_lustre_for_head_and_workers(k8s_config) -> None:
@@ -224,8 +233,9 @@ def test_every_container_of_the_head_keeps_guaranteed_qos(any_config) -> None:
     # Guaranteed QoS needs equal cpu/memory requests and limits on every container, init ones too.
     for container in _all_containers(_head(_manifest(any_config))):
         resources = container["resources"]
-        assert resources["requests"] == resources["limits"]
-        assert {"cpu", "memory"} <= set(resources["limits"])
+        # QoS is judged on cpu and memory only; the head's scratch disk is a request alone.
+        assert {k: resources["requests"][k] for k in ("cpu", "memory")} == {
+            k: resources["limits"][k] for k in ("cpu", "memory")}
 
 
 def test_install_command_is_one_shell_line_pip_reads_as_a_hashed_requirement() -> None:
@@ -246,3 +256,60 @@ def test_an_image_without_a_digest_is_pulled_by_tag_and_flagged_unverified() -> 
 
 def test_a_verl_ray_cluster_with_the_install_step_is_schema_valid() -> None:
     validate_custom(_manifest(make_config(framework="verl")))
+
+
+def _run_start(tmp_path, machine, gib_script: str | None):
+    import subprocess
+
+    script_path = tmp_path / "set_nccl_env.sh"
+    if gib_script is not None:
+        script_path.write_text(gib_script)
+    start = worker_start_script(machine, script=str(script_path))
+    # KubeRay's generated command, replaced by `env` so the test sees what `ray start` would inherit.
+    return subprocess.run(
+        ["/bin/bash", "-lc", "--", start],
+        env={"PATH": "/usr/bin:/bin", "KUBERAY_GEN_RAY_START_CMD": "env"},
+        capture_output=True, text=True, timeout=30, check=False,
+    )
+
+
+def test_start_script_exports_gibs_settings_and_ours_on_top_to_ray_start(tmp_path, any_config) -> None:
+    machine = any_config.gpu.machine
+    gib = "export NCCL_NET=gIB\nexport NCCL_IB_TC=52\nexport NCCL_SOCKET_IFNAME=enp0s12\n"
+    done = _run_start(tmp_path, machine, gib)
+    assert done.returncode == 0, done.stderr
+    env = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    assert (env["NCCL_NET"], env["NCCL_IB_TC"]) == ("gIB", "52")  # gIB's values pass through
+    assert env["NCCL_SOCKET_IFNAME"] == "eth0"  # ours win over the script's
+    assert env["NCCL_TUNER_CONFIG_PATH"] == machine.nccl_tuner_config
+
+
+def test_start_script_fails_loudly_when_gib_is_not_installed(tmp_path, k8s_config) -> None:
+    done = _run_start(tmp_path, k8s_config.gpu.machine, None)
+    assert done.returncode == 1
+    assert "nccl-rdma-installer" in done.stderr
+    assert "KUBERAY" not in done.stdout  # ray start never ran
+
+
+def test_head_and_workers_keep_ray_scratch_in_an_emptydir_at_tmp_ray(any_config) -> None:
+    manifest = _manifest(any_config)
+    for group in (_head(manifest), _worker(manifest)):
+        volume = _volumes(group)[_mounts(group)["/tmp/ray"]]
+        # No sizeLimit: crossing one would evict the pod and end the run.
+        assert volume["emptyDir"] == {}
+
+
+def test_worker_scratch_fits_the_local_ssds_the_pool_gives_each_node(any_config) -> None:
+    machine = any_config.gpu.machine
+    assert 0 < machine.worker_scratch_gib < machine.local_ssd_gib
+
+
+def test_a_parked_stack_keeps_a_worker_group_with_no_pods(stack_config) -> None:
+    from components.config import parse_stack_config
+    from tests.conftest import raw_from_stack
+
+    stack_config["rl-on-gke:gpu"]["nodeCount"] = 0
+    manifest = _manifest(parse_stack_config(raw_from_stack(stack_config)))
+    worker = _worker(manifest)
+    assert worker["replicas"] == worker["minReplicas"] == worker["maxReplicas"] == 0
+    validate_custom(manifest)

@@ -1,0 +1,70 @@
+"""The Google APIs the stack needs, enabled by the program itself, and the provider that waits for them.
+
+A new project has few APIs on; without this a first `pulumi up` fails on the first resource of a
+disabled API (reference gcp-and-k8s.md 2.1). The APIs are never disabled on destroy: other
+workloads in the project may use them, and disabling Compute Engine would tear down far more
+than this stack. Every GCP resource of the stack is created through `provider`, which depends on
+the services, so none is attempted before its API is on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+# Each API and what in this stack calls it.
+REQUIRED_APIS: dict[str, str] = {
+    "compute.googleapis.com": "VPCs, subnets, NAT, firewalls, PSA range",
+    "container.googleapis.com": "the GKE cluster and node pools",
+    "lustre.googleapis.com": "the Managed Lustre instance",
+    "servicenetworking.googleapis.com": "the Private Service Access peering Lustre uses",
+    "iam.googleapis.com": "the node and training service accounts",
+    "cloudresourcemanager.googleapis.com": "project IAM grants",
+    "logging.googleapis.com": "GKE system and workload logs",
+    "monitoring.googleapis.com": "GKE metrics, DCGM and managed Prometheus",
+}
+
+
+def service_args(project: str, api: str) -> dict[str, object]:
+    return {
+        "project": project,
+        "service": api,
+        # Never switch an API off with the stack (see module docstring), nor the APIs using it.
+        "disable_on_destroy": False,
+        "disable_dependent_services": False,
+    }
+
+
+@dataclass(frozen=True)
+class ProjectApisArgs:
+    project: str
+    region: str
+
+
+class ProjectApis(pulumi.ComponentResource):
+    """One `gcp.projects.Service` per required API, and a GCP provider that depends on all of them."""
+
+    services: list[gcp.projects.Service]
+    provider: gcp.Provider
+
+    def __init__(self, name: str, args: ProjectApisArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("rl-on-gke:gcp:ProjectApis", name, None, opts)
+        self.services = [
+            gcp.projects.Service(
+                f"{name}-{api.split('.')[0]}",
+                **service_args(args.project, api),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for api in REQUIRED_APIS
+        ]
+        # Children of the stack's components inherit this provider, so each GCP resource waits
+        # for the APIs without every component having to thread a dependency through.
+        self.provider = gcp.Provider(
+            f"{name}-gcp",
+            project=args.project,
+            region=args.region,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=self.services),
+        )
+        self.register_outputs({"apis": list(REQUIRED_APIS)})

@@ -1,0 +1,124 @@
+"""Every GCP input key the program sets, nested ones included, is one pulumi-gcp declares.
+
+The offline plans run under mocks, which accept any key; a misspelt or renamed nested key (say
+`ephemeralStorageLocalSsdConfig.localSsdCount`) would only fail at a real `pulumi up`. This walks
+the rendered inputs of both stacks against the SDK's own `*Args` input types, with their wire
+names and type hints (`pulumi._types.input_type_py_to_pulumi_names` / `input_type_types`).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import importlib
+import typing
+from functools import lru_cache
+from typing import Any
+
+import pytest
+from pulumi import _types
+
+from tools.render import Rendering, SecretValue, load_stack_file, render
+
+STACKS = ("dev", "h200")
+
+
+@lru_cache(maxsize=None)
+def _rendered(stack: str) -> Rendering:
+    config, secret_keys = load_stack_file(stack)
+    config.setdefault("gcp:project", "example-project")
+    return render(config, stack=stack, secret_keys=secret_keys)
+
+
+def args_class(resource_type: str) -> type:
+    """`gcp:container/nodePool:NodePool` -> pulumi_gcp.container.NodePoolArgs."""
+    if resource_type == "pulumi:providers:gcp":
+        return importlib.import_module("pulumi_gcp").ProviderArgs
+    _, module_path, name = resource_type.split(":")
+    module = importlib.import_module(f"pulumi_gcp.{module_path.split('/')[0]}")
+    return getattr(module, f"{name}Args")
+
+
+def _input_classes(hint: Any) -> tuple[list[type], bool]:
+    """The input types a hint allows, and whether it allows a free-form mapping (labels, metadata)."""
+    classes: list[type] = []
+    free_mapping = False
+    stack = [hint]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, type) and _types.is_input_type(current):
+            classes.append(current)
+            continue
+        origin = typing.get_origin(current)
+        if origin in (collections.abc.Mapping, dict, typing.Mapping):
+            free_mapping = True
+        stack.extend(typing.get_args(current))
+    return classes, free_mapping
+
+
+def unknown_keys(value: Any, cls: type, path: str) -> list[str]:
+    if isinstance(value, SecretValue):
+        value = value.value
+    if not isinstance(value, dict):
+        return []
+    wire_names = set(_types.input_type_py_to_pulumi_names(cls).values())
+    hints = _types.input_type_types(cls)  # keyed by wire name
+    problems = []
+    for key, item in value.items():
+        where = f"{path}.{key}" if path else key
+        if key not in wire_names:
+            problems.append(where)
+            continue
+        problems += _check(item, hints.get(key), where)
+    return problems
+
+
+def _check(value: Any, hint: Any, path: str) -> list[str]:
+    if isinstance(value, SecretValue):
+        value = value.value
+    classes, free_mapping = _input_classes(hint)
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _check(item, hint, f"{path}[{i}]")]
+    if isinstance(value, dict) and classes:
+        (cls,) = set(classes)  # the same Args class, reachable as T and as Awaitable[T]
+        return unknown_keys(value, cls, path)
+    if isinstance(value, dict) and not free_mapping:
+        return [f"{path} (a mapping where the SDK declares {hint})"]
+    return []
+
+
+def _gcp_resources(stack: str):
+    return [r for r in _rendered(stack).custom_resources()
+            if r.type.startswith("gcp:") or r.type == "pulumi:providers:gcp"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_gcp_input_key_is_declared_by_the_sdk(stack: str) -> None:
+    problems = {
+        f"{r.type} {r.name}": unknown
+        for r in _gcp_resources(stack)
+        if (unknown := unknown_keys(r.inputs, args_class(r.type), ""))
+    }
+    assert problems == {}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_walk_reaches_the_day_two_keys(stack: str) -> None:
+    # The check above must actually see the nested keys this stack relies on.
+    rendered = {r.name: r.inputs for r in _gcp_resources(stack)}
+    pool = next(v for k, v in rendered.items() if k.endswith("-gpu-pool"))
+    cluster = next(v for k, v in rendered.items() if k.endswith("-gke-cluster"))
+    assert pool["nodeConfig"]["ephemeralStorageLocalSsdConfig"]["localSsdCount"] == 32
+    assert pool["upgradeSettings"]["maxSurge"] == 0
+    assert cluster["maintenancePolicy"]["recurringWindow"]["recurrence"].startswith("FREQ=WEEKLY")
+
+
+def test_a_misspelt_nested_key_is_caught() -> None:
+    from pulumi_gcp.container import NodePoolArgs
+
+    inputs = {"nodeConfig": {"ephemeralStorageLocalSsdConfig": {"localSsdCnt": 32}}, "upgradeSettings": {"maxSurge": 0}}
+    assert unknown_keys(inputs, NodePoolArgs, "") == ["nodeConfig.ephemeralStorageLocalSsdConfig.localSsdCnt"]
+    cluster = {"maintenancePolicy": {"maintenanceExclusions": [{"exclusionOptions": {"scope": "x", "until": 1}}]}}
+    from pulumi_gcp.container import ClusterArgs
+
+    assert unknown_keys(cluster, ClusterArgs, "") == [
+        "maintenancePolicy.maintenanceExclusions[0].exclusionOptions.until"]
