@@ -162,8 +162,8 @@ def adapt(framework: str, v: Numbers, nodes: int, gpus_per_node: int) -> Numbers
         step = new["gbs"] // gcd(new["gbs"], v["gens"])
         new["prompts"] = _round_up(v["prompts"], step)
     else:
-        if v["dynamic"] or v["micro"] is not None or not v["micro_gpu"]:
-            return None
+        if v["dynamic"] or v["micro"] is not None or not v["micro_gpu"] or world % v["sp"]:
+            return None  # (world % sp: the model layout does not fit; batch sizes cannot help)
         groups = world // v["sp"]
         # mini * n must be a multiple of groups * micro so every GPU group gets whole
         # micro-batches (fsdp_workers.py L234-254).
