@@ -1,5 +1,6 @@
 """Recipe verl-grpo-codecontests: the CodeFu essentials in veRL 0.6.0's config, the reward shipped
-with the job and loaded the way veRL loads it on a real local Ray cluster, and the sandbox choice."""
+with the job and loaded the way veRL loads it on a real local Ray cluster (tests/jobs/test_reward_sandbox.py
+covers the sandbox choice at submit)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-import yaml
 from omegaconf import OmegaConf
 from ray.job_submission import JobStatus
 from typer.testing import CliRunner
 
 import jobs
-from jobs import ckpt_size, compose, stack, submission, validate
+from jobs import ckpt_size, compose, submission, validate
 from jobs.cli import app
 from jobs.data import code_contests as data
 from jobs.errors import UsageError
@@ -135,58 +135,6 @@ def test_dry_run_json_carries_the_reward_path_its_kwargs_and_the_payload():
 
 def test_the_url_env_name_is_the_one_the_reward_reads():
     assert CODE_SANDBOX_URL_ENV == cc.SANDBOX_URL_ENV
-
-
-def _outputs(url: str | None) -> stack.StackOutputs:
-    return stack.StackOutputs(
-        rayClusterName="rc", rayNamespace="ray", rayHeadService="rc-head-svc", rayDashboardPort=8265,
-        rayFramework="verl", gpuNodeCount=1, gpusPerNode=8, clusterName="c", clusterLocation="l",
-        clusterProject="p", codeSandboxUrl=url)
-
-
-@pytest.mark.parametrize("url, allow, code", [(None, False, 2), (None, True, 99),
-                                              ("http://cc-sandbox.ray.svc.cluster.local:8080", False, 99)])
-def test_without_a_sandbox_service_submit_needs_the_flag_and_contacts_nothing(monkeypatch, url, allow, code):
-    monkeypatch.setattr(stack, "read", lambda name: _outputs(url))
-    sent = []
-    from jobs import address
-
-    def no_connect(where, outputs, spinner=None):
-        sent.append(outputs)
-        raise SystemExit(99)  # stands for "went on to contact the cluster"
-
-    monkeypatch.setattr(address, "connect", no_connect)
-    monkeypatch.setattr(submission, "for_recipe", _recording(submission.for_recipe, sent))
-    args = ["submit", NAME, "--stack", "s", "--name", "u"] + (["--allow-unsandboxed-reward"] if allow else [])
-    result = runner.invoke(app, args)
-    assert result.exit_code == code, result.stderr
-    if code == 2:
-        assert "has no code sandbox service (stack output codeSandboxUrl)" in result.stderr
-        assert "inside the trainer pod with only rlimits" in result.stderr
-        assert "--allow-unsandboxed-reward" in result.stderr and not sent
-        return
-    sub = sent[0]
-    env = sub.runtime_env["env_vars"]
-    if url:
-        assert env[CODE_SANDBOX_URL_ENV] == url
-    else:
-        assert CODE_SANDBOX_URL_ENV not in env and "warning:" in result.stderr
-
-
-def _recording(real, sent):
-    def wrapper(*args, **kwargs):
-        sub = real(*args, **kwargs)
-        sent.append(sub)
-        return sub
-    return wrapper
-
-
-def test_recipes_that_run_no_model_code_need_no_flag(monkeypatch):
-    monkeypatch.setattr(stack, "read", lambda name: _outputs(None))
-    from jobs import address
-
-    monkeypatch.setattr(address, "connect", lambda *a, **k: (_ for _ in ()).throw(SystemExit(99)))
-    assert runner.invoke(app, ["submit", "verl-grpo-gsm8k", "--stack", "s"]).exit_code == 99
 
 
 # ------------------------------------------------------------- end to end on a real Ray cluster
