@@ -78,6 +78,8 @@ export_stack_outputs(
     lustre_capacity_gib=config.lustre.capacity_gib,
     # Whether pods get WANDB_API_KEY; the key itself never becomes an output.
     wandb_enabled=SECRET_ENV["wandbApiKey"] in secret_env,
+    # Set when the stack runs the code sandbox service (not wired yet: no service, no URL).
+    code_sandbox_url=None,
     networks={
         "main": network.main_network.name,
         "gvnic": network.gvnic_network.name,

@@ -136,6 +136,9 @@ class StackOutputs(BaseModel):
     # True when the stack set wandbApiKey, so its Ray pods have WANDB_API_KEY (the key itself is
     # never an output). Older stacks lack it: W&B stays off.
     wandb_enabled: bool = False
+    # The code-contests reward's executor service (http://<svc>.<ns>.svc.cluster.local:8080),
+    # when the stack runs it (rewards.codeSandbox); jobs passes it as CODE_SANDBOX_URL.
+    code_sandbox_url: str | None = None
     networks: dict[str, Any] | None = None
     gpu_pool: str | None = None
     dashboard_port_forward: str | None = None

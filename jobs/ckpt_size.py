@@ -31,6 +31,8 @@ PARAMS = {
     "Qwen/Qwen2.5-1.5B": 1.54e9,
     "meta-llama/Llama-3.3-70B-Instruct": 70.6e9,
     "meta-llama/Llama-3.1-8B-Instruct": 8.03e9,
+    # The card's safetensors size ("7.62B params"); the Qwen2.5-Math-7B architecture.
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": 7.62e9,
 }
 _SIZE_IN_NAME = re.compile(r"(?<![0-9.])([0-9]+(?:\.[0-9]+)?)[bB](?![a-zA-Z])")
 

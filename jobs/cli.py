@@ -17,7 +17,7 @@ from rich.table import Table
 
 from components.contract import StackOutputs
 from jobs import (address, attempts, ckpt_size, export, follow, frameworks, listing, overrides,
-                  stack, submission, validate)
+                  reward_sandbox, stack, submission, validate)
 from jobs.cluster import AlreadySubmitted, Cluster
 from jobs.console import emit_json as _emit_json
 from jobs.console import err as _err
@@ -42,6 +42,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output o
 FollowOpt = Annotated[bool, typer.Option("--follow", help="Stream logs until the job ends; exit with its result.")]
 RestartsOpt = Annotated[int, typer.Option("--max-restarts", min=0, help="Resubmit a FAILED attempt up to N times (same checkpoint dir). Stopped jobs are never restarted.")]
 NameOpt = Annotated[str | None, typer.Option("--name", help="Run name (default: <recipe>-<UTC time>); attempts are <name>-a1, -a2, ...")]
+UnsandboxedOpt = Annotated[bool, typer.Option(reward_sandbox.ALLOW_FLAG, help="Recipes whose reward runs model-written code: run it inside the trainer pod (rlimits only) when the stack has no code sandbox service.")]
 
 
 def _spinner(message: str) -> Any:
@@ -222,6 +223,7 @@ def submit_cmd(
     max_restarts: RestartsOpt = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be submitted; contact nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Submit even when the checkpoints the run keeps would not fit the stack's Lustre.")] = False,
+    allow_unsandboxed: UnsandboxedOpt = False,
     as_json: JsonOpt = False,
     addr: AddressOpt = None,
     stack_name: StackOpt = None,
@@ -238,7 +240,7 @@ def submit_cmd(
                              "a resumed run keeps the recipe, overrides and size recorded in its "
                              "metadata; start a new run (another --name) to change them")
         code = _resume(resume, recipe_name, framework, follow_logs, max_restarts, as_json,
-                       addr, stack_name)
+                       addr, stack_name, allow_unsandboxed)
         raise typer.Exit(code)
     if recipe_name is None:
         raise UsageError("no recipe given", "pass a RECIPE (see python -m jobs recipes), "
@@ -251,7 +253,7 @@ def submit_cmd(
 
     def build(node_count: int, gpus: int, stack_label: str | None,
               lustre_gib: int | None = None, source: str = "a dry run",
-              wandb: bool = False) -> submission.Submission:
+              wandb: bool = False, sandbox_url: str | None = None) -> submission.Submission:
         # Composed through the framework's config and checked before anything is contacted.
         composed = validate.compose_run(
             recipe, RunContext(run=run, nodes=node_count, gpus_per_node=gpus, wandb=wandb), checked)
@@ -265,13 +267,15 @@ def submit_cmd(
         notes.append(message if fits else f"warning: {message} (submitted with --force)")
         return submission.for_recipe(recipe, run, node_count, gpus, parsed, checked, stack_label,
                                      submission.git_commit(), wandb=wandb,
-                                     composed=composed)
+                                     composed=composed, code_sandbox_url=sandbox_url)
 
     if dry_run:
         _check_framework(recipe, framework, "--framework")
         if nodes is None:
             notes.append(f"note: {recipe.default_nodes} node(s) is the recipe default; a dry run "
                          "does not read the stack, pass --nodes to set it")
+        notes.extend(reward_sandbox.decide(recipe, None, allow_unsandboxed, "a dry run",
+                                           dry_run=True).notes)
         sub = build(nodes or recipe.default_nodes, gpus_per_node or recipe.default_gpus_per_node,
                     stack_name)
         _print_dry_run(sub, as_json, notes)
@@ -289,10 +293,12 @@ def submit_cmd(
         node_count = nodes or recipe.default_nodes
         gpus = gpus_per_node or recipe.default_gpus_per_node
     # Built (size, overrides, payload checked) before the port-forward: a refusal costs nothing.
+    source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
+    sandbox = reward_sandbox.decide(recipe, outputs, allow_unsandboxed, source)
+    notes.extend(sandbox.notes)
     sub = build(node_count, gpus, where.stack,
-                outputs.lustre_capacity_gib if outputs is not None else None,
-                f"stack {where.stack}" if outputs is not None else where.describe().strip(),
-                wandb=outputs is not None and outputs.wandb_enabled)
+                outputs.lustre_capacity_gib if outputs is not None else None, source,
+                wandb=outputs is not None and outputs.wandb_enabled, sandbox_url=sandbox.url)
     for note in notes:
         _err().print(note, markup=False)
     with address.connect(where, outputs, spinner=_spinner) as conn:
@@ -310,7 +316,8 @@ def _check_stack_nodes(nodes: int | None, outputs: StackOutputs, where: address.
 
 
 def _resume(run: str, recipe_name: str | None, framework: str | None, follow_logs: bool,
-            max_restarts: int, as_json: bool, addr: str | None, stack_name: str | None) -> int:
+            max_restarts: int, as_json: bool, addr: str | None, stack_name: str | None,
+            allow_unsandboxed: bool = False) -> int:
     """Submit the next attempt of `run` exactly as its metadata records it."""
     submission.check_run_name(run)
     where = address.choose(addr, stack_name)
@@ -348,9 +355,15 @@ def _resume(run: str, recipe_name: str | None, framework: str | None, follow_log
             _check_stack_nodes(node_count, outputs, where)
         elif framework is None:
             _check_ray_version(recipe, cluster, where)
+        sandbox = reward_sandbox.decide(
+            recipe, outputs, allow_unsandboxed,
+            f"stack {where.stack}" if outputs is not None else where.describe().strip())
+        for note in sandbox.notes:
+            _err().print(note, markup=False)
         sub = submission.for_recipe(recipe, run, node_count, gpus, parsed, checked, where.stack,
                                     submission.git_commit(),
-                                    wandb=outputs is not None and outputs.wandb_enabled)
+                                    wandb=outputs is not None and outputs.wandb_enabled,
+                                    code_sandbox_url=sandbox.url)
         recorded_dir = recorded.checkpoint_dir
         if sub.metadata["checkpoint_dir"] != recorded_dir:
             raise UsageError(f"run {run} checkpointed to {recorded_dir} but this version of "

@@ -37,6 +37,8 @@ _VERL_KEYS = {
     "dynamic": "actor_rollout_ref.actor.use_dynamic_bsz",
     "strategy": "actor_rollout_ref.actor.strategy",
     "sp": "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+    "ref_sp": "actor_rollout_ref.ref.ulysses_sequence_parallel_size",
+    "remove_padding": "actor_rollout_ref.model.use_remove_padding",
     "r_tp": "actor_rollout_ref.rollout.tensor_model_parallel_size",
     "r_dp": "actor_rollout_ref.rollout.data_parallel_size",
     "r_pp": "actor_rollout_ref.rollout.pipeline_model_parallel_size",
@@ -92,6 +94,21 @@ def _verl_problems(v: Numbers, world: int) -> list[str]:
     out: list[str] = []
     if v["strategy"] not in ("fsdp", "fsdp2"):
         return [f"actor strategy {v['strategy']!r}: only FSDP recipes are checked here"]
+    if world % v["sp"]:
+        # fsdp_workers.py L161-168 @v0.6.0: the Ulysses mesh is (world // sp, sp), which
+        # init_device_mesh builds only when sp divides the world size.
+        return [f"{world} GPUs is not a multiple of actor.ulysses_sequence_parallel_size "
+                f"{v['sp']} (veRL 0.6.0 fsdp_workers.py L161-168)"]
+    if v["sp"] > 1 and not v["remove_padding"]:
+        # verl/workers/config/actor.py FSDPActorConfig.validate L239-247
+        out.append(f"ulysses_sequence_parallel_size {v['sp']} needs "
+                   "actor_rollout_ref.model.use_remove_padding=True (veRL 0.6.0 "
+                   "workers/config/actor.py FSDPActorConfig.validate)")
+    if v["ref_sp"] != v["sp"]:
+        # The ref policy's forward (dp_actor.py L71, config.ref) runs on the mesh built from
+        # the actor's size (fsdp_workers.py L161-168, L823): the two must agree.
+        out.append(f"ref.ulysses_sequence_parallel_size {v['ref_sp']} differs from the actor's "
+                   f"{v['sp']} (veRL 0.6.0 fsdp_workers.py L161-168, L823)")
     if not v["dynamic"]:
         # verl/utils/config.py L87-113 @v0.6.0 (validate_config, FSDP branch: minimal_bsz = n_gpus)
         if (v["train_bs"] * v["n"]) % world:
@@ -145,8 +162,8 @@ def adapt(framework: str, v: Numbers, nodes: int, gpus_per_node: int) -> Numbers
         step = new["gbs"] // gcd(new["gbs"], v["gens"])
         new["prompts"] = _round_up(v["prompts"], step)
     else:
-        if v["dynamic"] or v["micro"] is not None or not v["micro_gpu"]:
-            return None
+        if v["dynamic"] or v["micro"] is not None or not v["micro_gpu"] or world % v["sp"]:
+            return None  # (world % sp: the model layout does not fit; batch sizes cannot help)
         groups = world // v["sp"]
         # mini * n must be a multiple of groups * micro so every GPU group gets whole
         # micro-batches (fsdp_workers.py L234-254).

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from components.catalogue import FRAMEWORKS, FrameworkSpec
 from components.contract import DATASETS_ROOT, HF_HOME_ENV, HF_HOME_PATH, RUNS_ROOT
 
+# What the code-contests reward reads for the executor service (jobs/rewards/code_contests.py).
+CODE_SANDBOX_URL_ENV = "CODE_SANDBOX_URL"
 # NeMo RL's code in its NGC image (docker/Dockerfile WORKDIR); `uv run` needs its pyproject.
 NEMO_RL_HOME = "/opt/nemo-rl"
 PAYLOADS = Path(__file__).parent / "payloads"
@@ -34,6 +36,9 @@ class RunContext(BaseModel):
     gpus_per_node: int = Field(ge=1)
     # The stack gives pods WANDB_API_KEY (stack output wandbEnabled): also log to W&B.
     wandb: bool = False
+    # The code-execution service the stack runs (stack output codeSandboxUrl), for recipes
+    # whose reward runs model-written code (Recipe.runs_model_code); None: in-process.
+    code_sandbox_url: str | None = None
 
     @property
     def run_dir(self) -> str:
@@ -95,6 +100,8 @@ class Recipe(BaseModel):
     wandb_settings: dict[str, str] = {}
     # A directory under jobs/payloads/ uploaded as the job's working_dir, when the run needs it.
     payload: str | None = None
+    # The reward compiles and runs model-written code: jobs.reward_sandbox decides where.
+    runs_model_code: bool = False
 
     @property
     def spec(self) -> FrameworkSpec:
@@ -142,7 +149,12 @@ class Recipe(BaseModel):
 
     def env(self, ctx: RunContext | None = None) -> dict[str, str]:
         env = {HF_HOME_ENV: HF_HOME_PATH, **self.env_vars}
-        return {k: ctx.fill(v) for k, v in env.items()} if ctx else env
+        if ctx is None:
+            return env
+        env = {k: ctx.fill(v) for k, v in env.items()}
+        if self.runs_model_code and ctx.code_sandbox_url:
+            env[CODE_SANDBOX_URL_ENV] = ctx.code_sandbox_url
+        return env
 
 
 _NEMO_LOCKED = {
@@ -207,6 +219,138 @@ def _math_72b(name: str, summary: str, extra: dict[str, str]) -> Recipe:
         config_file="grpo_math_70B_megatron.yaml",
         defaults={**_MATH_72B, **_NEMO_COMMON, **extra},
         default_nodes=8, **_NEMO_RUN)
+
+
+_VERL_COMMON = {
+    "trainer.project_name": "rl-on-gke",
+    "trainer.experiment_name": "{run}",
+    # TensorBoard to TENSORBOARD_DIR on Lustre (env below); wandb only with a key
+    # (wandb_settings), as its init fails without one.
+    "trainer.logger": '["console","tensorboard"]',
+    # Defaults are relative and -1 (never save): both lose the run (§2.1, §2.3).
+    "trainer.default_local_dir": "{run_dir}/checkpoints",
+    "trainer.resume_mode": "auto",
+}
+
+_VERL_RUN = {
+    "locked": {
+        "trainer.resume_mode": "restarts resume with resume_mode=auto",
+        "trainer.nnodes": "use --nodes",
+        "trainer.n_gpus_per_node": "use --gpus-per-node",
+    },
+    # main_ppo.py passes ray_kwargs.ray_init to ray.init, which on an existing cluster
+    # refuses these (ray/_private/worker.py, "When connecting to an existing cluster").
+    "must_be_null": {
+        f"ray_kwargs.ray_init.{k}": "the job joins the running cluster, and ray.init "
+        "refuses it then ('When connecting to an existing cluster ... must not be "
+        "provided')" for k in ("num_cpus", "num_gpus", "resources", "labels",
+                               "object_store_memory")},
+    "path_keys": frozenset({"trainer.default_local_dir"}),
+    "positive_keys": frozenset({"trainer.save_freq"}),
+    "node_key": "trainer.nnodes",
+    "gpus_key": "trainer.n_gpus_per_node",
+    "checkpoint_key": "trainer.default_local_dir",
+    "model_key": "actor_rollout_ref.model.path",
+    "keep_key": "trainer.max_actor_ckpt_to_keep",
+    # From verl/trainer/runtime_env.yaml, which `ray job submit` users pass (§2.5).
+    "env_vars": {"TORCH_NCCL_AVOID_RECORD_STREAMS": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+                 # veRL's TensorBoard adapter writes to a relative tensorboard_log/ unless
+                 # this is set (verl/utils/tracking.py, v0.6.0).
+                 "TENSORBOARD_DIR": "{run_dir}/tensorboard"},
+    "wandb_settings": {"trainer.logger": '["console","tensorboard","wandb"]'},
+}
+
+# The reward file veRL loads by path (custom_reward_function.path). veRL 0.6.0 loads it with
+# importlib from that path (verl/trainer/ppo/reward.py get_custom_reward_fn L62-93), in the
+# TaskRunner actor (main_ppo.py L282-287), so the path must resolve in that actor's process:
+# relative, it resolves against the job's working_dir, which Ray extracts on every node and
+# makes each worker's cwd. The payload is that working_dir; the file in it only re-exports
+# jobs.rewards (shipped as py_modules, importable in every worker of the job).
+CODE_CONTESTS_REWARD = "code_contests_reward.py"
+
+
+def _codecontests() -> Recipe:
+    # The CodeFu-7B sample's essentials (reference §3.3; every key checked against veRL 0.6.0's
+    # composed config by tests/jobs/test_fit.py): GRPO on DeepSeek-R1-Distill-Qwen-7B, rollout
+    # n 8, prompts up to 4096 and responses up to 20480 tokens, Ulysses sequence parallel 4,
+    # vLLM TP 2, FSDP param and optimizer offload, KL loss 0.001 low_var_kl, lr 1e-5, 2 epochs,
+    # save and test every 16 steps. Not kept: the sample's dynamic batch sizes; fixed micro-batches
+    # of 1 keep the batch rules (jobs.fit) checkable and the sizes adaptable to the GPU count.
+    return Recipe(
+        name="verl-grpo-codecontests",
+        framework="verl",
+        summary="DeepSeek-R1-Distill-Qwen-7B GRPO on code_contests (the CodeFu-7B recipe): C++ "
+                "solutions compiled and run on hidden tests in a sandbox, rollout n=8, 20k-token "
+                "responses, Ulysses SP 4; 2 epochs, a checkpoint every 16 steps, the newest 3 "
+                "kept; batch sizes grow with the GPU count",
+        launcher=("python3", "-m", "verl.trainer.main_ppo"),
+        config_file="ppo_trainer.yaml",
+        defaults={
+            "algorithm.adv_estimator": "grpo",
+            # Written by `python -m jobs data code-contests` (docs/code-contests.md); easy is the
+            # tier CodeFu trains on. Validation: the same conversion of the dataset's own `valid`
+            # split, so no validation problem is a training problem.
+            "data.train_files": "{datasets}/code_contests/easy/train.parquet",
+            "data.val_files": "{datasets}/code_contests_valid/easy/train.parquet",
+            "data.train_batch_size": "64",
+            "data.max_prompt_length": "4096",
+            "data.max_response_length": "20480",
+            # A statement longer than 4096 tokens is dropped, not a crash (truncation: error).
+            "data.filter_overlong_prompts": "True",
+            "actor_rollout_ref.model.path": "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
+            # Ulysses needs it (workers/config/actor.py FSDPActorConfig.validate).
+            "actor_rollout_ref.model.use_remove_padding": "True",
+            "actor_rollout_ref.actor.optim.lr": "1e-5",
+            "actor_rollout_ref.actor.ppo_mini_batch_size": "32",
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "1",
+            # 4 divides the model's 28 attention heads and 4 KV heads (monkey_patch.py L273-279)
+            # and every 8-GPU node count; the ref's size follows the actor's by interpolation.
+            "actor_rollout_ref.actor.ulysses_sequence_parallel_size": "4",
+            "actor_rollout_ref.actor.use_kl_loss": "True",
+            "actor_rollout_ref.actor.kl_loss_coef": "0.001",
+            "actor_rollout_ref.actor.kl_loss_type": "low_var_kl",
+            "actor_rollout_ref.actor.fsdp_config.param_offload": "True",
+            "actor_rollout_ref.actor.fsdp_config.optimizer_offload": "True",
+            "actor_rollout_ref.ref.fsdp_config.param_offload": "True",
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": "2",
+            "actor_rollout_ref.rollout.name": "vllm",
+            "actor_rollout_ref.rollout.n": "8",
+            "actor_rollout_ref.rollout.tensor_model_parallel_size": "2",
+            "actor_rollout_ref.rollout.gpu_memory_utilization": "0.9",
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "2",
+            # With chunked prefill on, vLLM rollout refuses a token budget below prompt +
+            # response (vllm_rollout_spmd.py L161-165): 4096 + 20480.
+            "actor_rollout_ref.rollout.max_num_batched_tokens": "24576",
+            "algorithm.use_kl_in_reward": "False",
+            # One call per batch (workers/reward_manager/batch.py): jobs.rewards.batch scores the
+            # batch's solutions concurrently and raises on a broken executor, where `naive` scores
+            # one solution at a time and `prime` turns any error or timeout into a 0 reward.
+            "reward_model.reward_manager": "batch",
+            "custom_reward_function.path": CODE_CONTESTS_REWARD,
+            "custom_reward_function.name": "compute_score_batch",
+            # v0.6.0's config has no reward_kwargs (get_custom_reward_fn reads it if present):
+            # added with `+`. binary: the sample's all-or-nothing reward; concurrency: the
+            # sandbox service's replicas x concurrency (components/k8s/sandbox.py, 2 x 4).
+            "custom_reward_function.reward_kwargs.binary": "True",
+            "custom_reward_function.reward_kwargs.max_tests": "100",
+            "custom_reward_function.reward_kwargs.concurrency": "8",
+            **_VERL_COMMON,
+            "trainer.save_freq": "16",
+            "trainer.test_freq": "16",
+            # A 7.6B actor with fp32 Adam state is ~85 GiB per save (jobs.ckpt_size).
+            "trainer.max_actor_ckpt_to_keep": "3",
+            "trainer.total_epochs": "2",
+        },
+        new_keys=frozenset({"custom_reward_function.reward_kwargs.binary",
+                            "custom_reward_function.reward_kwargs.max_tests",
+                            "custom_reward_function.reward_kwargs.concurrency"}),
+        default_nodes=1,
+        adapt_batch=True,
+        payload="code_contests",
+        runs_model_code=True,
+        **_VERL_RUN,
+    )
+
 
 
 RECIPES: dict[str, Recipe] = {
@@ -291,49 +435,20 @@ RECIPES: dict[str, Recipe] = {
                 "actor_rollout_ref.actor.kl_loss_coef": "0.001",
                 "actor_rollout_ref.actor.kl_loss_type": "low_var_kl",
                 "algorithm.use_kl_in_reward": "False",
-                "trainer.project_name": "rl-on-gke",
-                "trainer.experiment_name": "{run}",
-                # TensorBoard to TENSORBOARD_DIR on Lustre (env below); wandb only with a key
-                # (wandb_settings), as its init fails without one.
-                "trainer.logger": '["console","tensorboard"]',
-                # Defaults are relative and -1 (never save): both lose the run (§2.1, §2.3).
-                "trainer.default_local_dir": "{run_dir}/checkpoints",
+                **_VERL_COMMON,
                 "trainer.save_freq": "20",
                 # veRL keeps every global_step_N by default (null, §2.1): a 3B actor with its
                 # optimizer is tens of GB per save, so keep the newest 3 and Lustre does not fill.
                 "trainer.max_actor_ckpt_to_keep": "3",
                 "trainer.test_freq": "5",
-                "trainer.resume_mode": "auto",
                 "trainer.total_epochs": "15",
             },
-            locked={
-                "trainer.resume_mode": "restarts resume with resume_mode=auto",
-                "trainer.nnodes": "use --nodes",
-                "trainer.n_gpus_per_node": "use --gpus-per-node",
-            },
-            # main_ppo.py passes ray_kwargs.ray_init to ray.init, which on an existing cluster
-            # refuses these (ray/_private/worker.py, "When connecting to an existing cluster").
-            must_be_null={
-                f"ray_kwargs.ray_init.{k}": "the job joins the running cluster, and ray.init "
-                "refuses it then ('When connecting to an existing cluster ... must not be "
-                "provided')" for k in ("num_cpus", "num_gpus", "resources", "labels",
-                                       "object_store_memory")},
-            path_keys=frozenset({"trainer.default_local_dir"}),
-            positive_keys=frozenset({"trainer.save_freq"}),
-            node_key="trainer.nnodes",
-            gpus_key="trainer.n_gpus_per_node",
-            checkpoint_key="trainer.default_local_dir",
-            model_key="actor_rollout_ref.model.path",
-            keep_key="trainer.max_actor_ckpt_to_keep",
             default_nodes=1,
             adapt_batch=True,
-            # From verl/trainer/runtime_env.yaml, which `ray job submit` users pass (§2.5).
-            env_vars={"TORCH_NCCL_AVOID_RECORD_STREAMS": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1",
-                      # veRL's TensorBoard adapter writes to a relative tensorboard_log/ unless
-                      # this is set (verl/utils/tracking.py, v0.6.0).
-                      "TENSORBOARD_DIR": "{run_dir}/tensorboard"},
-            wandb_settings={"trainer.logger": '["console","tensorboard","wandb"]'},
             payload="gsm8k",
+            **_VERL_RUN,
         ),
+        _codecontests(),
     )
 }
+

@@ -100,10 +100,12 @@ def jobs_commit() -> str:
 def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
                overrides: list[Override], checked: dict[str, tuple[str, str]],
                stack: str | None, commit: str, wandb: bool = False,
-               composed: validate.Composed | None = None) -> Submission:
+               composed: validate.Composed | None = None,
+               code_sandbox_url: str | None = None) -> Submission:
     """The attempt-1 submission; `composed` is `validate.compose_run`'s result for this size
     (composed here when not given), so what is sent is what the framework was checked with."""
-    ctx = RunContext(run=run, nodes=nodes, gpus_per_node=gpus_per_node, wandb=wandb)
+    ctx = RunContext(run=run, nodes=nodes, gpus_per_node=gpus_per_node, wandb=wandb,
+                     code_sandbox_url=code_sandbox_url)
     if composed is None:
         composed = validate.compose_run(recipe, ctx, checked)
     runtime_env: dict[str, object] = {"env_vars": recipe.env(ctx)}

@@ -91,6 +91,8 @@ def test_stack_outputs_name_the_cluster_lustre_and_networks(stack: str) -> None:
     outputs = rendered(stack).outputs
     for field in StackOutputs.model_fields:
         key = StackOutputs.output_name(field)
+        if field == "code_sandbox_url":
+            continue  # optional: set only when the stack runs the code sandbox service
         assert outputs.get(key) not in (None, ""), key
     assert isinstance(outputs["kubeconfig"], SecretValue)
     assert "gke-gcloud-auth-plugin" in outputs["kubeconfig"].value

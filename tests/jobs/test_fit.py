@@ -47,12 +47,22 @@ def verl_accepts(cfg, world: int) -> bool:
         # TEST-SIDE RESTATEMENT of the two checks that follow, marked as such:
         pass
     actor = cfg.actor_rollout_ref.actor
+    sp = actor.ulysses_sequence_parallel_size
+    # fsdp_workers.py L161-168: init_device_mesh((world // sp, sp)) needs sp to divide the world.
+    if world % sp:
+        return False
+    # verl/workers/config/actor.py FSDPActorConfig.validate: Ulysses needs use_remove_padding.
+    if sp > 1 and not cfg.actor_rollout_ref.model.use_remove_padding:
+        return False
+    # fsdp_workers.py L823: the ref policy's forward runs with config.ref on the actor's mesh.
+    if cfg.actor_rollout_ref.ref.ulysses_sequence_parallel_size != sp:
+        return False
     # verl/workers/config/actor.py ActorConfig.validate: train_batch_size >= ppo_mini_batch_size.
     if cfg.data.train_batch_size < actor.ppo_mini_batch_size:
         return False
     # verl/workers/fsdp_workers.py L234-254 (normalisation of the actor's mini-batch).
     mini = actor.ppo_mini_batch_size * cfg.actor_rollout_ref.rollout.n
-    mini //= world // actor.ulysses_sequence_parallel_size
+    mini //= world // sp
     if mini <= 0 or mini % actor.ppo_micro_batch_size_per_gpu:
         return False
     # fsdp_workers.py L573-579: the rollout's TP x DP x PP divides the world.
