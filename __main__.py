@@ -90,8 +90,6 @@ export_stack_outputs(
     lustre_capacity_gib=config.lustre.capacity_gib,
     # Whether pods get WANDB_API_KEY; the key itself never becomes an output.
     wandb_enabled=SECRET_ENV["wandbApiKey"] in secret_env,
-    # Set when the stack runs the code sandbox service (not wired yet: no service, no URL).
-    code_sandbox_url=None,
     networks={
         "main": network.main_network.name,
         "gvnic": network.gvnic_network.name,
@@ -107,5 +105,6 @@ export_stack_outputs(
     ray_dashboard_port=k8s.dashboard_port,
     ray_framework=k8s.framework,
     dashboard_port_forward=k8s.dashboard_port_forward,
+    # The executor service's in-cluster URL when rewards.codeSandbox is enabled, else None.
     code_sandbox_url=k8s.code_sandbox_url,
 )

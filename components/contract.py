@@ -142,9 +142,6 @@ class StackOutputs(BaseModel):
     networks: dict[str, Any] | None = None
     gpu_pool: str | None = None
     dashboard_port_forward: str | None = None
-    # The code-contests executor service inside the cluster (the reward's CODE_SANDBOX_URL), or
-    # None when the stack does not enable rewards.codeSandbox.
-    code_sandbox_url: str | None = None
 
     def get_credentials_command(self) -> str:
         if self.get_credentials:
