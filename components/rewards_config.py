@@ -5,7 +5,9 @@ the program adds a GKE Sandbox (gVisor) CPU pool and the executor service on it
 (components/sandbox_pool.py, components/k8s/sandbox.py). Rules checked here, before any resource:
   - the machine type names its vCPUs (`<series>-<class>-<N>`) on an x86 general-purpose or
     compute-optimized series: GKE Sandbox nodes run Container-Optimized OS with containerd
-    (GKE "Harden workload isolation with GKE Sandbox"), shared-core types (e2-micro, e2-small,
+    (GKE "Harden workload isolation with GKE Sandbox",
+    https://cloud.google.com/kubernetes-engine/docs/how-to/sandbox-pods; node_security sets
+    COS_CONTAINERD on every pool, and the system pool keeps GKE's own workloads off it), shared-core types (e2-micro, e2-small,
     e2-medium) give burst CPU that a judge of CPU time must not rely on, and the pod size below
     has to fit the node;
   - `replicas` executor pods of SANDBOX_POD_CPU / SANDBOX_POD_MEMORY_GIB each fit on `nodeCount`
