@@ -12,6 +12,7 @@ from components.gpu_pool import GpuNodePool, GpuNodePoolArgs
 from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
 from components.lustre import ManagedLustre, ManagedLustreArgs, PrivateServiceAccess, PrivateServiceAccessArgs
 from components.network import Network, NetworkArgs
+from components.sandbox_pool import SandboxNodePool, SandboxNodePoolArgs
 from components.stack_inputs import load_stack
 
 config, secret_env = load_stack()
@@ -44,6 +45,16 @@ gpu_pool = GpuNodePool(
     ),
     on_apis,
 )
+# The gVisor CPU pool for the code-contests executor, only when the stack enables it.
+sandbox_pool = (
+    SandboxNodePool(
+        f"{prefix}-code-sandbox",
+        SandboxNodePoolArgs(config=config, cluster=gke.cluster, service_account=gke.node_service_account.email),
+        on_apis,
+    )
+    if config.rewards.code_sandbox.enabled
+    else None
+)
 k8s = KubernetesLayer(
     f"{prefix}-k8s",
     KubernetesLayerArgs(
@@ -57,6 +68,7 @@ k8s = KubernetesLayer(
         lustre_instance_id=lustre.instance.instance_id,
         lustre_mount_point=lustre.mount_point,
         system_pool=gke.system_pool,
+        code_sandbox_pool=sandbox_pool.node_pool if sandbox_pool else None,
     ),
     on_apis,
 )
@@ -78,8 +90,6 @@ export_stack_outputs(
     lustre_capacity_gib=config.lustre.capacity_gib,
     # Whether pods get WANDB_API_KEY; the key itself never becomes an output.
     wandb_enabled=SECRET_ENV["wandbApiKey"] in secret_env,
-    # Set when the stack runs the code sandbox service (not wired yet: no service, no URL).
-    code_sandbox_url=None,
     networks={
         "main": network.main_network.name,
         "gvnic": network.gvnic_network.name,
@@ -95,4 +105,6 @@ export_stack_outputs(
     ray_dashboard_port=k8s.dashboard_port,
     ray_framework=k8s.framework,
     dashboard_port_forward=k8s.dashboard_port_forward,
+    # The executor service's in-cluster URL when rewards.codeSandbox is enabled, else None.
+    code_sandbox_url=k8s.code_sandbox_url,
 )

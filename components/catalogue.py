@@ -200,3 +200,13 @@ FRAMEWORKS: dict[str, FrameworkSpec] = {
 # (kuberay ray-operator/controllers/ray/utils/constant.go).
 RAY_DASHBOARD_PORT = 8265
 RAY_METRICS_PORT = 8080
+
+# The base of the code-contests executor image (images/code-sandbox/Dockerfile). How it was
+# established, from docker-library sources (python @ 4f07059, buildpack-deps @ 8330ca1):
+# python 3.11/bookworm/Dockerfile is `FROM buildpack-deps:bookworm` and builds CPython 3.11.x into
+# /usr/local; buildpack-deps debian/bookworm/Dockerfile installs g++ and gcc; util-linux (unshare,
+# setpriv, prlimit) is an Essential package of every Debian image. It lacks pydantic, which the
+# executor imports (jobs/rewards/service.py, sandbox.py), and the pods cannot install anything
+# (egress denied), so the Dockerfile adds it. Tag only: no source we can cite ties a digest to
+# it; the image a stack runs is the user's build, best given by digest (rewards.codeSandbox.image).
+CODE_SANDBOX_BASE_IMAGE = "python:3.11-bookworm"

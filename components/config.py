@@ -27,6 +27,7 @@ from pydantic_core import PydanticCustomError
 from components.capacity import capacity_problems
 from components.catalogue import LUSTRE_TIERS, MACHINES, MIN_GKE_VERSION_FOR_LUSTRE_PORT_988
 from components.maintenance import MaintenanceSettings
+from components.rewards_config import RewardsSettings
 
 NAMESPACE = "rl-on-gke"
 
@@ -302,6 +303,8 @@ class StackConfig(_Settings):
     network: NetworkSettings = NetworkSettings()
     cluster: ClusterSettings = ClusterSettings()
     ray: RaySettings = RaySettings()
+    # Off unless rewards.codeSandbox.enabled: the gVisor pool and executor service (rewards_config.py).
+    rewards: RewardsSettings = RewardsSettings()
 
     @field_validator("project")
     @classmethod
@@ -355,11 +358,17 @@ class StackConfig(_Settings):
             pods_cidr=self.network.pods_cidr,
             gvnic_subnet_cidr=self.network.gvnic_subnet_cidr,
             rdma_cidr=self.network.rdma_cidr,
+            sandbox_nodes=self.code_sandbox_nodes,
         )
         if problems:
             first = problems[0]
             raise _rule(first.field, first.value, first.allowed)
         return self
+
+    @property
+    def code_sandbox_nodes(self) -> int:
+        sandbox = self.rewards.code_sandbox
+        return sandbox.node_count if sandbox.enabled else 0
 
     @property
     def cluster_name(self) -> str:

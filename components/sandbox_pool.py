@@ -1,12 +1,15 @@
-"""The CPU node pool with GKE Sandbox (gVisor) that runs the code-execution service (pure args builder)."""
+"""The CPU node pool with GKE Sandbox (gVisor) that runs the code-execution service: args and component."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
+import pulumi_gcp as gcp
 
-from components.cluster import node_security
+from components.cluster import IN_PLACE_UPGRADE, node_security
+from components.config import StackConfig
 from components.k8s.sandbox import POOL_ROLE, POOL_ROLE_LABEL
 
 SANDBOX_POOL_NAME = "code-sandbox"
@@ -41,6 +44,37 @@ def sandbox_pool_args(
             # labels/taints the nodes sandbox.gke.io/runtime=gvisor.
             "sandbox_config": {"type": "GVISOR"},
             "labels": {POOL_ROLE_LABEL: POOL_ROLE},
+            # As the system pool: never consume a reservation meant for something else.
+            "reservation_affinity": {"consume_reservation_type": "NO_RESERVATION"},
         },
         "management": {"auto_repair": True, "auto_upgrade": True},
+        # As the system and GPU pools (cluster.py): one node at a time, in place. With the
+        # default two nodes of one executor each, the other node keeps serving the reward.
+        "upgrade_settings": dict(IN_PLACE_UPGRADE),
     }
+
+
+@dataclass(frozen=True)
+class SandboxNodePoolArgs:
+    config: StackConfig
+    cluster: gcp.container.Cluster
+    service_account: pulumi.Input[str]
+
+
+class SandboxNodePool(pulumi.ComponentResource):
+    """The gVisor CPU pool, only registered when rewards.codeSandbox.enabled (__main__.py)."""
+
+    node_pool: gcp.container.NodePool
+
+    def __init__(self, name: str, args: SandboxNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("rl-on-gke:gcp:SandboxNodePool", name, None, opts)
+        config, sandbox = args.config, args.config.rewards.code_sandbox
+        self.node_pool = gcp.container.NodePool(
+            f"{name}-pool",
+            **sandbox_pool_args(
+                config.project, config.region, [config.zone], args.cluster.id, args.service_account,
+                node_count=sandbox.node_count, machine_type=sandbox.machine_type,
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs({"poolName": self.node_pool.name, "nodeCount": sandbox.node_count})

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from policy import gcp, lustre, ray_head, tokens
+from policy import code_sandbox, gcp, lustre, ray_head, tokens
 
-POLICIES: list[Policy] = [*gcp.POLICIES, *ray_head.POLICIES, *tokens.POLICIES, *lustre.POLICIES]
+POLICIES: list[Policy] = [*gcp.POLICIES, *ray_head.POLICIES, *tokens.POLICIES, *lustre.POLICIES,
+                           *code_sandbox.POLICIES]
 
 PACK_NAME = "rl-on-gke-guardrails"

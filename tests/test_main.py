@@ -16,6 +16,8 @@ from tests.conftest import BASE_STACK_CONFIG
 from tools.render import Rendering, SecretValue, load_stack_file, plain_strings, render
 
 STACKS = ("dev", "h200")
+# Outputs of features the stack files leave off (rewards.codeSandbox).
+OFF_FEATURE_OUTPUTS = {"code_sandbox_url"}
 
 
 @lru_cache(maxsize=None)
@@ -91,8 +93,10 @@ def test_stack_outputs_name_the_cluster_lustre_and_networks(stack: str) -> None:
     outputs = rendered(stack).outputs
     for field in StackOutputs.model_fields:
         key = StackOutputs.output_name(field)
-        if field == "code_sandbox_url":
-            continue  # optional: set only when the stack runs the code sandbox service
+        if field in OFF_FEATURE_OUTPUTS:
+            # The stack files leave these features off: exported as None, not made up.
+            assert outputs.get(key) is None, key
+            continue
         assert outputs.get(key) not in (None, ""), key
     assert isinstance(outputs["kubeconfig"], SecretValue)
     assert "gke-gcloud-auth-plugin" in outputs["kubeconfig"].value
@@ -193,6 +197,18 @@ BAD = {
     "unknown machine": ("rl-on-gke:gpu", {"machineType": "a2-highgpu-1g", "nodeCount": 1}, "rl-on-gke:gpu.machineType"),
     "open control plane": ("rl-on-gke:authorizedNetworks", [{"cidrBlock": "0.0.0.0/0"}],
                            "rl-on-gke:authorizedNetworks[0].cidrBlock"),
+    "code sandbox without an image": ("rl-on-gke:rewards", {"codeSandbox": {"enabled": True}},
+                                      "rl-on-gke:rewards.codeSandbox.image"),
+    "code sandbox on a shared-core machine": (
+        "rl-on-gke:rewards", {"codeSandbox": {"enabled": True, "image": "example/sandbox:1", "machineType": "e2-medium"}},
+        "rl-on-gke:rewards.codeSandbox.machineType"),
+    "code sandbox replicas beyond its nodes": (
+        "rl-on-gke:rewards", {"codeSandbox": {"enabled": True, "image": "example/sandbox:1", "nodeCount": 1, "replicas": 2}},
+        "rl-on-gke:rewards.codeSandbox.replicas"),
+    "code sandbox nodes beyond the main subnet": (
+        "rl-on-gke:rewards", {"codeSandbox": {"enabled": True, "image": "example/sandbox:1", "nodeCount": 2}},
+        "rl-on-gke:network.mainSubnetCidr",
+        {"rl-on-gke:network": {"mainSubnetCidr": "192.168.0.0/29"}, "rl-on-gke:gpu": {"machineType": "a4-highgpu-8g", "nodeCount": 2}}),
     "overlapping cidrs": ("rl-on-gke:network", {"gvnicSubnetCidr": "192.168.0.0/24"}, "rl-on-gke:network.mainSubnetCidr"),
 }
 
@@ -265,3 +281,86 @@ def test_crd_gate_job_runs_on_the_system_pool_once_it_exists(stack: str) -> None
     system_pool = next(p for p in rendering.of_type("gcp:container/nodePool:NodePool") if p.inputs["name"] == "system")
     assert system_pool.urn in job.dependencies
     assert job.inputs["spec"]["template"]["spec"]["nodeSelector"] == {"cloud.google.com/gke-nodepool": "system"}
+
+
+# --- rewards.codeSandbox ---------------------------------------------------------------------
+
+SANDBOX_IMAGE = "us-docker.pkg.dev/example-project/rl/code-sandbox@sha256:" + "0" * 64
+
+
+@lru_cache(maxsize=None)
+def with_code_sandbox(stack: str) -> Rendering:
+    config, secret_keys = load_stack_file(stack)
+    config.setdefault("gcp:project", "example-project")
+    config["rl-on-gke:rewards"] = {"codeSandbox": {"enabled": True, "image": SANDBOX_IMAGE}}
+    return render(config, stack=stack, secret_keys=secret_keys)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_enabling_the_code_sandbox_adds_a_gvisor_pool_upgraded_in_place(stack: str) -> None:
+    rendering = with_code_sandbox(stack)
+    pools = {p.inputs["name"]: p for p in rendering.of_type("gcp:container/nodePool:NodePool")}
+    assert set(pools) == {"system", "gpu", "code-sandbox"}
+    pool = pools["code-sandbox"].inputs
+    assert pool["nodeConfig"]["sandboxConfig"] == {"type": "GVISOR"}
+    assert pool["nodeConfig"]["imageType"] == "COS_CONTAINERD"
+    assert pool["nodeConfig"]["machineType"] == "n2-standard-8" and pool["nodeCount"] == 2
+    assert "guestAccelerators" not in pool["nodeConfig"] and not pool["nodeConfig"].get("spot")
+    # The same in-place upgrade as the system and GPU pools (issue 11).
+    assert pool["upgradeSettings"] == pools["system"].inputs["upgradeSettings"] == {
+        "strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_enabling_the_code_sandbox_applies_its_four_objects_in_the_training_namespace(stack: str) -> None:
+    rendering = with_code_sandbox(stack)
+    kinds = ("kubernetes:core/v1:ConfigMap", "kubernetes:apps/v1:Deployment", "kubernetes:core/v1:Service",
+             "kubernetes:networking.k8s.io/v1:NetworkPolicy")
+    objects = {kind: rendering.one(kind, suffix) for kind, suffix in zip(
+        kinds, ("-code-sandbox-code", "-code-sandbox-executor", "-code-sandbox-service", "-code-sandbox-egress-deny"))}
+    cluster = rendering.one("gcp:container/cluster:Cluster")
+    provider = rendering.one("pulumi:providers:kubernetes")
+    namespace = rendering.one("kubernetes:core/v1:Namespace")
+    pool = next(p for p in rendering.of_type("gcp:container/nodePool:NodePool") if p.inputs["name"] == "code-sandbox")
+    for obj in objects.values():
+        assert obj.deleted_with == cluster.urn and obj.provider.startswith(provider.urn)
+        assert obj.inputs["metadata"]["namespace"] == namespace.inputs["metadata"]["name"]
+        assert namespace.urn in obj.dependencies
+    deployment = objects["kubernetes:apps/v1:Deployment"]
+    # Pods only once their nodes, their code and their NetworkPolicy exist.
+    assert {pool.urn, objects["kubernetes:core/v1:ConfigMap"].urn,
+            objects["kubernetes:networking.k8s.io/v1:NetworkPolicy"].urn} <= set(deployment.dependencies)
+    pod = deployment.inputs["spec"]["template"]["spec"]
+    assert pod["runtimeClassName"] == "gvisor" and pod["automountServiceAccountToken"] is False
+    assert pod["containers"][0]["image"] == SANDBOX_IMAGE
+    ray = rendering.one("kubernetes:ray.io/v1:RayCluster").inputs["metadata"]["name"]
+    ingress = objects["kubernetes:networking.k8s.io/v1:NetworkPolicy"].inputs["spec"]["ingress"]
+    assert ingress[0]["from"] == [{"podSelector": {"matchLabels": {"ray.io/cluster": ray}}}]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_enabling_the_code_sandbox_exports_its_url_for_the_reward(stack: str) -> None:
+    rendering = with_code_sandbox(stack)
+    service = rendering.one("kubernetes:core/v1:Service", "-code-sandbox-service").inputs
+    url = rendering.outputs["codeSandboxUrl"]
+    assert url == (f"http://{service['metadata']['name']}.{service['metadata']['namespace']}"
+                   f".svc.cluster.local:{service['spec']['ports'][0]['port']}")
+    printed = json.loads(json.dumps(_as_stack_output_json(rendering.outputs)))
+    assert jobs_stack.parse(stack, printed).code_sandbox_url == url
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_code_sandbox_off_adds_nothing(stack: str) -> None:
+    # Off is the default: the stack files render no sandbox object (plan unchanged).
+    rendering = rendered(stack)
+    assert not [r.name for r in rendering.resources if "code-sandbox" in r.name or "Sandbox" in r.type]
+    with_urns = {r.urn for r in with_code_sandbox(stack).resources}
+    assert {r.urn for r in rendering.resources} < with_urns
+
+
+def test_the_executor_code_in_the_configmap_is_the_repositorys() -> None:
+    from components.k8s.sandbox import SOURCE_FILES, source_key
+    from tools.render import ROOT
+
+    data = with_code_sandbox("dev").one("kubernetes:core/v1:ConfigMap", "-code-sandbox-code").inputs["data"]
+    assert data == {source_key(p): (ROOT / p).read_text() for p in SOURCE_FILES}

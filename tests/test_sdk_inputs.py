@@ -20,13 +20,19 @@ from pulumi import _types
 from tools.render import Rendering, SecretValue, load_stack_file, render
 
 STACKS = ("dev", "h200")
+# A stack file with rewards.codeSandbox turned on: the gVisor pool is only rendered then.
+SANDBOX = "+code-sandbox"
+CODE_SANDBOX = {"codeSandbox": {"enabled": True, "image": "us-docker.pkg.dev/example-project/rl/code-sandbox:1"}}
 
 
 @lru_cache(maxsize=None)
 def _rendered(stack: str) -> Rendering:
-    config, secret_keys = load_stack_file(stack)
+    name = stack.removesuffix(SANDBOX)
+    config, secret_keys = load_stack_file(name)
     config.setdefault("gcp:project", "example-project")
-    return render(config, stack=stack, secret_keys=secret_keys)
+    if stack.endswith(SANDBOX):
+        config["rl-on-gke:rewards"] = CODE_SANDBOX
+    return render(config, stack=name, secret_keys=secret_keys)
 
 
 def args_class(resource_type: str) -> type:
@@ -91,7 +97,7 @@ def _gcp_resources(stack: str):
             if r.type.startswith("gcp:") or r.type == "pulumi:providers:gcp"]
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", [*STACKS, f"dev{SANDBOX}"])
 def test_every_gcp_input_key_is_declared_by_the_sdk(stack: str) -> None:
     problems = {
         f"{r.type} {r.name}": unknown
@@ -110,6 +116,13 @@ def test_the_walk_reaches_the_day_two_keys(stack: str) -> None:
     assert pool["nodeConfig"]["ephemeralStorageLocalSsdConfig"]["localSsdCount"] == 32
     assert pool["upgradeSettings"]["maxSurge"] == 0
     assert cluster["maintenancePolicy"]["recurringWindow"]["recurrence"].startswith("FREQ=WEEKLY")
+
+
+def test_the_walk_reaches_the_sandbox_pool_keys() -> None:
+    rendered = {r.name: r.inputs for r in _gcp_resources(f"dev{SANDBOX}")}
+    pool = next(v for k, v in rendered.items() if k.endswith("-code-sandbox-pool"))
+    assert pool["nodeConfig"]["sandboxConfig"] == {"type": "GVISOR"}
+    assert pool["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
 
 
 def test_a_misspelt_nested_key_is_caught() -> None:

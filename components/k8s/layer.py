@@ -22,6 +22,12 @@ from components.k8s.nccl import NcclInstaller, NcclInstallerArgs
 from components.k8s.networks import GpuNetworks, GpuNetworksArgs
 from components.k8s.provider import KubeTarget, kubernetes_provider
 from components.k8s.raycluster import RayClusterInputs, TrainingRayCluster, TrainingRayClusterArgs
+from components.k8s.sandbox_service import (
+    CodeSandboxService,
+    CodeSandboxServiceArgs,
+    read_sources,
+    service_inputs,
+)
 from components.k8s.storage import LustreVolume, LustreVolumeArgs
 from components.network import GpuNics
 
@@ -39,6 +45,8 @@ class KubernetesLayerArgs:
     lustre_instance_id: pulumi.Input[str]
     lustre_mount_point: pulumi.Input[str]     # "IP@tcp:/FILESYSTEM"
     system_pool: pulumi.Resource | None = None  # the CRD gate's Job runs there
+    # The gVisor pool (components/sandbox_pool.py); required when rewards.codeSandbox.enabled.
+    code_sandbox_pool: pulumi.Resource | None = None
 
 
 class KubernetesLayer(pulumi.ComponentResource):
@@ -50,6 +58,7 @@ class KubernetesLayer(pulumi.ComponentResource):
     node_count: int
     gpus_per_node: int
     dashboard_port_forward: str
+    code_sandbox_url: str | None
 
     def __init__(
         self, name: str, args: KubernetesLayerArgs, opts: pulumi.ResourceOptions | None = None
@@ -59,6 +68,12 @@ class KubernetesLayer(pulumi.ComponentResource):
             raise ValueError(
                 f"KubernetesLayerArgs.nics.rdma_subnets: expected {RDMA_NIC_COUNT} subnet names, "
                 f"got {len(args.nics.rdma_subnets)}"
+            )
+        sandbox_on = args.config.rewards.code_sandbox.enabled
+        if sandbox_on != (args.code_sandbox_pool is not None):
+            raise ValueError(
+                "KubernetesLayerArgs.code_sandbox_pool: given exactly when rewards.codeSandbox.enabled "
+                f"(enabled is {sandbox_on})"
             )
         super().__init__("rl-on-gke:k8s:KubernetesLayer", name, None, opts)
         config = args.config
@@ -157,6 +172,19 @@ class KubernetesLayer(pulumi.ComponentResource):
             child,
         )
 
+        self.code_sandbox_url = None
+        if args.code_sandbox_pool is not None:
+            self.code_sandbox_url = CodeSandboxService(
+                f"{name}-code-sandbox",
+                CodeSandboxServiceArgs(
+                    target=target,
+                    inputs=service_inputs(config, names.ray_cluster, read_sources()),
+                    namespace_resource=identity.namespace,
+                    node_pool=args.code_sandbox_pool,
+                ),
+                child,
+            ).url
+
         self.ray_cluster_name = names.ray_cluster
         self.namespace = names.namespace
         self.head_service = names.head_service
@@ -177,5 +205,6 @@ class KubernetesLayer(pulumi.ComponentResource):
                 "node_count": self.node_count,
                 "gpus_per_node": self.gpus_per_node,
                 "dashboard_port_forward": self.dashboard_port_forward,
+                "code_sandbox_url": self.code_sandbox_url,
             }
         )

@@ -18,6 +18,7 @@ Python 3.11+, pydantic 2, g++ and util-linux serves.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ POOL_ROLE_LABEL = "rl-on-gke/role"
 POOL_ROLE = "code-sandbox"
 APP_LABEL = "app.kubernetes.io/name"
 CODE_DIR = "/opt/rl-sandbox"
+CODE_DIGEST_ANNOTATION = "rl-on-gke/code-sha256"
 PORT = 8080
 RAY_CLUSTER_LABEL = "ray.io/cluster"  # KubeRay labels every pod of a cluster with its name
 # The files the service imports (python -m jobs.rewards.service); ConfigMap keys cannot hold "/".
@@ -61,6 +63,15 @@ class SandboxServiceInputs:
     @property
     def selector(self) -> dict[str, str]:
         return {APP_LABEL: self.name}
+
+    @property
+    def code_digest(self) -> str:
+        """sha256 of the shipped sources: files mounted by subPath never update in a running pod,
+        so the pod template carries it and a code change rolls the Deployment."""
+        h = hashlib.sha256()
+        for path in SOURCE_FILES:
+            h.update(path.encode() + b"\0" + self.sources[path].encode() + b"\0")
+        return h.hexdigest()
 
     @property
     def url(self) -> str:
@@ -115,7 +126,9 @@ def deployment_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(inputs),
         "spec": {"replicas": inputs.replicas, "selector": {"matchLabels": inputs.selector},
-                 "template": {"metadata": {"labels": {**inputs.labels, **inputs.selector}}, "spec": pod_spec}},
+                 "template": {"metadata": {"labels": {**inputs.labels, **inputs.selector},
+                                           "annotations": {CODE_DIGEST_ANNOTATION: inputs.code_digest}},
+                              "spec": pod_spec}},
     }
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.capacity import nodes_in_subnet, smallest_subnet_prefix
+from components.capacity import executor_pods_per_node, nodes_in_subnet, smallest_subnet_prefix
 from components.config import ConfigError, parse_stack_config
 from tests.conftest import raw_from_stack
 
@@ -68,3 +68,20 @@ def test_pods_range_gives_every_node_a_slash_24(stack_config) -> None:
         "rl-on-gke:network.podsCidr = '10.4.0.0/21': gives 8 nodes a /24 each (110 pods per node) but "
         "rl-on-gke:gpu.nodeCount + rl-on-gke:cluster.systemNodeCount is 9; use a /20 or larger"
     ]
+
+
+def test_main_subnet_counts_the_code_sandbox_nodes_when_enabled(stack_config) -> None:
+    stack_config["rl-on-gke:rewards"] = {"codeSandbox": {"enabled": True, "image": "example/sandbox:1", "nodeCount": 2}}
+    problems = _problems(stack_config, 2, {"mainSubnetCidr": "192.168.0.0/29"})
+    assert problems[0].startswith("rl-on-gke:network.mainSubnetCidr = '192.168.0.0/29'")
+    assert ("rl-on-gke:gpu.nodeCount + rl-on-gke:cluster.systemNodeCount + rl-on-gke:rewards.codeSandbox.nodeCount "
+            "is 5; use a /28 or larger") in problems[0]
+    # Off, the same ranges hold the same GPU and system nodes.
+    stack_config["rl-on-gke:rewards"] = {"codeSandbox": {"enabled": False, "nodeCount": 2}}
+    assert parse_stack_config(raw_from_stack(stack_config)).code_sandbox_nodes == 0
+
+
+@pytest.mark.parametrize(("vcpus", "memory_gb", "fits"), [(8, 32, 1), (4, 16, 0), (16, 64, 3), (8, 8, 0), (32, 128, 7)])
+def test_executors_per_node_after_gke_reservations(vcpus: int, memory_gb: int, fits: int) -> None:
+    # 8 vCPUs: 8 - 0.09 reserved - 0.5 daemons = 7.41 CPU -> one 4-CPU pod; 8 GB cannot hold 8 GiB.
+    assert executor_pods_per_node(vcpus, memory_gb, 4, 8) == fits

@@ -39,3 +39,12 @@ def test_pool_label_is_what_the_service_selects() -> None:
 def test_empty_pool_is_refused_naming_the_key() -> None:
     with pytest.raises(ValueError, match="rewards.codeSandbox.nodeCount: 0"):
         args(node_count=0)
+
+
+def test_pool_upgrades_in_place_like_the_other_pools_and_consumes_no_reservation() -> None:
+    from components.cluster import IN_PLACE_UPGRADE
+
+    a = args()
+    assert a["upgrade_settings"] == IN_PLACE_UPGRADE == {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1}
+    gcp.container.NodePoolUpgradeSettingsArgs(**a["upgrade_settings"])
+    assert a["node_config"]["reservation_affinity"] == {"consume_reservation_type": "NO_RESERVATION"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import pytest
@@ -275,6 +276,77 @@ BREAKAGES = [
     Breakage("rdma-vpc-no-firewall", "firewall-by-id", _firewall_on_rdma("id"), "RDMA"),
     Breakage("rdma-vpc-no-firewall", "firewall-by-self-link", _firewall_on_rdma("selfLink"), "RDMA"),
 ]
+
+
+# --- the code-contests executor (only in stacks that enable rewards.codeSandbox) ---------------
+
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+SANDBOX_IMAGE = "us-docker.pkg.dev/example-project/rl/code-sandbox:1"
+
+
+@cache
+def _with_code_sandbox(stack: str) -> Rendering:
+    def enable(config: dict[str, Any]) -> None:
+        config["rl-on-gke:rewards"] = {"codeSandbox": {"enabled": True, "image": SANDBOX_IMAGE}}
+
+    return _rendered_with(stack, enable=enable)
+
+
+def _sandbox_pod(props: dict[str, Any]) -> dict[str, Any]:
+    return props["spec"]["template"]["spec"]
+
+
+def _on_sandbox(type_: str, change: Callable[..., None]) -> Callable[[Rendering, str], Rendering]:
+    # The stack files leave the sandbox off: break a rendering that has it.
+    return lambda _rendering, stack: mutated(_with_code_sandbox(stack), type_, change, "-code-sandbox-executor"
+                                             if type_ == DEPLOYMENT else "-code-sandbox-egress-deny")
+
+
+@pytest.mark.parametrize("stack", ["dev", "h200"])
+def test_a_stack_with_the_code_sandbox_breaks_no_rule(stack: str) -> None:
+    rendering = _with_code_sandbox(stack)
+    assert _sandbox_pod(rendering.one(DEPLOYMENT, "-code-sandbox-executor").inputs)["runtimeClassName"] == "gvisor"
+    violations = run_policies(rendering)
+    assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
+
+
+SANDBOX_BREAKAGES = [
+    Breakage("code-sandbox-isolated", "runc", _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p).pop("runtimeClassName")),
+             "gvisor"),
+    Breakage("code-sandbox-isolated", "runtime-runc-named",
+             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p).update(runtimeClassName="runc")), "gvisor"),
+    Breakage("code-sandbox-isolated", "token-mounted",
+             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p).pop("automountServiceAccountToken")),
+             "automountServiceAccountToken"),
+    Breakage("code-sandbox-isolated", "secret-env",
+             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p)["containers"][0]["env"].append(
+                 {"name": "EXTRA", "valueFrom": {"secretKeyRef": {"name": "rl-tokens", "key": "x"}}})), "Secret"),
+    Breakage("code-sandbox-isolated", "secret-envfrom",
+             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p)["containers"][0].update(
+                 envFrom=[{"secretRef": {"name": "rl-tokens"}}])), "Secret"),
+    Breakage("code-sandbox-isolated", "secret-volume",
+             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p)["volumes"].append(
+                 {"name": "t", "secret": {"secretName": "rl-tokens"}})), "Secret"),
+    Breakage("code-sandbox-isolated", "egress-allowed",
+             _on_sandbox(NETWORK_POLICY, _set("spec.egress", [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}])),
+             "NetworkPolicy"),
+    Breakage("code-sandbox-isolated", "egress-not-a-policy-type",
+             _on_sandbox(NETWORK_POLICY, _set("spec.policyTypes", ["Ingress"])), "NetworkPolicy"),
+    Breakage("code-sandbox-isolated", "policy-selects-other-pods",
+             _on_sandbox(NETWORK_POLICY, _set("spec.podSelector.matchLabels", {"app": "other"})), "NetworkPolicy"),
+]
+BREAKAGES += SANDBOX_BREAKAGES
+
+
+def test_the_sandbox_is_recognised_without_its_runtime_class_or_pool_selector() -> None:
+    # Dropping both the gvisor runtime and the pool selector must not hide the executor.
+    def strip(p: dict[str, Any], _r: Any) -> None:
+        _sandbox_pod(p).pop("runtimeClassName")
+        _sandbox_pod(p).pop("nodeSelector")
+
+    violations = run_policies(_on_sandbox(DEPLOYMENT, strip)(rendered("dev"), "dev"))
+    assert [v.policy for v in violations] == ["code-sandbox-isolated"]
 
 
 def test_every_rule_has_a_breakage() -> None:

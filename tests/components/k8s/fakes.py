@@ -37,6 +37,7 @@ def render_layer(
     hf_token: str | None = HF_TOKEN,
     wandb_key: str | None = None,
     rdma_subnets: list[str] | None = None,
+    code_sandbox_pool: bool | None = None,
 ) -> LayerRun:
     """Build a KubernetesLayer on a mock GKE cluster and GPU pool; record every registration."""
     run_layer: dict[str, KubernetesLayer] = {}
@@ -44,6 +45,10 @@ def render_layer(
     def build() -> None:
         cluster = gcp.container.Cluster("cluster", name=config.cluster_name, location=config.region)
         gpu_pool = gcp.container.NodePool("gpu-pool", cluster=cluster.name, location=config.region)
+        # A gVisor pool when the config enables the sandbox, unless the test says otherwise.
+        with_pool = config.rewards.code_sandbox.enabled if code_sandbox_pool is None else code_sandbox_pool
+        sandbox_pool = (gcp.container.NodePool("code-sandbox-pool", cluster=cluster.name, location=config.region)
+                        if with_pool else None)
         tokens = {"HF_TOKEN": hf_token, "WANDB_API_KEY": wandb_key}
         secret_env = {env: pulumi.Output.secret(v) for env, v in tokens.items() if v is not None}
         run_layer["layer"] = KubernetesLayer(
@@ -69,6 +74,7 @@ def render_layer(
                 lustre_mount_point=pulumi.Output.from_input(
                     f"{LUSTRE_IP}@tcp:/{config.lustre.filesystem}"
                 ),
+                code_sandbox_pool=sandbox_pool,
             ),
         )
 

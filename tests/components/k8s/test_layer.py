@@ -10,7 +10,7 @@ from tests.components.k8s.conftest import make_config
 from tests.components.k8s.fakes import (
     GVNIC_NET, GVNIC_SUB, HF_TOKEN, LUSTRE_IP, RDMA_NET, RDMA_SUBS, SYSTEM_POOL, WANDB_KEY, render_layer,
 )
-from tests.components.k8s.manifests import kubernetes_objects, rendered_manifest, validate
+from tests.components.k8s.manifests import kubernetes_objects, rendered_manifest, validate, validate_core
 from tools.render import plain_strings
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -184,7 +184,8 @@ def test_layer_registers_every_exposed_value_as_an_output(monkeypatch: pytest.Mo
     layer = render_layer(make_config()).component
     assert registered == {key: getattr(layer, key) for key in (
         "ray_cluster_name", "namespace", "head_service", "dashboard_port", "framework", "node_count",
-        "gpus_per_node", "dashboard_port_forward")}
+        "gpus_per_node", "dashboard_port_forward", "code_sandbox_url")}
+    assert registered["code_sandbox_url"] is None  # the sandbox is off by default
 
 
 def test_wrong_number_of_rdma_subnets_fails_before_anything_is_registered() -> None:
@@ -203,3 +204,65 @@ def test_every_machine_and_framework_renders_valid_kubernetes_objects(any_config
             validate(rendered_manifest(resource))
             validated += 1
     assert validated == len(list(kubernetes_objects(rendering.resources))) - len(_NO_SCHEMA)
+
+
+# --- rewards.codeSandbox -----------------------------------------------------------------------
+
+SANDBOX_KINDS = ("kubernetes:core/v1:ConfigMap", "kubernetes:apps/v1:Deployment", "kubernetes:core/v1:Service",
+                 "kubernetes:networking.k8s.io/v1:NetworkPolicy")
+
+
+def _sandbox_config(**settings):
+    from components.config import parse_stack_config
+    from tests.conftest import BASE_STACK_CONFIG, raw_from_stack
+
+    raw = raw_from_stack(BASE_STACK_CONFIG)
+    raw["ray"] = {"namespace": "rl-train"}
+    raw["rewards"] = {"codeSandbox": {"enabled": True, "image": "example.test/sandbox:1", **settings}}
+    return parse_stack_config(raw)
+
+
+@pytest.fixture(scope="module")
+def sandbox_run():
+    return render_layer(_sandbox_config(replicas=2, concurrency=3))
+
+
+def test_an_enabled_sandbox_adds_four_valid_objects_that_wait_for_their_pool(sandbox_run) -> None:
+    rendering = sandbox_run.rendering
+    objects = [r for r in rendering.custom_resources() if "code-sandbox" in r.name and r.type.startswith("kubernetes:")]
+    assert sorted(r.type for r in objects) == sorted(SANDBOX_KINDS)
+    for resource in objects:
+        validate_core(rendered_manifest(resource))  # kubernetes-validate, strict
+    pool = rendering.one("gcp:container/nodePool:NodePool", "code-sandbox-pool")
+    deployment = rendering.one("kubernetes:apps/v1:Deployment")
+    assert pool.urn in deployment.dependencies
+    assert deployment.inputs["spec"]["replicas"] == 2
+    assert deployment.inputs["spec"]["template"]["spec"]["containers"][0]["command"][-2:] == ["--concurrency", "3"]
+    assert sandbox_run.component.code_sandbox_url == "http://rl-test-code-sandbox.rl-train.svc.cluster.local:8080"
+
+
+def test_sandbox_objects_hold_no_token_even_when_the_stack_has_one(sandbox_run) -> None:
+    for resource in sandbox_run.rendering.custom_resources():
+        if "code-sandbox" in resource.name:
+            assert not any(HF_TOKEN in s for s in plain_strings(resource.inputs)), resource.name
+            assert "rl-test-tokens" not in str(resource.inputs), resource.name
+
+
+def test_a_code_change_rolls_the_executor_pods() -> None:
+    from components.k8s.sandbox import CODE_DIGEST_ANNOTATION, deployment_manifest
+    from components.k8s.sandbox_service import read_sources, service_inputs
+
+    config = _sandbox_config()
+    sources = read_sources()
+    before = deployment_manifest(service_inputs(config, "rl-test-ray", sources))
+    changed = {**sources, "jobs/rewards/sandbox.py": sources["jobs/rewards/sandbox.py"] + "\n# changed\n"}
+    after = deployment_manifest(service_inputs(config, "rl-test-ray", changed))
+    annotation = lambda m: m["spec"]["template"]["metadata"]["annotations"][CODE_DIGEST_ANNOTATION]  # noqa: E731
+    assert annotation(before) != annotation(after)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_sandbox_pool_is_required_exactly_when_enabled(enabled: bool) -> None:
+    config = _sandbox_config() if enabled else make_config()
+    with pytest.raises(ValueError, match=f"code_sandbox_pool: given exactly when rewards.codeSandbox.enabled \\(enabled is {enabled}\\)"):
+        render_layer(config, code_sandbox_pool=not enabled)
