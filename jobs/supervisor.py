@@ -310,6 +310,9 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     ctx = ray.init(log_to_driver=False)
+    # ray.init installs its own SIGTERM handler (sys.exit, worker.py `init`, Ray 2.60): ours
+    # goes back on top so a stop is recorded and the current attempt stopped.
+    signal.signal(signal.SIGTERM, on_term)
     # The driver's RAY_ADDRESS is the GCS address, and JobSubmissionClient lets it override the
     # URL it is given (ray/dashboard/utils.py get_address_for_submission_client, Ray 2.60):
     # hide it while the client resolves the dashboard URL.
