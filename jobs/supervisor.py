@@ -13,7 +13,8 @@ Every decision comes from jobs/restart_policy.py; each is written as one JSON li
 (its job log, jobs/run_events.py), which `list`, `status RUN` and `logs RUN` read.
 
 Knobs (env vars of the supervisor job, production defaults in brackets):
-  JOBS_SUPERVISOR_POLL_S [5]: status and capacity poll period.
+  JOBS_SUPERVISOR_POLL_S [1]: status and capacity poll period (one HTTP call to the dashboard
+      on the same node, and a GCS read, per period: cheap next to a restart).
   JOBS_SUPERVISOR_MAX_WAIT_S [1800]: longest wait for GPUs before giving up; a reclaimed spot
       node takes minutes to come back (reference §8), 30 min covers a replacement but not an
       exhausted zone.
@@ -59,7 +60,7 @@ def checkpoint_entries(directory: str | None) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class Config:
-    poll_s: float = 5.0
+    poll_s: float = 1.0
     max_wait_s: float = 1800.0
     settle_s: float = 60.0
     progress_s: float = 60.0
