@@ -619,7 +619,7 @@ def _supervised_logs(cluster: Cluster, where: address.Where, run: str, sups: lis
     --follow, every attempt in turn and the decisions as they come (stderr)."""
     if not follow_logs:
         for rec in recs:
-            sys.stdout.write(f"[supervisor] {run_events.human(rec)}\n")
+            sys.stdout.write(redact(f"[supervisor] {run_events.human(rec)}\n"))
         try:
             job_id = listing.latest_attempt(cluster, run).submission_id or run
         except UsageError:

@@ -9,7 +9,6 @@ leaves (jobs/supervisor.py `other_supervisor`): two supervisors never drive the 
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import time
@@ -22,8 +21,9 @@ from rich.console import Console
 
 import jobs
 from jobs import follow, listing, run_events
-from jobs.cluster import AlreadySubmitted, Cluster, _translated
+from jobs.cluster import AlreadySubmitted, Cluster
 from jobs.errors import Unreachable, UsageError
+from jobs.redact import redact
 from jobs.submission import Submission, jobs_commit
 from jobs.workdir import DEFAULT_EXCLUDES
 
@@ -70,9 +70,7 @@ def hand_off(cluster: Cluster, sub: Submission, *, max_restarts: int, gpus: int,
     # The attempt's working dir is uploaded now, from here: the supervisor submits attempts
     # from the head, where the caller's files are not. Ray's client turns the local path into
     # a gcs:// package URI (dashboard_sdk.py `_upload_working_dir_if_needed`, Ray 2.60).
-    attempt_env = copy.deepcopy(sub.runtime_env)
-    with _translated(f"upload the working dir of {run}"):
-        cluster.client._upload_working_dir_if_needed(attempt_env)
+    attempt_env = cluster.upload_working_dir(sub.runtime_env)
     spec = {"run": run, "first_attempt": sub.attempt, "max_restarts": max_restarts,
             "gpus_needed": gpus, "checkpoint_dir": checkpoint_dir,
             "entrypoint": sub.entrypoint, "runtime_env": attempt_env,
@@ -165,7 +163,7 @@ def follow_run(cluster: Cluster, run: str, sid: str, watcher: follow.Watcher, er
         nonlocal shown, recs
         recs = run_events.parse(watcher._retrying(sid, lambda: cluster.logs(sid)))
         for rec in recs[shown:]:
-            err.print(f"[supervisor] {run_events.human(rec)}", markup=False)
+            err.print(redact(f"[supervisor] {run_events.human(rec)}"), markup=False)
         shown = len(recs)
 
     while True:
@@ -204,7 +202,7 @@ def stop_run(cluster: Cluster, run: str, watcher: follow.Watcher) -> list[tuple[
 
 def print_story(write: Callable[[str], object], recs: list[dict[str, Any]]) -> None:
     for rec in recs:
-        write(run_events.human(rec))
+        write(redact(run_events.human(rec)))
 
 
 def final_reason(recs: list[dict[str, Any]]) -> dict[str, Any] | None:
