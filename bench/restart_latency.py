@@ -1,6 +1,6 @@
 """Benchmark: from an attempt's FAILED to the next attempt's RUNNING, supervisor vs the CLI loop.
 
-Starts its own private Ray head on loopback (jobs.localray) and, in one run, N repetitions of
+Starts its own private Ray head on loopback (tests/localray.py) and, in one run, N repetitions of
   (a) the supervisor: `python -m jobs run --max-restarts 1 -- CMD` (the run handed to
       jobs/supervisor.py on the head, production poll period), and
   (b) the baseline, today's restart loop inside the CLI process: the same command with
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from ray import __version__ as ray_version  # noqa: E402
 from ray.job_submission import JobStatus, JobSubmissionClient  # noqa: E402
 
-from jobs import localray  # noqa: E402
+from tests import localray  # noqa: E402
 
 TIMEOUT_S = 90.0
 

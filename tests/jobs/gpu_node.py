@@ -12,7 +12,7 @@ from pathlib import Path
 import ray  # noqa: F401  (makes Ray's vendored psutil importable)
 import psutil  # noqa: E402
 
-from jobs import localray
+from tests import localray
 from jobs.net import free_port
 
 
