@@ -118,12 +118,13 @@ class Supervisor:
     # ------------------------------------------------------------------ the cluster
 
     def _retry(self, call: Callable[[], Any]) -> Any:
-        """Jobs API calls on the head retried while the dashboard restarts; None on a stop."""
+        """Jobs API calls on the head retried while the dashboard restarts (connection errors,
+        gateway answers); None on a stop. Any other refusal is raised: retrying it would loop."""
         while True:
             try:
                 return call()
             except (RuntimeError, OSError) as e:
-                if "already exists" in str(e):
+                if not _transient(e):
                     raise
                 if self.stopping.wait(self.config.poll_s):
                     return None
@@ -244,7 +245,14 @@ class Supervisor:
             if situation.ended is not None:
                 restarts += 1
             attempt += 1
-            job_id = self.submit(attempt)
+            try:
+                job_id = self.submit(attempt)
+            except (RuntimeError, OSError) as e:
+                lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+                self.record(ev.GAVE_UP, f"gave up: Ray refused attempt {attempt}: "
+                            f"{lines[-1] if lines else type(e).__name__}",
+                            reason="submit_refused", attempt=attempt)
+                return 1
             self.record(ev.SUBMITTED, f"submitted {job_id} ({d.message})"
                         + (f", restart {restarts} of {spec.max_restarts}" if restarts else ""),
                         attempt=attempt, submission_id=job_id)
@@ -284,6 +292,20 @@ class Supervisor:
         if info.driver_exit_code is not None:
             parts.append(f"exit code {info.driver_exit_code}")
         return f" ({', '.join(parts)})" if parts else ""
+
+
+# Ray's client raises RuntimeError("Request failed with status code N: ...") for HTTP answers
+# (dashboard_sdk.py `_raise_error`) and requests' ConnectionError (an OSError) when the dashboard
+# is away; only the latter and gateway codes mean "try again".
+_TRANSIENT_CODES = ("status code 502", "status code 503", "status code 504")
+
+
+def _transient(error: BaseException) -> bool:
+    if isinstance(error, OSError):
+        return True
+    text = str(error)
+    return "Request failed with status code" not in text or any(
+        code in text for code in _TRANSIENT_CODES)
 
 
 def _number(submission_id: str) -> int:

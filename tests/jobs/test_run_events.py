@@ -6,7 +6,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs import run_events as ev
-from jobs.supervisor import checkpoint_entries
 
 
 @given(st.text(), st.integers(1, 99))
@@ -24,10 +23,3 @@ def test_a_cut_line_is_skipped_not_fatal():
     whole = ev.line(ev.ARMED, "r1", "ok")
     assert [r["event"] for r in ev.parse(whole[:-5] + "\n" + whole)] == [ev.ARMED]
 
-
-def test_checkpoint_entries_ignore_half_written_and_hidden_entries(tmp_path):
-    assert checkpoint_entries(str(tmp_path / "missing")) == frozenset()
-    assert checkpoint_entries("") == frozenset()
-    for n in ("step_10", "tmp_step_20", ".lock", "global_step_5"):
-        (tmp_path / n).mkdir()
-    assert checkpoint_entries(str(tmp_path)) == {"step_10", "global_step_5"}

@@ -276,3 +276,29 @@ def _no_leftover_supervisors(ray_client) -> Iterator[None]:
             for other in ray_client.list_jobs():
                 if (other.metadata or {}).get("run") == run and not other.status.is_terminal():
                     ray_client.stop_job(other.submission_id)
+
+
+def test_ctrl_c_while_following_detaches_only_the_cli(ray_url, ray_client):
+    run = name("detach")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobs", "run", "--address", ray_url, "--name", run,
+         "--max-restarts", "1", "--follow", "--", "python", "-c",
+         "import time; print('tick', flush=True); time.sleep(600)"],
+        cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: _status(ray_client, f"{run}-a1") == JobStatus.RUNNING, 60, "a1 runs")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert f"detached; the supervisor {run}-s1 keeps driving run {run}" in err
+        assert _status(ray_client, f"{run}-s1") == JobStatus.RUNNING
+        assert _status(ray_client, f"{run}-a1") == JobStatus.RUNNING
+        halt = cli("stop", run, "--address", ray_url, "--json")
+        # The supervisor stops its attempt itself on SIGTERM, so a1 may be STOPPED already.
+        stopped = {(s["submission_id"], s["status"]) for s in json.loads(halt.stdout)["stopped"]}
+        assert (f"{run}-s1", "STOPPED") in stopped
+        assert stopped <= {(f"{run}-s1", "STOPPED"), (f"{run}-a1", "STOPPED")}
+        assert _status(ray_client, f"{run}-a1") == JobStatus.STOPPED
+    finally:
+        if proc.poll() is None:
+            proc.kill()
