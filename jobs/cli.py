@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import signal
 import sys
 from collections.abc import Iterator
