@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -12,12 +13,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from ray.job_submission import JobStatus
+from ray.job_submission import JobDetails, JobStatus
 from rich.table import Table
 
 from components.contract import StackOutputs
 from jobs import (address, attempts, ckpt_size, export, follow, frameworks, listing, overrides,
-                  reward_sandbox, stack, submission, validate)
+                  reward_sandbox, run_events, stack, submission, supervised, validate)
 from jobs.cluster import AlreadySubmitted, Cluster
 from jobs.console import emit_json as _emit_json
 from jobs.console import err as _err
@@ -40,7 +41,10 @@ AddressOpt = Annotated[str | None, typer.Option("--address", help="Ray dashboard
 StackOpt = Annotated[str | None, typer.Option("--stack", help="Pulumi stack: read its outputs and port-forward to its Ray head.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 FollowOpt = Annotated[bool, typer.Option("--follow", help="Stream logs until the job ends; exit with its result.")]
-RestartsOpt = Annotated[int, typer.Option("--max-restarts", min=0, help="Resubmit a FAILED attempt up to N times (same checkpoint dir). Stopped jobs are never restarted.")]
+RestartsOpt = Annotated[int, typer.Option("--max-restarts", min=0, help="Hand the run to a supervisor on the Ray head that resubmits a FAILED attempt up to N times (same checkpoint dir), after waiting for the GPUs; a stopped run, or a crash (failed with every GPU present and no new checkpoint since the previous attempt), is not restarted.")]
+# The restart loop inside this process, as before the supervisor (bench/restart_latency.py's
+# baseline): JOBS_RESTART_LOOP=cli. It stops when this process stops.
+CLI_LOOP_ENV = "JOBS_RESTART_LOOP"
 NameOpt = Annotated[str | None, typer.Option("--name", help="Run name (default: <recipe>-<UTC time>); attempts are <name>-a1, -a2, ...")]
 UnsandboxedOpt = Annotated[bool, typer.Option(reward_sandbox.ALLOW_FLAG, help="Recipes whose reward runs model-written code: run it inside the trainer pod (rlimits only) when the stack has no code sandbox service.")]
 
@@ -115,9 +119,64 @@ def _watcher(cluster: Cluster, where: address.Where) -> follow.Watcher:
                           lambda job_id: f"python -m jobs status {job_id}{_where_flags(where)}")
 
 
+def _supervise(cluster: Cluster, where: address.Where, first: submission.Submission,
+               follow_logs: bool, max_restarts: int, as_json: bool, gpus: int,
+               checkpoint_dir: str) -> int:
+    """Hand the run to its supervisor on the head; with --follow, follow it across attempts."""
+    err = _err()
+    run, flags = first.run, _where_flags(where)
+    sid = supervised.hand_off(cluster, first, max_restarts=max_restarts, gpus=gpus,
+                              checkpoint_dir=checkpoint_dir, hint_where=flags)
+    err.print(f"run {run} handed to its supervisor {sid} on the Ray head: attempt "
+              f"{first.submission_id} next, up to {max_restarts} restart(s), "
+              f"{gpus} GPU(s) needed before each attempt", markup=False)
+    if not follow_logs:
+        if as_json:
+            _emit_json({"run": run, "supervisor": sid, "status": "SUPERVISED", "attempts": []})
+        else:
+            _out().print(run, markup=False)
+            err.print(f"follow: python -m jobs logs {run} --follow{flags}\n"
+                      f"story:  python -m jobs status {run}{flags}\n"
+                      f"stop:   python -m jobs stop {run}{flags}", markup=False)
+        return int(ExitCode.OK)
+    try:
+        done, recs = supervised.follow_run(cluster, run, sid, _watcher(cluster, where), err,
+                                           to_stderr=as_json)
+    except KeyboardInterrupt:
+        err.print(f"detached; the supervisor {sid} keeps driving run {run}, restarts included. "
+                  f"Stop it with: python -m jobs stop {run}{flags}", markup=False)
+        if as_json:
+            _emit_json({"run": run, "supervisor": sid, "status": "DETACHED"})
+        return int(ExitCode.OK)
+    return _report_run(run, sid, done, recs, as_json)
+
+
+def _report_run(run: str, sid: str, done: list[tuple[str, JobStatus]],
+                recs: list[dict[str, Any]], as_json: bool) -> int:
+    final = supervised.final_reason(recs)
+    succeeded = final is not None and final.get("event") == run_events.FINISHED
+    if as_json:
+        _emit_json({"run": run, "supervisor": sid,
+                    "status": done[-1][1].value if done else None,
+                    "attempts": [{"submission_id": i, "status": s.value} for i, s in done],
+                    "outcome": final})
+    else:
+        summary = ", ".join(f"{i} {s.value}" for i, s in done) or "no attempt"
+        why = f"; {final['message']}" if final else ""
+        _err().print(f"run {run}: {summary}{why}", markup=False)
+    return int(ExitCode.OK if succeeded else ExitCode.JOB_FAILED)
+
+
 def _drive(cluster: Cluster, where: address.Where, first: submission.Submission, follow_logs: bool,
-           max_restarts: int, as_json: bool, first_attempt: int = 1) -> int:
-    """Submit `first_attempt`, then watch/restart as asked; returns the exit code."""
+           max_restarts: int, as_json: bool, first_attempt: int = 1, gpus: int = 0,
+           checkpoint_dir: str = "") -> int:
+    """Submit `first_attempt`, then watch/restart as asked; returns the exit code.
+
+    With restarts, the run goes to a supervisor on the cluster (survives this process), unless
+    JOBS_RESTART_LOOP=cli asks for the in-process loop below."""
+    if max_restarts > 0 and os.environ.get(CLI_LOOP_ENV) != "cli":
+        return _supervise(cluster, where, first.for_attempt(first_attempt), follow_logs,
+                          max_restarts, as_json, gpus, checkpoint_dir)
     err = _err()
     current: dict[str, str] = {}
     watcher = _watcher(cluster, where)
@@ -305,7 +364,8 @@ def submit_cmd(
         cluster = Cluster(conn.url)
         if outputs is None and framework is None:
             _check_ray_version(recipe, cluster, where)
-        code = _drive(cluster, where, sub, follow_logs, max_restarts, as_json)
+        code = _drive(cluster, where, sub, follow_logs, max_restarts, as_json,
+                      gpus=node_count * gpus, checkpoint_dir=sub.metadata["checkpoint_dir"])
     raise typer.Exit(code)
 
 
@@ -372,7 +432,8 @@ def _resume(run: str, recipe_name: str | None, framework: str | None, follow_log
         _err().print(f"resuming run {run} after {job_id} {latest.status.value}, from "
                      f"{recorded_dir}", markup=False)
         return _drive(cluster, where, sub, follow_logs, max_restarts, as_json,
-                      first_attempt=attempt + 1)
+                      first_attempt=attempt + 1, gpus=node_count * gpus,
+                      checkpoint_dir=recorded_dir)
 
 
 @app.command("run", context_settings={"allow_interspersed_args": False})
@@ -383,18 +444,28 @@ def run_cmd(
     name: NameOpt = None,
     follow_logs: FollowOpt = False,
     max_restarts: RestartsOpt = 0,
+    gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs the cluster must report before an attempt is (re)submitted; the supervisor waits for them (needs --max-restarts).")] = 0,
+    checkpoint_dir: Annotated[str, typer.Option("--checkpoint-dir", help="Where the command checkpoints, as seen on the Ray head (e.g. /lustre/runs/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.")] = "",
     as_json: JsonOpt = False,
     addr: AddressOpt = None,
     stack_name: StackOpt = None,
 ) -> None:
     """Run any command on the cluster, e.g. `python -m jobs run --stack dev -- nvidia-smi`."""
+    if gpus and not max_restarts:
+        raise UsageError(f"--gpus {gpus} needs --max-restarts 1 or more",
+                         "the supervisor that waits for GPUs drives restarts; without restarts "
+                         "the attempt is submitted at once")
+    if checkpoint_dir and not checkpoint_dir.startswith("/"):
+        raise UsageError(f"--checkpoint-dir {checkpoint_dir!r} is not an absolute path",
+                         "give the directory as the Ray head sees it, e.g. /lustre/runs/RUN/checkpoints")
     run = submission.check_run_name(name or submission.default_run_name("run"))
     # Built (and the working dir measured) before contacting anything: an oversize dir is
     # refused without a port-forward or an upload.
     sub = submission.for_command(list(command), run, working_dir, stack_name,
                                  submission.git_commit())
     with _cluster(addr, stack_name) as (cluster, where):
-        code = _drive(cluster, where, sub, follow_logs, max_restarts, as_json)
+        code = _drive(cluster, where, sub, follow_logs, max_restarts, as_json, gpus=gpus,
+                      checkpoint_dir=checkpoint_dir)
     raise typer.Exit(code)
 
 
@@ -483,15 +554,42 @@ def status_cmd(ident: IdArg, as_json: JsonOpt = False, addr: AddressOpt = None,
                stack_name: StackOpt = None) -> None:
     """Show one job's status (exit 0 whatever the status: this reports, it does not judge)."""
     with _cluster(addr, stack_name) as (cluster, _where):
-        view = listing.describe(listing.find(cluster, ident))
+        sups, recs = supervised.story(cluster, ident)
+        if sups:
+            view = _supervised_view(cluster, ident, sups, recs)
+        else:
+            view = listing.describe(listing.find(cluster, ident))
     if as_json:
         _emit_json(view)
         return
     out = _out()
     for key in ("submission_id", "run", "attempt", "status", "recipe", "stack", "git_commit",
                 "entrypoint", "message", "driver_exit_code"):
-        if view[key] not in ("", None):
+        if view.get(key) not in ("", None):
             out.print(f"{key:>16}: {view[key]}", markup=False)
+    if "supervisor" in view:
+        sup = view["supervisor"]
+        out.print(f"{'supervisor':>16}: {sup['submission_id']} {sup['status']}", markup=False)
+        if view["outcome"]:
+            out.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
+        out.print(f"{'history':>16}:", markup=False)
+        supervised.print_story(lambda text: out.print(f"  {text}", markup=False),
+                               view["history"])
+
+
+def _supervised_view(cluster: Cluster, run: str, sups: list[JobDetails],
+                     recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A supervised run: its latest attempt, its supervisor and every decision recorded."""
+    try:
+        view = listing.describe(listing.latest_attempt(cluster, run))
+    except UsageError:  # armed, but waiting for GPUs before attempt 1
+        view = {"run": run, "submission_id": None, "attempt": None,
+                "status": "WAITING" if supervised.live(sups) else sups[-1].status.value}
+    latest = sups[-1]
+    view["supervisor"] = {"submission_id": latest.submission_id, "status": latest.status.value}
+    view["outcome"] = supervised.final_reason(recs)
+    view["history"] = recs
+    return view
 
 
 @app.command("logs")
@@ -500,6 +598,9 @@ def logs_cmd(ident: IdArg, follow_logs: FollowOpt = False, addr: AddressOpt = No
              stack_name: StackOpt = None) -> None:
     """Print a job's logs; with --follow, stream them until it ends (^C detaches)."""
     with _cluster(addr, stack_name) as (cluster, where):
+        sups, recs = supervised.story(cluster, ident)
+        if sups:
+            _supervised_logs(cluster, where, ident, sups, recs, follow_logs)
         job_id = listing.find(cluster, ident).submission_id or ident
         if not follow_logs:
             sys.stdout.write(redact(cluster.logs(job_id)))
@@ -513,12 +614,48 @@ def logs_cmd(ident: IdArg, follow_logs: FollowOpt = False, addr: AddressOpt = No
     raise typer.Exit(int(ExitCode.OK if status == JobStatus.SUCCEEDED else ExitCode.JOB_FAILED))
 
 
+def _supervised_logs(cluster: Cluster, where: address.Where, run: str, sups: list[JobDetails],
+                     recs: list[dict[str, Any]], follow_logs: bool) -> None:
+    """A supervised run's logs: the supervisor's decisions, then the latest attempt's log; with
+    --follow, every attempt in turn and the decisions as they come (stderr)."""
+    if not follow_logs:
+        for rec in recs:
+            sys.stdout.write(redact(f"[supervisor] {run_events.human(rec)}\n"))
+        try:
+            job_id = listing.latest_attempt(cluster, run).submission_id or run
+        except UsageError:
+            raise typer.Exit(int(ExitCode.OK)) from None
+        sys.stdout.write(redact(cluster.logs(job_id)))
+        raise typer.Exit(int(ExitCode.OK))
+    sid = sups[-1].submission_id or ""
+    try:
+        done, recs = supervised.follow_run(cluster, run, sid, _watcher(cluster, where), _err(),
+                                           to_stderr=False)
+    except KeyboardInterrupt:
+        _err().print(f"detached; the supervisor {sid} keeps driving run {run}. Stop it with: "
+                     f"python -m jobs stop {run}{_where_flags(where)}", markup=False)
+        raise typer.Exit(int(ExitCode.OK)) from None
+    raise typer.Exit(_report_run(run, sid, done, recs, as_json=False))
+
+
 @app.command("stop")
 @handled
 def stop_cmd(ident: IdArg, as_json: JsonOpt = False, addr: AddressOpt = None,
              stack_name: StackOpt = None) -> None:
-    """Stop a job (or a run's latest attempt). A stopped job is never restarted."""
+    """Stop a job (or a run: its supervisor, then its current attempt). A stopped job is never
+    restarted."""
     with _cluster(addr, stack_name) as (cluster, where):
+        if supervised.is_run_with_supervisor(cluster, ident):
+            stopped = supervised.stop_run(cluster, ident, _watcher(cluster, where))
+            if as_json:
+                _emit_json({"run": ident, "stopped": [{"submission_id": i, "status": s.value}
+                                                      for i, s in stopped]})
+            else:
+                for i, s in stopped:
+                    _out().print(f"{i} {s.value}", markup=False)
+                if not stopped:
+                    _out().print(f"run {ident}: nothing was running", markup=False)
+            return
         job = listing.find(cluster, ident)
         job_id = job.submission_id or ident
         if not job.status.is_terminal():
@@ -539,17 +676,27 @@ def list_cmd(as_json: JsonOpt = False, addr: AddressOpt = None, stack_name: Stac
     """List runs with their attempts, newest first."""
     with _cluster(addr, stack_name) as (cluster, _where):
         runs = listing.group(cluster.jobs())
+        supervised.annotate(cluster, runs)
     if as_json:
         _emit_json(runs)
         return
     table = Table(title="Ray jobs by run")
-    for col in ("run", "attempt", "submission id", "status", "recipe"):
+    for col in ("run", "attempt", "submission id", "status", "recipe", "supervisor"):
         # Ids are copied into other commands: never wrap them.
         table.add_column(col, no_wrap=col in ("run", "submission id"), overflow="fold")
     for r in runs:
-        for i, a in enumerate(r["attempts"]):
+        sup = r.get("supervisor")
+        note = ""
+        if sup:
+            last = sup.get("last_event")
+            note = f"{sup['submission_id']} {sup['status']}" + (
+                f": {last['message']}" if last else "")
+        rows = r["attempts"] or [{"attempt": None, "submission_id": "", "status": r["status"],
+                                  "recipe": r["recipe"]}]
+        for i, a in enumerate(rows):
             table.add_row(r["run"] if i == 0 else "", str(a["attempt"] or "-"),
-                          a["submission_id"] or "", a["status"], a["recipe"])
+                          a["submission_id"] or "", a["status"], a["recipe"],
+                          note if i == 0 else "")
     _out().print(table)
 
 

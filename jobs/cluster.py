@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -110,6 +111,15 @@ class Cluster:
             return self.client.submit_job(entrypoint=sub.entrypoint, runtime_env=sub.runtime_env,
                                           metadata=sub.metadata, submission_id=sub.submission_id,
                                           entrypoint_num_cpus=sub.entrypoint_num_cpus)
+
+    def upload_working_dir(self, runtime_env: dict[str, object]) -> dict[str, object]:
+        """A copy of `runtime_env` whose local working_dir is uploaded now and replaced by its
+        gcs:// package URI, as submit_job would (dashboard_sdk.py, Ray 2.60): for attempts that
+        another process (the run's supervisor) submits later."""
+        env = copy.deepcopy(runtime_env)
+        with _translated("upload the working dir"):
+            self.client._upload_working_dir_if_needed(env)
+        return env
 
     def ray_version(self) -> str | None:
         """The cluster's Ray version from `GET /api/version` (`ray_version`), or None."""

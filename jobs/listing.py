@@ -20,7 +20,14 @@ def run_of(job: JobDetails) -> str:
     return metadata_of(job).run
 
 
+def is_supervisor(job: JobDetails) -> bool:
+    """A run's supervisor job (jobs/supervised.py), not one of its attempts."""
+    return metadata_of(job).kind == "supervisor"
+
+
 def attempt_of(job: JobDetails) -> int | None:
+    if is_supervisor(job):
+        return None
     return metadata_of(job).attempt
 
 
@@ -49,19 +56,29 @@ def group(jobs: list[JobDetails]) -> list[dict[str, Any]]:
     for job in jobs:
         runs.setdefault(run_of(job), []).append(job)
     out = []
-    for run, members in runs.items():
+    for run, everyone in runs.items():
+        members = [j for j in everyone if not is_supervisor(j)]
         # Attempts in order, then jobs that are no attempt (an export of the run) by start time;
-        # the run's status and recipe are its latest attempt's when it has one.
+        # the run's status and recipe are its latest attempt's when it has one. Its supervisor
+        # (jobs/supervised.py) is listed apart.
         members.sort(key=lambda j: (attempt_of(j) is None, attempt_of(j) or 0, j.start_time or 0))
         numbered = [j for j in members if attempt_of(j) is not None]
-        latest = numbered[-1] if numbered else members[-1]
-        out.append({
+        sups = sorted((j for j in everyone if is_supervisor(j)),
+                      key=lambda j: j.start_time or 0)
+        latest = numbered[-1] if numbered else (members or sups)[-1]
+        view: dict[str, Any] = {
             "run": run,
             "recipe": metadata_of(latest).recipe,
-            "status": latest.status.value,
+            # Armed, but no attempt yet (waiting for GPUs before attempt 1): say so.
+            "status": (latest.status.value if numbered or not sups
+                       or sups[-1].status.is_terminal() else "WAITING"),
             "attempts": [describe(j) for j in members],
-            "started": min((j.start_time or 0) for j in members),
-        })
+            "started": min((j.start_time or 0) for j in everyone),
+        }
+        if sups:
+            view["supervisor"] = {"submission_id": sups[-1].submission_id,
+                                  "status": sups[-1].status.value}
+        out.append(view)
     out.sort(key=lambda r: r["started"], reverse=True)
     return out
 

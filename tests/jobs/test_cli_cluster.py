@@ -54,8 +54,11 @@ def test_fail_then_resume_passes_with_one_restart(ray_url, tmp_path):
     script = (f"import os, sys; p = {str(marker)!r}\n"
               "if os.path.exists(p): print('resumed from checkpoint'); sys.exit(0)\n"
               "open(p, 'w').close(); print('first attempt dies'); sys.exit(1)")
+    # --max-restarts hands the run to its supervisor on the head; --follow follows it across
+    # attempts (a short poll period keeps the test quick).
     done = run_cli("run", "--address", ray_url, "--name", run, "--follow", "--max-restarts", "1",
-                   "--json", "--", "python", "-c", script)
+                   "--json", "--", "python", "-c", script,
+                   env=clean_env(JOBS_SUPERVISOR_POLL_S="0.5"))
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["attempts"] == [{"submission_id": f"{run}-a1", "status": "FAILED"},
@@ -78,13 +81,15 @@ def test_without_restarts_a_failure_is_final(ray_url):
     assert [a["submission_id"] for a in json.loads(done.stdout)["attempts"]] == [f"{run}-a1"]
 
 
-def test_stop_ends_a_running_job_and_it_is_not_restarted(ray_url, ray_client):
+def test_stop_ends_a_running_job_and_the_cli_loop_does_not_restart_it(ray_url, ray_client):
+    # The in-process restart loop (JOBS_RESTART_LOOP=cli, the benchmark's baseline).
     run = name("stopme")
     watcher = subprocess.Popen(
         [sys.executable, "-m", "jobs", "run", "--address", ray_url, "--name", run,
          "--max-restarts", "3", "--", "python", "-c",
          "import time; print('working', flush=True); time.sleep(600)"],
-        cwd=REPO, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, env=clean_env(JOBS_RESTART_LOOP="cli"), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: _status(ray_client, f"{run}-a1") == JobStatus.RUNNING, 60, "RUNNING")
         stopped = run_cli("stop", run, "--address", ray_url, "--json")
@@ -301,8 +306,10 @@ def test_resume_submits_the_next_attempt_with_the_same_checkpoint_dir_and_overri
                                                                                     ray_client):
     run = _recipe_run_that_failed(ray_url, ray_client)
     first = ray_client.get_job_info(f"{run}-a1")
+    # The in-process loop: a supervisor would wait for the recipe's 64 GPUs on this CPU head
+    # (tests/jobs/test_supervised.py covers a supervised resume).
     done = run_cli("submit", "--resume", run, "--address", ray_url, "--max-restarts", "1",
-                   "--follow", "--json")
+                   "--follow", "--json", env=clean_env(JOBS_RESTART_LOOP="cli"))
     # Both further attempts fail the same way; --max-restarts counts from the resumed attempt.
     assert done.returncode == 1, done.stderr
     assert [a["submission_id"] for a in json.loads(done.stdout)["attempts"]] == [f"{run}-a2",

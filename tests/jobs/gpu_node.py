@@ -1,0 +1,105 @@
+"""A second local raylet that advertises GPUs, standing in for a GPU node that a test can take
+away and bring back (a reclaimed spot node and its replacement)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import ray  # noqa: F401  (makes Ray's vendored psutil importable)
+import psutil  # noqa: E402
+
+from tests import localray
+from jobs.net import free_port
+
+
+def gcs_address(head: localray.LocalRay) -> str:
+    port = next(a.split("=", 1)[1] for a in head.process.args if str(a).startswith("--port="))
+    return f"127.0.0.1:{port}"
+
+
+class GpuNode:
+    """`ray start --address <head> --num-gpus N --block` on loopback ports, stopped by pid."""
+
+    def __init__(self, head: localray.LocalRay, gpus: int = 2) -> None:
+        self.head = head
+        self.gpus = gpus
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = Path(f"{head.temp_dir}.gpu-node.log")
+
+    def start(self) -> None:
+        lo, hi = localray.free_port_range(20)
+        args = [str(localray.venv_bin() / "ray"), "start", f"--address={gcs_address(self.head)}",
+                "--block", "--node-ip-address=127.0.0.1", f"--num-gpus={self.gpus}",
+                "--num-cpus=0", f"--node-manager-port={free_port()}",
+                f"--object-manager-port={free_port()}",
+                f"--runtime-env-agent-port={free_port()}",
+                f"--dashboard-agent-listen-port={free_port()}",
+                f"--dashboard-agent-grpc-port={free_port()}",
+                f"--metrics-export-port={free_port()}",
+                f"--min-worker-port={lo}", f"--max-worker-port={hi}", "--disable-usage-stats"]
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        env["RAY_USAGE_STATS_ENABLED"] = "0"
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                            start_new_session=True)
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Stop this raylet's whole process tree (its `ray start`, raylet, agents, workers)."""
+        if self.process is None:
+            return
+        try:
+            root = psutil.Process(self.process.pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            procs = []
+        for p in procs:
+            try:
+                p.send_signal(signal.SIGTERM)
+            except psutil.Error:
+                pass
+        _, alive = psutil.wait_procs(procs, timeout=grace_s)
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(alive, timeout=5)
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.process = None
+
+    def close(self) -> None:
+        self.stop()
+        self.log.unlink(missing_ok=True)
+
+
+def cluster_gpus(dashboard_url: str) -> float:
+    """The GPUs the cluster reports, read from the dashboard (what `ray status` would say)."""
+    import json
+    import urllib.request
+    with urllib.request.urlopen(f"{dashboard_url}/nodes?view=summary", timeout=10) as r:
+        data = json.load(r)
+    total = 0.0
+    for node in data["data"]["summary"]:
+        if node.get("raylet", {}).get("state") == "ALIVE":
+            total += float(node["raylet"].get("resourcesTotal", {}).get("GPU", 0))
+    return total
+
+
+def wait_gpus(dashboard_url: str, want: float, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if cluster_gpus(dashboard_url) == want:
+                return
+        except (OSError, KeyError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"cluster did not report {want} GPUs within {timeout} s")
+        time.sleep(0.5)
