@@ -133,14 +133,27 @@ def _run_local(code: str, cases: list[sandbox.Case], limits: sandbox.Limits) -> 
     return _local.run(code, cases, limits)
 
 
+# A busy service (503) is back-pressure, not a fault: with rollout batches of hundreds of
+# solutions and a few executor slots, waiting for a slot is the normal case, so busy answers
+# and a briefly unreachable service (a pod restarting in a node upgrade) are retried until this
+# budget is spent. Only then does the reward raise, which stops the run loudly (veRL retries a
+# failing batch once) instead of training on made-up zeros.
+REMOTE_BUDGET_S = 900.0
+_MAX_BACKOFF_S = 10.0
+
+
 def run_remote(url: str, code: str, cases: list[sandbox.Case], limits: sandbox.Limits,
-               attempts: int = 4) -> sandbox.RunResult:
-    """POST the run to the executor service; retries when it is busy (503) or unreachable."""
+               budget_s: float = REMOTE_BUDGET_S) -> sandbox.RunResult:
+    """POST the run to the executor service; retries while it is busy (503) or unreachable,
+    for at most `budget_s` seconds."""
     body = json.dumps({"code": code, "tests": [c.model_dump() for c in cases],
                        "limits": limits.model_dump()}).encode()
     timeout = limits.compile_time_s + len(cases) * (limits.time_s + limits.wall_margin_s) + 30
+    deadline = time.monotonic() + budget_s
     last: Exception | None = None
-    for attempt in range(attempts):
+    tries = 0
+    while True:
+        tries += 1
         request = urllib.request.Request(url.rstrip("/") + "/run", data=body,
                                          headers={"Content-Type": "application/json"})
         try:
@@ -152,8 +165,11 @@ def run_remote(url: str, code: str, cases: list[sandbox.Case], limits: sandbox.L
             last = e
         except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
             last = e
-        time.sleep(0.5 * 2**attempt)
-    raise RuntimeError(f"{SANDBOX_URL_ENV}={url}: no result after {attempts} attempts: {last}")
+        pause = min(_MAX_BACKOFF_S, 0.25 * 2 ** min(tries, 6)) * (0.5 + random.random())
+        if time.monotonic() + pause > deadline:
+            raise RuntimeError(f"{SANDBOX_URL_ENV}={url}: no result after {tries} attempts in "
+                               f"{budget_s:.0f} s: {last}")
+        time.sleep(pause)
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None, *,

@@ -12,7 +12,7 @@ import pytest
 
 from jobs.rewards import code_contests as cc
 from jobs.rewards import service
-from jobs.rewards.sandbox import Limits
+from jobs.rewards.sandbox import Case, Executor, Limits
 
 SUM = """#include <cstdio>
 int main() { long long a, b; scanf("%lld %lld", &a, &b); printf("%lld\\n", a + b); }"""
@@ -28,6 +28,8 @@ def server() -> Iterator[service.SandboxServer]:
     finally:
         server.shutdown()
         server.server_close()
+        server.executor.close()
+        thread.join(timeout=5)
         server.executor.close()
         thread.join(timeout=5)
 
@@ -95,6 +97,25 @@ def test_reward_uses_the_service_named_by_env(url: str, monkeypatch: pytest.Monk
     assert calls == [url]
 
 
-def test_reward_fails_loudly_when_the_service_is_unreachable() -> None:
-    with pytest.raises(RuntimeError, match="CODE_SANDBOX_URL=http://127.0.0.1:9/: no result after 2 attempts"):
-        cc.run_remote("http://127.0.0.1:9/", SUM, [], Limits(), attempts=2)
+def test_reward_fails_loudly_when_the_service_stays_unreachable() -> None:
+    with pytest.raises(RuntimeError, match=r"CODE_SANDBOX_URL=http://127.0.0.1:9/: no result after \d+ attempts in 2 s"):
+        cc.run_remote("http://127.0.0.1:9/", SUM, [], Limits(), budget_s=2)
+
+
+def test_a_busy_service_is_waited_for_not_failed() -> None:
+    # A one-slot service whose slot is held by another request: ours gets 503s until it frees.
+    server = service.SandboxServer(("127.0.0.1", 0), Executor(), concurrency=1,
+                                   max_body_bytes=1 << 20, queue_wait_s=0.05)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        server.slots.acquire()
+        threading.Timer(2.0, server.slots.release).start()
+        result = cc.run_remote(url, SUM, [Case(input="1 2", output="3")], Limits(), budget_s=60)
+        assert result.compiled and result.passed == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+        server.executor.close()
+        thread.join(timeout=5)
