@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.contract import GIB_MOUNT_PATH
+
 
 @dataclass(frozen=True)
 class MachineSpec:
@@ -56,7 +58,7 @@ MACHINES: dict[str, MachineSpec] = {
         worker_cpu=200,
         worker_memory_gib=2800,
         shm_size_gib=250,
-        nccl_tuner_config="/usr/local/gib/configs/tuner_config_a4.txtpb",
+        nccl_tuner_config=f"{GIB_MOUNT_PATH}/configs/tuner_config_a4.txtpb",
         min_gke_version_for_rdma="1.32.2-gke.1475000",
         local_ssd_count=32,
     ),
@@ -69,7 +71,7 @@ MACHINES: dict[str, MachineSpec] = {
         worker_cpu=200,
         worker_memory_gib=2400,
         shm_size_gib=250,
-        nccl_tuner_config="/usr/local/gib/configs/tuner_config_a3u.txtpb",
+        nccl_tuner_config=f"{GIB_MOUNT_PATH}/configs/tuner_config_a3u.txtpb",
         min_gke_version_for_rdma="1.31.4-gke.1183000",
         local_ssd_count=32,
     ),

@@ -15,7 +15,7 @@ import pulumi_gcp as gcp
 
 from components.capacity import MAX_PODS_PER_NODE
 from components.config import StackConfig
-from components.contract import get_credentials_command
+from components.contract import NODE_ROLE_LABEL, get_credentials_command
 from components.maintenance import maintenance_policy_args
 from components.network import PODS_RANGE_NAME, SERVICES_RANGE_NAME
 
@@ -165,7 +165,7 @@ def system_pool_args(
             # Without this GKE defaults to ANY_RESERVATION and the system pool could eat capacity
             # reserved for something else (the GPU pool's reservation included).
             "reservation_affinity": {"consume_reservation_type": "NO_RESERVATION"},
-            "labels": {"rl-on-gke/role": "system"},
+            "labels": {NODE_ROLE_LABEL: "system"},
         },
         "management": {"auto_repair": True, "auto_upgrade": True},
         # The Ray head lives here: one node at a time, never waiting for a surge node.

@@ -42,6 +42,10 @@ PROTECT_LABEL = "rl-on-gke-protect"
 # GKE's own node labels (GKE docs "node labels"): pool name and accelerator type.
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+# KubeRay labels every pod of a RayCluster with the cluster's name (kuberay utils/constant.go).
+RAY_CLUSTER_LABEL = "ray.io/cluster"
+# Our own node label: which pool a node belongs to by role (system, gpu, code-sandbox).
+NODE_ROLE_LABEL = "rl-on-gke/role"
 # A4 and A3 Ultra have eight RDMA NICs, one per GPU (reference 2.4 / 2.10).
 RDMA_NIC_COUNT = 8
 

@@ -14,6 +14,7 @@ import pulumi_gcp as gcp
 
 from components.cluster import IN_PLACE_UPGRADE, node_security
 from components.config import GpuSettings, StackConfig
+from components.contract import NODE_ROLE_LABEL
 from components.network import GpuNics
 
 GPU_POOL_NAME = "gpu"
@@ -83,7 +84,7 @@ def gpu_pool_args(
             "spot": gpu.provisioning == "spot",
             "reservation_affinity": reservation_affinity(gpu, config.project),
             "taints": [GPU_TAINT],
-            "labels": {"rl-on-gke/role": "gpu", "rl-on-gke/provisioning": gpu.provisioning},
+            "labels": {NODE_ROLE_LABEL: "gpu", "rl-on-gke/provisioning": gpu.provisioning},
         },
         "network_config": {"additional_node_network_configs": extra_networks},
         "management": {"auto_repair": True, "auto_upgrade": True},

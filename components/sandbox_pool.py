@@ -13,7 +13,6 @@ from components.config import StackConfig
 from components.k8s.sandbox import POOL_ROLE, POOL_ROLE_LABEL
 
 SANDBOX_POOL_NAME = "code-sandbox"
-DEFAULT_MACHINE_TYPE = "n2-standard-8"
 
 
 def sandbox_pool_args(
@@ -22,8 +21,8 @@ def sandbox_pool_args(
     node_locations: list[str],
     cluster: pulumi.Input[str],
     service_account: pulumi.Input[str],
-    node_count: int = 1,
-    machine_type: str = DEFAULT_MACHINE_TYPE,
+    node_count: int,
+    machine_type: str,
 ) -> dict[str, Any]:
     """Keyword args for gcp.container.NodePool."""
     if node_count < 1:

@@ -16,7 +16,7 @@ import typer
 from ray.job_submission import JobDetails, JobStatus
 from rich.table import Table
 
-from components.contract import StackOutputs
+from components.contract import RUNS_ROOT, StackOutputs
 from jobs import (address, attempts, ckpt_size, export, follow, frameworks, listing, overrides,
                   reward_sandbox, run_events, stack, submission, supervised, validate)
 from jobs.cluster import AlreadySubmitted, Cluster
@@ -445,7 +445,7 @@ def run_cmd(
     follow_logs: FollowOpt = False,
     max_restarts: RestartsOpt = 0,
     gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs the cluster must report before an attempt is (re)submitted; the supervisor waits for them (needs --max-restarts).")] = 0,
-    checkpoint_dir: Annotated[str, typer.Option("--checkpoint-dir", help="Where the command checkpoints, as seen on the Ray head (e.g. /lustre/runs/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.")] = "",
+    checkpoint_dir: Annotated[str, typer.Option("--checkpoint-dir", help=f"Where the command checkpoints, as seen on the Ray head (e.g. {RUNS_ROOT}/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.")] = "",
     as_json: JsonOpt = False,
     addr: AddressOpt = None,
     stack_name: StackOpt = None,
@@ -457,7 +457,7 @@ def run_cmd(
                          "the attempt is submitted at once")
     if checkpoint_dir and not checkpoint_dir.startswith("/"):
         raise UsageError(f"--checkpoint-dir {checkpoint_dir!r} is not an absolute path",
-                         "give the directory as the Ray head sees it, e.g. /lustre/runs/RUN/checkpoints")
+                         f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}/RUN/checkpoints")
     run = submission.check_run_name(name or submission.default_run_name("run"))
     # Built (and the working dir measured) before contacting anything: an oversize dir is
     # refused without a port-forward or an upload.

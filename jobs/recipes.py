@@ -16,9 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from components.catalogue import FRAMEWORKS, FrameworkSpec
 from components.contract import DATASETS_ROOT, HF_HOME_ENV, HF_HOME_PATH, RUNS_ROOT
+from jobs.rewards import SANDBOX_URL_ENV as CODE_SANDBOX_URL_ENV
 
-# What the code-contests reward reads for the executor service (jobs/rewards/code_contests.py).
-CODE_SANDBOX_URL_ENV = "CODE_SANDBOX_URL"
 # NeMo RL's code in its NGC image (docker/Dockerfile WORKDIR); `uv run` needs its pyproject.
 NEMO_RL_HOME = "/opt/nemo-rl"
 PAYLOADS = Path(__file__).parent / "payloads"

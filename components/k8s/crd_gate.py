@@ -24,6 +24,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.contract import NODE_POOL_LABEL
 from components.k8s.provider import KubeTarget
 
 # CRD object names (<plural>.<group>) of every kind the layer creates that GKE installs itself.
@@ -39,7 +40,6 @@ KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.35.0"
 # How long GKE may take to install the CRDs; the Job (and Pulumi's await) give up after this.
 CREATE_TIMEOUT_SECONDS = 1200
 ESTABLISHED_TIMEOUT_SECONDS = 300
-NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 
 
 def _crd_args(verb: list[str], timeout: int, crds: Sequence[str]) -> list[str]:

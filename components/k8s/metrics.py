@@ -13,11 +13,11 @@ from typing import Any
 
 import pulumi
 
+from components.contract import RAY_CLUSTER_LABEL
 from components.k8s.provider import KubeTarget, custom_object
 
 API_VERSION = "monitoring.googleapis.com/v1"
 # KubeRay labels every pod it creates with its cluster's name (kuberay utils/constant.go).
-RAY_CLUSTER_LABEL = "ray.io/cluster"
 METRICS_PORT_NAME = "metrics"
 SCRAPE_INTERVAL = "30s"
 

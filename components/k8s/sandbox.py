@@ -22,15 +22,16 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.contract import NODE_ROLE_LABEL, RAY_CLUSTER_LABEL
+
 GVISOR_RUNTIME_CLASS = "gvisor"  # created by GKE when a pool has GKE Sandbox enabled
 GVISOR_NODE_LABEL = "sandbox.gke.io/runtime"
-POOL_ROLE_LABEL = "rl-on-gke/role"
+POOL_ROLE_LABEL = NODE_ROLE_LABEL
 POOL_ROLE = "code-sandbox"
 APP_LABEL = "app.kubernetes.io/name"
 CODE_DIR = "/opt/rl-sandbox"
 CODE_DIGEST_ANNOTATION = "rl-on-gke/code-sha256"
 PORT = 8080
-RAY_CLUSTER_LABEL = "ray.io/cluster"  # KubeRay labels every pod of a cluster with its name
 # The files the service imports (python -m jobs.rewards.service); ConfigMap keys cannot hold "/".
 SOURCE_FILES = ("jobs/__init__.py", "jobs/rewards/__init__.py", "jobs/rewards/sandbox.py", "jobs/rewards/service.py")
 

@@ -30,16 +30,15 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from jobs.rewards import sandbox
+    from jobs.rewards import SANDBOX_URL_ENV, sandbox
 except ImportError:  # loaded by path (veRL): the repository root is two levels up
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from jobs.rewards import sandbox
+    from jobs.rewards import SANDBOX_URL_ENV, sandbox
 
 NO_CODE = -1.0
 COMPILE_ERROR = -0.5
 DEFAULT_TIME_S = 2.0
 DEFAULT_MEMORY_BYTES = 256 * 10**6  # what code_contests records carry for most Codeforces problems
-SANDBOX_URL_ENV = "CODE_SANDBOX_URL"
 
 _CODE_TAG = re.compile(r"<code>(.*?)</code>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*(?:cpp|c\+\+|cc|cxx)[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)

@@ -80,3 +80,10 @@ def _modules_with_literal(literal: str) -> set[str]:
 @pytest.mark.parametrize("literal", ["/lustre", "HF_HOME", "rl-on-gke-protect", "/home/kubernetes/bin/gib"])
 def test_each_shared_literal_lives_in_the_contract_only(literal: str) -> None:
     assert _modules_with_literal(literal) == {"components/contract.py"}
+
+
+def test_the_readme_lists_every_stack_output() -> None:
+    readme = (ROOT / "README.md").read_text()
+    missing = [StackOutputs.output_name(f) for f in StackOutputs.model_fields
+               if f"`{StackOutputs.output_name(f)}`" not in readme]
+    assert missing == []

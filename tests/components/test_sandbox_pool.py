@@ -12,7 +12,9 @@ from components.sandbox_pool import sandbox_pool_args
 
 
 def args(**kw: object) -> dict:
-    return sandbox_pool_args("example-project", "us-east1", ["us-east1-b"], "cluster-id", "sa@example.iam.gserviceaccount.com", **kw)
+    settings = {"node_count": 1, "machine_type": "n2-standard-8", **kw}
+    return sandbox_pool_args("example-project", "us-east1", ["us-east1-b"], "cluster-id",
+                             "sa@example.iam.gserviceaccount.com", **settings)
 
 
 def test_pool_has_gke_sandbox_gvisor_in_the_sdks_current_field() -> None:

@@ -133,10 +133,6 @@ def test_dry_run_json_carries_the_reward_path_its_kwargs_and_the_payload():
     assert "submitting needs --allow-unsandboxed-reward" in human.stderr
 
 
-def test_the_url_env_name_is_the_one_the_reward_reads():
-    assert CODE_SANDBOX_URL_ENV == cc.SANDBOX_URL_ENV
-
-
 # ------------------------------------------------------------- end to end on a real Ray cluster
 
 SUM = "#include <cstdio>\nint main() { long long a, b; scanf(\"%lld %lld\", &a, &b); printf(\"%lld\\n\", a + b); }"
