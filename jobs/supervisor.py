@@ -140,17 +140,22 @@ class Supervisor:
                 return job.submission_id
         return None
 
-    def submit(self, attempt: int) -> str:
+    def submit(self, attempt: int) -> str | None:
+        """The attempt's id once Ray has it, or None when a stop came while the dashboard was
+        away (nothing was submitted, so there is nothing to watch or stop)."""
         job_id = self.spec.attempt_id(attempt)
         meta = {**self.spec.metadata, "attempt": str(attempt), "supervisor": self.own_id}
         try:
-            self._retry(lambda: self.client.submit_job(
+            submitted = self._retry(lambda: self.client.submit_job(
                 entrypoint=self.spec.entrypoint, runtime_env=self.spec.runtime_env,
                 metadata=meta, submission_id=job_id))
         except RuntimeError as e:
             if "already exists" not in str(e):
                 raise
             # Submitted before (a resubmit whose answer was lost): watch that one.
+            submitted = job_id
+        if submitted is None:
+            return None
         self.current = job_id
         return job_id
 
@@ -253,6 +258,8 @@ class Supervisor:
                             f"{lines[-1] if lines else type(e).__name__}",
                             reason="submit_refused", attempt=attempt)
                 return 1
+            if job_id is None:
+                return self._stopped()
             self.record(ev.SUBMITTED, f"submitted {job_id} ({d.message})"
                         + (f", restart {restarts} of {spec.max_restarts}" if restarts else ""),
                         attempt=attempt, submission_id=job_id)
