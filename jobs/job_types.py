@@ -39,7 +39,6 @@ class JobDetails(BaseModel):
 
     status: JobStatus
     entrypoint: str
-    type: str | None = None
     job_id: str | None = None
     submission_id: str | None = None
     message: str | None = None
