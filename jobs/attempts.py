@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ray.job_submission import JobStatus
+from jobs.job_types import JobStatus
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from ray.job_submission import JobDetails, JobStatus
+from jobs.job_types import JobDetails, JobStatus
 from rich.table import Table
 
 from components.contract import RUNS_ROOT, StackOutputs

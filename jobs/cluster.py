@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
+import http.client
 import os
 import re
+import socket
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-
-import aiohttp
-import requests
-from ray.job_submission import JobDetails, JobStatus, JobSubmissionClient
+from typing import Any
 
 from jobs.errors import JobsError, Unreachable, UsageError
+from jobs.job_types import JobDetails, JobStatus
+from jobs.jobs_api import JobsAPI
 from jobs.redact import redact
 from jobs.submission import Submission
 
@@ -22,8 +23,9 @@ class AlreadySubmitted(UsageError):
     """The submission id exists on the cluster (HTTP 500 "already exists", reference §4.4)."""
 
 
-# Ray's client reports HTTP errors as RuntimeError("Request failed with status code N: body.")
-# (ray/dashboard/modules/dashboard_sdk.py `_raise_error`, Ray 2.60).
+# HTTP errors are RuntimeError("Request failed with status code N: body."), from our client
+# (jobs/jobs_api.py JobsAPIError) as from Ray's (ray/dashboard/modules/dashboard_sdk.py
+# `_raise_error`, Ray 2.60).
 _STATUS = re.compile(r"Request failed with status code (?P<code>[0-9]{3})\b")
 # Gateway errors mean a proxy (kubectl port-forward, a load balancer) lost the dashboard.
 _GATEWAY = {"502", "503", "504"}
@@ -54,34 +56,59 @@ def _unreachable(what: str, why: str) -> Unreachable:
                        "check the cluster and the port-forward, then retry")
 
 
+def _loaded(module: str, *names: str) -> tuple[type[BaseException], ...]:
+    """Exception classes of `module` if something imported it, else none: aiohttp (the log
+    tail) and requests (Ray's upload client) are imported only by the commands that use them,
+    and an error of a module never imported cannot be raised."""
+    mod = sys.modules.get(module)
+    return tuple(getattr(mod, n) for n in names) if mod is not None else ()
+
+
 @contextmanager
 def _translated(what: str) -> Iterator[None]:
     try:
         yield
     except JobsError:
         raise
-    except aiohttp.ClientResponseError as e:
+    except Exception as e:  # noqa: BLE001 - sorted below; anything else is raised as is
+        _translate(what, e)
+        raise
+
+
+def _translate(what: str, e: Exception) -> None:
+    """Raise the CLI's error for `e`, or return to let `e` propagate unchanged."""
+    ws_answer = _loaded("aiohttp", "ClientResponseError")
+    if ws_answer and isinstance(e, ws_answer):
         # The log websocket's handshake got an HTTP answer (404 for an unknown job).
-        if e.status == 404:
+        status = getattr(e, "status", None)
+        if status == 404:
             raise UsageError(f"no such job: {what}",
                              "list jobs with `python -m jobs list`") from None
-        raise _unreachable(what, f"HTTP {e.status}") from None
-    except (requests.exceptions.RequestException, aiohttp.ClientError, ConnectionError,
-            TimeoutError, asyncio.TimeoutError) as e:
+        raise _unreachable(what, f"HTTP {status}") from None
+    # No answer: refused, reset, timed out, name not resolved, a broken HTTP answer, and the
+    # same from requests (Ray's upload client) or aiohttp (the log tail).
+    lost = (ConnectionError, TimeoutError, socket.gaierror, http.client.HTTPException,
+            *_loaded("aiohttp", "ClientError"), *_loaded("asyncio", "TimeoutError"),
+            *_loaded("requests", "RequestException"))
+    if isinstance(e, lost):
         raise _unreachable(what, type(e).__name__) from None
-    except RuntimeError as e:
-        text = redact(str(e))
-        status = _STATUS.search(text)
-        code = status.group("code") if status else None
-        # "already exists" first: a submission id may itself contain "404" (a uuid, a date).
-        if "already exists" in text:
-            raise AlreadySubmitted(f"{what}: already exists on this cluster",
-                                   "pick another --name") from None
-        if code == "404" or (code is None and "does not exist" in text):
-            raise UsageError(f"no such job: {what}", "list jobs with `python -m jobs list`") from None
-        if code in _GATEWAY or (code is None and any(w in text.lower() for w in _CONNECTION_WORDS)):
-            raise _unreachable(what, meaningful_line(text)) from None
-        raise JobsError(f"Ray refused to {what}: {meaningful_line(text)}") from None
+    if isinstance(e, RuntimeError):
+        _translate_runtime_error(what, e)
+
+
+def _translate_runtime_error(what: str, e: RuntimeError) -> None:
+    text = redact(str(e))
+    status = _STATUS.search(text)
+    code = status.group("code") if status else None
+    # "already exists" first: a submission id may itself contain "404" (a uuid, a date).
+    if "already exists" in text:
+        raise AlreadySubmitted(f"{what}: already exists on this cluster",
+                               "pick another --name") from None
+    if code == "404" or (code is None and "does not exist" in text):
+        raise UsageError(f"no such job: {what}", "list jobs with `python -m jobs list`") from None
+    if code in _GATEWAY or (code is None and any(w in text.lower() for w in _CONNECTION_WORDS)):
+        raise _unreachable(what, meaningful_line(text)) from None
+    raise JobsError(f"Ray refused to {what}: {meaningful_line(text)}") from None
 
 
 @contextmanager
@@ -98,64 +125,97 @@ def _without_address_env() -> Iterator[None]:
         os.environ.update(saved)
 
 
+def _is_local(value: object) -> bool:
+    # Ray treats a value with a scheme (gcs://, s3://, https://) as a URI, anything else as a
+    # local path to package (ray/_private/runtime_env/packaging.py `is_uri`, Ray 2.60).
+    return isinstance(value, str) and "://" not in value
+
+
+def has_local_packages(runtime_env: dict[str, Any]) -> bool:
+    """True when the env names a local working_dir or py_modules path, which must be zipped
+    and uploaded before the job is submitted."""
+    modules = runtime_env.get("py_modules") or []
+    return _is_local(runtime_env.get("working_dir")) or any(
+        _is_local(m) for m in (modules if isinstance(modules, list) else [modules]))
+
+
 class Cluster:
-    """One Ray dashboard."""
+    """One Ray dashboard, through its Jobs REST API (jobs/jobs_api.py)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-        with _translated("connect"), _without_address_env():
-            self.client = JobSubmissionClient(url)
+        try:
+            self.api = JobsAPI(url)
+        except ValueError:
+            raise UsageError(f"address {url!r} is not a dashboard URL",
+                             "use the dashboard address, e.g. http://HOST:8265") from None
+
+    def _upload(self, runtime_env: dict[str, Any]) -> dict[str, Any]:
+        """A copy of `runtime_env` whose local working_dir and py_modules are zipped and
+        uploaded (`PUT /api/packages/...`) by Ray's own client and replaced by their gcs://
+        URIs, as its submit_job does (ray/dashboard/modules/dashboard_sdk.py
+        `_upload_working_dir_if_needed` / `_upload_py_modules_if_needed`, Ray 2.60): its
+        packaging (excludes, .gitignore, hashing) is what the cluster unpacks. Ray is imported
+        here only, by the commands that upload."""
+        env = copy.deepcopy(runtime_env)
+        if not has_local_packages(env):
+            return env
+        from ray.job_submission import JobSubmissionClient
+
+        with _without_address_env():
+            client = JobSubmissionClient(self.url)
+        client._upload_working_dir_if_needed(env)
+        client._upload_py_modules_if_needed(env)
+        return env
 
     def submit(self, sub: Submission) -> str:
         with _translated(f"submit {sub.submission_id}"):
-            return self.client.submit_job(entrypoint=sub.entrypoint, runtime_env=sub.runtime_env,
-                                          metadata=sub.metadata, submission_id=sub.submission_id,
-                                          entrypoint_num_cpus=sub.entrypoint_num_cpus)
+            env = self._upload(sub.runtime_env)
+            return self.api.submit_job(entrypoint=sub.entrypoint, runtime_env=env,
+                                       metadata=sub.metadata, submission_id=sub.submission_id,
+                                       entrypoint_num_cpus=sub.entrypoint_num_cpus)
 
     def upload_working_dir(self, runtime_env: dict[str, object]) -> dict[str, object]:
-        """A copy of `runtime_env` whose local working_dir is uploaded now and replaced by its
-        gcs:// package URI, as submit_job would (dashboard_sdk.py, Ray 2.60): for attempts that
-        another process (the run's supervisor) submits later."""
-        env = copy.deepcopy(runtime_env)
+        """A copy of `runtime_env` whose local working_dir and py_modules are uploaded now and
+        replaced by their gcs:// package URIs: for attempts that another process (the run's
+        supervisor, on the head, where the caller's files are not) submits later."""
         with _translated("upload the working dir"):
-            self.client._upload_working_dir_if_needed(env)
-        return env
+            return self._upload(runtime_env)
 
     def ray_version(self) -> str | None:
         """The cluster's Ray version from `GET /api/version` (`ray_version`), or None."""
         try:
-            r = requests.get(f"{self.url}/api/version", timeout=10)
-            r.raise_for_status()
-            value = r.json().get("ray_version")
-        except (requests.RequestException, ValueError, AttributeError):
+            value = self.api.get_version().get("ray_version")
+        except (RuntimeError, OSError, ValueError, http.client.HTTPException):
             return None
         return value if isinstance(value, str) else None
 
     def status(self, job_id: str) -> JobStatus:
         with _translated(f"get the status of {job_id}"):
-            return self.client.get_job_status(job_id)
+            return self.api.get_job_status(job_id)
 
     def info(self, job_id: str) -> JobDetails:
         with _translated(f"describe {job_id}"):
-            return self.client.get_job_info(job_id)
+            return self.api.get_job_info(job_id)
 
     def jobs(self) -> list[JobDetails]:
         with _translated("list jobs"):
-            return list(self.client.list_jobs())
+            return self.api.list_jobs()
 
     def logs(self, job_id: str) -> str:
         with _translated(f"read the logs of {job_id}"):
-            return self.client.get_job_logs(job_id)
+            return self.api.get_job_logs(job_id)
 
     def stop(self, job_id: str) -> bool:
         with _translated(f"stop {job_id}"):
-            return bool(self.client.stop_job(job_id))
+            return self.api.stop_job(job_id)
 
     def tail(self, job_id: str, write: Callable[[str], object]) -> None:
-        """Stream logs to `write` until the job ends (Ray's tail is an async generator)."""
+        """Stream logs to `write` until the job ends (the tail is an async generator)."""
+        import asyncio
 
         async def pump() -> None:
-            async for chunk in self.client.tail_job_logs(job_id):
+            async for chunk in self.api.tail_job_logs(job_id):
                 write(redact(chunk))
 
         with _translated(f"follow the logs of {job_id}"):

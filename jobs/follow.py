@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from ray.job_submission import JobStatus
+from jobs.job_types import JobStatus
 from rich.console import Console
 
 from jobs.cluster import Cluster

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray.job_submission import JobDetails
+from jobs.job_types import JobDetails
 
 from jobs.cluster import Cluster
 from jobs.errors import UsageError

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ray.job_submission import JobDetails, JobStatus
+from jobs.job_types import JobDetails, JobStatus
 from rich.console import Console
 
 import jobs

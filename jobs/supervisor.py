@@ -28,6 +28,7 @@ Standard library and Ray only: this runs inside the framework's image.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -123,7 +124,7 @@ class Supervisor:
         while True:
             try:
                 return call()
-            except (RuntimeError, OSError) as e:
+            except (RuntimeError, OSError, http.client.HTTPException) as e:
                 if not _transient(e):
                     raise
                 if self.stopping.wait(self.config.poll_s):
@@ -301,14 +302,15 @@ class Supervisor:
         return f" ({', '.join(parts)})" if parts else ""
 
 
-# Ray's client raises RuntimeError("Request failed with status code N: ...") for HTTP answers
-# (dashboard_sdk.py `_raise_error`) and requests' ConnectionError (an OSError) when the dashboard
-# is away; only the latter and gateway codes mean "try again".
+# The Jobs API client (jobs/jobs_api.py, as Ray's dashboard_sdk.py `_raise_error`) raises
+# RuntimeError("Request failed with status code N: ...") for HTTP answers, and OSError or
+# http.client.HTTPException when the dashboard is away; only the latter and gateway codes mean
+# "try again".
 _TRANSIENT_CODES = ("status code 502", "status code 503", "status code 504")
 
 
 def _transient(error: BaseException) -> bool:
-    if isinstance(error, OSError):
+    if isinstance(error, (OSError, http.client.HTTPException)):
         return True
     text = str(error)
     return "Request failed with status code" not in text or any(
@@ -326,7 +328,8 @@ def main(argv: list[str]) -> int:
         return 2
     own_id = argv[0]
     import ray
-    from ray.job_submission import JobSubmissionClient
+
+    from jobs.jobs_api import JobsAPI
 
     # Ray sends SIGTERM on `ray job stop` and SIGKILL 3 s later (job_supervisor.py,
     # RAY_JOB_STOP_WAIT_TIME_S): wake every wait at once and stop the current attempt.
@@ -343,15 +346,11 @@ def main(argv: list[str]) -> int:
     # ray.init installs its own SIGTERM handler (sys.exit, worker.py `init`, Ray 2.60): ours
     # goes back on top so a stop is recorded and the current attempt stopped.
     signal.signal(signal.SIGTERM, on_term)
-    # The driver's RAY_ADDRESS is the GCS address, and JobSubmissionClient lets it override the
-    # URL it is given (ray/dashboard/utils.py get_address_for_submission_client, Ray 2.60):
-    # hide it while the client resolves the dashboard URL.
-    saved = {k: os.environ.pop(k) for k in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
-             if k in os.environ}
-    try:
-        client = JobSubmissionClient(f"http://{ctx.dashboard_url}")
-    finally:
-        os.environ.update(saved)
+    # The Jobs API through jobs/jobs_api.py, as the CLI calls it: its errors read as Ray's
+    # client's (RuntimeError "Request failed with status code N", OSError without an answer),
+    # which `_transient` sorts. Attempts carry gcs:// URIs only (the CLI uploaded their local
+    # packages at hand-off, jobs/cluster.py `upload_working_dir`), so nothing is uploaded here.
+    client = JobsAPI(f"http://{ctx.dashboard_url}")
     spec = Spec.from_json(client.get_job_info(own_id).metadata["spec"])
 
     def gpus() -> float:

@@ -7,10 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-# The matcher Ray's own packer uses (ray/_private/runtime_env/packaging.py, Ray 2.60), so our
-# measurement and Ray's zip agree on what is excluded. Ray is pinned, so this import is stable.
-from ray._private.thirdparty.pathspec import PathSpec
-
 from components.contract import LUSTRE_MOUNT_PATH
 from jobs.errors import UsageError
 
@@ -56,6 +52,11 @@ class Package:
 
 
 def _matcher(base: Path, patterns: list[str]) -> Callable[[Path], bool]:
+    # The matcher Ray's own packer uses (ray/_private/runtime_env/packaging.py, Ray 2.60), so
+    # our measurement and Ray's zip agree on what is excluded. Ray is pinned, so this import is
+    # stable; it imports all of `ray` (~0.7 s), so only a command that uploads a dir pays it.
+    from ray._private.thirdparty.pathspec import PathSpec
+
     spec = PathSpec.from_lines("gitwildmatch", patterns)
     return lambda p: spec.match_file(str(p.relative_to(base)) + ("/" if p.is_dir() else ""))
 
