@@ -142,12 +142,13 @@ _MAX_BACKOFF_S = 10.0
 
 
 def run_remote(url: str, code: str, cases: list[sandbox.Case], limits: sandbox.Limits,
-               budget_s: float = REMOTE_BUDGET_S) -> sandbox.RunResult:
+               budget_s: float | None = None) -> sandbox.RunResult:
     """POST the run to the executor service; retries while it is busy (503) or unreachable,
     for at most `budget_s` seconds."""
     body = json.dumps({"code": code, "tests": [c.model_dump() for c in cases],
                        "limits": limits.model_dump()}).encode()
     timeout = limits.compile_time_s + len(cases) * (limits.time_s + limits.wall_margin_s) + 30
+    budget_s = REMOTE_BUDGET_S if budget_s is None else budget_s
     deadline = time.monotonic() + budget_s
     last: Exception | None = None
     tries = 0

@@ -47,8 +47,10 @@ def test_solutions_are_scored_concurrently_up_to_the_limit(monkeypatch) -> None:
     assert peak == 3
 
 
-def test_a_broken_executor_raises_instead_of_scoring_zero() -> None:
-    # Nothing listens on port 9 (discard) of loopback: the service is unreachable.
+def test_a_broken_executor_raises_instead_of_scoring_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing listens on port 9 (discard) of loopback: the service is unreachable. The retry
+    # budget (15 minutes in production) is cut to 2 s so the test ends once it is spent.
+    monkeypatch.setattr(cc, "REMOTE_BUDGET_S", 2.0)
     with pytest.raises(RuntimeError, match="CODE_SANDBOX_URL=http://127.0.0.1:9"):
         batch.compute_score_batch(["code_contests"], [answer(SUM)], [truth()], None,
                                   sandbox_url="http://127.0.0.1:9")
