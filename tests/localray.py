@@ -54,6 +54,26 @@ def venv_bin() -> Path:
     return Path(sys.executable).parent
 
 
+def terminate(procs: list[psutil.Process], root: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM every process, SIGKILL what is left after `grace_s`, then reap the root."""
+    for p in procs:
+        try:
+            p.send_signal(signal.SIGTERM)
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+    try:
+        root.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        root.kill()
+
+
 @dataclass
 class LocalRay:
     """A running private head: its dashboard URL and what is needed to stop it."""
@@ -67,23 +87,7 @@ class LocalRay:
     def stop(self, grace_s: float = 4.0) -> None:
         """Stop every process of this head: the `ray start --block` tree plus any process
         whose command line names our temp dir (workers re-parent to init when raylet dies)."""
-        procs = _our_processes(self.process.pid, self.temp_dir)
-        for p in procs:
-            try:
-                p.send_signal(signal.SIGTERM)
-            except psutil.Error:
-                pass
-        _, alive = psutil.wait_procs(procs, timeout=grace_s)
-        for p in alive:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(alive, timeout=5)
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        terminate(_our_processes(self.process.pid, self.temp_dir), self.process, grace_s)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
         self.log_path.unlink(missing_ok=True)
 

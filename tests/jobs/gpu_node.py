@@ -4,7 +4,6 @@ away and bring back (a reclaimed spot node and its replacement)."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -56,22 +55,7 @@ class GpuNode:
             procs = [root, *root.children(recursive=True)]
         except psutil.Error:
             procs = []
-        for p in procs:
-            try:
-                p.send_signal(signal.SIGTERM)
-            except psutil.Error:
-                pass
-        _, alive = psutil.wait_procs(procs, timeout=grace_s)
-        for p in alive:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(alive, timeout=5)
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        localray.terminate(procs, self.process, grace_s)
         self.process = None
 
     def close(self) -> None:
