@@ -10,12 +10,6 @@ from jobs.runs import plan as submission
 from jobs.common.errors import UsageError
 
 
-def test_attempt_ids_round_trip():
-    assert submission.attempt_id("grpo-math-20261130-0452", 2) == "grpo-math-20261130-0452-a2"
-    assert submission.split_attempt_id("grpo-math-20261130-0452-a12") == ("grpo-math-20261130-0452", 12)
-    assert submission.split_attempt_id("raysubmit_abc") is None
-
-
 def test_default_run_name_is_readable_utc_time():
     when = datetime(2026, 11, 30, 4, 52, 7, tzinfo=timezone.utc)
     assert submission.default_run_name("grpo-math", when) == "grpo-math-20261130-045207"
@@ -29,7 +23,7 @@ def test_bad_run_names_are_refused(name):
 
 def test_next_attempt_keeps_the_command_and_changes_only_id_and_attempt():
     first = submission.for_command(["python", "-c", "print(1)"], "r1", None, "dev", "abc")
-    second = first.for_attempt(2)
+    second = submission.for_attempt(first, 2)
     assert second.submission_id == "r1-a2" and second.metadata["attempt"] == "2"
     assert second.entrypoint == first.entrypoint and second.runtime_env == first.runtime_env
     assert {k: v for k, v in second.metadata.items() if k != "attempt"} == \
