@@ -35,18 +35,18 @@ def status_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.Address
     if as_json:
         emit_json(view)
         return
-    out = out()
+    console = out()
     for key in ("submission_id", "run", "attempt", "status", "recipe", "stack", "git_commit",
                 "entrypoint", "message", "driver_exit_code"):
         if view.get(key) not in ("", None):
-            out.print(f"{key:>16}: {view[key]}", markup=False)
+            console.print(f"{key:>16}: {view[key]}", markup=False)
     if "supervisor" in view:
         sup = view["supervisor"]
-        out.print(f"{'supervisor':>16}: {sup['submission_id']} {sup['status']}", markup=False)
+        console.print(f"{'supervisor':>16}: {sup['submission_id']} {sup['status']}", markup=False)
         if view["outcome"]:
-            out.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
-        out.print(f"{'history':>16}:", markup=False)
-        handoff.print_story(lambda text: out.print(f"  {text}", markup=False),
+            console.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
+        console.print(f"{'history':>16}:", markup=False)
+        handoff.print_story(lambda text: console.print(f"  {text}", markup=False),
                                view["history"])
 
 
