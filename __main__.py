@@ -23,22 +23,22 @@ prefix = config.name_prefix
 apis = ProjectApis(f"{prefix}-apis", ProjectApisArgs(project=config.project, region=config.region))
 on_apis = pulumi.ResourceOptions(providers=[apis.provider])
 
-network = Network(prefix, NetworkArgs(config=config), on_apis)
+network = Network(prefix, NetworkArgs.for_stack(config), on_apis)
 psa = PrivateServiceAccess(
-    f"{prefix}-psa", PrivateServiceAccessArgs(config=config, network=network.main_network), on_apis
+    f"{prefix}-psa", PrivateServiceAccessArgs.for_stack(config, network.main_network), on_apis
 )
 lustre = ManagedLustre(
-    f"{prefix}-lustre", ManagedLustreArgs(config=config, network=network.main_network, psa=psa), on_apis
+    f"{prefix}-lustre", ManagedLustreArgs.for_stack(config, network.main_network, psa), on_apis
 )
 gke = GkeCluster(
     f"{prefix}-gke",
-    GkeClusterArgs(config=config, network=network.main_network, subnetwork=network.main_subnet),
+    GkeClusterArgs.for_stack(config, network.main_network, network.main_subnet),
     on_apis,
 )
 gpu_pool = GpuNodePool(
     f"{prefix}-gpu",
-    GpuNodePoolArgs(
-        config=config,
+    GpuNodePoolArgs.for_stack(
+        config,
         cluster=gke.cluster,
         service_account=gke.node_service_account.email,
         nics=network.gpu_nics,
@@ -49,7 +49,7 @@ gpu_pool = GpuNodePool(
 sandbox_pool = (
     SandboxNodePool(
         f"{prefix}-code-sandbox",
-        SandboxNodePoolArgs(config=config, cluster=gke.cluster, service_account=gke.node_service_account.email),
+        SandboxNodePoolArgs.for_stack(config, gke.cluster, gke.node_service_account.email),
         on_apis,
     )
     if config.rewards.code_sandbox.enabled
@@ -57,8 +57,8 @@ sandbox_pool = (
 )
 k8s = KubernetesLayer(
     f"{prefix}-k8s",
-    KubernetesLayerArgs(
-        config=config,
+    KubernetesLayerArgs.for_stack(
+        config,
         secret_env=secret_env,
         kubeconfig=gke.kubeconfig,
         cluster=gke.cluster,

@@ -21,6 +21,37 @@ GPU_POOL_NAME = "gpu"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 
 
+@dataclass(frozen=True)
+class GpuNodePoolArgs:
+    """What the GPU pool reads of the stack (`gpu.*` and where), and what it attaches to."""
+
+    project: str
+    region: str
+    zone: str
+    gpu: GpuSettings
+    cluster: gcp.container.Cluster
+    service_account: pulumi.Input[str]
+    nics: GpuNics
+
+    @classmethod
+    def for_stack(
+        cls,
+        config: StackConfig,
+        cluster: gcp.container.Cluster,
+        service_account: pulumi.Input[str],
+        nics: GpuNics,
+    ) -> GpuNodePoolArgs:
+        return cls(
+            project=config.project,
+            region=config.region,
+            zone=config.zone,
+            gpu=config.gpu,
+            cluster=cluster,
+            service_account=service_account,
+            nics=nics,
+        )
+
+
 def reservation_affinity(gpu: GpuSettings, project: str) -> dict[str, Any]:
     if gpu.provisioning == "reservation":
         assert gpu.reservation is not None  # guaranteed by GpuSettings validation
@@ -45,7 +76,7 @@ def additional_networks(nics: GpuNics) -> list[dict[str, Any]]:
 
 
 def gpu_pool_args(
-    config: StackConfig,
+    config: GpuNodePoolArgs,
     cluster: pulumi.Input[str],
     service_account: pulumi.Input[str],
     extra_networks: list[dict[str, Any]],
@@ -98,14 +129,6 @@ def gpu_pool_args(
     return args
 
 
-@dataclass(frozen=True)
-class GpuNodePoolArgs:
-    config: StackConfig
-    cluster: gcp.container.Cluster
-    service_account: pulumi.Input[str]
-    nics: GpuNics
-
-
 class GpuNodePool(pulumi.ComponentResource):
     """One pool of 8-GPU nodes attached to the gVNIC and RDMA VPCs."""
 
@@ -116,11 +139,11 @@ class GpuNodePool(pulumi.ComponentResource):
         extra = additional_networks(args.nics)
         self.node_pool = gcp.container.NodePool(
             f"{name}-pool",
-            **gpu_pool_args(args.config, args.cluster.id, args.service_account, extra),
+            **gpu_pool_args(args, args.cluster.id, args.service_account, extra),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 # Spot and reserved GPU capacity can take long to be granted.
                 custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m", delete="30m"),
             ),
         )
-        self.register_outputs({"poolName": self.node_pool.name, "nodeCount": args.config.gpu.node_count})
+        self.register_outputs({"poolName": self.node_pool.name, "nodeCount": args.gpu.node_count})

@@ -17,9 +17,9 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
+from pydantic import Field, field_validator, model_validator
+
+from components.rules import Settings, rule
 
 MIN_HOURS_PER_32_DAYS = 48
 MIN_CONTIGUOUS_HOURS = 4
@@ -43,17 +43,6 @@ _REGION_UTC_OFFSETS: tuple[tuple[str, int], ...] = (
 _DEFAULT_LOCAL_START_HOUR = 2
 _DEFAULT_HOURS = 6
 _REFERENCE_SATURDAY = datetime(2026, 1, 3, tzinfo=UTC)
-
-
-def _rule(field: str, value: Any, allowed: str) -> PydanticCustomError:
-    # Same error shape as components.config._rule, which the config formatter attributes to `field`.
-    return PydanticCustomError("config_rule", "{allowed}", {"field": field, "value": value, "allowed": allowed})
-
-
-class _Settings(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, strict=True
-    )
 
 
 def parse_utc(value: str) -> datetime:
@@ -83,7 +72,7 @@ def min_hours_in_rolling_window(recurrence: str, duration: timedelta) -> float:
     return fewest * hours
 
 
-class MaintenanceWindow(_Settings):
+class MaintenanceWindow(Settings):
     """One recurring window: the first occurrence (start/end) and an RFC 5545 RRULE."""
 
     start_time: str
@@ -108,11 +97,11 @@ class MaintenanceWindow(_Settings):
         start, end = parse_utc(self.start_time), parse_utc(self.end_time)
         duration = end - start
         if duration <= timedelta(0):
-            raise _rule("end_time", self.end_time, f"must be after startTime {self.start_time}")
+            raise rule("end_time", self.end_time, f"must be after startTime {self.start_time}")
         if duration > timedelta(hours=24):
-            raise _rule("end_time", self.end_time, "must be at most 24 hours after startTime (one occurrence)")
+            raise rule("end_time", self.end_time, "must be at most 24 hours after startTime (one occurrence)")
         if duration < timedelta(hours=MIN_CONTIGUOUS_HOURS):
-            raise _rule(
+            raise rule(
                 "end_time",
                 self.end_time,
                 f"must be at least {MIN_CONTIGUOUS_HOURS} hours after startTime: GKE only counts "
@@ -120,7 +109,7 @@ class MaintenanceWindow(_Settings):
             )
         hours = min_hours_in_rolling_window(self.recurrence, duration)
         if hours < MIN_HOURS_PER_32_DAYS:
-            raise _rule(
+            raise rule(
                 "recurrence",
                 self.recurrence,
                 f"allows only {hours:g} hours of maintenance in some 32-day period with "
@@ -130,7 +119,7 @@ class MaintenanceWindow(_Settings):
         return self
 
 
-class MaintenanceExclusion(_Settings):
+class MaintenanceExclusion(Settings):
     """A one-off period without (some) automatic upgrades, e.g. a training campaign."""
 
     name: str = Field(min_length=1, max_length=64)
@@ -151,7 +140,7 @@ class MaintenanceExclusion(_Settings):
     @model_validator(mode="after")
     def _consistent(self) -> MaintenanceExclusion:
         if (self.end_time is None) == (self.end_time_behavior is None):
-            raise _rule(
+            raise rule(
                 "end_time",
                 self.end_time,
                 "set exactly one of endTime and endTimeBehavior: UNTIL_END_OF_SUPPORT",
@@ -159,16 +148,16 @@ class MaintenanceExclusion(_Settings):
         if self.end_time is not None:
             start, end = parse_utc(self.start_time), parse_utc(self.end_time)
             if end <= start:
-                raise _rule("end_time", self.end_time, f"must be after startTime {self.start_time}")
+                raise rule("end_time", self.end_time, f"must be after startTime {self.start_time}")
             if self.scope == "NO_UPGRADES" and end - start > timedelta(days=NO_UPGRADES_MAX_DAYS):
-                raise _rule(
+                raise rule(
                     "end_time",
                     self.end_time,
                     f"a NO_UPGRADES exclusion may last at most {NO_UPGRADES_MAX_DAYS} days; use scope "
                     "NO_MINOR_OR_NODE_UPGRADES for longer campaigns",
                 )
         elif self.scope == "NO_UPGRADES":
-            raise _rule(
+            raise rule(
                 "end_time_behavior",
                 self.end_time_behavior,
                 "UNTIL_END_OF_SUPPORT needs scope NO_MINOR_UPGRADES or NO_MINOR_OR_NODE_UPGRADES",
@@ -176,7 +165,7 @@ class MaintenanceExclusion(_Settings):
         return self
 
 
-class MaintenanceSettings(_Settings):
+class MaintenanceSettings(Settings):
     """`cluster.maintenance`: unset `window` means weekend nights (02:00-08:00) in the region."""
 
     window: MaintenanceWindow | None = None

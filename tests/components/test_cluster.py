@@ -14,9 +14,9 @@ POOL = "gcp:container/nodePool:NodePool"
 
 def _render(config):
     def build() -> None:
-        network = Network("net", NetworkArgs(config=config))
+        network = Network("net", NetworkArgs.for_stack(config))
         cluster = GkeCluster(
-            "gke", GkeClusterArgs(config=config, network=network.main_network, subnetwork=network.main_subnet)
+            "gke", GkeClusterArgs.for_stack(config, network.main_network, network.main_subnet)
         )
         import pulumi
 

@@ -14,12 +14,12 @@ POOL = "gcp:container/nodePool:NodePool"
 
 def _gpu_pool(config):
     def build() -> None:
-        network = Network("net", NetworkArgs(config=config))
-        gke = GkeCluster("gke", GkeClusterArgs(config=config, network=network.main_network, subnetwork=network.main_subnet))
+        network = Network("net", NetworkArgs.for_stack(config))
+        gke = GkeCluster("gke", GkeClusterArgs.for_stack(config, network.main_network, network.main_subnet))
         GpuNodePool(
             "gpu",
-            GpuNodePoolArgs(
-                config=config,
+            GpuNodePoolArgs.for_stack(
+                config,
                 cluster=gke.cluster,
                 service_account=gke.node_service_account.email,
                 nics=network.gpu_nics,
