@@ -93,6 +93,15 @@ def node_security(service_account: pulumi.Input[str]) -> dict[str, Any]:
 # and GKE keeps retrying. Upgrading one node at a time in place needs no extra capacity
 # (cluster-toolkit gke-node-pool/main.tf and gke-cluster/main.tf default to 0 / 1; reference 11).
 IN_PLACE_UPGRADE = {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1}
+# The system pool is on-demand CPU capacity, so the surge node it needs is ordinary stock. Surge
+# first: GKE creates the upgraded node before it drains an old one, so the pool never drops below
+# its size and the cluster always keeps a node for the Ray head, kube-dns and konnectivity. With
+# in-place (0 / 1) a one-node pool would be empty for the whole upgrade or auto-repair;
+# cluster-toolkit uses 0 / 1 only for a system pool autoscaled between 2 and 10 nodes
+# (modules/scheduler/gke-cluster variables.tf `system_node_pool_node_count` total_min_nodes 2,
+# main.tf `upgrade_settings` max_surge 0 / max_unavailable 1). GKE docs "Surge upgrades": maxSurge
+# 1 / maxUnavailable 0 is the default that keeps capacity.
+SURGE_UPGRADE = {"strategy": "SURGE", "max_surge": 1, "max_unavailable": 0}
 
 
 def control_plane_access(config: GkeClusterArgs) -> dict[str, Any]:
@@ -202,8 +211,8 @@ def system_pool_args(
             "labels": {NODE_ROLE_LABEL: "system"},
         },
         "management": {"auto_repair": True, "auto_upgrade": True},
-        # The Ray head lives here: one node at a time, never waiting for a surge node.
-        "upgrade_settings": dict(IN_PLACE_UPGRADE),
+        # The Ray head lives here: a new node first, then the old one drained (SURGE_UPGRADE).
+        "upgrade_settings": dict(SURGE_UPGRADE),
     }
 
 

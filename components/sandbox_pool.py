@@ -48,7 +48,7 @@ def sandbox_pool_args(
             "reservation_affinity": {"consume_reservation_type": "NO_RESERVATION"},
         },
         "management": {"auto_repair": True, "auto_upgrade": True},
-        # As the system and GPU pools (cluster.py): one node at a time, in place. With the
+        # As the GPU pool (cluster.py IN_PLACE_UPGRADE): one node at a time, in place. With the
         # default two nodes of one executor each, the other node keeps serving the reward.
         "upgrade_settings": dict(IN_PLACE_UPGRADE),
     }

@@ -122,10 +122,11 @@ def test_kubeconfig_points_at_the_endpoint_with_its_ca() -> None:
     assert document["current-context"] == "c"
 
 
-def test_system_pool_upgrades_in_place_one_node_at_a_time(config) -> None:
-    # The Ray head lives here; a surge upgrade would wait for a node the quota may not have.
+def test_system_pool_upgrades_surge_first_so_it_never_runs_out_of_nodes(config) -> None:
+    # The Ray head, kube-dns and konnectivity live here: a one-node pool upgraded in place (0 / 1)
+    # would have no node for them during every upgrade or auto-repair (issue 18).
     pool = _render(config).one(POOL).inputs
-    assert pool["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
+    assert pool["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 1, "maxUnavailable": 0}
 
 
 def test_cluster_gets_the_weekend_night_window_and_states_its_pods_per_node(config) -> None:

@@ -276,3 +276,16 @@ def test_deploy_runs_pulumi_up_with_the_policy_pack_as_the_deployer() -> None:
     assert pulumi["cloud-url"] == "gs://${{ vars.PULUMI_STATE_BUCKET }}"
     auth = one_step(job, "google-github-actions/auth")["with"]
     assert auth["service_account"] == "${{ vars.GCP_DEPLOY_SERVICE_ACCOUNT }}"
+
+
+def test_deploy_enables_service_usage_and_resource_manager_before_pulumi_up() -> None:
+    # A project with only billing: enabling any API needs these two on first (tpg #6101, #11435).
+    steps = _deploy_job()["steps"]
+    enable = [i for i, s in enumerate(steps) if "gcloud services enable" in s.get("run", "")]
+    gcloud = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("google-github-actions/setup-gcloud@")]
+    pulumi = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")]
+    assert len(enable) == 1 and gcloud and pulumi and gcloud[0] < enable[0] < pulumi[0]
+    run = steps[enable[0]]["run"]
+    for api in ("serviceusage.googleapis.com", "cloudresourcemanager.googleapis.com"):
+        assert api in run
+    assert "python -m tools.stack_project" in run
