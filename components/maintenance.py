@@ -8,7 +8,13 @@ resource is registered. GKE's rules (GKE "Configure maintenance windows and excl
     also notes that GKE returns UTC, so any other offset would show as a permanent diff;
   - an exclusion has either an end time or `end_time_behavior: UNTIL_END_OF_SUPPORT`
     (pulumi-gcp ClusterMaintenancePolicyMaintenanceExclusionArgs), and a NO_UPGRADES exclusion
-    lasts at most 30 days.
+    lasts at most 30 days;
+  - an exclusion whose end time has passed is dropped by GKE, so declaring one would re-add it on
+    every `pulumi up` (a perpetual diff, terraform-provider-google #9941): refused here.
+By default the cluster also holds minor and node versions until the version's end of support, as
+cluster-toolkit's A4 and A3 Ultra blueprints do (examples/gke-a4/gke-a4.yaml lines 212-216,
+examples/gke-a3-ultragpu/gke-a3-ultragpu.yaml lines 181-185): a node upgrade drains GPU nodes one
+at a time and each drain ends the run on it. `holdNodeVersions: false` turns it off.
 """
 
 from __future__ import annotations
@@ -43,6 +49,14 @@ _REGION_UTC_OFFSETS: tuple[tuple[str, int], ...] = (
 _DEFAULT_LOCAL_START_HOUR = 2
 _DEFAULT_HOURS = 6
 _REFERENCE_SATURDAY = datetime(2026, 1, 3, tzinfo=UTC)
+# The default exclusion: a fixed start (a moving "now" would change the policy on every `up`).
+HOLD_EXCLUSION_NAME = "rl-on-gke-hold-node-versions"
+HOLD_EXCLUSION_START = "2026-01-01T00:00:00Z"
+HOLD_EXCLUSION_SCOPE = "NO_MINOR_OR_NODE_UPGRADES"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def parse_utc(value: str) -> datetime:
@@ -162,6 +176,15 @@ class MaintenanceExclusion(Settings):
                 self.end_time_behavior,
                 "UNTIL_END_OF_SUPPORT needs scope NO_MINOR_UPGRADES or NO_MINOR_OR_NODE_UPGRADES",
             )
+        now = utc_now()
+        if self.end_time is not None and parse_utc(self.end_time) <= now:
+            raise rule(
+                "end_time",
+                self.end_time,
+                f"is in the past (now {_utc(now)}): GKE drops an exclusion once it ends and every "
+                "`pulumi up` would add it back (perpetual diff, terraform-provider-google #9941); "
+                "remove the exclusion or move endTime into the future",
+            )
         return self
 
 
@@ -169,6 +192,8 @@ class MaintenanceSettings(Settings):
     """`cluster.maintenance`: unset `window` means weekend nights (02:00-08:00) in the region."""
 
     window: MaintenanceWindow | None = None
+    # No minor or node upgrades until the cluster version's end of support (module docstring).
+    hold_node_versions: bool = True
     exclusions: list[MaintenanceExclusion] = Field(default_factory=list)
 
     @field_validator("exclusions")
@@ -178,7 +203,24 @@ class MaintenanceSettings(Settings):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"exclusion names must be unique; repeated: {', '.join(duplicates)}")
+        if HOLD_EXCLUSION_NAME in names:
+            raise ValueError(
+                f"{HOLD_EXCLUSION_NAME} is the name of the exclusion holdNodeVersions adds; "
+                "pick another name"
+            )
         return value
+
+    def all_exclusions(self) -> list[MaintenanceExclusion]:
+        """The stack's exclusions, after the default hold when it is on."""
+        held = (
+            [MaintenanceExclusion(
+                name=HOLD_EXCLUSION_NAME, start_time=HOLD_EXCLUSION_START,
+                scope=HOLD_EXCLUSION_SCOPE, end_time_behavior="UNTIL_END_OF_SUPPORT",
+            )]
+            if self.hold_node_versions
+            else []
+        )
+        return held + list(self.exclusions)
 
     def effective_window(self, region: str) -> MaintenanceWindow:
         return self.window or default_window(region)
@@ -213,9 +255,9 @@ def maintenance_policy_args(settings: MaintenanceSettings, region: str) -> dict[
             "recurrence": window.recurrence,
         }
     }
-    if settings.exclusions:
+    if settings.all_exclusions():
         exclusions = []
-        for exclusion in settings.exclusions:
+        for exclusion in settings.all_exclusions():
             options: dict[str, Any] = {"scope": exclusion.scope}
             entry: dict[str, Any] = {"exclusion_name": exclusion.name, "start_time": exclusion.start_time}
             if exclusion.end_time is not None:

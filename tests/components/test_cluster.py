@@ -131,9 +131,15 @@ def test_system_pool_upgrades_surge_first_so_it_never_runs_out_of_nodes(config) 
 
 def test_cluster_gets_the_weekend_night_window_and_states_its_pods_per_node(config) -> None:
     inputs = _render(config).one(CLUSTER).inputs
-    assert inputs["maintenancePolicy"] == {"recurringWindow": {
-        "startTime": "2026-01-03T07:00:00Z", "endTime": "2026-01-03T13:00:00Z",
-        "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}}
+    assert inputs["maintenancePolicy"] == {
+        "recurringWindow": {
+            "startTime": "2026-01-03T07:00:00Z", "endTime": "2026-01-03T13:00:00Z",
+            "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"},
+        # By default node versions are held until end of support (issue 18).
+        "maintenanceExclusions": [{
+            "exclusionName": "rl-on-gke-hold-node-versions", "startTime": "2026-01-01T00:00:00Z",
+            "exclusionOptions": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "endTimeBehavior": "UNTIL_END_OF_SUPPORT"}}],
+    }
     assert inputs["defaultMaxPodsPerNode"] == 110
 
 
