@@ -18,6 +18,15 @@ from components.contract import NODE_ROLE_LABEL
 from components.network import GpuNics
 
 GPU_POOL_NAME = "gpu"
+# Inputs whose change would replace the pool but that never need to change on their own:
+# `ephemeral_storage_local_ssd_config` is ForceNew (terraform-provider-google-beta
+# google-beta/services/container/node_config.go, schemaNodeConfig, ForceNew on the block and its
+# local_ssd_count) and follows the machine type, so a pool deployed before it was set would
+# otherwise be planned for replacement, and create-before-delete of the fixed-name `gpu` pool fails
+# with 409. cluster-toolkit ignores it the same way (modules/compute/gke-node-pool/main.tf line 314,
+# "Ignore local/ephemeral ssd configs as they are tied to machine types"). A machine-type change
+# still replaces the pool through guest_accelerators[].type (tools/force_new.py).
+GPU_POOL_IGNORED = ("nodeConfig.ephemeralStorageLocalSsdConfig",)
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 
 
@@ -144,6 +153,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 parent=self,
                 # Spot and reserved GPU capacity can take long to be granted.
                 custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m", delete="30m"),
+                ignore_changes=list(GPU_POOL_IGNORED),
             ),
         )
         self.register_outputs({"poolName": self.node_pool.name, "nodeCount": args.gpu.node_count})
