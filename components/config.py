@@ -22,7 +22,12 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from components.capacity import capacity_problems
-from components.catalogue import LUSTRE_TIERS, MACHINES, MIN_GKE_VERSION_FOR_LUSTRE_PORT_988
+from components.catalogue import (
+    FLEX_START_MAX_RUN_HOURS,
+    LUSTRE_TIERS,
+    MACHINES,
+    MIN_GKE_VERSION_FOR_LUSTRE_PORT_988,
+)
 from components.maintenance import MaintenanceSettings
 from components.rewards_config import RewardsSettings
 from components.rules import Settings, rule
@@ -55,9 +60,15 @@ class GpuSettings(Settings):
     # 0 parks the GPUs: the pool scales to zero and the RayCluster keeps no workers, while the
     # cluster, Lustre and its data stay (README "Park the GPUs").
     node_count: int = Field(ge=0, le=64)
-    provisioning: Literal["spot", "reservation", "on-demand"] = "spot"
+    # One capacity mode, so spot + flex-start or a reservation + flex-start cannot be written
+    # (cluster-toolkit gke-node-pool main.tf preconditions: flex-start needs NO_RESERVATION and
+    # never spot). flex-start is Dynamic Workload Scheduler (GKE "flex-start provisioning mode").
+    provisioning: Literal["spot", "reservation", "on-demand", "flex-start"] = "spot"
     reservation: str | None = None
     compact_placement: bool = False
+    # flex-start only: hours each node may run before GKE removes it (pulumi-gcp
+    # NodePoolNodeConfigArgs.max_run_duration); GKE's limit and default is 7 days.
+    max_run_duration_hours: int | None = Field(default=None, ge=1, le=FLEX_START_MAX_RUN_HOURS)
 
     @field_validator("machine_type")
     @classmethod
@@ -88,6 +99,12 @@ class GpuSettings(Settings):
                 self.reservation,
                 f"only allowed with provisioning 'reservation' (provisioning is "
                 f"'{self.provisioning}')",
+            )
+        if self.provisioning != "flex-start" and self.max_run_duration_hours is not None:
+            raise rule(
+                "max_run_duration_hours",
+                self.max_run_duration_hours,
+                f"only allowed with provisioning 'flex-start' (provisioning is '{self.provisioning}')",
             )
         return self
 

@@ -73,9 +73,30 @@ def reservation_affinity(gpu: GpuSettings, project: str) -> dict[str, Any]:
             "key": "compute.googleapis.com/reservation-name",
             "values": [reservation],
         }
-    # Spot pools must not consume reservations (GKE rejects it; cluster-toolkit precondition);
-    # on-demand pools should not silently eat capacity reserved for something else.
+    # Spot and flex-start pools must not consume reservations (GKE rejects it; cluster-toolkit
+    # gke-node-pool main.tf preconditions); on-demand pools should not silently eat capacity
+    # reserved for something else.
     return {"consume_reservation_type": "NO_RESERVATION"}
+
+
+def flex_start_args(gpu: GpuSettings) -> dict[str, Any]:
+    """What a flex-start (Dynamic Workload Scheduler) pool changes, as cluster-toolkit requires it
+    (modules/compute/gke-node-pool/main.tf lines 416-429: auto-repair off, no static node count,
+    NO_RESERVATION, never spot) and GKE's flex-start guide creates it (autoscaling from zero,
+    location policy ANY): GKE adds nodes, up to nodeCount, when the Ray workers ask for GPUs."""
+    node_config: dict[str, Any] = {"flex_start": True}
+    if gpu.max_run_duration_hours is not None:
+        node_config["max_run_duration"] = f"{gpu.max_run_duration_hours * 3600}s"
+    return {
+        "initial_node_count": 0,
+        "autoscaling": {
+            "total_min_node_count": 0,
+            "total_max_node_count": gpu.node_count,
+            "location_policy": "ANY",
+        },
+        "management": {"auto_repair": False, "auto_upgrade": True},
+        "node_config": node_config,
+    }
 
 
 def additional_networks(nics: GpuNics) -> list[dict[str, Any]]:
@@ -133,8 +154,14 @@ def gpu_pool_args(
         "upgrade_settings": dict(IN_PLACE_UPGRADE),
     }
     if gpu.compact_placement:
-        # Compact placement is single-zone only, which the pool already is.
+        # Compact placement is single-zone only, which the pool already is; with flex-start it
+        # is supported for A3 Ultra and A4 (cluster-toolkit gke-node-pool main.tf precondition).
         args["placement_policy"] = {"type": "COMPACT"}
+    if gpu.provisioning == "flex-start":
+        flex = flex_start_args(gpu)
+        del args["node_count"]
+        args["node_config"].update(flex.pop("node_config"))
+        args.update(flex)
     return args
 
 
