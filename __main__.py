@@ -8,6 +8,7 @@ import pulumi
 from components.apis import ProjectApis, ProjectApisArgs
 from components.cluster import GkeCluster, GkeClusterArgs
 from components.contract import SECRET_ENV, export_stack_outputs
+from components.gpu_capacity import GpuCapacityArgs, check_gpu_capacity
 from components.gpu_pool import GpuNodePool, GpuNodePoolArgs
 from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
 from components.lustre import ManagedLustre, ManagedLustreArgs, PrivateServiceAccess, PrivateServiceAccessArgs
@@ -16,6 +17,9 @@ from components.sandbox_pool import SandboxNodePool, SandboxNodePoolArgs
 from components.stack_inputs import load_stack
 
 config, secret_env = load_stack()
+# The reservation and the zone's machine type, looked up before anything is registered, so a
+# preview fails in seconds naming the key instead of a node pool timing out (gpu_capacity.py).
+check_gpu_capacity(GpuCapacityArgs.for_stack(config))
 prefix = config.name_prefix
 
 # Enables the Google APIs; every component below creates its GCP resources through the
