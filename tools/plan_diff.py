@@ -24,7 +24,7 @@ from typing import Any
 
 import typer
 
-from tools.force_new import CONDITIONAL, FORCE_NEW
+from tools.force_new import CONDITIONAL, force_new_entries
 from tools.render import ROOT
 
 MISSING = object()
@@ -90,7 +90,7 @@ def replace_reasons(
         and not any(_under(path, ignore) for ignore in ignored)
     ]
     reasons: list[str] = []
-    for entry in FORCE_NEW.get(resource_type, ()):
+    for entry in force_new_entries(resource_type):
         if any(_under(entry.path, ignore) for ignore in ignored):
             continue
         if entry.kind == "value":

@@ -110,3 +110,19 @@ def test_lustre_filesystem_replaces_and_capacity_updates() -> None:
     base = {"filesystem": "lustrefs", "capacityGib": "9000"}
     assert replace_reasons(lustre, base, {**base, "filesystem": "ckpt"}) == ["filesystem"]
     assert replace_reasons(lustre, base, {**base, "capacityGib": "18000"}) == []
+
+
+def test_kubernetes_objects_follow_pulumi_kubernetes_own_force_new_fields() -> None:
+    pv, job = "kubernetes:core/v1:PersistentVolume", "kubernetes:batch/v1:Job"
+    base = flatten({"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "9000Gi"},
+                                                        "csi": {"volumeAttributes": {"filesystem": "lustrefs"}}}})
+    grown = flatten({"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "18000Gi"},
+                                                         "csi": {"volumeAttributes": {"filesystem": "lustrefs"}}}})
+    renamed_fs = flatten({"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "9000Gi"},
+                                                              "csi": {"volumeAttributes": {"filesystem": "ckpt"}}}})
+    assert replace_reasons(pv, base, grown) == []
+    assert replace_reasons(pv, base, renamed_fs) == ["spec.csi"]
+    assert replace_reasons(job, flatten({"spec": {"template": {"a": 1}}}), flatten({"spec": {"template": {"a": 2}}})) == [
+        "spec.template"]
+    assert replace_reasons("kubernetes:ray.io/v1:RayCluster", flatten({"metadata": {"name": "a"}}),
+                           flatten({"metadata": {"name": "b"}})) == ["metadata.name"]
