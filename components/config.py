@@ -13,8 +13,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
@@ -22,13 +20,18 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
 
 from components.capacity import capacity_problems
-from components.catalogue import LUSTRE_TIERS, MACHINES, MIN_GKE_VERSION_FOR_LUSTRE_PORT_988
+from components.catalogue import (
+    FLEX_START_MAX_RUN_HOURS,
+    LUSTRE_TIERS,
+    MACHINES,
+    MIN_GKE_VERSION_FOR_LUSTRE_PORT_988,
+)
 from components.contract import Framework
 from components.maintenance import MaintenanceSettings
 from components.rewards_config import RewardsSettings
+from components.rules import Settings, rule
 
 NAMESPACE = "rl-on-gke"
 
@@ -53,29 +56,20 @@ class ConfigError(ValueError):
         super().__init__(f"invalid stack configuration ({len(problems)} problem(s)):\n{lines}")
 
 
-def _rule(field: str, value: Any, allowed: str) -> PydanticCustomError:
-    """A cross-field violation that the formatter attributes to `field` inside its model."""
-    return PydanticCustomError(
-        "config_rule", "{allowed}", {"field": field, "value": value, "allowed": allowed}
-    )
-
-
-class _Settings(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True,
-        # No silent coercion: `nodeCount: true` or `"2"` is a mistake worth naming.
-        strict=True,
-    )
-
-
-class GpuSettings(_Settings):
+class GpuSettings(Settings):
     machine_type: str
     # 0 parks the GPUs: the pool scales to zero and the RayCluster keeps no workers, while the
     # cluster, Lustre and its data stay (README "Park the GPUs").
     node_count: int = Field(ge=0, le=64)
-    provisioning: Literal["spot", "reservation", "on-demand"] = "spot"
+    # One capacity mode, so spot + flex-start or a reservation + flex-start cannot be written
+    # (cluster-toolkit gke-node-pool main.tf preconditions: flex-start needs NO_RESERVATION and
+    # never spot). flex-start is Dynamic Workload Scheduler (GKE "flex-start provisioning mode").
+    provisioning: Literal["spot", "reservation", "on-demand", "flex-start"] = "spot"
     reservation: str | None = None
     compact_placement: bool = False
+    # flex-start only: hours each node may run before GKE removes it (pulumi-gcp
+    # NodePoolNodeConfigArgs.max_run_duration); GKE's limit and default is 7 days.
+    max_run_duration_hours: int | None = Field(default=None, ge=1, le=FLEX_START_MAX_RUN_HOURS)
 
     @field_validator("machine_type")
     @classmethod
@@ -99,13 +93,19 @@ class GpuSettings(_Settings):
         # Spot and on-demand pools must not consume reservations (GKE rejects spot with
         # SPECIFIC_RESERVATION; cluster-toolkit gke-node-pool precondition).
         if self.provisioning == "reservation" and not self.reservation:
-            raise _rule("reservation", None, "required when provisioning is 'reservation'")
+            raise rule("reservation", None, "required when provisioning is 'reservation'")
         if self.provisioning != "reservation" and self.reservation:
-            raise _rule(
+            raise rule(
                 "reservation",
                 self.reservation,
                 f"only allowed with provisioning 'reservation' (provisioning is "
                 f"'{self.provisioning}')",
+            )
+        if self.provisioning != "flex-start" and self.max_run_duration_hours is not None:
+            raise rule(
+                "max_run_duration_hours",
+                self.max_run_duration_hours,
+                f"only allowed with provisioning 'flex-start' (provisioning is '{self.provisioning}')",
             )
         return self
 
@@ -114,7 +114,7 @@ class GpuSettings(_Settings):
         return MACHINES[self.machine_type]
 
 
-class LustreSettings(_Settings):
+class LustreSettings(Settings):
     per_unit_storage_throughput: int
     capacity_gib: int
     filesystem: str = "lustrefs"
@@ -145,7 +145,7 @@ class LustreSettings(_Settings):
         return value
 
 
-class AuthorizedNetwork(_Settings):
+class AuthorizedNetwork(Settings):
     cidr_block: str
     display_name: str = "authorized"
 
@@ -165,7 +165,7 @@ def _parse_cidr(value: str) -> ipaddress.IPv4Network:
         raise ValueError(f"must be an IPv4 CIDR with no host bits set ({err})") from None
 
 
-class NetworkSettings(_Settings):
+class NetworkSettings(Settings):
     """Address plan. Defaults follow cluster-toolkit's A4 / A3 Ultra blueprints."""
 
     main_subnet_cidr: str = "192.168.0.0/18"
@@ -209,7 +209,7 @@ class NetworkSettings(_Settings):
         for i, first in enumerate(names):
             for second in names[i + 1 :]:
                 if ranges[first].overlaps(ranges[second]):
-                    raise _rule(
+                    raise rule(
                         first,
                         str(ranges[first]),
                         f"overlaps {to_camel(second)} {ranges[second]}; every range must be distinct",
@@ -223,7 +223,7 @@ class NetworkSettings(_Settings):
         return [str(s) for s in ipaddress.IPv4Network(self.rdma_cidr).subnets(prefixlen_diff=3)]
 
 
-class ClusterSettings(_Settings):
+class ClusterSettings(Settings):
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
     # A fuzzy version ("1.35") lets GKE pick the newest patch of that minor.
     min_master_version: str = "1.35"
@@ -272,7 +272,7 @@ def _version_tuple(value: str) -> tuple[int, ...] | None:
     return tuple(parts)
 
 
-class RaySettings(_Settings):
+class RaySettings(Settings):
     framework: Framework = "nemo-rl"
     namespace: str = "rl"
     head_cpu: int = Field(default=8, ge=2, le=64)
@@ -289,7 +289,7 @@ class RaySettings(_Settings):
         return value
 
 
-class StackConfig(_Settings):
+class StackConfig(Settings):
     """What one stack builds. Field names are snake_case; the stack file uses camelCase."""
 
     project: str
@@ -342,7 +342,7 @@ class StackConfig(_Settings):
     @model_validator(mode="after")
     def _reachable_control_plane(self) -> StackConfig:
         if not self.authorized_networks and not self.cluster.dns_endpoint:
-            raise _rule(
+            raise rule(
                 "authorized_networks",
                 [],
                 "at least one network is required when rl-on-gke:cluster.dnsEndpoint is false "
@@ -363,7 +363,7 @@ class StackConfig(_Settings):
         )
         if problems:
             first = problems[0]
-            raise _rule(first.field, first.value, first.allowed)
+            raise rule(first.field, first.value, first.allowed)
         return self
 
     @property

@@ -53,6 +53,11 @@ RAY_CLUSTER_LABEL = "ray.io/cluster"
 NODE_ROLE_LABEL = "rl-on-gke/role"
 # A4 and A3 Ultra have eight RDMA NICs, one per GPU (reference 2.4 / 2.10).
 RDMA_NIC_COUNT = 8
+# The code-contests executor (rewards.codeSandbox): the role of its gVisor node pool, that pool's
+# name, and the suffix of its Kubernetes objects' names; the policy pack finds it by them.
+CODE_SANDBOX = "code-sandbox"
+# The RuntimeClass GKE creates when a pool has GKE Sandbox enabled (GKE "GKE Sandbox" docs).
+GVISOR_RUNTIME_CLASS = "gvisor"
 
 # ----------------------------------------------------------------------------------- secrets
 

@@ -18,7 +18,47 @@ from components.contract import NODE_ROLE_LABEL
 from components.network import GpuNics
 
 GPU_POOL_NAME = "gpu"
+# Inputs whose change would replace the pool but that never need to change on their own:
+# `ephemeral_storage_local_ssd_config` is ForceNew (terraform-provider-google-beta
+# google-beta/services/container/node_config.go, schemaNodeConfig, ForceNew on the block and its
+# local_ssd_count) and follows the machine type, so a pool deployed before it was set would
+# otherwise be planned for replacement, and create-before-delete of the fixed-name `gpu` pool fails
+# with 409. cluster-toolkit ignores it the same way (modules/compute/gke-node-pool/main.tf line 314,
+# "Ignore local/ephemeral ssd configs as they are tied to machine types"). A machine-type change
+# still replaces the pool through guest_accelerators[].type (tools/force_new.py).
+GPU_POOL_IGNORED = ("nodeConfig.ephemeralStorageLocalSsdConfig",)
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
+
+
+@dataclass(frozen=True)
+class GpuNodePoolArgs:
+    """What the GPU pool reads of the stack (`gpu.*` and where), and what it attaches to."""
+
+    project: str
+    region: str
+    zone: str
+    gpu: GpuSettings
+    cluster: gcp.container.Cluster
+    service_account: pulumi.Input[str]
+    nics: GpuNics
+
+    @classmethod
+    def for_stack(
+        cls,
+        config: StackConfig,
+        cluster: gcp.container.Cluster,
+        service_account: pulumi.Input[str],
+        nics: GpuNics,
+    ) -> GpuNodePoolArgs:
+        return cls(
+            project=config.project,
+            region=config.region,
+            zone=config.zone,
+            gpu=config.gpu,
+            cluster=cluster,
+            service_account=service_account,
+            nics=nics,
+        )
 
 
 def reservation_affinity(gpu: GpuSettings, project: str) -> dict[str, Any]:
@@ -33,9 +73,30 @@ def reservation_affinity(gpu: GpuSettings, project: str) -> dict[str, Any]:
             "key": "compute.googleapis.com/reservation-name",
             "values": [reservation],
         }
-    # Spot pools must not consume reservations (GKE rejects it; cluster-toolkit precondition);
-    # on-demand pools should not silently eat capacity reserved for something else.
+    # Spot and flex-start pools must not consume reservations (GKE rejects it; cluster-toolkit
+    # gke-node-pool main.tf preconditions); on-demand pools should not silently eat capacity
+    # reserved for something else.
     return {"consume_reservation_type": "NO_RESERVATION"}
+
+
+def flex_start_args(gpu: GpuSettings) -> dict[str, Any]:
+    """What a flex-start (Dynamic Workload Scheduler) pool changes, as cluster-toolkit requires it
+    (modules/compute/gke-node-pool/main.tf lines 416-429: auto-repair off, no static node count,
+    NO_RESERVATION, never spot) and GKE's flex-start guide creates it (autoscaling from zero,
+    location policy ANY): GKE adds nodes, up to nodeCount, when the Ray workers ask for GPUs."""
+    node_config: dict[str, Any] = {"flex_start": True}
+    if gpu.max_run_duration_hours is not None:
+        node_config["max_run_duration"] = f"{gpu.max_run_duration_hours * 3600}s"
+    return {
+        "initial_node_count": 0,
+        "autoscaling": {
+            "total_min_node_count": 0,
+            "total_max_node_count": gpu.node_count,
+            "location_policy": "ANY",
+        },
+        "management": {"auto_repair": False, "auto_upgrade": True},
+        "node_config": node_config,
+    }
 
 
 def additional_networks(nics: GpuNics) -> list[dict[str, Any]]:
@@ -45,7 +106,7 @@ def additional_networks(nics: GpuNics) -> list[dict[str, Any]]:
 
 
 def gpu_pool_args(
-    config: StackConfig,
+    config: GpuNodePoolArgs,
     cluster: pulumi.Input[str],
     service_account: pulumi.Input[str],
     extra_networks: list[dict[str, Any]],
@@ -93,17 +154,15 @@ def gpu_pool_args(
         "upgrade_settings": dict(IN_PLACE_UPGRADE),
     }
     if gpu.compact_placement:
-        # Compact placement is single-zone only, which the pool already is.
+        # Compact placement is single-zone only, which the pool already is; with flex-start it
+        # is supported for A3 Ultra and A4 (cluster-toolkit gke-node-pool main.tf precondition).
         args["placement_policy"] = {"type": "COMPACT"}
+    if gpu.provisioning == "flex-start":
+        flex = flex_start_args(gpu)
+        del args["node_count"]
+        args["node_config"].update(flex.pop("node_config"))
+        args.update(flex)
     return args
-
-
-@dataclass(frozen=True)
-class GpuNodePoolArgs:
-    config: StackConfig
-    cluster: gcp.container.Cluster
-    service_account: pulumi.Input[str]
-    nics: GpuNics
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -116,11 +175,12 @@ class GpuNodePool(pulumi.ComponentResource):
         extra = additional_networks(args.nics)
         self.node_pool = gcp.container.NodePool(
             f"{name}-pool",
-            **gpu_pool_args(args.config, args.cluster.id, args.service_account, extra),
+            **gpu_pool_args(args, args.cluster.id, args.service_account, extra),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 # Spot and reserved GPU capacity can take long to be granted.
                 custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m", delete="30m"),
+                ignore_changes=list(GPU_POOL_IGNORED),
             ),
         )
-        self.register_outputs({"poolName": self.node_pool.name, "nodeCount": args.config.gpu.node_count})
+        self.register_outputs({"poolName": self.node_pool.name, "nodeCount": args.gpu.node_count})

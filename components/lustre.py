@@ -15,17 +15,67 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.catalogue import LUSTRE_LNET_PORT
-from components.config import StackConfig
+from components.config import LustreSettings, StackConfig
 from components.contract import PROTECT_LABEL, parse_mount_point
 
 LUSTRE_GKE_SUPPORT_ENABLED = False
 
 
-def psa_address_args(config: StackConfig, network: pulumi.Input[str]) -> dict[str, Any]:
-    psa = ipaddress.IPv4Network(config.network.psa_cidr)
+@dataclass(frozen=True)
+class PrivateServiceAccessArgs:
+    """The peering range's plan and whether the data it reaches is protected (`lustre.protect`)."""
+
+    project: str
+    name_prefix: str
+    psa_cidr: str
+    protect: bool
+    network: gcp.compute.Network
+
+    @classmethod
+    def for_stack(cls, config: StackConfig, network: gcp.compute.Network) -> PrivateServiceAccessArgs:
+        return cls(
+            project=config.project,
+            name_prefix=config.name_prefix,
+            psa_cidr=config.network.psa_cidr,
+            protect=config.lustre.protect,
+            network=network,
+        )
+
+
+@dataclass(frozen=True)
+class ManagedLustreArgs:
+    """The instance's settings (`lustre.*`), where it lives, and the range its clients come from."""
+
+    project: str
+    zone: str
+    name_prefix: str
+    instance_id: str
+    psa_cidr: str
+    lustre: LustreSettings
+    network: gcp.compute.Network
+    psa: PrivateServiceAccess
+
+    @classmethod
+    def for_stack(
+        cls, config: StackConfig, network: gcp.compute.Network, psa: PrivateServiceAccess
+    ) -> ManagedLustreArgs:
+        return cls(
+            project=config.project,
+            zone=config.zone,
+            name_prefix=config.name_prefix,
+            instance_id=config.lustre_instance_id,
+            psa_cidr=config.network.psa_cidr,
+            lustre=config.lustre,
+            network=network,
+            psa=psa,
+        )
+
+
+def psa_address_args(args: PrivateServiceAccessArgs, network: pulumi.Input[str]) -> dict[str, Any]:
+    psa = ipaddress.IPv4Network(args.psa_cidr)
     return {
-        "name": f"{config.name_prefix}-psa",
-        "project": config.project,
+        "name": f"{args.name_prefix}-psa",
+        "project": args.project,
         "purpose": "VPC_PEERING",
         "address_type": "INTERNAL",
         "address": str(psa.network_address),
@@ -46,31 +96,31 @@ def psa_connection_args(network: pulumi.Input[str], address_name: pulumi.Input[s
     }
 
 
-def lustre_instance_args(config: StackConfig, network: pulumi.Input[str]) -> dict[str, Any]:
-    lustre = config.lustre
+def lustre_instance_args(args: ManagedLustreArgs, network: pulumi.Input[str]) -> dict[str, Any]:
+    lustre = args.lustre
     return {
-        "instance_id": config.lustre_instance_id,
-        "project": config.project,
+        "instance_id": args.instance_id,
+        "project": args.project,
         # Same zone as the GPU nodes: Lustre is zonal and cross-zone traffic costs latency and money.
-        "location": config.zone,
+        "location": args.zone,
         "network": network,
         # The Pulumi schema types both as strings.
         "capacity_gib": str(lustre.capacity_gib),
         "per_unit_storage_throughput": str(lustre.per_unit_storage_throughput),
         "filesystem": lustre.filesystem,
         "gke_support_enabled": LUSTRE_GKE_SUPPORT_ENABLED,
-        "description": f"rl-on-gke {config.name_prefix}: checkpoints, datasets, HF cache",
+        "description": f"rl-on-gke {args.name_prefix}: checkpoints, datasets, HF cache",
         "labels": {PROTECT_LABEL: str(lustre.protect).lower(), "managed-by": "pulumi"},
     }
 
 
-def lnet_firewall_args(config: StackConfig, network: pulumi.Input[str]) -> dict[str, Any]:
+def lnet_firewall_args(args: ManagedLustreArgs, network: pulumi.Input[str]) -> dict[str, Any]:
     return {
-        "name": f"{config.name_prefix}-allow-lustre",
-        "project": config.project,
+        "name": f"{args.name_prefix}-allow-lustre",
+        "project": args.project,
         "network": network,
         "direction": "INGRESS",
-        "source_ranges": [config.network.psa_cidr],
+        "source_ranges": [args.psa_cidr],
         "allows": [{"protocol": "tcp", "ports": [str(LUSTRE_LNET_PORT)]}],
     }
 
@@ -78,12 +128,6 @@ def lnet_firewall_args(config: StackConfig, network: pulumi.Input[str]) -> dict[
 def data_protection(protect: bool) -> pulumi.ResourceOptions:
     """Options for everything the data needs to stay reachable after `pulumi destroy`."""
     return pulumi.ResourceOptions(protect=protect, retain_on_delete=protect)
-
-
-@dataclass(frozen=True)
-class PrivateServiceAccessArgs:
-    config: StackConfig
-    network: gcp.compute.Network
 
 
 class PrivateServiceAccess(pulumi.ComponentResource):
@@ -94,11 +138,10 @@ class PrivateServiceAccess(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: PrivateServiceAccessArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("rl-on-gke:gcp:PrivateServiceAccess", name, None, opts)
-        config = args.config
-        keep = data_protection(config.lustre.protect)
+        keep = data_protection(args.protect)
         self.address = gcp.compute.GlobalAddress(
             f"{name}-range",
-            **psa_address_args(config, args.network.id),
+            **psa_address_args(args, args.network.id),
             opts=pulumi.ResourceOptions.merge(keep, pulumi.ResourceOptions(parent=self)),
         )
         self.connection = gcp.servicenetworking.Connection(
@@ -106,14 +149,7 @@ class PrivateServiceAccess(pulumi.ComponentResource):
             **psa_connection_args(args.network.id, self.address.name),
             opts=pulumi.ResourceOptions.merge(keep, pulumi.ResourceOptions(parent=self)),
         )
-        self.register_outputs({"range": config.network.psa_cidr, "peering": self.connection.peering})
-
-
-@dataclass(frozen=True)
-class ManagedLustreArgs:
-    config: StackConfig
-    network: gcp.compute.Network
-    psa: PrivateServiceAccess
+        self.register_outputs({"range": args.psa_cidr, "peering": self.connection.peering})
 
 
 class ManagedLustre(pulumi.ComponentResource):
@@ -125,12 +161,11 @@ class ManagedLustre(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ManagedLustreArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("rl-on-gke:gcp:ManagedLustre", name, None, opts)
-        config = args.config
         self.instance = gcp.lustre.Instance(
             f"{name}-instance",
-            **lustre_instance_args(config, args.network.id),
+            **lustre_instance_args(args, args.network.id),
             opts=pulumi.ResourceOptions.merge(
-                data_protection(config.lustre.protect),
+                data_protection(args.lustre.protect),
                 pulumi.ResourceOptions(
                     parent=self,
                     # The API needs the peering ACTIVE before it can place the instance.
@@ -142,7 +177,7 @@ class ManagedLustre(pulumi.ComponentResource):
         )
         gcp.compute.Firewall(
             f"{name}-lnet",
-            **lnet_firewall_args(config, args.network.name),
+            **lnet_firewall_args(args, args.network.name),
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.mount_point = self.instance.mount_point

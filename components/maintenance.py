@@ -8,7 +8,13 @@ resource is registered. GKE's rules (GKE "Configure maintenance windows and excl
     also notes that GKE returns UTC, so any other offset would show as a permanent diff;
   - an exclusion has either an end time or `end_time_behavior: UNTIL_END_OF_SUPPORT`
     (pulumi-gcp ClusterMaintenancePolicyMaintenanceExclusionArgs), and a NO_UPGRADES exclusion
-    lasts at most 30 days.
+    lasts at most 30 days;
+  - an exclusion whose end time has passed is dropped by GKE, so declaring one would re-add it on
+    every `pulumi up` (a perpetual diff, terraform-provider-google #9941): refused here.
+By default the cluster also holds minor and node versions until the version's end of support, as
+cluster-toolkit's A4 and A3 Ultra blueprints do (examples/gke-a4/gke-a4.yaml lines 212-216,
+examples/gke-a3-ultragpu/gke-a3-ultragpu.yaml lines 181-185): a node upgrade drains GPU nodes one
+at a time and each drain ends the run on it. `holdNodeVersions: false` turns it off.
 """
 
 from __future__ import annotations
@@ -17,9 +23,9 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
+from pydantic import Field, field_validator, model_validator
+
+from components.rules import Settings, rule
 
 MIN_HOURS_PER_32_DAYS = 48
 MIN_CONTIGUOUS_HOURS = 4
@@ -43,17 +49,14 @@ _REGION_UTC_OFFSETS: tuple[tuple[str, int], ...] = (
 _DEFAULT_LOCAL_START_HOUR = 2
 _DEFAULT_HOURS = 6
 _REFERENCE_SATURDAY = datetime(2026, 1, 3, tzinfo=UTC)
+# The default exclusion: a fixed start (a moving "now" would change the policy on every `up`).
+HOLD_EXCLUSION_NAME = "rl-on-gke-hold-node-versions"
+HOLD_EXCLUSION_START = "2026-01-01T00:00:00Z"
+HOLD_EXCLUSION_SCOPE = "NO_MINOR_OR_NODE_UPGRADES"
 
 
-def _rule(field: str, value: Any, allowed: str) -> PydanticCustomError:
-    # Same error shape as components.config._rule, which the config formatter attributes to `field`.
-    return PydanticCustomError("config_rule", "{allowed}", {"field": field, "value": value, "allowed": allowed})
-
-
-class _Settings(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, strict=True
-    )
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def parse_utc(value: str) -> datetime:
@@ -83,7 +86,7 @@ def min_hours_in_rolling_window(recurrence: str, duration: timedelta) -> float:
     return fewest * hours
 
 
-class MaintenanceWindow(_Settings):
+class MaintenanceWindow(Settings):
     """One recurring window: the first occurrence (start/end) and an RFC 5545 RRULE."""
 
     start_time: str
@@ -108,11 +111,11 @@ class MaintenanceWindow(_Settings):
         start, end = parse_utc(self.start_time), parse_utc(self.end_time)
         duration = end - start
         if duration <= timedelta(0):
-            raise _rule("end_time", self.end_time, f"must be after startTime {self.start_time}")
+            raise rule("end_time", self.end_time, f"must be after startTime {self.start_time}")
         if duration > timedelta(hours=24):
-            raise _rule("end_time", self.end_time, "must be at most 24 hours after startTime (one occurrence)")
+            raise rule("end_time", self.end_time, "must be at most 24 hours after startTime (one occurrence)")
         if duration < timedelta(hours=MIN_CONTIGUOUS_HOURS):
-            raise _rule(
+            raise rule(
                 "end_time",
                 self.end_time,
                 f"must be at least {MIN_CONTIGUOUS_HOURS} hours after startTime: GKE only counts "
@@ -120,7 +123,7 @@ class MaintenanceWindow(_Settings):
             )
         hours = min_hours_in_rolling_window(self.recurrence, duration)
         if hours < MIN_HOURS_PER_32_DAYS:
-            raise _rule(
+            raise rule(
                 "recurrence",
                 self.recurrence,
                 f"allows only {hours:g} hours of maintenance in some 32-day period with "
@@ -130,7 +133,7 @@ class MaintenanceWindow(_Settings):
         return self
 
 
-class MaintenanceExclusion(_Settings):
+class MaintenanceExclusion(Settings):
     """A one-off period without (some) automatic upgrades, e.g. a training campaign."""
 
     name: str = Field(min_length=1, max_length=64)
@@ -151,7 +154,7 @@ class MaintenanceExclusion(_Settings):
     @model_validator(mode="after")
     def _consistent(self) -> MaintenanceExclusion:
         if (self.end_time is None) == (self.end_time_behavior is None):
-            raise _rule(
+            raise rule(
                 "end_time",
                 self.end_time,
                 "set exactly one of endTime and endTimeBehavior: UNTIL_END_OF_SUPPORT",
@@ -159,27 +162,38 @@ class MaintenanceExclusion(_Settings):
         if self.end_time is not None:
             start, end = parse_utc(self.start_time), parse_utc(self.end_time)
             if end <= start:
-                raise _rule("end_time", self.end_time, f"must be after startTime {self.start_time}")
+                raise rule("end_time", self.end_time, f"must be after startTime {self.start_time}")
             if self.scope == "NO_UPGRADES" and end - start > timedelta(days=NO_UPGRADES_MAX_DAYS):
-                raise _rule(
+                raise rule(
                     "end_time",
                     self.end_time,
                     f"a NO_UPGRADES exclusion may last at most {NO_UPGRADES_MAX_DAYS} days; use scope "
                     "NO_MINOR_OR_NODE_UPGRADES for longer campaigns",
                 )
         elif self.scope == "NO_UPGRADES":
-            raise _rule(
+            raise rule(
                 "end_time_behavior",
                 self.end_time_behavior,
                 "UNTIL_END_OF_SUPPORT needs scope NO_MINOR_UPGRADES or NO_MINOR_OR_NODE_UPGRADES",
             )
+        now = utc_now()
+        if self.end_time is not None and parse_utc(self.end_time) <= now:
+            raise rule(
+                "end_time",
+                self.end_time,
+                f"is in the past (now {_utc(now)}): GKE drops an exclusion once it ends and every "
+                "`pulumi up` would add it back (perpetual diff, terraform-provider-google #9941); "
+                "remove the exclusion or move endTime into the future",
+            )
         return self
 
 
-class MaintenanceSettings(_Settings):
+class MaintenanceSettings(Settings):
     """`cluster.maintenance`: unset `window` means weekend nights (02:00-08:00) in the region."""
 
     window: MaintenanceWindow | None = None
+    # No minor or node upgrades until the cluster version's end of support (module docstring).
+    hold_node_versions: bool = True
     exclusions: list[MaintenanceExclusion] = Field(default_factory=list)
 
     @field_validator("exclusions")
@@ -189,7 +203,24 @@ class MaintenanceSettings(_Settings):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"exclusion names must be unique; repeated: {', '.join(duplicates)}")
+        if HOLD_EXCLUSION_NAME in names:
+            raise ValueError(
+                f"{HOLD_EXCLUSION_NAME} is the name of the exclusion holdNodeVersions adds; "
+                "pick another name"
+            )
         return value
+
+    def all_exclusions(self) -> list[MaintenanceExclusion]:
+        """The stack's exclusions, after the default hold when it is on."""
+        held = (
+            [MaintenanceExclusion(
+                name=HOLD_EXCLUSION_NAME, start_time=HOLD_EXCLUSION_START,
+                scope=HOLD_EXCLUSION_SCOPE, end_time_behavior="UNTIL_END_OF_SUPPORT",
+            )]
+            if self.hold_node_versions
+            else []
+        )
+        return held + list(self.exclusions)
 
     def effective_window(self, region: str) -> MaintenanceWindow:
         return self.window or default_window(region)
@@ -224,9 +255,9 @@ def maintenance_policy_args(settings: MaintenanceSettings, region: str) -> dict[
             "recurrence": window.recurrence,
         }
     }
-    if settings.exclusions:
+    if settings.all_exclusions():
         exclusions = []
-        for exclusion in settings.exclusions:
+        for exclusion in settings.all_exclusions():
             options: dict[str, Any] = {"scope": exclusion.scope}
             entry: dict[str, Any] = {"exclusion_name": exclusion.name, "start_time": exclusion.start_time}
             if exclusion.end_time is not None:

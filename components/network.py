@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.config import StackConfig
+from components.config import NetworkSettings, StackConfig
 
 # Jumbo frames: Managed Lustre docs measure ~10% more throughput at 8896, and 8896 is the
 # RDMA network profile's required MTU (RDMA network profiles doc).
@@ -22,15 +22,41 @@ PODS_RANGE_NAME = "pods"
 SERVICES_RANGE_NAME = "services"
 
 
-def rdma_profile(config: StackConfig) -> str:
+@dataclass(frozen=True)
+class NetworkArgs:
+    """What the networks read of the stack: where, the name prefix, the address plan and one
+    fact about the data (`lustre.protect`), which keeps the main VPC past `pulumi destroy`."""
+
+    project: str
+    region: str
+    zone: str
+    name_prefix: str
+    ranges: NetworkSettings
+    # The main VPC carries the Lustre peering: when the data is protected it must outlive
+    # `pulumi destroy` too, or the retained instance would be cut off (see lustre.py).
+    keep_main_network: bool
+
+    @classmethod
+    def for_stack(cls, config: StackConfig) -> NetworkArgs:
+        return cls(
+            project=config.project,
+            region=config.region,
+            zone=config.zone,
+            name_prefix=config.name_prefix,
+            ranges=config.network,
+            keep_main_network=config.lustre.protect,
+        )
+
+
+def rdma_profile(net: NetworkArgs) -> str:
     """The zone's RoCE network profile; bare-metal machines would need `-vpc-roce-metal`."""
-    return f"projects/{config.project}/global/networkProfiles/{config.zone}-vpc-roce"
+    return f"projects/{net.project}/global/networkProfiles/{net.zone}-vpc-roce"
 
 
-def vpc_args(config: StackConfig, name: str, network_profile: str | None = None) -> dict[str, Any]:
+def vpc_args(net: NetworkArgs, name: str, network_profile: str | None = None) -> dict[str, Any]:
     args: dict[str, Any] = {
         "name": name,
-        "project": config.project,
+        "project": net.project,
         "auto_create_subnetworks": False,
         "mtu": JUMBO_MTU,
         "routing_mode": "REGIONAL",
@@ -40,28 +66,28 @@ def vpc_args(config: StackConfig, name: str, network_profile: str | None = None)
     return args
 
 
-def main_subnet_args(config: StackConfig, network: pulumi.Input[str]) -> dict[str, Any]:
+def main_subnet_args(net: NetworkArgs, network: pulumi.Input[str]) -> dict[str, Any]:
     return {
-        "name": f"{config.name_prefix}-sub",
-        "project": config.project,
-        "region": config.region,
+        "name": f"{net.name_prefix}-sub",
+        "project": net.project,
+        "region": net.region,
         "network": network,
-        "ip_cidr_range": config.network.main_subnet_cidr,
+        "ip_cidr_range": net.ranges.main_subnet_cidr,
         # Private nodes reach Google APIs (Artifact Registry, GCS) without public IPs.
         "private_ip_google_access": True,
         "secondary_ip_ranges": [
-            {"range_name": PODS_RANGE_NAME, "ip_cidr_range": config.network.pods_cidr},
-            {"range_name": SERVICES_RANGE_NAME, "ip_cidr_range": config.network.services_cidr},
+            {"range_name": PODS_RANGE_NAME, "ip_cidr_range": net.ranges.pods_cidr},
+            {"range_name": SERVICES_RANGE_NAME, "ip_cidr_range": net.ranges.services_cidr},
         ],
     }
 
 
 def internal_firewall_args(
-    name: str, config: StackConfig, network: pulumi.Input[str], source_ranges: list[str]
+    name: str, net: NetworkArgs, network: pulumi.Input[str], source_ranges: list[str]
 ) -> dict[str, Any]:
     return {
         "name": name,
-        "project": config.project,
+        "project": net.project,
         "network": network,
         "direction": "INGRESS",
         "source_ranges": source_ranges,
@@ -73,34 +99,34 @@ def internal_firewall_args(
     }
 
 
-def gvnic_subnet_args(config: StackConfig, network: pulumi.Input[str]) -> dict[str, Any]:
+def gvnic_subnet_args(net: NetworkArgs, network: pulumi.Input[str]) -> dict[str, Any]:
     return {
-        "name": f"{config.name_prefix}-gvnic-sub",
-        "project": config.project,
-        "region": config.region,
+        "name": f"{net.name_prefix}-gvnic-sub",
+        "project": net.project,
+        "region": net.region,
         "network": network,
-        "ip_cidr_range": config.network.gvnic_subnet_cidr,
+        "ip_cidr_range": net.ranges.gvnic_subnet_cidr,
     }
 
 
-def rdma_subnet_args(config: StackConfig, network: pulumi.Input[str]) -> list[dict[str, Any]]:
+def rdma_subnet_args(net: NetworkArgs, network: pulumi.Input[str]) -> list[dict[str, Any]]:
     return [
         {
-            "name": f"{config.name_prefix}-rdma-sub-{index}",
-            "project": config.project,
-            "region": config.region,
+            "name": f"{net.name_prefix}-rdma-sub-{index}",
+            "project": net.project,
+            "region": net.region,
             "network": network,
             "ip_cidr_range": cidr,
         }
-        for index, cidr in enumerate(config.network.rdma_subnet_cidrs())
+        for index, cidr in enumerate(net.ranges.rdma_subnet_cidrs())
     ]
 
 
-def nat_args(config: StackConfig, router: pulumi.Input[str]) -> dict[str, Any]:
+def nat_args(net: NetworkArgs, router: pulumi.Input[str]) -> dict[str, Any]:
     return {
-        "name": f"{config.name_prefix}-nat",
-        "project": config.project,
-        "region": config.region,
+        "name": f"{net.name_prefix}-nat",
+        "project": net.project,
+        "region": net.region,
         "router": router,
         "nat_ip_allocate_option": "AUTO_ONLY",
         "source_subnetwork_ip_ranges_to_nat": "ALL_SUBNETWORKS_ALL_IP_RANGES",
@@ -119,11 +145,6 @@ class GpuNics:
     rdma_subnets: tuple[pulumi.Input[str], ...]
 
 
-@dataclass(frozen=True)
-class NetworkArgs:
-    config: StackConfig
-
-
 class Network(pulumi.ComponentResource):
     """Main, gVNIC and RDMA VPCs with their subnets, NAT and firewalls."""
 
@@ -137,53 +158,50 @@ class Network(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("rl-on-gke:gcp:Network", name, None, opts)
-        config = args.config
         child = pulumi.ResourceOptions(parent=self)
 
-        # The main VPC carries the Lustre peering: when the data is protected it must outlive
-        # `pulumi destroy` too, or the retained instance would be cut off (see lustre.py).
         self.main_network = gcp.compute.Network(
             f"{name}-main",
-            **vpc_args(config, f"{config.name_prefix}-net"),
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=config.lustre.protect),
+            **vpc_args(args, f"{args.name_prefix}-net"),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.keep_main_network),
         )
         self.main_subnet = gcp.compute.Subnetwork(
-            f"{name}-main-sub", **main_subnet_args(config, self.main_network.id), opts=child
+            f"{name}-main-sub", **main_subnet_args(args, self.main_network.id), opts=child
         )
         gcp.compute.Firewall(
             f"{name}-main-internal",
             **internal_firewall_args(
-                f"{config.name_prefix}-net-internal",
-                config,
+                f"{args.name_prefix}-net-internal",
+                args,
                 self.main_network.name,
-                [config.network.main_subnet_cidr, config.network.pods_cidr],
+                [args.ranges.main_subnet_cidr, args.ranges.pods_cidr],
             ),
             opts=child,
         )
         # Nodes have no public IPs; NAT is their only way to pull public images (nvcr.io, Docker Hub).
         router = gcp.compute.Router(
             f"{name}-router",
-            name=f"{config.name_prefix}-router",
-            project=config.project,
-            region=config.region,
+            name=f"{args.name_prefix}-router",
+            project=args.project,
+            region=args.region,
             network=self.main_network.id,
             opts=child,
         )
-        gcp.compute.RouterNat(f"{name}-nat", **nat_args(config, router.name), opts=child)
+        gcp.compute.RouterNat(f"{name}-nat", **nat_args(args, router.name), opts=child)
 
         self.gvnic_network = gcp.compute.Network(
-            f"{name}-gvnic", **vpc_args(config, f"{config.name_prefix}-gvnic-net"), opts=child
+            f"{name}-gvnic", **vpc_args(args, f"{args.name_prefix}-gvnic-net"), opts=child
         )
         self.gvnic_subnet = gcp.compute.Subnetwork(
-            f"{name}-gvnic-sub", **gvnic_subnet_args(config, self.gvnic_network.id), opts=child
+            f"{name}-gvnic-sub", **gvnic_subnet_args(args, self.gvnic_network.id), opts=child
         )
         gcp.compute.Firewall(
             f"{name}-gvnic-internal",
             **internal_firewall_args(
-                f"{config.name_prefix}-gvnic-internal",
-                config,
+                f"{args.name_prefix}-gvnic-internal",
+                args,
                 self.gvnic_network.name,
-                [config.network.gvnic_subnet_cidr],
+                [args.ranges.gvnic_subnet_cidr],
             ),
             opts=child,
         )
@@ -192,12 +210,12 @@ class Network(pulumi.ComponentResource):
         # cluster-toolkit's vpc module refuses firewall rules on `*roce*` profiles.
         self.rdma_network = gcp.compute.Network(
             f"{name}-rdma",
-            **vpc_args(config, f"{config.name_prefix}-rdma-net", rdma_profile(config)),
+            **vpc_args(args, f"{args.name_prefix}-rdma-net", rdma_profile(args)),
             opts=child,
         )
         self.rdma_subnets = [
             gcp.compute.Subnetwork(f"{name}-rdma-sub-{index}", **subnet, opts=child)
-            for index, subnet in enumerate(rdma_subnet_args(config, self.rdma_network.id))
+            for index, subnet in enumerate(rdma_subnet_args(args, self.rdma_network.id))
         ]
 
         self.gpu_nics = GpuNics(

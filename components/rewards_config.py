@@ -22,11 +22,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
+from pydantic import Field, field_validator, model_validator
 
 from components.capacity import executor_pods_per_node
+from components.rules import Settings, rule
 
 # The executor pod's size (components/k8s/sandbox.py SandboxServiceInputs defaults: cpu "4",
 # memory "8Gi"); capacity is checked against these.
@@ -45,17 +44,6 @@ _IMAGE = re.compile(
 )
 
 
-def _rule(field: str, value: Any, allowed: str) -> PydanticCustomError:
-    # Same error shape as components.config._rule: the formatter attributes it to `field`.
-    return PydanticCustomError("config_rule", "{allowed}", {"field": field, "value": value, "allowed": allowed})
-
-
-class _Settings(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, strict=True
-    )
-
-
 def machine_shape(machine_type: str) -> tuple[int, int]:
     """(vCPUs, GB of memory) of an allowed machine type; ValueError naming what is allowed."""
     match = _MACHINE.match(machine_type)
@@ -68,7 +56,7 @@ def machine_shape(machine_type: str) -> tuple[int, int]:
     return vcpus, vcpus * _GB_PER_VCPU[match["kind"]]
 
 
-class CodeSandboxSettings(_Settings):
+class CodeSandboxSettings(Settings):
     enabled: bool = False
     # 8 vCPUs, 32 GB: one 4-CPU / 8 GiB executor per node after GKE's reservations and daemons.
     machine_type: str = "n2-standard-8"
@@ -99,7 +87,7 @@ class CodeSandboxSettings(_Settings):
         if not self.enabled:
             return self
         if self.image is None:
-            raise _rule(
+            raise rule(
                 "image", None,
                 "required when rewards.codeSandbox.enabled is true: an image with Python 3.11+, "
                 "pydantic 2, g++ and util-linux (build images/code-sandbox/Dockerfile; the pods have "
@@ -108,13 +96,13 @@ class CodeSandboxSettings(_Settings):
         vcpus, memory_gb = machine_shape(self.machine_type)
         per_node = executor_pods_per_node(vcpus, memory_gb, SANDBOX_POD_CPU, SANDBOX_POD_MEMORY_GIB)
         if per_node == 0:
-            raise _rule(
+            raise rule(
                 "machine_type", self.machine_type,
                 f"cannot hold one executor ({SANDBOX_POD_CPU} CPU, {SANDBOX_POD_MEMORY_GIB} GiB) after "
                 "GKE's node reservations; use n2-standard-8 or larger",
             )
         if self.replicas > per_node * self.node_count:
-            raise _rule(
+            raise rule(
                 "replicas", self.replicas,
                 f"at most {per_node * self.node_count}: {self.node_count} node(s) "
                 f"(rl-on-gke:rewards.codeSandbox.nodeCount) of {self.machine_type} hold {per_node} "
@@ -123,5 +111,5 @@ class CodeSandboxSettings(_Settings):
         return self
 
 
-class RewardsSettings(_Settings):
+class RewardsSettings(Settings):
     code_sandbox: CodeSandboxSettings = CodeSandboxSettings()

@@ -10,9 +10,10 @@ import pulumi_gcp as gcp
 
 from components.cluster import IN_PLACE_UPGRADE, node_security
 from components.config import StackConfig
-from components.k8s.sandbox import POOL_ROLE, POOL_ROLE_LABEL
+from components.contract import CODE_SANDBOX, NODE_ROLE_LABEL
+from components.rewards_config import CodeSandboxSettings
 
-SANDBOX_POOL_NAME = "code-sandbox"
+SANDBOX_POOL_NAME = CODE_SANDBOX
 
 
 def sandbox_pool_args(
@@ -42,12 +43,12 @@ def sandbox_pool_args(
             # (NodePoolNodeConfigSandboxConfigArgs). GKE then adds the `gvisor` RuntimeClass and
             # labels/taints the nodes sandbox.gke.io/runtime=gvisor.
             "sandbox_config": {"type": "GVISOR"},
-            "labels": {POOL_ROLE_LABEL: POOL_ROLE},
+            "labels": {NODE_ROLE_LABEL: CODE_SANDBOX},
             # As the system pool: never consume a reservation meant for something else.
             "reservation_affinity": {"consume_reservation_type": "NO_RESERVATION"},
         },
         "management": {"auto_repair": True, "auto_upgrade": True},
-        # As the system and GPU pools (cluster.py): one node at a time, in place. With the
+        # As the GPU pool (cluster.py IN_PLACE_UPGRADE): one node at a time, in place. With the
         # default two nodes of one executor each, the other node keeps serving the reward.
         "upgrade_settings": dict(IN_PLACE_UPGRADE),
     }
@@ -55,9 +56,27 @@ def sandbox_pool_args(
 
 @dataclass(frozen=True)
 class SandboxNodePoolArgs:
-    config: StackConfig
+    """What the gVisor pool reads of the stack (`rewards.codeSandbox.*` and where)."""
+
+    project: str
+    region: str
+    zone: str
+    sandbox: CodeSandboxSettings
     cluster: gcp.container.Cluster
     service_account: pulumi.Input[str]
+
+    @classmethod
+    def for_stack(
+        cls, config: StackConfig, cluster: gcp.container.Cluster, service_account: pulumi.Input[str]
+    ) -> SandboxNodePoolArgs:
+        return cls(
+            project=config.project,
+            region=config.region,
+            zone=config.zone,
+            sandbox=config.rewards.code_sandbox,
+            cluster=cluster,
+            service_account=service_account,
+        )
 
 
 class SandboxNodePool(pulumi.ComponentResource):
@@ -67,7 +86,7 @@ class SandboxNodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: SandboxNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("rl-on-gke:gcp:SandboxNodePool", name, None, opts)
-        config, sandbox = args.config, args.config.rewards.code_sandbox
+        config, sandbox = args, args.sandbox
         self.node_pool = gcp.container.NodePool(
             f"{name}-pool",
             **sandbox_pool_args(

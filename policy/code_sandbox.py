@@ -17,12 +17,13 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from components.k8s.sandbox import GVISOR_RUNTIME_CLASS, POOL_ROLE, POOL_ROLE_LABEL
+from components.contract import CODE_SANDBOX, GVISOR_RUNTIME_CLASS
+from components.contract import NODE_ROLE_LABEL as POOL_ROLE_LABEL
 from policy.props import UNKNOWN, as_dict, as_list, dig, plain
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-NAME_SUFFIX = "code-sandbox"
+NAME_SUFFIX = POOL_ROLE = CODE_SANDBOX
 
 
 def _is_executor(props: dict[str, Any], pod: dict[str, Any]) -> bool:

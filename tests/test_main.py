@@ -306,9 +306,10 @@ def test_enabling_the_code_sandbox_adds_a_gvisor_pool_upgraded_in_place(stack: s
     assert pool["nodeConfig"]["imageType"] == "COS_CONTAINERD"
     assert pool["nodeConfig"]["machineType"] == "n2-standard-8" and pool["nodeCount"] == 2
     assert "guestAccelerators" not in pool["nodeConfig"] and not pool["nodeConfig"].get("spot")
-    # The same in-place upgrade as the system and GPU pools (issue 11).
-    assert pool["upgradeSettings"] == pools["system"].inputs["upgradeSettings"] == {
+    # The same in-place upgrade as the GPU pool (issue 11); the system pool surges (issue 18).
+    assert pool["upgradeSettings"] == pools["gpu"].inputs["upgradeSettings"] == {
         "strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
+    assert pools["system"].inputs["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 1, "maxUnavailable": 0}
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -125,6 +125,17 @@ def test_the_walk_reaches_the_sandbox_pool_keys() -> None:
     assert pool["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
 
 
+def test_the_walk_accepts_the_flex_start_pool_keys() -> None:
+    # The flex-start capacity mode's fields (issue 18), checked against the SDK's NodePoolArgs.
+    config, secret_keys = load_stack_file("dev")
+    config["gcp:project"] = "example-project"
+    config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "provisioning": "flex-start", "maxRunDurationHours": 24}
+    rendering = render(config, stack="dev", secret_keys=secret_keys)
+    (pool,) = [r for r in rendering.of_type("gcp:container/nodePool:NodePool") if r.inputs["name"] == "gpu"]
+    assert pool.inputs["nodeConfig"]["flexStart"] is True and "autoscaling" in pool.inputs
+    assert unknown_keys(pool.inputs, args_class(pool.type), "") == []
+
+
 def test_a_misspelt_nested_key_is_caught() -> None:
     from pulumi_gcp.container import NodePoolArgs
 

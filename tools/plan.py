@@ -22,7 +22,8 @@ from tools.render import RenderedResource, Rendering, load_stack_file, masked, r
 PLACEHOLDER_PROJECT = "example-project"
 NOTICE = (
     "OFFLINE PLAN: the program rendered under Pulumi's mock runtime. This is not a cloud "
-    "preview; nothing was contacted, and values GCP computes (IPs, endpoints, emails) are stand-ins."
+    "preview; nothing was contacted, values GCP computes (IPs, endpoints, emails) are stand-ins, and "
+    "the capacity lookups (reservation, machine types) are answered as the stack asks."
 )
 
 # The settings worth reading in a review, per resource type (camelCase wire names).
@@ -54,7 +55,7 @@ KEY_SETTINGS: dict[str, tuple[str, ...]] = {
     ),
     "gcp:projects/service:Service": ("service", "disableOnDestroy"),
     "kubernetes:batch/v1:Job": (
-        "metadata.name", "spec.template.spec.initContainers[0].args", "spec.template.spec.containers[0].args",
+        "metadata.name", "spec.backoffLimit", "spec.template.spec.containers[0].env",
     ),
     "kubernetes:ray.io/v1:RayCluster": (
         "metadata.name",

@@ -2,13 +2,17 @@
 
 `make plan-diff STACK=dev BASE=origin/main` renders the offline plan at BASE (from `git
 archive`, so the checkout is untouched) and at the working tree, each in its own process, and
-lists resources added, removed and changed with property paths and old -> new values. Secrets
-are masked in both plans before they are compared. Needs no credentials: fork PRs can run it.
+lists resources added, removed and changed with property paths and old -> new values. A change
+to an input the provider forces replacement on (tools/force_new.py, from the Terraform provider's
+schema) is marked REPLACE with the paths that force it; every other change is an in-place update.
+Paths the resource's `ignoreChanges` covers are shown but never force anything, as in Pulumi.
+Secrets are masked in both plans before they are compared. Needs no credentials: fork PRs can run it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tarfile
@@ -20,6 +24,7 @@ from typing import Any
 
 import typer
 
+from tools.force_new import CONDITIONAL, force_new_entries
 from tools.render import ROOT
 
 MISSING = object()
@@ -52,6 +57,52 @@ class ResourceChange:
     type: str
     name: str
     changes: list[tuple[str, Any, Any]] = field(default_factory=list)
+    # The force-new input paths (tools/force_new.py) this change touches; empty: update in place.
+    replace_by: list[str] = field(default_factory=list)
+
+    @property
+    def replaces(self) -> bool:
+        return bool(self.replace_by)
+
+
+def _shape(path: str) -> str:
+    """`nodeConfig.guestAccelerators[0].type` -> `nodeConfig.guestAccelerators[].type`."""
+    return re.sub(r"\[\d+\]", "[]", path)
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "[")
+
+
+def _block_instances(props: dict[str, Any], block: str) -> set[str]:
+    """The concrete occurrences (`a.b[0]`, `a.b[1]`) of a block path (`a.b[]`) in flattened inputs."""
+    pattern = re.compile(re.escape(block).replace(r"\[\]", r"\[\d+\]") + r"(?=$|[.\[])")
+    return {m.group(0) for key in props if (m := pattern.match(key))}
+
+
+def replace_reasons(
+    resource_type: str, old: dict[str, Any], new: dict[str, Any], ignored: list[str] | tuple[str, ...] = ()
+) -> list[str]:
+    """The force-new paths of `resource_type` that differ between two flattened input sets."""
+    changed = [
+        path for path in sorted(old.keys() | new.keys())
+        if not path.startswith("(") and old.get(path, MISSING) != new.get(path, MISSING)
+        and not any(_under(path, ignore) for ignore in ignored)
+    ]
+    reasons: list[str] = []
+    for entry in force_new_entries(resource_type):
+        if any(_under(entry.path, ignore) for ignore in ignored):
+            continue
+        if entry.kind == "value":
+            hit = any(_under(_shape(path), entry.path) for path in changed)
+        else:
+            hit = _block_instances(old, entry.path) != _block_instances(new, entry.path)
+        if hit:
+            reasons.append(entry.path)
+    for (typ, path), predicate in CONDITIONAL.items():
+        if typ == resource_type and path in changed and predicate(old.get(path), new.get(path)):
+            reasons.append(path)
+    return reasons
 
 
 @dataclass
@@ -87,7 +138,11 @@ def diff_plans(base: dict[str, Any], head: dict[str, Any]) -> PlanDiff:
         ]
         if changes:
             resource = head_resources[urn]
-            changed.append(ResourceChange(urn, resource["type"], resource["name"], changes))
+            ignored = resource.get("ignoreChanges") or []
+            inputs_old = flatten(base_resources[urn].get("inputs") or {})
+            inputs_new = flatten(resource.get("inputs") or {})
+            reasons = replace_reasons(resource["type"], inputs_old, inputs_new, ignored)
+            changed.append(ResourceChange(urn, resource["type"], resource["name"], changes, reasons))
     return PlanDiff(
         added=[head_resources[u] for u in sorted(head_resources.keys() - base_resources.keys())],
         removed=[base_resources[u] for u in sorted(base_resources.keys() - head_resources.keys())],
@@ -118,6 +173,10 @@ def to_markdown(diff: PlanDiff, stack: str, base_ref: str) -> str:
     lines.append(
         f"**{len(diff.added)} to add, {len(diff.changed)} to change, {len(diff.removed)} to remove.**"
     )
+    replaced = [c for c in diff.changed if c.replaces]
+    if replaced:
+        lines += ["", f"**{len(replaced)} of the changes REPLACE a resource** (delete and create): "
+                  + ", ".join(f"`{c.name}`" for c in replaced) + "."]
     for title, resources in (("Added", diff.added), ("Removed", diff.removed)):
         if resources:
             lines += ["", f"#### {title}", ""]
@@ -125,7 +184,10 @@ def to_markdown(diff: PlanDiff, stack: str, base_ref: str) -> str:
     if diff.changed:
         lines += ["", "#### Changed"]
         for change in diff.changed:
-            lines += ["", f"`{change.name}` ({change.type})", "", "| property | before | after |", "|---|---|---|"]
+            how = (f"**REPLACE** (force-new: {', '.join(f'`{p}`' for p in change.replace_by)})"
+                   if change.replaces else "update in place")
+            lines += ["", f"`{change.name}` ({change.type}): {how}", "",
+                      "| property | before | after |", "|---|---|---|"]
             lines += [f"| `{path}` | {_cell(old)} | {_cell(new)} |" for path, old, new in change.changes]
     return "\n".join(lines) + "\n"
 

@@ -121,11 +121,83 @@ class Rendering:
         return [r for r in self.resources if r.custom]
 
 
+MACHINE_TYPES_TOKEN = "gcp:compute/getMachineTypes:getMachineTypes"
+RESERVATION_TOKEN = "gcp:compute/getReservation:getReservation"
+
+
+def _raw(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) and value[:1] in "{[" else value
+
+
+@dataclass
+class OfflineCapacity:
+    """What the Compute API answers the capacity invokes with (components/gpu_capacity.py), offline.
+
+    `machine_types`: zone -> machine types it offers. `reservations`: (project, zone, name) ->
+    (machine type, VM count). Offline plans assume the capacity the stack asks for exists
+    (`as_the_stack_asks`); tests build the world they need.
+    """
+
+    machine_types: dict[str, list[str]] = field(default_factory=dict)
+    reservations: dict[tuple[str, str, str], tuple[str, int]] = field(default_factory=dict)
+
+    @classmethod
+    def as_the_stack_asks(cls, config: Mapping[str, Any]) -> OfflineCapacity:
+        gpu = _raw(config.get(f"{PROJECT}:gpu")) or {}
+        zone = config.get(f"{PROJECT}:zone")
+        world = cls()
+        if not isinstance(gpu, dict) or not isinstance(zone, str):
+            return world
+        machine = gpu.get("machineType")
+        world.machine_types[zone] = [machine] if isinstance(machine, str) else []
+        reservation = gpu.get("reservation")
+        if isinstance(reservation, str) and isinstance(machine, str):
+            parts = reservation.split("/")
+            project, name = (parts[1], parts[3]) if parts[0] == "projects" else (
+                config.get("gcp:project", "offline-project"), parts[0])
+            world.reservations[(str(project), zone, name)] = (machine, int(gpu.get("nodeCount") or 0))
+        return world
+
+    def answer(self, token: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        zone, project = args.get("zone"), args.get("project")
+        if token == MACHINE_TYPES_TOKEN:
+            wanted = str(args.get("filter", "")).removeprefix("name = ").strip()
+            offered = [m for m in self.machine_types.get(str(zone), []) if m == wanted]
+            return {"id": f"projects/{project}/zones/{zone}", "project": project, "zone": zone,
+                    "filter": args.get("filter"),
+                    "machineTypes": [{"name": m, "guestCpus": 0, "memoryMb": 0, "description": m,
+                                      "isSharedCpus": False, "maximumPersistentDisks": 0,
+                                      "maximumPersistentDisksSizeGb": 0, "accelerators": [],
+                                      "deprecateds": [], "selfLink": ""} for m in offered]}
+        if token == RESERVATION_TOKEN:
+            return self._reservation(str(project), str(zone), str(args.get("name")))
+        return {}
+
+    def _reservation(self, project: str, zone: str, name: str) -> dict[str, Any]:
+        found = self.reservations.get((project, zone, name))
+        base = {"name": name, "project": project, "zone": zone}
+        if found is None:
+            # What the data source returns for a 404: the inputs and nothing else (gpu_capacity.py).
+            return {**base, "id": "", "selfLink": "", "status": "", "specificReservations": []}
+        machine, count = found
+        link = f"https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}/reservations/{name}"
+        return {**base, "id": f"projects/{project}/zones/{zone}/reservations/{name}", "selfLink": link,
+                "status": "READY", "specificReservationRequired": True,
+                "specificReservations": [{
+                    "count": count, "inUseCount": 0, "assuredCount": count, "sourceInstanceTemplate": "",
+                    "instanceProperties": [{"machineType": machine, "minCpuPlatform": "", "locationHint": "",
+                                            "maintenanceInterval": "", "guestAccelerators": [],
+                                            "localSsds": []}],
+                }]}
+
+
 class OfflineMocks(Mocks):
     """Stand-ins for the values a real provider would compute."""
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: OfflineCapacity | None = None) -> None:
         self.psa_base: ipaddress.IPv4Address | None = None
+        self.capacity = capacity or OfflineCapacity()
+        self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
         inputs = dict(args.inputs)
@@ -160,8 +232,10 @@ class OfflineMocks(Mocks):
         outputs.setdefault("id", resource_id)
         return resource_id, outputs
 
-    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], None]:
-        return {}, None
+    def call(self, args: MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
+        # A plain dict: the mock monitor iterates a tuple's second item as check failures.
+        self.calls.append((args.token, dict(args.args)))
+        return self.capacity.answer(args.token, args.args)
 
 
 class RecordingMonitor(MockMonitor):
@@ -224,15 +298,18 @@ def render_with(
     *,
     stack: str = "test",
     secret_keys: tuple[str, ...] = (),
+    capacity: OfflineCapacity | None = None,
 ) -> Rendering:
     """Run `build` under mocks with `config` (full keys, e.g. `rl-on-gke:gpu`) and record it.
+
+    Capacity invokes are answered from `capacity`, by default as the stack asks.
 
     Each call gets its own event loop and a fresh runtime, reset afterwards even on failure, so
     one rendering can never leak queued work into the next. Raises whatever `build` raises.
     """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    mocks = OfflineMocks()
+    mocks = OfflineMocks(capacity if capacity is not None else OfflineCapacity.as_the_stack_asks(config))
     monitor = RecordingMonitor(mocks)
     monitor.rendering.stack = stack
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
@@ -258,6 +335,7 @@ def render(
     stack: str = "test",
     secret_keys: tuple[str, ...] = (),
     program: Path = ROOT / "__main__.py",
+    capacity: OfflineCapacity | None = None,
 ) -> Rendering:
     """Run the whole program (`__main__.py`) under mocks with a stack's config."""
     return render_with(
@@ -265,6 +343,7 @@ def render(
         config,
         stack=stack,
         secret_keys=secret_keys,
+        capacity=capacity,
     )
 
 

@@ -9,10 +9,20 @@ and it has no setting that waits for a CRD to exist: `pulumi.com/waitFor` only j
 annotated object itself.
 
 So the wait is a Kubernetes object whose own readiness *is* the CRDs' existence: a Job, which
-pulumi-kubernetes awaits until it completes (await/job.go, `batch/v1/Job` awaiter). Its init
-container runs `kubectl wait --for=create` (kubectl >= 1.31, kubernetes#125868) and its container
-`kubectl wait --for=condition=Established` on each CRD. Objects of those kinds depend on the
-Job, so the first `pulumi up` creates them only once the API server serves their kinds.
+pulumi-kubernetes awaits until it completes (await/job.go). Objects of those kinds depend on it.
+
+Its one container runs GATE_SCRIPT: every poll it reads each CRD on its own (`kubectl get`) and
+counts it served once it exists and is Established, with one overall deadline; when the deadline
+passes it fails once, naming every CRD still missing. Not `kubectl wait --for=create` over all
+CRDs at once: it polls only while the lookup error is NotFound, and with two or more CRDs missing
+the builder returns an aggregate error that is not NotFound (kubectl wait.go "create" branch;
+cli-runtime ContinueOnError; apimachinery util/errors aggregate has no Is/Unwrap), so it exited 1
+at once, exactly when the CRDs were late. The Job fails at most once (backoffLimit 0, restartPolicy
+Never), and `pulumi.com/replaceUnready` makes the next `pulumi up` replace a failed Job instead of
+awaiting it again (pulumi-kubernetes provider/pkg/provider/provider.go Diff, `ReplaceUnready` for
+kind Job; without it "Pulumi will continue to wait for readiness on the next update",
+gen/additionalComments.go replaceUnreadyComment). The script needs bash: the kubectl image is
+built on debian-base with bash since kubernetes#119592.
 """
 
 from __future__ import annotations
@@ -34,16 +44,62 @@ GKE_INSTALLED_CRDS: tuple[str, ...] = (
     "podmonitorings.monitoring.googleapis.com",
     "rayclusters.ray.io",
 )
-# The Kubernetes project's own kubectl image (registry.k8s.io/kubectl, kubernetes#116672):
-# ENTRYPOINT /bin/kubectl (build/server-image/kubectl/Dockerfile). 1.35 matches the cluster minor.
+# The Kubernetes project's own kubectl image (registry.k8s.io/kubectl, kubernetes#116672), bash
+# included (kubernetes#119592). 1.35 matches the cluster minor.
 KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.35.0"
-# How long GKE may take to install the CRDs; the Job (and Pulumi's await) give up after this.
-CREATE_TIMEOUT_SECONDS = 1200
-ESTABLISHED_TIMEOUT_SECONDS = 300
+# How long GKE may take to install the CRDs: the script's one deadline for all of them.
+DEADLINE_SECONDS = 1500
+POLL_SECONDS = 5
+# The Job's own deadline and Pulumi's await stay above the script's, so the script's message
+# (which CRDs are missing) is what fails the Job, not a kill.
+JOB_DEADLINE_SECONDS = DEADLINE_SECONDS + 120
+PULUMI_TIMEOUT_SECONDS = JOB_DEADLINE_SECONDS + 180
+CONTAINER = "wait-for-crds"
+
+# $@: CRD names. Env: GATE_DEADLINE_SECONDS, GATE_POLL_SECONDS. A lookup that fails for another
+# reason than NotFound (an API hiccup, RBAC) is kept as that CRD's last error and retried; it is
+# reported with the name if the deadline passes.
+GATE_SCRIPT = r"""set -u
+# Microseconds from bash 5's EPOCHREALTIME, so the deadline is not rounded to a whole second.
+now_us() { local t=${EPOCHREALTIME/[.,]/}; echo $((10#$t)); }
+deadline=$(( $(now_us) + GATE_DEADLINE_SECONDS * 1000000 ))
+declare -A last_error=()
+pending=("$@")
+while :; do
+  still=()
+  for crd in "${pending[@]}"; do
+    if out=$(kubectl get "customresourcedefinitions.apiextensions.k8s.io/$crd" \
+        -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>&1); then
+      if [ "$out" = "True" ]; then
+        echo "served: $crd"
+        continue
+      fi
+      last_error[$crd]="exists but is not Established yet"
+    elif printf '%s' "$out" | grep -q 'NotFound\|not found'; then
+      last_error[$crd]="not found"
+    else
+      last_error[$crd]="$(printf '%s' "$out" | tail -n 1)"
+    fi
+    still+=("$crd")
+  done
+  if [ "${#still[@]}" -eq 0 ]; then
+    echo "all ${#} CRDs are served"
+    exit 0
+  fi
+  pending=("${still[@]}")
+  if [ "$(now_us)" -ge "$deadline" ]; then
+    echo "CRDs still missing after ${GATE_DEADLINE_SECONDS}s: ${pending[*]}" >&2
+    for crd in "${pending[@]}"; do echo "  $crd: ${last_error[$crd]}" >&2; done
+    exit 1
+  fi
+  sleep "$GATE_POLL_SECONDS"
+done
+"""
 
 
-def _crd_args(verb: list[str], timeout: int, crds: Sequence[str]) -> list[str]:
-    return ["wait", *verb, f"--timeout={timeout}s", *[f"crd/{name}" for name in crds]]
+def gate_command(crds: Sequence[str]) -> list[str]:
+    """The container command: bash runs GATE_SCRIPT with the CRD names as its arguments."""
+    return ["/bin/bash", "-c", GATE_SCRIPT, "crd-gate", *crds]
 
 
 def cluster_role_manifest(name: str, crds: Sequence[str]) -> dict[str, Any]:
@@ -51,14 +107,13 @@ def cluster_role_manifest(name: str, crds: Sequence[str]) -> dict[str, Any]:
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
         "metadata": {"name": name},
-        # Read-only, and only these CRDs: kubectl wait lists/watches with a metadata.name field
-        # selector, which RBAC matches against resourceNames.
+        # Read-only, and only these CRDs: the script only ever gets each one by name.
         "rules": [
             {
                 "apiGroups": ["apiextensions.k8s.io"],
                 "resources": ["customresourcedefinitions"],
                 "resourceNames": list(crds),
-                "verbs": ["get", "list", "watch"],
+                "verbs": ["get"],
             }
         ],
     }
@@ -83,33 +138,32 @@ def job_manifest(
         "metadata": {
             "name": name,
             "namespace": namespace,
-            # Pulumi's Job await defaults to 10 minutes; the CRDs may take longer on a new cluster.
-            "annotations": {"pulumi.com/timeoutSeconds": str(CREATE_TIMEOUT_SECONDS + ESTABLISHED_TIMEOUT_SECONDS)},
+            "annotations": {
+                # Pulumi's Job await defaults to 10 minutes; the CRDs may take longer on a new cluster.
+                "pulumi.com/timeoutSeconds": str(PULUMI_TIMEOUT_SECONDS),
+                # A failed gate is replaced on the next `pulumi up`, never awaited again.
+                "pulumi.com/replaceUnready": "true",
+            },
         },
         "spec": {
-            "backoffLimit": 3,
-            "activeDeadlineSeconds": CREATE_TIMEOUT_SECONDS + ESTABLISHED_TIMEOUT_SECONDS,
+            # The script fails once, by name, at its deadline; a retry would only wait again.
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": JOB_DEADLINE_SECONDS,
             "template": {
                 "spec": {
                     "serviceAccountName": service_account,
-                    "restartPolicy": "OnFailure",
+                    "restartPolicy": "Never",
                     # The system pool exists before any CRD object is created; GPU nodes may not.
                     "nodeSelector": {NODE_POOL_LABEL: system_pool},
-                    "initContainers": [
-                        {
-                            "name": "wait-for-create",
-                            "image": KUBECTL_IMAGE,
-                            "args": _crd_args(["--for=create"], CREATE_TIMEOUT_SECONDS, crds),
-                            "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
-                        }
-                    ],
                     "containers": [
                         {
-                            "name": "wait-for-established",
+                            "name": CONTAINER,
                             "image": KUBECTL_IMAGE,
-                            "args": _crd_args(
-                                ["--for=condition=Established"], ESTABLISHED_TIMEOUT_SECONDS, crds
-                            ),
+                            "command": gate_command(crds),
+                            "env": [
+                                {"name": "GATE_DEADLINE_SECONDS", "value": str(DEADLINE_SECONDS)},
+                                {"name": "GATE_POLL_SECONDS", "value": str(POLL_SECONDS)},
+                            ],
                             "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
                         }
                     ],

@@ -7,11 +7,11 @@ metrics. Every Kubernetes object uses the cluster's provider and is `deleted_wit
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pulumi
 
-from components.catalogue import RAY_DASHBOARD_PORT
+from components.catalogue import RAY_DASHBOARD_PORT, MachineSpec
 from components.config import StackConfig
 from components.contract import RDMA_NIC_COUNT, port_forward_command
 from components.k8s.crd_gate import CrdGate, CrdGateArgs
@@ -22,6 +22,7 @@ from components.k8s.nccl import NcclInstaller, NcclInstallerArgs
 from components.k8s.networks import GpuNetworks, GpuNetworksArgs
 from components.k8s.provider import KubeTarget, kubernetes_provider
 from components.k8s.raycluster import RayClusterInputs, TrainingRayCluster, TrainingRayClusterArgs
+from components.k8s.sandbox import SandboxServiceInputs
 from components.k8s.sandbox_service import (
     CodeSandboxService,
     CodeSandboxServiceArgs,
@@ -34,7 +35,19 @@ from components.network import GpuNics
 
 @dataclass(frozen=True)
 class KubernetesLayerArgs:
-    config: StackConfig
+    """What the layer reads of the stack (names, where, the GPU machine, Lustre's size, the
+    RayCluster and sandbox inputs), and the GCP resources it builds on."""
+
+    names: K8sNames
+    project: str
+    zone: str
+    crd_gate_name: str
+    machine: MachineSpec
+    lustre_capacity_gib: int
+    # The RayCluster's inputs without token env: the layer adds the identity's secretKeyRefs.
+    ray: RayClusterInputs
+    # The executor service's inputs when rewards.codeSandbox.enabled, else None.
+    code_sandbox: SandboxServiceInputs | None
     # Token env name -> secret Output (contract.SECRET_ENV), only for the tokens the stack sets.
     secret_env: Mapping[str, pulumi.Output[str]]
     kubeconfig: pulumi.Output[str]            # secret
@@ -47,6 +60,64 @@ class KubernetesLayerArgs:
     system_pool: pulumi.Resource | None = None  # the CRD gate's Job runs there
     # The gVisor pool (components/sandbox_pool.py); required when rewards.codeSandbox.enabled.
     code_sandbox_pool: pulumi.Resource | None = None
+
+    @classmethod
+    def for_stack(
+        cls,
+        config: StackConfig,
+        *,
+        secret_env: Mapping[str, pulumi.Output[str]],
+        kubeconfig: pulumi.Output[str],
+        cluster: pulumi.CustomResource,
+        gpu_pool: pulumi.Resource,
+        system_pool_name: str,
+        nics: GpuNics,
+        lustre_instance_id: pulumi.Input[str],
+        lustre_mount_point: pulumi.Input[str],
+        system_pool: pulumi.Resource | None = None,
+        code_sandbox_pool: pulumi.Resource | None = None,
+    ) -> KubernetesLayerArgs:
+        names = K8sNames.for_stack(config)
+        sandbox = (
+            service_inputs(config, names.ray_cluster, read_sources())
+            if config.rewards.code_sandbox.enabled
+            else None
+        )
+        return cls(
+            names=names,
+            project=config.project,
+            zone=config.zone,
+            crd_gate_name=f"{config.name_prefix}-crd-gate",
+            machine=config.gpu.machine,
+            lustre_capacity_gib=config.lustre.capacity_gib,
+            ray=RayClusterInputs.for_stack(config, names, system_pool_name=system_pool_name),
+            code_sandbox=sandbox,
+            secret_env=secret_env,
+            kubeconfig=kubeconfig,
+            cluster=cluster,
+            gpu_pool=gpu_pool,
+            system_pool_name=system_pool_name,
+            nics=nics,
+            lustre_instance_id=lustre_instance_id,
+            lustre_mount_point=lustre_mount_point,
+            system_pool=system_pool,
+            code_sandbox_pool=code_sandbox_pool,
+        )
+
+
+def _check_wiring(args: KubernetesLayerArgs) -> None:
+    """Checked before anything is registered, so a wrong wiring leaves no half-built layer."""
+    if len(args.nics.rdma_subnets) != RDMA_NIC_COUNT:
+        raise ValueError(
+            f"KubernetesLayerArgs.nics.rdma_subnets: expected {RDMA_NIC_COUNT} subnet names, "
+            f"got {len(args.nics.rdma_subnets)}"
+        )
+    sandbox_on = args.code_sandbox is not None
+    if sandbox_on != (args.code_sandbox_pool is not None):
+        raise ValueError(
+            "KubernetesLayerArgs.code_sandbox_pool: given exactly when rewards.codeSandbox.enabled "
+            f"(enabled is {sandbox_on})"
+        )
 
 
 class KubernetesLayer(pulumi.ComponentResource):
@@ -63,23 +134,10 @@ class KubernetesLayer(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: KubernetesLayerArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        # Checked before anything is registered, so a wrong wiring leaves no half-built layer.
-        if len(args.nics.rdma_subnets) != RDMA_NIC_COUNT:
-            raise ValueError(
-                f"KubernetesLayerArgs.nics.rdma_subnets: expected {RDMA_NIC_COUNT} subnet names, "
-                f"got {len(args.nics.rdma_subnets)}"
-            )
-        sandbox_on = args.config.rewards.code_sandbox.enabled
-        if sandbox_on != (args.code_sandbox_pool is not None):
-            raise ValueError(
-                "KubernetesLayerArgs.code_sandbox_pool: given exactly when rewards.codeSandbox.enabled "
-                f"(enabled is {sandbox_on})"
-            )
+        _check_wiring(args)
         super().__init__("rl-on-gke:k8s:KubernetesLayer", name, None, opts)
-        config = args.config
-        names = K8sNames.for_stack(config)
+        names = args.names
         child = pulumi.ResourceOptions(parent=self)
-
         target = KubeTarget(
             provider=kubernetes_provider(f"{name}-provider", args.kubeconfig, args.cluster, self),
             cluster=args.cluster,
@@ -87,10 +145,7 @@ class KubernetesLayer(pulumi.ComponentResource):
         identity = TrainingIdentity(
             f"{name}-identity",
             TrainingIdentityArgs(
-                target=target,
-                project=config.project,
-                names=names,
-                token_data=dict(args.secret_env),
+                target=target, project=args.project, names=names, token_data=dict(args.secret_env)
             ),
             child,
         )
@@ -99,7 +154,7 @@ class KubernetesLayer(pulumi.ComponentResource):
             f"{name}-crd-gate",
             CrdGateArgs(
                 target=target,
-                name=f"{config.name_prefix}-crd-gate",
+                name=args.crd_gate_name,
                 namespace=names.namespace,
                 system_pool_name=args.system_pool_name,
                 namespace_resource=identity.namespace,
@@ -107,6 +162,20 @@ class KubernetesLayer(pulumi.ComponentResource):
             ),
             child,
         )
+        pods_need = self._node_prerequisites(name, args, target, identity, crd_gate.job)
+        self._workloads(name, args, target, identity, crd_gate.job, pods_need)
+        self._set_outputs(args)
+
+    def _node_prerequisites(
+        self,
+        name: str,
+        args: KubernetesLayerArgs,
+        target: KubeTarget,
+        identity: TrainingIdentity,
+        crd_gate_job: pulumi.Resource,
+    ) -> list[pulumi.Resource]:
+        """Device networks, the NCCL installer and the Lustre claim: what every Ray pod needs."""
+        child = pulumi.ResourceOptions(parent=self)
         networks = GpuNetworks(
             f"{name}-networks",
             GpuNetworksArgs(
@@ -115,46 +184,58 @@ class KubernetesLayer(pulumi.ComponentResource):
                 gvnic_subnet=args.nics.gvnic_subnet,
                 rdma_vpc=args.nics.rdma_network,
                 rdma_subnets=list(args.nics.rdma_subnets),
-                depends_on=(crd_gate.job,),
+                depends_on=(crd_gate_job,),
             ),
             child,
         )
         nccl = NcclInstaller(
-            f"{name}-nccl", NcclInstallerArgs(target=target, machine=config.gpu.machine), child
+            f"{name}-nccl", NcclInstallerArgs(target=target, machine=args.machine), child
         )
         storage = LustreVolume(
             f"{name}-lustre",
             LustreVolumeArgs(
                 target=target,
-                project=config.project,
-                zone=config.zone,
+                project=args.project,
+                zone=args.zone,
                 instance_id=args.lustre_instance_id,
                 mount_point=args.lustre_mount_point,
-                capacity_gib=config.lustre.capacity_gib,
-                volume_name=names.lustre_pv,
-                claim_name=names.lustre_pvc,
-                namespace=names.namespace,
+                capacity_gib=args.lustre_capacity_gib,
+                volume_name=args.names.lustre_pv,
+                claim_name=args.names.lustre_pvc,
+                namespace=args.names.namespace,
                 namespace_resource=identity.namespace,
             ),
             child,
         )
-        pod_prerequisites: list[pulumi.Resource] = [
+        needs: list[pulumi.Resource] = [
             *networks.resources,
             nccl.daemon_set,
             storage.claim,
             identity.service_account,
             args.gpu_pool,
-            crd_gate.job,
+            crd_gate_job,
         ]
         if identity.token_secret is not None:
-            pod_prerequisites.append(identity.token_secret)
+            needs.append(identity.token_secret)
+        return needs
+
+    def _workloads(
+        self,
+        name: str,
+        args: KubernetesLayerArgs,
+        target: KubeTarget,
+        identity: TrainingIdentity,
+        crd_gate_job: pulumi.Resource,
+        pod_prerequisites: list[pulumi.Resource],
+    ) -> None:
+        """The RayCluster, its metrics scraping and, when enabled, the code-sandbox service."""
+        child = pulumi.ResourceOptions(parent=self)
+        names = args.names
         TrainingRayCluster(
             f"{name}-ray",
             TrainingRayClusterArgs(
                 target=target,
-                inputs=RayClusterInputs.for_stack(
-                    config, names, system_pool_name=args.system_pool_name, token_env=identity.env
-                ),
+                inputs=replace(args.ray, token_env=tuple(identity.env)),
                 depends_on=pod_prerequisites,
             ),
             child,
@@ -167,31 +248,32 @@ class KubernetesLayer(pulumi.ComponentResource):
                 namespace=names.namespace,
                 ray_cluster=names.ray_cluster,
                 namespace_resource=identity.namespace,
-                depends_on=(crd_gate.job,),
+                depends_on=(crd_gate_job,),
             ),
             child,
         )
-
         self.code_sandbox_url = None
-        if args.code_sandbox_pool is not None:
+        if args.code_sandbox is not None and args.code_sandbox_pool is not None:
             self.code_sandbox_url = CodeSandboxService(
                 f"{name}-code-sandbox",
                 CodeSandboxServiceArgs(
                     target=target,
-                    inputs=service_inputs(config, names.ray_cluster, read_sources()),
+                    inputs=args.code_sandbox,
                     namespace_resource=identity.namespace,
                     node_pool=args.code_sandbox_pool,
                 ),
                 child,
             ).url
 
+    def _set_outputs(self, args: KubernetesLayerArgs) -> None:
+        names = args.names
         self.ray_cluster_name = names.ray_cluster
         self.namespace = names.namespace
         self.head_service = names.head_service
         self.dashboard_port = RAY_DASHBOARD_PORT
-        self.framework = config.ray.framework
-        self.node_count = config.gpu.node_count
-        self.gpus_per_node = config.gpu.machine.gpus_per_node
+        self.framework = args.ray.framework.name
+        self.node_count = args.ray.worker_replicas
+        self.gpus_per_node = args.machine.gpus_per_node
         self.dashboard_port_forward = port_forward_command(
             names.namespace, names.head_service, RAY_DASHBOARD_PORT
         )

@@ -22,12 +22,11 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.contract import NODE_ROLE_LABEL, RAY_CLUSTER_LABEL
+from components.contract import CODE_SANDBOX, GVISOR_RUNTIME_CLASS, NODE_ROLE_LABEL, RAY_CLUSTER_LABEL
 
-GVISOR_RUNTIME_CLASS = "gvisor"  # created by GKE when a pool has GKE Sandbox enabled
 GVISOR_NODE_LABEL = "sandbox.gke.io/runtime"
 POOL_ROLE_LABEL = NODE_ROLE_LABEL
-POOL_ROLE = "code-sandbox"
+POOL_ROLE = CODE_SANDBOX
 APP_LABEL = "app.kubernetes.io/name"
 CODE_DIR = "/opt/rl-sandbox"
 CODE_DIGEST_ANNOTATION = "rl-on-gke/code-sha256"

@@ -15,6 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
+from components.contract import CODE_SANDBOX
 from components.k8s.provider import KubeTarget
 from components.k8s.sandbox import SOURCE_FILES, SandboxServiceInputs, manifests
 
@@ -23,7 +24,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def code_sandbox_name(config: StackConfig) -> str:
     # name_prefix is at most 20 characters, so this stays a valid DNS-1035 Service name.
-    return f"{config.name_prefix}-code-sandbox"
+    return f"{config.name_prefix}-{CODE_SANDBOX}"
 
 
 def read_sources(root: Path = REPO_ROOT) -> dict[str, str]:

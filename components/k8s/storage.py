@@ -37,8 +37,6 @@ def persistent_volume_manifest(
     ip: pulumi.Input[str],
     filesystem: pulumi.Input[str],
     capacity_gib: int,
-    claim_namespace: str,
-    claim_name: str,
 ) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -52,8 +50,13 @@ def persistent_volume_manifest(
             # Retain: deleting the PV (or the whole cluster) must never touch the data.
             "persistentVolumeReclaimPolicy": "Retain",
             "volumeMode": "Filesystem",
-            # Pre-bound both ways so no other claim can take this volume.
-            "claimRef": {"namespace": claim_namespace, "name": claim_name},
+            # No claimRef: the claim binds by its `volumeName`, and kube-controller-manager then
+            # writes the claimRef (with the claim's uid) itself. A claimRef set here would be owned
+            # by both: ObjectReference is an atomic struct, so after binding every server-side
+            # apply of this PV (a capacity change) would conflict on it (pulumi-kubernetes does
+            # not force). Kubernetes "Reserving a PersistentVolume": volumeName binds the claim
+            # to this volume if it is available, which it is from creation (the claim is created
+            # right after it, and nothing else in the cluster asks for class "").
             "csi": {
                 "driver": CSI_DRIVER,
                 "volumeHandle": handle,
@@ -117,8 +120,6 @@ class LustreVolume(pulumi.ComponentResource):
             ip=mount.apply(lambda m: m.ip),
             filesystem=mount.apply(lambda m: m.filesystem),
             capacity_gib=args.capacity_gib,
-            claim_namespace=args.namespace,
-            claim_name=args.claim_name,
         )
         volume = k8s.core.v1.PersistentVolume(
             f"{name}-pv", metadata=pv["metadata"], spec=pv["spec"], opts=args.target.options(self)

@@ -39,6 +39,13 @@ def test_the_apis_cover_every_gcp_module_the_stack_uses() -> None:
     assert {served_by[m] for m in modules} <= set(REQUIRED_APIS)
 
 
+def test_the_apis_include_the_ones_behind_the_resources_the_program_does_not_name() -> None:
+    # Enabling an API goes through Service Usage and needs Cloud Resource Manager on (tpg #6101);
+    # Workload Identity tokens come from the IAM Service Account Credentials API (issue 18).
+    assert {"serviceusage.googleapis.com", "cloudresourcemanager.googleapis.com",
+            "iamcredentials.googleapis.com"} <= set(REQUIRED_APIS)
+
+
 def test_every_other_gcp_resource_goes_through_the_provider_that_waits_for_the_apis() -> None:
     rendering = _dev()
     (provider,) = rendering.of_type(GCP_PROVIDER)

@@ -14,9 +14,9 @@ POOL = "gcp:container/nodePool:NodePool"
 
 def _render(config):
     def build() -> None:
-        network = Network("net", NetworkArgs(config=config))
+        network = Network("net", NetworkArgs.for_stack(config))
         cluster = GkeCluster(
-            "gke", GkeClusterArgs(config=config, network=network.main_network, subnetwork=network.main_subnet)
+            "gke", GkeClusterArgs.for_stack(config, network.main_network, network.main_subnet)
         )
         import pulumi
 
@@ -122,17 +122,24 @@ def test_kubeconfig_points_at_the_endpoint_with_its_ca() -> None:
     assert document["current-context"] == "c"
 
 
-def test_system_pool_upgrades_in_place_one_node_at_a_time(config) -> None:
-    # The Ray head lives here; a surge upgrade would wait for a node the quota may not have.
+def test_system_pool_upgrades_surge_first_so_it_never_runs_out_of_nodes(config) -> None:
+    # The Ray head, kube-dns and konnectivity live here: a one-node pool upgraded in place (0 / 1)
+    # would have no node for them during every upgrade or auto-repair (issue 18).
     pool = _render(config).one(POOL).inputs
-    assert pool["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
+    assert pool["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 1, "maxUnavailable": 0}
 
 
 def test_cluster_gets_the_weekend_night_window_and_states_its_pods_per_node(config) -> None:
     inputs = _render(config).one(CLUSTER).inputs
-    assert inputs["maintenancePolicy"] == {"recurringWindow": {
-        "startTime": "2026-01-03T07:00:00Z", "endTime": "2026-01-03T13:00:00Z",
-        "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}}
+    assert inputs["maintenancePolicy"] == {
+        "recurringWindow": {
+            "startTime": "2026-01-03T07:00:00Z", "endTime": "2026-01-03T13:00:00Z",
+            "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"},
+        # By default node versions are held until end of support (issue 18).
+        "maintenanceExclusions": [{
+            "exclusionName": "rl-on-gke-hold-node-versions", "startTime": "2026-01-01T00:00:00Z",
+            "exclusionOptions": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "endTimeBehavior": "UNTIL_END_OF_SUPPORT"}}],
+    }
     assert inputs["defaultMaxPodsPerNode"] == 110
 
 

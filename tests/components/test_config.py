@@ -234,3 +234,27 @@ def test_a_new_config_field_is_read_and_known_with_no_second_edit() -> None:
     assert raw["namePrefix"] == "rl-test"
     assert "rl-on-gke:experimentFlag" in program_known_keys(WithExperiment)
     assert "rl-on-gke:experimentFlag" not in program_known_keys(StackConfig)
+
+
+def test_the_readme_config_reference_names_every_key() -> None:
+    # Docs match code: each settings field, nested ones included, has its row (issue 18 added some).
+    from pathlib import Path
+
+    from pydantic import BaseModel
+    from pydantic.alias_generators import to_camel
+
+    from components.config import StackConfig
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+    def keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+        found = []
+        for name, info in model.model_fields.items():
+            key = f"{prefix}{to_camel(name)}"
+            nested = info.annotation if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel) else None
+            found += keys(nested, f"{key}.") if nested and key != "cluster.maintenance.window" else [key]
+        return found
+
+    top = {"project": "gcp:project", "region": "gcp:region"}
+    missing = [k for k in keys(StackConfig) if f"`{top.get(k, k)}`" not in readme]
+    assert missing == []

@@ -14,12 +14,12 @@ POOL = "gcp:container/nodePool:NodePool"
 
 def _gpu_pool(config):
     def build() -> None:
-        network = Network("net", NetworkArgs(config=config))
-        gke = GkeCluster("gke", GkeClusterArgs(config=config, network=network.main_network, subnetwork=network.main_subnet))
+        network = Network("net", NetworkArgs.for_stack(config))
+        gke = GkeCluster("gke", GkeClusterArgs.for_stack(config, network.main_network, network.main_subnet))
         GpuNodePool(
             "gpu",
-            GpuNodePoolArgs(
-                config=config,
+            GpuNodePoolArgs.for_stack(
+                config,
                 cluster=gke.cluster,
                 service_account=gke.node_service_account.email,
                 nics=network.gpu_nics,
@@ -107,3 +107,43 @@ def test_a_parked_pool_has_zero_nodes_and_keeps_its_shape(stack_config) -> None:
     pool = _gpu_pool(_config(stack_config, nodeCount=0))
     assert pool["nodeCount"] == 0
     assert len(pool["networkConfig"]["additionalNodeNetworkConfigs"]) == 9
+
+
+def test_flex_start_pool_autoscales_from_zero_without_repair_reservation_or_spot(stack_config) -> None:
+    # cluster-toolkit gke-node-pool preconditions and GKE's flex-start guide (issue 18).
+    pool = _gpu_pool(_config(stack_config, provisioning="flex-start", maxRunDurationHours=72))
+    assert "nodeCount" not in pool and pool["initialNodeCount"] == 0
+    assert pool["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 2, "locationPolicy": "ANY"}
+    assert pool["management"] == {"autoRepair": False, "autoUpgrade": True}
+    node = pool["nodeConfig"]
+    assert node["flexStart"] is True and node["spot"] is False and node["maxRunDuration"] == "259200s"
+    assert node["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert node["labels"]["rl-on-gke/provisioning"] == "flex-start"
+
+
+def test_flex_start_without_a_run_limit_leaves_gkes_seven_day_default(stack_config) -> None:
+    node = _gpu_pool(_config(stack_config, provisioning="flex-start"))["nodeConfig"]
+    assert node["flexStart"] is True and "maxRunDuration" not in node
+
+
+def _problems(stack_config, **gpu) -> list[str]:
+    import pytest
+
+    from components.config import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        _config(stack_config, **gpu)
+    return caught.value.problems
+
+
+def test_only_valid_flex_start_combinations_are_accepted(stack_config) -> None:
+    import copy
+
+    assert _problems(copy.deepcopy(stack_config), provisioning="flex-start", reservation="r1") == [
+        "rl-on-gke:gpu.reservation = 'r1': only allowed with provisioning 'reservation' (provisioning is 'flex-start')"]
+    assert _problems(copy.deepcopy(stack_config), provisioning="spot", maxRunDurationHours=24) == [
+        "rl-on-gke:gpu.maxRunDurationHours = 24: only allowed with provisioning 'flex-start' (provisioning is 'spot')"]
+    (too_long,) = _problems(copy.deepcopy(stack_config), provisioning="flex-start", maxRunDurationHours=200)
+    assert too_long.startswith("rl-on-gke:gpu.maxRunDurationHours = 200: ") and "168" in too_long
+    (unknown,) = _problems(copy.deepcopy(stack_config), provisioning="dws")
+    assert unknown.startswith("rl-on-gke:gpu.provisioning = 'dws': ") and "'flex-start'" in unknown

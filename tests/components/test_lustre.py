@@ -17,9 +17,9 @@ CONNECTION = "gcp:servicenetworking/connection:Connection"
 
 def _render(config):
     def build() -> None:
-        network = Network("net", NetworkArgs(config=config))
-        psa = PrivateServiceAccess("psa", PrivateServiceAccessArgs(config=config, network=network.main_network))
-        ManagedLustre("lustre", ManagedLustreArgs(config=config, network=network.main_network, psa=psa))
+        network = Network("net", NetworkArgs.for_stack(config))
+        psa = PrivateServiceAccess("psa", PrivateServiceAccessArgs.for_stack(config, network.main_network))
+        ManagedLustre("lustre", ManagedLustreArgs.for_stack(config, network.main_network, psa))
 
     return render_with(build, {})
 

@@ -90,7 +90,7 @@ def test_no_upgrades_exclusions_are_limited_to_30_days() -> None:
 
 
 def test_policy_renders_the_window_and_a_campaign_exclusion_until_end_of_support() -> None:
-    settings = MaintenanceSettings.model_validate({"exclusions": [{
+    settings = MaintenanceSettings.model_validate({"holdNodeVersions": False, "exclusions": [{
         "name": "grpo-campaign", "startTime": "2026-03-01T00:00:00Z", "endTimeBehavior": "UNTIL_END_OF_SUPPORT"}]})
     assert maintenance_policy_args(settings, "us-east1") == {
         "recurring_window": {
@@ -102,6 +102,48 @@ def test_policy_renders_the_window_and_a_campaign_exclusion_until_end_of_support
             "exclusion_options": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "end_time_behavior": "UNTIL_END_OF_SUPPORT"},
         }],
     }
+
+
+def test_by_default_node_versions_are_held_until_end_of_support_before_the_stack_exclusions() -> None:
+    # cluster-toolkit's A4 / A3 Ultra blueprints ship this exclusion; the stack's own come after.
+    settings = MaintenanceSettings.model_validate({"exclusions": [{
+        "name": "campaign", "startTime": "2026-03-01T00:00:00Z", "endTimeBehavior": "UNTIL_END_OF_SUPPORT"}]})
+    exclusions = maintenance_policy_args(settings, "us-east1")["maintenance_exclusions"]
+    assert [e["exclusion_name"] for e in exclusions] == ["rl-on-gke-hold-node-versions", "campaign"]
+    assert exclusions[0] == {
+        "exclusion_name": "rl-on-gke-hold-node-versions", "start_time": "2026-01-01T00:00:00Z",
+        "exclusion_options": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "end_time_behavior": "UNTIL_END_OF_SUPPORT"},
+    }
+
+
+def test_the_hold_can_be_turned_off() -> None:
+    settings = MaintenanceSettings.model_validate({"holdNodeVersions": False})
+    assert "maintenance_exclusions" not in maintenance_policy_args(settings, "us-east1")
+
+
+def test_an_exclusion_that_has_already_ended_is_refused_by_its_key() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    now = datetime.now(UTC)
+    start, end = (now - timedelta(days=10)).strftime(fmt), (now - timedelta(days=1)).strftime(fmt)
+    problems = _problems(_base(), {"exclusions": [{"name": "old", "startTime": start, "endTime": end}]})
+    assert problems == [problems[0]] and problems[0].startswith(
+        f"rl-on-gke:cluster.maintenance.exclusions[0].endTime = '{end}': is in the past")
+    assert "terraform-provider-google #9941" in problems[0]
+    # One that ends tomorrow is fine.
+    later = (now + timedelta(days=1)).strftime(fmt)
+    config = _base()
+    config["rl-on-gke:cluster"] = {"maintenance": {"exclusions": [{"name": "soon", "startTime": start, "endTime": later}]}}
+    parse_stack_config(raw_from_stack(config))
+
+
+def test_an_exclusion_may_not_take_the_default_holds_name() -> None:
+    problems = _problems(_base(), {"exclusions": [{
+        "name": "rl-on-gke-hold-node-versions", "startTime": "2026-03-01T00:00:00Z",
+        "endTimeBehavior": "UNTIL_END_OF_SUPPORT"}]})
+    assert problems[0].startswith("rl-on-gke:cluster.maintenance.exclusions = ")
+    assert "holdNodeVersions" in problems[0]
 
 
 def _base():

@@ -11,7 +11,7 @@ FIREWALL = "gcp:compute/firewall:Firewall"
 
 
 def _render(config):
-    return render_with(lambda: Network("net", NetworkArgs(config=config)), {})
+    return render_with(lambda: Network("net", NetworkArgs.for_stack(config)), {})
 
 
 def test_three_vpcs_with_jumbo_frames_and_only_rdma_on_the_roce_profile(config) -> None:
@@ -67,5 +67,5 @@ def test_rdma_subnets_follow_a_custom_range(config) -> None:
     custom = config.model_copy(
         update={"network": config.network.model_copy(update={"rdma_cidr": "172.20.0.0/16"})}
     )
-    cidrs = [s["ip_cidr_range"] for s in rdma_subnet_args(custom, "net")]
+    cidrs = [s["ip_cidr_range"] for s in rdma_subnet_args(NetworkArgs.for_stack(custom), "net")]
     assert cidrs[0] == "172.20.0.0/19" and cidrs[7] == "172.20.224.0/19"

@@ -195,7 +195,9 @@ def test_preview_authenticates_through_a_service_account_with_oidc() -> None:
 
 def test_cloud_preview_is_for_same_repository_prs_and_forks_get_the_offline_diff() -> None:
     jobs = workflow("preview.yml")["jobs"]
-    assert workflow("preview.yml")["on"] == {"pull_request": None}  # never pull_request_target
+    # never pull_request_target; labeled/unlabeled re-run the preview gate when its label changes
+    assert workflow("preview.yml")["on"] == {
+        "pull_request": {"types": ["opened", "synchronize", "reopened", "labeled", "unlabeled"]}}
     assert jobs["preview"]["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
     assert jobs["plan-diff"]["if"] == "github.event.pull_request.head.repo.full_name != github.repository"
 
@@ -276,3 +278,26 @@ def test_deploy_runs_pulumi_up_with_the_policy_pack_as_the_deployer() -> None:
     assert pulumi["cloud-url"] == "gs://${{ vars.PULUMI_STATE_BUCKET }}"
     auth = one_step(job, "google-github-actions/auth")["with"]
     assert auth["service_account"] == "${{ vars.GCP_DEPLOY_SERVICE_ACCOUNT }}"
+
+
+def test_deploy_enables_service_usage_and_resource_manager_before_pulumi_up() -> None:
+    # A project with only billing: enabling any API needs these two on first (tpg #6101, #11435).
+    steps = _deploy_job()["steps"]
+    enable = [i for i, s in enumerate(steps) if "gcloud services enable" in s.get("run", "")]
+    gcloud = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("google-github-actions/setup-gcloud@")]
+    pulumi = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")]
+    assert len(enable) == 1 and gcloud and pulumi and gcloud[0] < enable[0] < pulumi[0]
+    run = steps[enable[0]]["run"]
+    for api in ("serviceusage.googleapis.com", "cloudresourcemanager.googleapis.com"):
+        assert api in run
+    assert "python -m tools.stack_project" in run
+
+
+def test_preview_gates_replacements_on_the_json_preview_and_the_pr_labels() -> None:
+    steps = workflow("preview.yml")["jobs"]["preview"]["steps"]
+    action = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")]
+    json_step = [i for i, s in enumerate(steps) if "pulumi preview" in s.get("run", "") and "--json" in s["run"]]
+    gate = [i for i, s in enumerate(steps) if "python -m tools.preview_gate preview.json" in s.get("run", "")]
+    assert action and json_step and gate and action[0] < json_step[0] < gate[0]
+    assert "> preview.json" in steps[json_step[0]]["run"]
+    assert steps[gate[0]]["env"]["LABELS"] == "${{ join(github.event.pull_request.labels.*.name, ',') }}"

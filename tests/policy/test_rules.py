@@ -43,6 +43,14 @@ def _rendered_with(stack: str, **changes: Any) -> Rendering:
     return render(config, stack=stack, secret_keys=secret_keys)
 
 
+def test_a_flex_start_stack_breaks_no_rule() -> None:
+    def flex(config: dict[str, Any]) -> None:
+        config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "provisioning": "flex-start"}
+
+    violations = run_policies(_rendered_with("dev", flex=flex))
+    assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
+
+
 def test_a_parked_stack_breaks_no_rule() -> None:
     def park(config: dict[str, Any]) -> None:
         config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "nodeCount": 0}

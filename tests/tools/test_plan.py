@@ -56,7 +56,9 @@ def test_plans_of_both_stacks_show_the_day_two_settings() -> None:
         assert '/tmp/ray' in text and 'ephemeral-storage="1000Gi"' in text and 'ephemeral-storage="50Gi"' in text
         assert 'service="container.googleapis.com", disableOnDestroy=false' in text, stack
         assert f'kind="Network", metadata.name="rdma-0", waitsFor=["rl-{stack}-k8s-crd-gate-job"]' in text, stack
-        assert "wait --for=create --timeout=1200s crd/gkenetworkparamsets.networking.gke.io" in text, stack
+        # The CRD gate fails once, at its one deadline (issue 18).
+        assert 'spec.backoffLimit=0' in text and '"name":"GATE_DEADLINE_SECONDS"' in text, stack
+        assert 'upgradeSettings={"maxSurge":1,"strategy":"SURGE","maxUnavailable":0}' in text, stack
 
 
 def test_plan_json_records_each_resources_dependencies() -> None:

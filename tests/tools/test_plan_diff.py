@@ -74,6 +74,40 @@ def test_changing_gpu_node_count_changes_only_the_pool_size_and_ray_workers(repo
         "spec.workerGroupSpecs[0].replicas", "spec.workerGroupSpecs[0].minReplicas", "spec.workerGroupSpecs[0].maxReplicas",
     }
     assert all("`2` | `3`" in row for row in changed_rows)
+    assert "REPLACE" not in text and "(gcp:container/nodePool:NodePool): update in place" in text
+
+
+def _diff_after(repo: Path, old: str, new: str) -> str:
+    stack_file = repo / "Pulumi.dev.yaml"
+    text = stack_file.read_text()
+    assert old in text
+    stack_file.write_text(text.replace(old, new, 1))
+    result = subprocess.run([sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "HEAD"],
+                            cwd=repo, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_a_new_gpu_machine_type_is_marked_replace_by_its_force_new_input(repo_copy: Path) -> None:
+    text = _diff_after(repo_copy, "machineType: a4-highgpu-8g", "machineType: a3-ultragpu-8g")
+    assert ("`rl-dev-gpu-pool` (gcp:container/nodePool:NodePool): **REPLACE** "
+            "(force-new: `nodeConfig.guestAccelerators[].type`)") in text
+    assert "**1 of the changes REPLACE a resource** (delete and create): `rl-dev-gpu-pool`." in text
+
+
+def test_a_new_lustre_filesystem_name_is_marked_replace(repo_copy: Path) -> None:
+    text = _diff_after(repo_copy, "filesystem: lustrefs", "filesystem: ckpt")
+    assert ("`rl-dev-lustre-instance` (gcp:lustre/instance:Instance): **REPLACE** (force-new: `filesystem`)"
+            in text)
+
+
+def test_growing_lustre_updates_the_instance_and_the_pv_in_place(repo_copy: Path) -> None:
+    text = _diff_after(repo_copy, "capacityGib: 9000", "capacityGib: 18000")
+    assert "REPLACE" not in text
+    assert "`rl-dev-lustre-instance` (gcp:lustre/instance:Instance): update in place" in text
+    assert "`rl-dev-k8s-lustre-pv` (kubernetes:core/v1:PersistentVolume): update in place" in text
+    assert '| `capacityGib` | `"9000"` | `"18000"` |' in text
+    assert '| `spec.capacity.storage` | `"9000Gi"` | `"18000Gi"` |' in text
 
 
 def test_parking_the_gpus_changes_only_the_pool_size_and_ray_worker_counts(repo_copy: Path) -> None:

@@ -53,8 +53,8 @@ def render_layer(
         secret_env = {env: pulumi.Output.secret(v) for env, v in tokens.items() if v is not None}
         run_layer["layer"] = KubernetesLayer(
             "k8s",
-            KubernetesLayerArgs(
-                config=config,
+            KubernetesLayerArgs.for_stack(
+                config,
                 secret_env=secret_env,
                 kubeconfig=pulumi.Output.secret("apiVersion: v1\nkind: Config\n"),
                 cluster=cluster,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.k8s.crd_gate import (
-    GKE_INSTALLED_CRDS, KUBECTL_IMAGE, cluster_role_manifest, job_manifest,
+    DEADLINE_SECONDS, GKE_INSTALLED_CRDS, KUBECTL_IMAGE, cluster_role_manifest, gate_command, job_manifest,
 )
 from tests.components.k8s.conftest import make_config
 from tests.components.k8s.fakes import SYSTEM_POOL, render_layer
@@ -48,31 +48,38 @@ def test_every_custom_kind_the_layer_creates_is_gated_and_waits_for_the_job(rend
         assert job.urn in resource.dependencies, resource.name
 
 
-def test_job_waits_for_creation_then_establishment_of_each_crd_on_the_system_pool(rendering) -> None:
-    spec = rendering.one(JOB).inputs["spec"]
-    pod = spec["template"]["spec"]
-    (create,) = pod["initContainers"]
-    (established,) = pod["containers"]
-    crds = [f"crd/{name}" for name in GKE_INSTALLED_CRDS]
-    assert create["args"][:2] == ["wait", "--for=create"] and create["args"][-len(crds):] == crds
-    assert established["args"][:2] == ["wait", "--for=condition=Established"]
-    assert established["args"][-len(crds):] == crds
-    assert {create["image"], established["image"]} == {KUBECTL_IMAGE}
+def test_job_runs_the_gate_script_over_every_crd_on_the_system_pool(rendering) -> None:
+    pod = rendering.one(JOB).inputs["spec"]["template"]["spec"]
+    assert "initContainers" not in pod
+    (container,) = pod["containers"]
+    assert container["command"] == gate_command(GKE_INSTALLED_CRDS)
+    assert container["command"][:2] == ["/bin/bash", "-c"] and container["command"][-4:] == list(GKE_INSTALLED_CRDS)
+    assert container["image"] == KUBECTL_IMAGE
+    assert {e["name"]: e["value"] for e in container["env"]} == {
+        "GATE_DEADLINE_SECONDS": str(DEADLINE_SECONDS), "GATE_POLL_SECONDS": "5"}
     assert pod["nodeSelector"] == {"cloud.google.com/gke-nodepool": SYSTEM_POOL}
     assert pod["serviceAccountName"] == "rl-test-crd-gate"
 
 
-def test_pulumi_awaits_the_job_longer_than_the_job_itself_may_run() -> None:
+def test_the_job_fails_once_and_a_failed_job_is_replaced_not_awaited_on_the_next_up() -> None:
+    # issue 18: with OnFailure / backoffLimit 3 a rerun awaited the already-failed Job.
+    job = job_manifest("g", "ns", "g", "system", GKE_INSTALLED_CRDS)
+    assert job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    assert job["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true"
+
+
+def test_pulumi_awaits_the_job_longer_than_the_job_and_the_job_longer_than_the_script() -> None:
     job = job_manifest("g", "ns", "g", "system", GKE_INSTALLED_CRDS)
     timeout = int(job["metadata"]["annotations"]["pulumi.com/timeoutSeconds"])
-    assert timeout >= job["spec"]["activeDeadlineSeconds"]
+    assert timeout > job["spec"]["activeDeadlineSeconds"] > DEADLINE_SECONDS
     validate_core(job)
 
 
 def test_the_job_may_only_read_the_crds_it_waits_for() -> None:
     role = cluster_role_manifest("g", GKE_INSTALLED_CRDS)
     (rule,) = role["rules"]
-    assert rule["verbs"] == ["get", "list", "watch"]
+    assert rule["verbs"] == ["get"]
     assert rule["resourceNames"] == list(GKE_INSTALLED_CRDS)
     validate_core(role)
 

@@ -26,7 +26,6 @@ def _ray_cluster(config) -> dict:
 def _pv() -> dict:
     return persistent_volume_manifest(
         "pv", handle="p/z/i", ip="10.0.0.2", filesystem="lustrefs", capacity_gib=9000,
-        claim_namespace="rl", claim_name="pvc",
     )
 
 

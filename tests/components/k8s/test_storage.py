@@ -14,7 +14,6 @@ def _pv(**overrides):
     args = dict(
         handle=volume_handle("example-project", "us-east1-b", "rl-test-lustre"),
         ip="10.16.0.2", filesystem="lustrefs", capacity_gib=9000,
-        claim_namespace="rl-train", claim_name="rl-test-lustre-pvc",
     )
     args.update(overrides)
     return persistent_volume_manifest("rl-test-lustre-pv", **args)
@@ -51,10 +50,12 @@ def test_pv_matches_instance_capacity_is_shared_and_kept() -> None:
     assert spec["storageClassName"] == ""
 
 
-def test_claim_and_volume_are_bound_to_each_other_by_name() -> None:
+def test_the_claim_binds_by_volume_name_and_the_volume_leaves_claim_ref_to_the_controller() -> None:
+    # After binding kube-controller-manager owns the (atomic) claimRef; a uid-less one set here
+    # would make every server-side apply of a new capacity conflict (issue 18).
     pv, pvc = _pv(), _pvc()
     assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
-    assert pv["spec"]["claimRef"] == {"namespace": pvc["metadata"]["namespace"], "name": pvc["metadata"]["name"]}
+    assert "claimRef" not in pv["spec"]
     assert pvc["spec"]["storageClassName"] == "" and pvc["spec"]["accessModes"] == ["ReadWriteMany"]
     # The claim asks for a fixed small size so growing the instance never needs a claim resize.
     assert pvc["spec"]["resources"]["requests"]["storage"] == "1Gi"

@@ -1,0 +1,117 @@
+"""The pull-request gate on `pulumi preview --json`: no replacement or deletion of what holds a campaign.
+
+Reads one PreviewDigest (`pulumi preview --json`, pulumi/pulumi pkg/display/json.go: `steps[]`
+with `op` and `urn`, and `oldState` / `newState` carrying `type`) and fails when a step would
+replace or delete the GKE cluster, a node pool, the Managed Lustre instance or a network, unless
+the pull request carries ALLOW_LABEL. Replacing any of them ends every run on the cluster (and a
+Lustre replacement loses the data), so it must be a decision someone labels, not a side effect a
+reviewer scrolls past. Step ops that replace or delete are the engine's own
+(pkg/resource/deploy/step.go: `replace`, `create-replacement`, `delete-replaced`, `delete`,
+`import-replacement`). Exit 1 names each guarded resource and its op; exit 2 for a document that
+is not a preview.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+
+ALLOW_LABEL = "allow-replace"
+GUARDED_TYPES: dict[str, str] = {
+    "gcp:container/cluster:Cluster": "the GKE cluster",
+    "gcp:container/nodePool:NodePool": "a node pool",
+    "gcp:lustre/instance:Instance": "the Managed Lustre instance",
+    "gcp:compute/network:Network": "a VPC network",
+    "gcp:compute/subnetwork:Subnetwork": "a subnetwork (its nodes' NICs go with it)",
+}
+DESTRUCTIVE_OPS = frozenset({"replace", "create-replacement", "delete-replaced", "delete", "import-replacement"})
+
+
+class PreviewFormatError(ValueError):
+    """The input is not a `pulumi preview --json` document."""
+
+
+@dataclass(frozen=True)
+class Blocked:
+    urn: str
+    type: str
+    op: str
+
+    @property
+    def name(self) -> str:
+        return self.urn.split("::", 3)[-1]
+
+
+
+def step_type(step: dict[str, Any]) -> str:
+    """A step's resource type: from its state, or the last `$` part of the URN's type."""
+    for state in ("newState", "oldState"):
+        typ = (step.get(state) or {}).get("type")
+        if isinstance(typ, str) and typ:
+            return typ
+    parts = str(step.get("urn", "")).split("::")
+    if len(parts) < 4:
+        raise PreviewFormatError(f"step URN {step.get('urn')!r} is not urn:pulumi:<stack>::<project>::<type>::<name>")
+    return parts[2].split("$")[-1]
+
+
+def blocked_steps(preview: Any) -> list[Blocked]:
+    """Every step that replaces or deletes a guarded resource, in the preview's order."""
+    if not isinstance(preview, dict) or not isinstance(preview.get("steps", []), list):
+        raise PreviewFormatError("expected a JSON object with a `steps` list (pulumi preview --json)")
+    found: list[Blocked] = []
+    for step in preview.get("steps", []):
+        if not isinstance(step, dict) or "op" not in step or "urn" not in step:
+            raise PreviewFormatError(f"a step without `op` and `urn`: {str(step)[:120]}")
+        typ = step_type(step)
+        if step["op"] in DESTRUCTIVE_OPS and typ in GUARDED_TYPES:
+            blocked = Blocked(urn=step["urn"], type=typ, op=step["op"])
+            if blocked not in found:
+                found.append(blocked)
+    return found
+
+
+def verdict(preview: Any, labels: list[str]) -> tuple[bool, str]:
+    """(passes, message) for a preview and the pull request's labels."""
+    blocked = blocked_steps(preview)
+    if not blocked:
+        return True, "preview gate: no replacement or deletion of the cluster, a node pool, Lustre or a network"
+    ops: dict[str, list[Blocked]] = {}
+    for step in blocked:
+        ops.setdefault(step.urn, []).append(step)
+    lines = "\n".join(
+        f"  - {'/'.join(b.op for b in steps)}: {GUARDED_TYPES[steps[0].type]}, {steps[0].name} ({steps[0].type})"
+        for steps in ops.values()
+    )
+    if ALLOW_LABEL in labels:
+        return True, f"preview gate: allowed by the `{ALLOW_LABEL}` label:\n{lines}"
+    return False, (
+        f"preview gate: this change would replace or delete {len(ops)} resource(s) that running "
+        f"training depends on:\n{lines}\nIf that is intended, add the `{ALLOW_LABEL}` label to the pull "
+        "request (README \"Replacements\"); otherwise change the PR so these are updated in place."
+    )
+
+
+def main(
+    preview: Path = typer.Argument(..., help="File holding `pulumi preview --json` output."),
+    labels: str = typer.Option("", help="The pull request's labels, comma-separated."),
+) -> None:
+    """Fail when the preview replaces or deletes the cluster, a node pool, Lustre or a network."""
+    try:
+        document = json.loads(preview.read_text())
+        passes, message = verdict(document, [label.strip() for label in labels.split(",") if label.strip()])
+    except (OSError, json.JSONDecodeError, PreviewFormatError) as error:
+        typer.echo(f"error: {preview}: {error}", err=True)
+        raise typer.Exit(2) from None
+    (sys.stdout if passes else sys.stderr).write(message + "\n")
+    if not passes:
+        raise typer.Exit(1)
+
+
+if __name__ == "__main__":
+    typer.run(main)
