@@ -52,7 +52,10 @@ RDMA_NIC_COUNT = 8
 # ----------------------------------------------------------------------------------- secrets
 
 # Stack secret config key -> the env var training pods read it as (from a Kubernetes Secret).
-SECRET_ENV: Mapping[str, str] = {"hfToken": "HF_TOKEN", "wandbApiKey": "WANDB_API_KEY"}
+# codeSandboxToken: the bearer token of the code-execution service (rewards.codeSandbox); the Ray pods
+# and the service read it from the same Secret (components/k8s/sandbox.py TOKEN_ENV).
+SECRET_ENV: Mapping[str, str] = {"hfToken": "HF_TOKEN", "wandbApiKey": "WANDB_API_KEY",
+                                 "codeSandboxToken": "CODE_SANDBOX_TOKEN"}
 SECRET_CONFIG_KEYS: tuple[str, ...] = tuple(SECRET_ENV)
 SECRET_ENV_NAMES: tuple[str, ...] = tuple(SECRET_ENV.values())
 

@@ -22,6 +22,7 @@ from components.k8s.nccl import NcclInstaller, NcclInstallerArgs
 from components.k8s.networks import GpuNetworks, GpuNetworksArgs
 from components.k8s.provider import KubeTarget, kubernetes_provider
 from components.k8s.raycluster import RayClusterInputs, TrainingRayCluster, TrainingRayClusterArgs
+from components.k8s.sandbox import TOKEN_ENV
 from components.k8s.sandbox_service import (
     CodeSandboxService,
     CodeSandboxServiceArgs,
@@ -70,6 +71,10 @@ class KubernetesLayer(pulumi.ComponentResource):
                 f"got {len(args.nics.rdma_subnets)}"
             )
         sandbox_on = args.config.rewards.code_sandbox.enabled
+        if sandbox_on and TOKEN_ENV not in args.secret_env:
+            raise ValueError("rl-on-gke:codeSandboxToken: required when rewards.codeSandbox.enabled is true "
+                             "(`pulumi config set --secret codeSandboxToken <random 32+ characters>`): the "
+                             "code-execution service accepts only requests that carry it")
         if sandbox_on != (args.code_sandbox_pool is not None):
             raise ValueError(
                 "KubernetesLayerArgs.code_sandbox_pool: given exactly when rewards.codeSandbox.enabled "
@@ -178,7 +183,7 @@ class KubernetesLayer(pulumi.ComponentResource):
                 f"{name}-code-sandbox",
                 CodeSandboxServiceArgs(
                     target=target,
-                    inputs=service_inputs(config, names.ray_cluster, read_sources()),
+                    inputs=service_inputs(config, names.ray_cluster, read_sources(), names.token_secret),
                     namespace_resource=identity.namespace,
                     node_pool=args.code_sandbox_pool,
                 ),
