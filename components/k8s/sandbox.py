@@ -54,10 +54,10 @@ EXECUTOR_CAPABILITIES = (
 )
 
 
-def service_command(port: int, concurrency: int, host: str = "0.0.0.0") -> list[str]:
+def service_command(port: int, concurrency: int, host: str = "0.0.0.0", socket_timeout_s: float = 30) -> list[str]:
     """How the image starts the service (without the init); the tests start it the same way."""
     return ["python3", "-m", "jobs.rewards.service", "--host", host, "--port", str(port),
-            "--concurrency", str(concurrency)]
+            "--concurrency", str(concurrency), "--socket-timeout", f"{socket_timeout_s:g}"]
 
 
 def source_key(path: str) -> str:

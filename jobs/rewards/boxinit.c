@@ -86,6 +86,7 @@ static void start_program(char **argv, long uid, long cpu_ms, long nproc, unsign
             _exit(126);
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(126);
+    unsetenv("PWD"); /* bwrap --chdir sets it even after --clearenv: the environment stays exactly as given */
     execv(argv[0], argv);
     _exit(127);
 }

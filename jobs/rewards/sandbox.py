@@ -14,7 +14,7 @@ The box (jobs/rewards/box.py) is bubblewrap namespaces + a pool uid + rlimits + 
   the box as a whole stays within `memory_bytes` (memfds and System V memory are refused by the
   filter, the tmpfs is capped on its own).
 - the verdict uses the CPU time of every process of the box; the wall clock is a backstop only
-  (2 x time_s + wall_margin_s), for programs that sleep or block.
+  (4 x time_s + wall_margin_s), for programs that sleep or block.
 - a box that leaves anything behind (a process of its uid that does not die, a directory that
   cannot be removed) is quarantined and its test scored as `sandbox_error`, never retried.
 """
@@ -46,6 +46,9 @@ COMPILE_PROCESSES = 32  # g++ -> cc1plus, as, collect2, ld
 COMPILE_MEMORY = 2 * 2**30
 COMPILE_DISK = 256 * 2**20
 CACHE_ENTRIES = 512
+# The wall clock only stops programs that sleep or block (the verdict is CPU time, counted over the
+# whole box): generous, so a loaded machine never turns a correct program into a time limit.
+WALL_FACTOR = 4
 
 
 class Limits(BaseModel):
@@ -56,7 +59,7 @@ class Limits(BaseModel):
 
     time_s: float = Field(2.0, gt=0, le=20, description="CPU seconds per test, all processes of the box together")
     memory_bytes: int = Field(256 * 2**20, ge=16 * 2**20, le=2 * 2**30, description="address space per box")
-    wall_margin_s: float = Field(1.0, ge=0, le=10, description="wall backstop is 2 x time_s + this")
+    wall_margin_s: float = Field(2.0, ge=0, le=30, description="wall backstop is 4 x time_s + this")
     compile_time_s: float = Field(30.0, gt=0, le=60, description="CPU seconds for the compiler")
     output_bytes: int = Field(16 * 2**20, ge=1024, le=64 * 2**20, description="stdout cap per test")
     processes: int = Field(1, ge=1, le=16, description="processes (and threads) per box")
@@ -83,8 +86,9 @@ class Status(str, Enum):
 class CaseResult(BaseModel):
     status: Status
     wall_s: float
-    cpu_s: float = 0.0
+    cpu_s: float = 0.0  # every process of the box
     exit_code: int | None = None
+    timed_out: bool = False  # stopped by the wall backstop rather than by its CPU time
 
 
 class RunResult(BaseModel):
@@ -283,7 +287,7 @@ class Executor:
         try:
             in_path, out_path = work / "in", work / "out"
             in_path.write_text(test.input)
-            spec = box.BoxSpec(argv=[BOX_PROGRAM], cpu_s=limits.time_s, wall_s=2 * limits.time_s + limits.wall_margin_s,
+            spec = box.BoxSpec(argv=[BOX_PROGRAM], cpu_s=limits.time_s, wall_s=WALL_FACTOR * limits.time_s + limits.wall_margin_s,
                                memory_bytes=limits.memory_bytes // limits.processes, processes=limits.processes,
                                open_files=limits.open_files, file_bytes=limits.output_bytes + 1,
                                disk_bytes=limits.disk_bytes, ro_binds=[(binary, BOX_PROGRAM)], env={})
@@ -297,7 +301,7 @@ class Executor:
 
 
 def _judge(ex: box.BoxExit, out_path: Path, test: Case, limits: Limits) -> CaseResult:
-    common = {"wall_s": round(ex.wall_s, 4), "cpu_s": round(ex.cpu_s, 4), "exit_code": ex.code}
+    common = {"wall_s": round(ex.wall_s, 4), "cpu_s": round(ex.cpu_s, 4), "exit_code": ex.code, "timed_out": ex.timed_out}
     if ex.timed_out or ex.cpu_s > limits.time_s:
         return CaseResult(status=Status.time_limit, **common)
     if out_path.stat().st_size > limits.output_bytes or ex.code == -signal.SIGXFSZ:
