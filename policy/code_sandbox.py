@@ -85,7 +85,7 @@ def _check(resource: PolicyResource, props: dict[str, Any], pod: dict[str, Any],
         report(f"{where} may mount a service-account token (automountServiceAccountToken is {automount!r}): "
                "set it to false so the programs it runs find no credential.", resource.urn)
     for use in _secret_uses(pod):
-        report(f"{where} holds more than its service token ({use}): its pods must hold no other "
+        report(f"{where} holds a Secret or privilege beyond its service token ({use}): its pods must hold no other "
                f"credential; remove it.", resource.urn)
     namespace = dig(props, "metadata", "namespace")
     labels = as_dict(dig(props, "spec", "template", "metadata", "labels"))

@@ -293,7 +293,8 @@ def with_code_sandbox(stack: str) -> Rendering:
     config, secret_keys = load_stack_file(stack)
     config.setdefault("gcp:project", "example-project")
     config["rl-on-gke:rewards"] = {"codeSandbox": {"enabled": True, "image": SANDBOX_IMAGE}}
-    return render(config, stack=stack, secret_keys=secret_keys)
+    config["rl-on-gke:codeSandboxToken"] = "sandbox-token-" + "0" * 24  # required with the sandbox
+    return render(config, stack=stack, secret_keys=(*secret_keys, "rl-on-gke:codeSandboxToken"))
 
 
 @pytest.mark.parametrize("stack", STACKS)

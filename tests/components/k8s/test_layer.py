@@ -237,7 +237,8 @@ def test_an_enabled_sandbox_adds_four_valid_objects_that_wait_for_their_pool(san
     deployment = rendering.one("kubernetes:apps/v1:Deployment")
     assert pool.urn in deployment.dependencies
     assert deployment.inputs["spec"]["replicas"] == 2
-    assert deployment.inputs["spec"]["template"]["spec"]["containers"][0]["command"][-2:] == ["--concurrency", "3"]
+    command = deployment.inputs["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("--concurrency") + 1] == "3"
     assert sandbox_run.component.code_sandbox_url == "http://rl-test-code-sandbox.rl-train.svc.cluster.local:8080"
 
 
