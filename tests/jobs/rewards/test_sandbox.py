@@ -139,14 +139,29 @@ def test_seccomp_filter_is_x86_64_with_a_namespace_check() -> None:
     assert {"unshare", "io_uring_setup", "memfd_create", "ptrace", "mount", "socket"} <= set(seccomp.DENIED)
 
 
-def test_a_directory_that_cannot_be_removed_is_quarantined(tmp_path: Path) -> None:
-    # Removal follows no symlink: a link to / inside a 0500 directory goes, / stays.
+def test_removal_follows_no_symlink_out_of_a_locked_directory(tmp_path: Path) -> None:
+    # A link to / inside a 0500 directory goes; / stays.
     d = tmp_path / "work" / "d"
     d.mkdir(parents=True)
     (d / "root").symlink_to("/")
     d.chmod(0o500)
     assert remove_tree(tmp_path / "work", tmp_path / "q") is True
     assert Path("/usr/bin").is_dir() and not (tmp_path / "work").exists()
+
+
+def test_a_directory_that_cannot_be_removed_is_quarantined(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    stuck = work / "stuck"
+    stuck.touch()
+    if subprocess.run(["chattr", "+i", str(stuck)], capture_output=True).returncode != 0:
+        pytest.skip("no immutable attribute on this filesystem")
+    try:
+        assert remove_tree(work, tmp_path / "quarantine") is False
+        assert not work.exists() and len(list((tmp_path / "quarantine").iterdir())) == 1
+    finally:
+        for path in (tmp_path / "quarantine").rglob("stuck"):
+            subprocess.run(["chattr", "-i", str(path)], check=True)
 
 
 def test_limits_reject_out_of_range_values() -> None:
