@@ -147,7 +147,8 @@ def run_remote(url: str, code: str, cases: list[sandbox.Case], limits: sandbox.L
     Ray pods read); a refused token (401) raises at once, naming the variable, never the value."""
     body = json.dumps({"code": code, "tests": [c.model_dump() for c in cases],
                        "limits": limits.model_dump()}).encode()
-    timeout = limits.compile_time_s + len(cases) * (limits.time_s + limits.wall_margin_s) + 30
+    # Worst case: the compile box and every test box at its wall backstop, one after another.
+    timeout = 2 * limits.compile_time_s + 5 + len(cases) * (sandbox.WALL_FACTOR * limits.time_s + limits.wall_margin_s) + 30
     budget_s = REMOTE_BUDGET_S if budget_s is None else budget_s
     deadline = time.monotonic() + budget_s
     last: Exception | None = None
