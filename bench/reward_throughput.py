@@ -1,92 +1,130 @@
-"""Benchmark: code-contests reward throughput, parallel executor vs one test at a time.
+"""Benchmark: judged code-contests solutions per second per core, bare g++ vs the old sandbox vs the boxes.
 
-Scores a batch of N model answers (default 64: three in four right, one in four wrong, each
-compiled with the real g++ and run on T private tests of an a+b problem) with
-  (a) the parallel path: answers scored concurrently, tests run `--workers` at a time, and
-  (b) the baseline: one answer at a time, one test at a time (Executor(workers=1)),
-in the same run, alternating which goes first, and prints tests per second for each and the ratio
-(parallel / serial). Both go through the same sandbox (namespaces and pool uids when root).
-Run: .venv/bin/python bench/reward_throughput.py [--solutions 64] [--tests 16] [--rounds 2]
+Judges one batch of N distinct solutions (typical contest C++: `#include <bits/stdc++.h>`, three in
+four right; each compiled with the real g++ -O2 and run on T tests of an a+b problem) three ways,
+in the same run, rotating which goes first each round:
+  bare     g++ -std=c++17 -O2 then each test as a plain subprocess: no isolation at all;
+  before   the executor as it was before issue 17 (commit 7298279, `git show 7298279:jobs/rewards/sandbox.py`,
+           loaded from a temporary copy): unshare + a mount script + setpriv + prlimit, no header cache;
+  after    jobs/rewards/sandbox.py: a bwrap box per compile and per test, the precompiled
+           bits/stdc++.h (built before timing starts, as the service does at start).
+Solutions are judged `--concurrency` at a time (default: CPUs); each judge's throughput is
+solutions / elapsed / CPUs. Prints each and the ratios after/bare and before/bare.
+Run: .venv/bin/python bench/reward_throughput.py [--solutions 16] [--tests 8] [--rounds 2]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import importlib.util
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jobs.rewards import code_contests as cc  # noqa: E402
 from jobs.rewards import sandbox  # noqa: E402
 
-RIGHT = """#include <cstdio>
-int main() {{ long long a, b; scanf("%lld %lld", &a, &b); printf("%lld\\n", a + b); /* variant {i} */ }}"""
-WRONG = """#include <cstdio>
-int main() {{ long long a, b; scanf("%lld %lld", &a, &b); printf("%lld\\n", a - b); /* variant {i} */ }}"""
+BEFORE_COMMIT = "7298279"
+RIGHT = """#include <bits/stdc++.h>
+using namespace std;
+int main() {{ long long a, b; cin >> a >> b; vector<long long> v{{a, b}}; cout << accumulate(v.begin(), v.end(), 0LL) << "\\n"; /* {i} */ }}"""
+WRONG = RIGHT.replace("0LL)", "1LL)")
+
+Judge = Callable[[str, list[tuple[str, str]]], float]
 
 
-def batch(n: int, tests: int) -> tuple[list[str], str]:
-    # Distinct sources, so nothing could be cached between answers.
-    answers = [f"<think>.</think><code>```cpp\n{(WRONG if i % 4 == 3 else RIGHT).format(i=i)}\n```</code>" for i in range(n)]
-    truth = {"name": "bench-sum", "time_limit": {"seconds": 1, "nanos": 0}, "memory_limit_bytes": 256000000,
-             "private_tests": {"input": [f"{i + 1} {(i + 1) * 7}\n" for i in range(tests)],
-                               "output": [f"{(i + 1) * 8}\n" for i in range(tests)]}}
-    return answers, json.dumps(truth)
+def solutions(n: int) -> list[str]:
+    return [(WRONG if i % 4 == 3 else RIGHT).format(i=i) for i in range(n)]
 
 
-def score_all(executor: sandbox.Executor, answers: list[str], truth: str, concurrency: int) -> tuple[float, list[float]]:
-    gt = cc.load_ground_truth(truth)
-    cases, limits = cc.select_tests(gt, 1000, 0), cc.limits_for(gt)
+def tests(t: int) -> list[tuple[str, str]]:
+    return [(f"{i + 1} {(i + 1) * 7}\n", f"{(i + 1) * 8}") for i in range(t)]
 
-    def one(answer: str) -> float:
-        code = cc.extract_code(answer)
-        assert code is not None
-        result = executor.run(code, cases, limits)
-        return result.passed / len(cases) if result.compiled else cc.COMPILE_ERROR
 
+def bare_judge(code: str, cases: list[tuple[str, str]]) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "main.cpp").write_text(code)
+        if subprocess.run(["g++", "-std=c++17", "-O2", "-pipe", "-o", "prog", "main.cpp"], cwd=tmp).returncode:
+            return -0.5
+        passed = sum(subprocess.run(["./prog"], cwd=tmp, input=i, capture_output=True, text=True, timeout=10)
+                     .stdout.strip() == o for i, o in cases)
+    return passed / len(cases)
+
+
+def load_before(tmp: Path):
+    """The pre-issue-17 executor module, from git, as `before_sandbox`."""
+    source = subprocess.run(["git", "show", f"{BEFORE_COMMIT}:jobs/rewards/sandbox.py"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout
+    path = tmp / "before_sandbox.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("before_sandbox", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["before_sandbox"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def executor_judge(module, executor) -> Judge:
+    def judge(code: str, cases: list[tuple[str, str]]) -> float:
+        result = executor.run(code, [module.Case(input=i, output=o) for i, o in cases], module.Limits(time_s=1))
+        return result.passed / len(cases) if result.compiled else -0.5
+    return judge
+
+
+def timed(judge: Judge, codes: list[str], cases: list[tuple[str, str]], concurrency: int) -> tuple[float, list[float]]:
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        scores = list(pool.map(one, answers))
+        scores = list(pool.map(lambda c: judge(c, cases), codes))
     return time.monotonic() - start, scores
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--solutions", type=int, default=64)
-    parser.add_argument("--tests", type=int, default=16)
-    parser.add_argument("--rounds", type=int, default=2, help="each round runs both, alternating which goes first")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--solutions", type=int, default=16)
+    parser.add_argument("--tests", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
-    answers, truth = batch(args.solutions, args.tests)
+    cpus = os.cpu_count() or 1
+    cases = tests(args.tests)
     expected = [0.0 if i % 4 == 3 else 1.0 for i in range(args.solutions)]
-    parallel_ex, serial_ex = sandbox.Executor(workers=args.workers), sandbox.Executor(workers=1)
-    times: dict[str, list[float]] = {"parallel": [], "serial": []}
-    try:
-        for r in range(args.rounds):
-            order = ["parallel", "serial"] if r % 2 == 0 else ["serial", "parallel"]
-            for kind in order:
-                ex, conc = (parallel_ex, args.workers) if kind == "parallel" else (serial_ex, 1)
-                elapsed, scores = score_all(ex, answers, truth, conc)
-                assert scores == expected, f"{kind}: scores {scores} != {expected}"
-                times[kind].append(elapsed)
-                print(f"round {r + 1} {kind:8s} {elapsed:7.2f} s", flush=True)
-    finally:
-        parallel_ex.close()
-        serial_ex.close()
-    total_tests = args.solutions * args.tests
-    p, s = statistics.median(times["parallel"]), statistics.median(times["serial"])
-    print(f"\nisolation: {sandbox.isolation_mode()}, {os.cpu_count()} CPUs, workers {args.workers}, "
-          f"{args.solutions} answers x {args.tests} tests (compile included), load avg {os.getloadavg()[0]:.1f}")
-    print(f"parallel: {total_tests / p:7.1f} tests/s  (median {p:.2f} s)")
-    print(f"serial:   {total_tests / s:7.1f} tests/s  (median {s:.2f} s)")
-    print(f"ratio (parallel / serial throughput): {s / p:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        before = load_before(Path(tmp))
+        # Its work dirs must sit under directories the pool uids can traverse (not the 0700 temp dir).
+        before_ex = before.Executor(workers=args.concurrency, root=Path(tempfile.gettempdir()) / "rl-sandbox-before")
+        after_ex = sandbox.Executor(workers=args.concurrency)  # builds bits/stdc++.h.gch once, untimed
+        judges = {"bare": bare_judge, "before": executor_judge(before, before_ex),
+                  "after": executor_judge(sandbox, after_ex)}
+        times: dict[str, list[float]] = {k: [] for k in judges}
+        try:
+            for r in range(args.rounds):
+                names = list(judges)[r % 3:] + list(judges)[:r % 3]
+                for name in names:
+                    # Fresh sources each round (a comment differs), so no judge reuses a binary across rounds.
+                    codes = [c + f"\n// round {r}\n" for c in solutions(args.solutions)]
+                    elapsed, scores = timed(judges[name], codes, cases, args.concurrency)
+                    assert scores == expected, f"{name}: {scores} != {expected}"
+                    times[name].append(elapsed)
+                    print(f"round {r + 1} {name:6s} {elapsed:7.2f} s", flush=True)
+        finally:
+            before_ex.close()
+            after_ex.close()
+    rate = {k: args.solutions / statistics.median(v) / cpus for k, v in times.items()}
+    print(f"\n{args.solutions} distinct solutions x {args.tests} tests, {cpus} CPUs, concurrency {args.concurrency}, "
+          f"isolation after: {after_ex.isolation}, load avg {os.getloadavg()[0]:.1f}")
+    for name in judges:
+        print(f"{name:6s} {rate[name]:6.3f} judged solutions/s per core  (median {statistics.median(times[name]):.2f} s)")
+    print(f"ratio after/bare:   {rate['after'] / rate['bare']:.2f}")
+    print(f"ratio before/bare:  {rate['before'] / rate['bare']:.2f}")
+    print(f"ratio after/before: {rate['after'] / rate['before']:.2f}")
 
 
 if __name__ == "__main__":

@@ -62,9 +62,15 @@ GVISOR_RUNTIME_CLASS = "gvisor"
 # ----------------------------------------------------------------------------------- secrets
 
 # Stack secret config key -> the env var training pods read it as (from a Kubernetes Secret).
-SECRET_ENV: Mapping[str, str] = {"hfToken": "HF_TOKEN", "wandbApiKey": "WANDB_API_KEY"}
+# codeSandboxToken: the bearer token of the code-execution service (rewards.codeSandbox); the Ray pods
+# and the service read it from the same Secret (components/k8s/sandbox.py TOKEN_ENV).
+SECRET_ENV: Mapping[str, str] = {"hfToken": "HF_TOKEN", "wandbApiKey": "WANDB_API_KEY",
+                                 "codeSandboxToken": "CODE_SANDBOX_TOKEN"}
 SECRET_CONFIG_KEYS: tuple[str, ...] = tuple(SECRET_ENV)
 SECRET_ENV_NAMES: tuple[str, ...] = tuple(SECRET_ENV.values())
+# The bearer token the code sandbox service and the Ray pods share (jobs/rewards reads the same
+# name, shipped without components/: tests/test_layout.py holds the two equal).
+CODE_SANDBOX_TOKEN_ENV = SECRET_ENV["codeSandboxToken"]
 
 # ---------------------------------------------------------------------------- Lustre mount
 

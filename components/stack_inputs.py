@@ -55,6 +55,16 @@ def unknown_keys() -> list[str]:
     return sorted(ours - known_keys())
 
 
+def _missing_secrets(config: StackConfig) -> list[str]:
+    """Secrets a setting needs: the code sandbox service accepts only requests that carry its
+    token (jobs/rewards/service.py), so a sandbox without one could judge nothing."""
+    key = "codeSandboxToken"
+    if config.rewards.code_sandbox.enabled and get_config(f"{NAMESPACE}:{key}") is None:
+        return [f"{NAMESPACE}:{key}: required when rewards.codeSandbox.enabled is true "
+                f"(`pulumi config set --secret {key} <random 32+ characters>`)"]
+    return []
+
+
 def load_stack() -> tuple[StackConfig, Mapping[str, pulumi.Output[str]]]:
     """Validate all config, or raise one ConfigError before any resource is registered.
 
@@ -78,6 +88,8 @@ def load_stack() -> tuple[StackConfig, Mapping[str, pulumi.Output[str]]]:
                 f"{full}: stored in plain text; remove it from the stack file and run "
                 f"`pulumi config set --secret {key}` (the value is not shown here)"
             )
+    if config is not None:
+        problems.extend(_missing_secrets(config))
     if problems or config is None:
         raise ConfigError(problems)
     ns = pulumi.Config(NAMESPACE)

@@ -3,8 +3,11 @@
 The executor (jobs/rewards/service.py) compiles and runs whatever the model wrote. When a stack
 has it (rewards.codeSandbox), its Deployment must keep every layer issue 12 asks for:
   - `runtimeClassName: gvisor` (GKE Sandbox: the programs talk to gVisor's kernel, not the node's);
-  - no credentials: `automountServiceAccountToken: false`, no Secret in env, envFrom or volumes,
-    no projected volume (a projected source can carry a token or a Secret);
+  - no credential but its own service token: `automountServiceAccountToken: false`; the only Secret
+    use allowed is one env var CODE_SANDBOX_TOKEN read by secretKeyRef from key CODE_SANDBOX_TOKEN
+    (the token the Ray pods send; the service drops it from its environment and no box sees it);
+    no other Secret in env, envFrom or volumes, no projected volume (it can carry a token);
+  - not `privileged` (the executor builds its boxes with a listed set of capabilities instead);
   - a NetworkPolicy in its namespace that selects its pods and denies all egress (`Egress` in
     policyTypes and no egress rule), so a program that escapes its rlimits still cannot call out.
 The executor is recognised by the sandbox pool it selects, the gvisor runtime class, or its name,
@@ -17,7 +20,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from components.contract import CODE_SANDBOX, GVISOR_RUNTIME_CLASS
+from components.contract import CODE_SANDBOX, CODE_SANDBOX_TOKEN_ENV as TOKEN_ENV, GVISOR_RUNTIME_CLASS
 from components.contract import NODE_ROLE_LABEL as POOL_ROLE_LABEL
 from policy.props import UNKNOWN, as_dict, as_list, dig, plain
 
@@ -41,9 +44,15 @@ def _secret_uses(pod: dict[str, Any]) -> list[str]:
         for container in as_list(pod.get(kind)):
             container = as_dict(container)
             cname = container.get("name")
+            if dig(container, "securityContext", "privileged") is True:
+                found.append(f"{kind} {cname}: runs privileged")
             for entry in as_list(container.get("env")):
-                if dig(entry, "valueFrom", "secretKeyRef") not in (None, UNKNOWN):
-                    found.append(f"{kind} {cname}: env {as_dict(entry).get('name')} from a Secret")
+                ref = dig(entry, "valueFrom", "secretKeyRef")
+                if ref in (None, UNKNOWN):
+                    continue
+                if as_dict(entry).get("name") == TOKEN_ENV and as_dict(ref).get("key") == TOKEN_ENV:
+                    continue  # the service token, the one secret the executor holds
+                found.append(f"{kind} {cname}: env {as_dict(entry).get('name')} from a Secret")
             for source in as_list(container.get("envFrom")):
                 if as_dict(source).get("secretRef") is not None:
                     found.append(f"{kind} {cname}: envFrom a Secret")
@@ -77,7 +86,8 @@ def _check(resource: PolicyResource, props: dict[str, Any], pod: dict[str, Any],
         report(f"{where} may mount a service-account token (automountServiceAccountToken is {automount!r}): "
                "set it to false so the programs it runs find no credential.", resource.urn)
     for use in _secret_uses(pod):
-        report(f"{where} reads a Secret ({use}): its pods must hold no credential; remove it.", resource.urn)
+        report(f"{where} holds a Secret or privilege beyond its service token ({use}): its pods must hold no other "
+               f"credential; remove it.", resource.urn)
     namespace = dig(props, "metadata", "namespace")
     labels = as_dict(dig(props, "spec", "template", "metadata", "labels"))
     if namespace is UNKNOWN or any(v is UNKNOWN for v in labels.values()):
@@ -102,7 +112,7 @@ def _code_sandbox_isolated(args: StackValidationArgs, report: ReportViolation) -
 POLICIES = [
     StackValidationPolicy(
         name="code-sandbox-isolated",
-        description="The code-contests executor runs under gVisor, holds no token or Secret, and has its egress denied.",
+        description="The code-contests executor runs under gVisor, unprivileged, holds no Secret but its service token, and has its egress denied.",
         validate=_code_sandbox_isolated,
     ),
 ]

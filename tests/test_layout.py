@@ -102,3 +102,11 @@ def test_the_shipped_copy_of_nemo_rls_home_matches_the_recipes():
     from jobs.recipes import catalogue
 
     assert checkpoints.NEMO_RL_HOME == catalogue.NEMO_RL_HOME
+
+
+def test_the_shipped_sandbox_names_match_the_stacks():
+    # jobs/rewards runs in trainer pods and the executor image, where components/ is not shipped.
+    from components.contract import CODE_SANDBOX_TOKEN_ENV
+    from jobs import rewards
+
+    assert rewards.SANDBOX_TOKEN_ENV == CODE_SANDBOX_TOKEN_ENV

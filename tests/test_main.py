@@ -88,6 +88,27 @@ def test_h200_stack_uses_a3_ultra_on_its_named_reservation_and_protects_data() -
     assert instance.protect and instance.retain_on_delete
 
 
+def test_a_sandbox_without_its_token_is_refused_by_key_before_anything_registers(monkeypatch) -> None:
+    import tools.render as render_module
+
+    recorded: list[str] = []
+    original = render_module.RecordingMonitor.RegisterResource
+
+    def spy(self, request):
+        if request.type != "pulumi:pulumi:Stack":
+            recorded.append(request.type)
+        return original(self, request)
+
+    monkeypatch.setattr(render_module.RecordingMonitor, "RegisterResource", spy)
+    config, secret_keys = load_stack_file("dev")
+    config.setdefault("gcp:project", "example-project")
+    config["rl-on-gke:rewards"] = {"codeSandbox": {"enabled": True, "image": SANDBOX_IMAGE}}
+    with pytest.raises(ConfigError) as caught:
+        render(config, stack="dev", secret_keys=secret_keys)
+    assert "rl-on-gke:codeSandboxToken: required when rewards.codeSandbox.enabled" in str(caught.value)
+    assert recorded == []
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_stack_outputs_name_the_cluster_lustre_and_networks(stack: str) -> None:
     outputs = rendered(stack).outputs
@@ -293,7 +314,8 @@ def with_code_sandbox(stack: str) -> Rendering:
     config, secret_keys = load_stack_file(stack)
     config.setdefault("gcp:project", "example-project")
     config["rl-on-gke:rewards"] = {"codeSandbox": {"enabled": True, "image": SANDBOX_IMAGE}}
-    return render(config, stack=stack, secret_keys=secret_keys)
+    config["rl-on-gke:codeSandboxToken"] = "sandbox-token-" + "0" * 24  # required with the sandbox
+    return render(config, stack=stack, secret_keys=(*secret_keys, "rl-on-gke:codeSandboxToken"))
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -32,6 +32,8 @@ def _rendered(stack: str) -> Rendering:
     config.setdefault("gcp:project", "example-project")
     if stack.endswith(SANDBOX):
         config["rl-on-gke:rewards"] = CODE_SANDBOX
+        config["rl-on-gke:codeSandboxToken"] = "sandbox-token-" + "0" * 24  # required with the sandbox
+        secret_keys = (*secret_keys, "rl-on-gke:codeSandboxToken")
     return render(config, stack=name, secret_keys=secret_keys)
 
 

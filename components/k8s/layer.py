@@ -22,7 +22,7 @@ from components.k8s.nccl import NcclInstaller, NcclInstallerArgs
 from components.k8s.networks import GpuNetworks, GpuNetworksArgs
 from components.k8s.provider import KubeTarget, kubernetes_provider
 from components.k8s.raycluster import RayClusterInputs, TrainingRayCluster, TrainingRayClusterArgs
-from components.k8s.sandbox import SandboxServiceInputs
+from components.k8s.sandbox import TOKEN_ENV, SandboxServiceInputs
 from components.k8s.sandbox_service import (
     CodeSandboxService,
     CodeSandboxServiceArgs,
@@ -79,7 +79,7 @@ class KubernetesLayerArgs:
     ) -> KubernetesLayerArgs:
         names = K8sNames.for_stack(config)
         sandbox = (
-            service_inputs(config, names.ray_cluster, read_sources())
+            service_inputs(config, names.ray_cluster, read_sources(), names.token_secret)
             if config.rewards.code_sandbox.enabled
             else None
         )
@@ -113,6 +113,11 @@ def _check_wiring(args: KubernetesLayerArgs) -> None:
             f"got {len(args.nics.rdma_subnets)}"
         )
     sandbox_on = args.code_sandbox is not None
+    if sandbox_on and TOKEN_ENV not in args.secret_env:
+        # stack_inputs.load_stack refuses this stack first, by key; this guards other callers.
+        raise ValueError("KubernetesLayerArgs.secret_env: CODE_SANDBOX_TOKEN is required when "
+                         "rewards.codeSandbox.enabled (the service accepts only requests that "
+                         "carry it)")
     if sandbox_on != (args.code_sandbox_pool is not None):
         raise ValueError(
             "KubernetesLayerArgs.code_sandbox_pool: given exactly when rewards.codeSandbox.enabled "

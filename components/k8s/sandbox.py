@@ -22,7 +22,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.contract import CODE_SANDBOX, GVISOR_RUNTIME_CLASS, NODE_ROLE_LABEL, RAY_CLUSTER_LABEL
+from components.contract import (CODE_SANDBOX, CODE_SANDBOX_TOKEN_ENV, GVISOR_RUNTIME_CLASS,
+                                 NODE_ROLE_LABEL, RAY_CLUSTER_LABEL)
 
 GVISOR_NODE_LABEL = "sandbox.gke.io/runtime"
 POOL_ROLE_LABEL = NODE_ROLE_LABEL
@@ -31,8 +32,32 @@ APP_LABEL = "app.kubernetes.io/name"
 CODE_DIR = "/opt/rl-sandbox"
 CODE_DIGEST_ANNOTATION = "rl-on-gke/code-sha256"
 PORT = 8080
-# The files the service imports (python -m jobs.rewards.service); ConfigMap keys cannot hold "/".
-SOURCE_FILES = ("jobs/__init__.py", "jobs/rewards/__init__.py", "jobs/rewards/sandbox.py", "jobs/rewards/service.py")
+# The files the service imports (python -m jobs.rewards.service) and the box init it compiles at
+# start; ConfigMap keys cannot hold "/".
+SOURCE_FILES = ("jobs/__init__.py", "jobs/rewards/__init__.py", "jobs/rewards/sandbox.py", "jobs/rewards/service.py",
+                "jobs/rewards/box.py", "jobs/rewards/seccomp.py", "jobs/rewards/boxinit.c")
+# The token the Ray pods send and the service checks: one key of the stack's token Secret.
+TOKEN_ENV = CODE_SANDBOX_TOKEN_ENV
+# tini (Debian package, images/code-sandbox/Dockerfile) is PID 1: it reaps whatever is orphaned in
+# the pod and forwards SIGTERM, so the service is never PID 1 and never collects zombies.
+INIT = ("/usr/bin/tini", "--")
+# Inside gVisor the executor is root and builds a bwrap box per program. What each capability is
+# for (capabilities(7)); gVisor implements each of them for its own sandboxed processes:
+EXECUTOR_CAPABILITIES = (
+    "SYS_ADMIN",  # unshare(2) of pid/mount/net/ipc/uts namespaces, mount(2)/pivot_root(2) by bwrap
+    "SETUID", "SETGID",  # boxinit drops to a pool uid (setresuid/setresgid/setgroups)
+    "SETPCAP",  # bwrap drops the bounding set of the box
+    "NET_ADMIN",  # bwrap brings up the loopback of the box's own network namespace
+    "KILL",  # signal processes of pool uids
+    "CHOWN", "FOWNER", "DAC_OVERRIDE",  # hand the compiler's output directory to its pool uid, remove it
+    "SYS_CHROOT",  # bwrap's pivot_root/chroot into the new root
+)
+
+
+def service_command(port: int, concurrency: int, host: str = "0.0.0.0", socket_timeout_s: float = 30) -> list[str]:
+    """How the image starts the service (without the init); the tests start it the same way."""
+    return ["python3", "-m", "jobs.rewards.service", "--host", host, "--port", str(port),
+            "--concurrency", str(concurrency), "--socket-timeout", f"{socket_timeout_s:g}"]
 
 
 def source_key(path: str) -> str:
@@ -46,6 +71,7 @@ class SandboxServiceInputs:
     image: str
     ray_cluster: str  # whose pods may call the service
     sources: dict[str, str]  # SOURCE_FILES path -> file text
+    token_secret: str  # the Secret holding TOKEN_ENV (the training token Secret)
     replicas: int = 2
     cpu: str = "4"
     memory: str = "8Gi"
@@ -93,20 +119,24 @@ def deployment_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
     container = {
         "name": "executor",
         "image": inputs.image,
-        "command": ["python3", "-m", "jobs.rewards.service", "--host", "0.0.0.0", "--port", str(PORT),
-                    "--concurrency", str(inputs.concurrency)],
+        "command": [*INIT, *service_command(PORT, inputs.concurrency)],
         "workingDir": CODE_DIR,
-        # Only what the executor needs; nothing secret. The programs themselves get an empty env.
+        # The service token is the one secret (the service drops it from its environment at start;
+        # the programs themselves get an empty environment and cannot see the service's process).
         "env": [{"name": "PYTHONPATH", "value": CODE_DIR}, {"name": "TMPDIR", "value": "/tmp"},
-                {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+                {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+                {"name": TOKEN_ENV, "valueFrom": {"secretKeyRef": {"name": inputs.token_secret, "key": TOKEN_ENV}}}],
         "ports": [{"name": "http", "containerPort": PORT}],
         "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10},
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 30, "failureThreshold": 4},
         "resources": {"requests": resources, "limits": resources},
+        # Root inside gVisor (the sandbox's root, not the node's): the executor builds boxes.
+        # No privileged mode, no privilege escalation (bwrap and boxinit need no setuid binary),
+        # a read-only root filesystem; only the capabilities listed above.
         "securityContext": {
-            "runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
+            "runAsNonRoot": False, "runAsUser": 0, "runAsGroup": 0, "privileged": False,
             "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
+            "capabilities": {"drop": ["ALL"], "add": list(EXECUTOR_CAPABILITIES)},
         },
         "volumeMounts": [{"name": "scratch", "mountPath": "/tmp"},
                          *({"name": "code", "mountPath": f"{CODE_DIR}/{p}", "subPath": source_key(p), "readOnly": True}
@@ -118,7 +148,9 @@ def deployment_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
         "enableServiceLinks": False,
         "nodeSelector": {GVISOR_NODE_LABEL: "gvisor", POOL_ROLE_LABEL: POOL_ROLE},
         "tolerations": [{"key": GVISOR_NODE_LABEL, "operator": "Equal", "value": "gvisor", "effect": "NoSchedule"}],
-        "securityContext": {"runAsNonRoot": True, "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+        # No seccompProfile: under gVisor the runtime's profile is not applied to the sandboxed
+        # processes (the Sentry filters its own host calls); each box installs its own filter.
+        "securityContext": {"runAsNonRoot": False},
         "containers": [container],
         "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": inputs.scratch}},
                     {"name": "code", "configMap": {"name": f"{inputs.name}-code"}}],

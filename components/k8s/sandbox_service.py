@@ -31,7 +31,8 @@ def read_sources(root: Path = REPO_ROOT) -> dict[str, str]:
     return {path: (root / path).read_text() for path in SOURCE_FILES}
 
 
-def service_inputs(config: StackConfig, ray_cluster: str, sources: dict[str, str]) -> SandboxServiceInputs:
+def service_inputs(config: StackConfig, ray_cluster: str, sources: dict[str, str],
+                   token_secret: str) -> SandboxServiceInputs:
     sandbox = config.rewards.code_sandbox
     if not sandbox.enabled or sandbox.image is None:
         raise ValueError("service_inputs: rewards.codeSandbox is not enabled with an image")
@@ -41,6 +42,7 @@ def service_inputs(config: StackConfig, ray_cluster: str, sources: dict[str, str
         image=sandbox.image,
         ray_cluster=ray_cluster,
         sources=sources,
+        token_secret=token_secret,
         replicas=sandbox.replicas,
         concurrency=sandbox.concurrency,
         labels={"app.kubernetes.io/part-of": "rl-on-gke"},

@@ -29,11 +29,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-try:
-    from jobs.rewards import SANDBOX_URL_ENV, sandbox
-except ImportError:  # loaded by path (veRL): the repository root is two levels up
+if __name__ != "jobs.rewards.code_contests":
+    # Loaded by path (veRL): the package next to this file, not whichever `jobs` the interpreter finds first.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from jobs.rewards import SANDBOX_URL_ENV, sandbox
+from jobs.rewards import SANDBOX_TOKEN_ENV, SANDBOX_URL_ENV, sandbox  # noqa: E402
 
 NO_CODE = -1.0
 COMPILE_ERROR = -0.5
@@ -144,22 +143,28 @@ _MAX_BACKOFF_S = 10.0
 def run_remote(url: str, code: str, cases: list[sandbox.Case], limits: sandbox.Limits,
                budget_s: float | None = None) -> sandbox.RunResult:
     """POST the run to the executor service; retries while it is busy (503) or unreachable,
-    for at most `budget_s` seconds."""
+    for at most `budget_s` seconds. The bearer token comes from $CODE_SANDBOX_TOKEN (a Secret the
+    Ray pods read); a refused token (401) raises at once, naming the variable, never the value."""
     body = json.dumps({"code": code, "tests": [c.model_dump() for c in cases],
                        "limits": limits.model_dump()}).encode()
-    timeout = limits.compile_time_s + len(cases) * (limits.time_s + limits.wall_margin_s) + 30
+    # Worst case: the compile box and every test box at its wall backstop, one after another.
+    timeout = 2 * limits.compile_time_s + 5 + len(cases) * (sandbox.WALL_FACTOR * limits.time_s + limits.wall_margin_s) + 30
     budget_s = REMOTE_BUDGET_S if budget_s is None else budget_s
     deadline = time.monotonic() + budget_s
     last: Exception | None = None
     tries = 0
+    headers = {"Content-Type": "application/json",
+               "Authorization": f"Bearer {os.environ.get(SANDBOX_TOKEN_ENV, '')}"}
     while True:
         tries += 1
-        request = urllib.request.Request(url.rstrip("/") + "/run", data=body,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(url.rstrip("/") + "/run", data=body, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 return sandbox.RunResult.model_validate_json(response.read())
         except urllib.error.HTTPError as e:
+            if e.code == 401:
+                raise RuntimeError(f"{SANDBOX_URL_ENV}={url}: the service refused the token in "
+                                   f"{SANDBOX_TOKEN_ENV} (HTTP 401)") from None
             if e.code != 503:
                 raise RuntimeError(f"{SANDBOX_URL_ENV}={url}: HTTP {e.code}: {e.read()[:500].decode(errors='replace')}") from None
             last = e

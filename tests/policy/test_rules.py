@@ -40,6 +40,8 @@ def _rendered_with(stack: str, **changes: Any) -> Rendering:
     config.setdefault("gcp:project", "example-project")
     for key, change in changes.items():
         change(config)
+    if "rl-on-gke:codeSandboxToken" in config:  # set by a change that enables the sandbox
+        secret_keys = (*secret_keys, "rl-on-gke:codeSandboxToken")
     return render(config, stack=stack, secret_keys=secret_keys)
 
 
@@ -297,6 +299,7 @@ SANDBOX_IMAGE = "us-docker.pkg.dev/example-project/rl/code-sandbox:1"
 def _with_code_sandbox(stack: str) -> Rendering:
     def enable(config: dict[str, Any]) -> None:
         config["rl-on-gke:rewards"] = {"codeSandbox": {"enabled": True, "image": SANDBOX_IMAGE}}
+        config["rl-on-gke:codeSandboxToken"] = "sandbox-token-" + "0" * 24  # required with the sandbox
 
     return _rendered_with(stack, enable=enable)
 
@@ -330,6 +333,14 @@ SANDBOX_BREAKAGES = [
     Breakage("code-sandbox-isolated", "secret-env",
              _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p)["containers"][0]["env"].append(
                  {"name": "EXTRA", "valueFrom": {"secretKeyRef": {"name": "rl-tokens", "key": "x"}}})), "Secret"),
+    # The service token's name on another key of the Secret (the HF token, say) is not the service token.
+    Breakage("code-sandbox-isolated", "token-name-other-key",
+             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p)["containers"][0]["env"].append(
+                 {"name": "CODE_SANDBOX_TOKEN", "valueFrom": {"secretKeyRef": {"name": "rl-tokens", "key": "HF_TOKEN"}}})),
+             "Secret"),
+    Breakage("code-sandbox-isolated", "privileged",
+             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p)["containers"][0]["securityContext"].update(
+                 privileged=True)), "privileged"),
     Breakage("code-sandbox-isolated", "secret-envfrom",
              _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p)["containers"][0].update(
                  envFrom=[{"secretRef": {"name": "rl-tokens"}}])), "Secret"),

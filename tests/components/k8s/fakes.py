@@ -31,6 +31,9 @@ class LayerRun:
         return self.layer["layer"]
 
 
+CODE_SANDBOX_TOKEN = "sandbox-token-canary-0123456789abcdef"
+
+
 def render_layer(
     config: StackConfig,
     *,
@@ -38,6 +41,7 @@ def render_layer(
     wandb_key: str | None = None,
     rdma_subnets: list[str] | None = None,
     code_sandbox_pool: bool | None = None,
+    sandbox_token: str | None = CODE_SANDBOX_TOKEN,
 ) -> LayerRun:
     """Build a KubernetesLayer on a mock GKE cluster and GPU pool; record every registration."""
     run_layer: dict[str, KubernetesLayer] = {}
@@ -49,7 +53,9 @@ def render_layer(
         with_pool = config.rewards.code_sandbox.enabled if code_sandbox_pool is None else code_sandbox_pool
         sandbox_pool = (gcp.container.NodePool("code-sandbox-pool", cluster=cluster.name, location=config.region)
                         if with_pool else None)
-        tokens = {"HF_TOKEN": hf_token, "WANDB_API_KEY": wandb_key}
+        tokens = {"HF_TOKEN": hf_token, "WANDB_API_KEY": wandb_key,
+                  # the code-execution service's token, which a stack with the sandbox must set
+                  "CODE_SANDBOX_TOKEN": sandbox_token if config.rewards.code_sandbox.enabled else None}
         secret_env = {env: pulumi.Output.secret(v) for env, v in tokens.items() if v is not None}
         run_layer["layer"] = KubernetesLayer(
             "k8s",

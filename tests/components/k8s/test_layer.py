@@ -237,15 +237,27 @@ def test_an_enabled_sandbox_adds_four_valid_objects_that_wait_for_their_pool(san
     deployment = rendering.one("kubernetes:apps/v1:Deployment")
     assert pool.urn in deployment.dependencies
     assert deployment.inputs["spec"]["replicas"] == 2
-    assert deployment.inputs["spec"]["template"]["spec"]["containers"][0]["command"][-2:] == ["--concurrency", "3"]
+    command = deployment.inputs["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("--concurrency") + 1] == "3"
     assert sandbox_run.component.code_sandbox_url == "http://rl-test-code-sandbox.rl-train.svc.cluster.local:8080"
 
 
-def test_sandbox_objects_hold_no_token_even_when_the_stack_has_one(sandbox_run) -> None:
+def test_sandbox_objects_hold_no_token_but_a_reference_to_the_service_token(sandbox_run) -> None:
+    from tests.components.k8s.fakes import CODE_SANDBOX_TOKEN
+
     for resource in sandbox_run.rendering.custom_resources():
         if "code-sandbox" in resource.name:
-            assert not any(HF_TOKEN in s for s in plain_strings(resource.inputs)), resource.name
-            assert "rl-test-tokens" not in str(resource.inputs), resource.name
+            strings = plain_strings(resource.inputs)
+            assert not any(HF_TOKEN in s or CODE_SANDBOX_TOKEN in s for s in strings), resource.name
+    container = sandbox_run.rendering.one("kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"]["containers"][0]
+    refs = [e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e]
+    assert refs == [{"name": "rl-test-tokens", "key": "CODE_SANDBOX_TOKEN"}]
+
+
+def test_a_layer_with_the_sandbox_and_no_service_token_is_refused() -> None:
+    # The stack is refused by key first (tests/test_main.py); this guards other callers.
+    with pytest.raises(ValueError, match="CODE_SANDBOX_TOKEN is required when rewards.codeSandbox.enabled"):
+        render_layer(_sandbox_config(), sandbox_token=None)
 
 
 def test_a_code_change_rolls_the_executor_pods() -> None:
@@ -254,9 +266,9 @@ def test_a_code_change_rolls_the_executor_pods() -> None:
 
     config = _sandbox_config()
     sources = read_sources()
-    before = deployment_manifest(service_inputs(config, "rl-test-ray", sources))
+    before = deployment_manifest(service_inputs(config, "rl-test-ray", sources, "rl-test-tokens"))
     changed = {**sources, "jobs/rewards/sandbox.py": sources["jobs/rewards/sandbox.py"] + "\n# changed\n"}
-    after = deployment_manifest(service_inputs(config, "rl-test-ray", changed))
+    after = deployment_manifest(service_inputs(config, "rl-test-ray", changed, "rl-test-tokens"))
     annotation = lambda m: m["spec"]["template"]["metadata"]["annotations"][CODE_DIGEST_ANNOTATION]  # noqa: E731
     assert annotation(before) != annotation(after)
 

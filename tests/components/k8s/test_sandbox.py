@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[3]
 def inputs(**overrides: Any) -> SandboxServiceInputs:
     sources = {p: (REPO / p).read_text() for p in sandbox.SOURCE_FILES}
     return SandboxServiceInputs(**{"name": "rl-test-code-sandbox", "namespace": "rl-train", "image": "gcc:12",
-                                   "ray_cluster": "rl-test-ray", "sources": sources, **overrides})
+                                   "ray_cluster": "rl-test-ray", "sources": sources, "token_secret": "rl-tokens",
+                                   **overrides})
 
 
 def by_kind(manifests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -38,25 +39,35 @@ def test_pods_run_under_gvisor_on_the_sandbox_pool_only() -> None:
     assert {"key": "sandbox.gke.io/runtime", "operator": "Equal", "value": "gvisor", "effect": "NoSchedule"} in pod["tolerations"]
 
 
-def test_pods_hold_no_token_or_secret() -> None:
+def test_pods_hold_no_secret_but_the_service_token() -> None:
     pod = by_kind(sandbox.manifests(inputs()))["Deployment"]["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False
     assert pod["enableServiceLinks"] is False
-    for container in pod["containers"]:
-        assert "envFrom" not in container
-        assert all("valueFrom" not in e for e in container["env"])
-        assert not any(word in e["name"].upper() for e in container["env"] for word in ("TOKEN", "KEY", "SECRET", "PASSWORD"))
+    (container,) = pod["containers"]
+    assert "envFrom" not in container
+    secret_refs = [e for e in container["env"] if "valueFrom" in e]
+    assert secret_refs == [{"name": sandbox.TOKEN_ENV,
+                            "valueFrom": {"secretKeyRef": {"name": "rl-tokens", "key": sandbox.TOKEN_ENV}}}]
+    plain = [e for e in container["env"] if "valueFrom" not in e]
+    assert not any(w in e["name"].upper() for e in plain for w in ("TOKEN", "KEY", "SECRET", "PASSWORD"))
     assert all("secret" not in v and "projected" not in v for v in pod["volumes"])
 
 
-def test_containers_are_non_root_and_locked_down() -> None:
+def test_the_executor_is_root_inside_gvisor_with_only_the_listed_capabilities() -> None:
     pod = by_kind(sandbox.manifests(inputs()))["Deployment"]["spec"]["template"]["spec"]
-    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["runtimeClassName"] == "gvisor"
     (container,) = pod["containers"]
     ctx = container["securityContext"]
-    assert ctx["runAsNonRoot"] is True and ctx["runAsUser"] != 0
+    assert ctx["runAsUser"] == 0 and ctx["privileged"] is False
     assert ctx["allowPrivilegeEscalation"] is False and ctx["readOnlyRootFilesystem"] is True
-    assert ctx["capabilities"] == {"drop": ["ALL"]}
+    assert ctx["capabilities"] == {"drop": ["ALL"], "add": list(sandbox.EXECUTOR_CAPABILITIES)}
+    assert "SYS_PTRACE" not in ctx["capabilities"]["add"] and "SYS_MODULE" not in ctx["capabilities"]["add"]
+
+
+def test_tini_is_pid_1_and_starts_the_service_as_the_tests_do() -> None:
+    (container,) = by_kind(sandbox.manifests(inputs()))["Deployment"]["spec"]["template"]["spec"]["containers"]
+    assert container["command"][:2] == list(sandbox.INIT)
+    assert container["command"][2:] == sandbox.service_command(sandbox.PORT, 4)
 
 
 def test_network_policy_denies_all_egress_and_admits_only_the_ray_pods() -> None:

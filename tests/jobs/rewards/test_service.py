@@ -14,13 +14,14 @@ from jobs.rewards import code_contests as cc
 from jobs.rewards import service
 from jobs.rewards.sandbox import Case, Executor, Limits
 
+TOKEN = "test-token-0123456789abcdef"
 SUM = """#include <cstdio>
 int main() { long long a, b; scanf("%lld %lld", &a, &b); printf("%lld\\n", a + b); }"""
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[service.SandboxServer]:
-    server = service.serve("127.0.0.1", 0, concurrency=2, max_body_bytes=64 * 1024)
+    server = service.serve("127.0.0.1", 0, concurrency=2, max_body_bytes=64 * 1024, token=TOKEN)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -28,8 +29,6 @@ def server() -> Iterator[service.SandboxServer]:
     finally:
         server.shutdown()
         server.server_close()
-        server.executor.close()
-        thread.join(timeout=5)
         server.executor.close()
         thread.join(timeout=5)
 
@@ -41,7 +40,8 @@ def url(server: service.SandboxServer) -> str:
 
 def post(url: str, payload: object, path: str = "/run") -> tuple[int, dict]:
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    request = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json",
+                                                                     "Authorization": f"Bearer {TOKEN}"})
     try:
         with urllib.request.urlopen(request, timeout=60) as r:
             return r.status, json.loads(r.read())
@@ -89,6 +89,7 @@ def test_unknown_route_is_404(url: str) -> None:
 
 def test_reward_uses_the_service_named_by_env(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(cc.SANDBOX_URL_ENV, url)
+    monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
     calls: list[str] = []
     real = cc.run_remote
     monkeypatch.setattr(cc, "run_remote", lambda u, *a, **k: calls.append(u) or real(u, *a, **k))
@@ -102,10 +103,11 @@ def test_reward_fails_loudly_when_the_service_stays_unreachable() -> None:
         cc.run_remote("http://127.0.0.1:9/", SUM, [], Limits(), budget_s=2)
 
 
-def test_a_busy_service_is_waited_for_not_failed() -> None:
+def test_a_busy_service_is_waited_for_not_failed(monkeypatch: pytest.MonkeyPatch) -> None:
     # A one-slot service whose slot is held by another request: ours gets 503s until it frees.
+    monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
     server = service.SandboxServer(("127.0.0.1", 0), Executor(), concurrency=1,
-                                   max_body_bytes=1 << 20, queue_wait_s=0.05)
+                                   max_body_bytes=1 << 20, token=TOKEN, queue_wait_s=0.05)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{server.server_address[1]}/"

@@ -1,0 +1,130 @@
+/* The box's reaper and accountant: runs as pid 2 of every box, right under bubblewrap's init.
+ *
+ * Built once per executor with the system compiler (jobs/rewards/box.py). Usage:
+ *   boxinit REPORT_FD UID CPU_MS NPROC AS_BYTES NOFILE FSIZE_BYTES -- PROGRAM [ARGS...]
+ * UID < 0 keeps the caller's uid (bwrap's user-namespace mode), NPROC 0 sets no process cap.
+ *
+ * - It is the box's child subreaper (prctl(2) PR_SET_CHILD_SUBREAPER): every orphan of the
+ *   program, setsid() daemons included, becomes its child, so it can kill and reap them all.
+ * - The program runs in a child that drops to UID (setgroups, setresgid, setresuid: no
+ *   capability is left, proc(5) / capabilities(7)) under the rlimits and no_new_privs.
+ * - CPU time of the whole box: every few milliseconds it adds the utime+stime of every live
+ *   process it can see (the box has its own /proc, proc(5) /proc/pid/stat fields 14 and 15) to
+ *   the times of the children it has reaped (getrusage(2) RUSAGE_CHILDREN), and kills the box
+ *   when the sum passes CPU_MS.
+ * - When the program exits, everything else in the box is killed (kill(2) with pid -1 from
+ *   inside the PID namespace reaches every process of the box but init) and reaped; then one
+ *   line "status=S cpu_us=N cpu_killed=0|1" goes to REPORT_FD, which the program never had.
+ * - It is not dumpable (PR_SET_DUMPABLE 0): a program of the same uid cannot open its /proc
+ *   files, so cannot write a report of its own.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long ticks_of_live_processes(pid_t self, long hz) {
+    long long total = 0;
+    DIR *proc = opendir("/proc");
+    if (!proc) return 0;
+    struct dirent *e;
+    while ((e = readdir(proc)) != NULL) {
+        pid_t pid = (pid_t)atoi(e->d_name);
+        if (pid <= 1 || pid == self) continue;
+        char path[64], buf[1024];
+        snprintf(path, sizeof path, "/proc/%d/stat", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0) continue;
+        buf[n] = 0;
+        char *p = strrchr(buf, ')');
+        if (!p) continue;
+        /* after ") ": state(3) ppid(4) ... utime(14) stime(15) */
+        unsigned long long ut = 0, st = 0;
+        if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+            total += (long long)(ut + st);
+    }
+    closedir(proc);
+    return total * 1000000LL / hz;
+}
+
+static long long reaped_cpu_us(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+}
+
+static void set_limit(int resource, unsigned long long soft, unsigned long long hard) {
+    struct rlimit r = {soft, hard};
+    if (setrlimit(resource, &r) != 0) _exit(126);
+}
+
+static void start_program(char **argv, long uid, long cpu_ms, long nproc, unsigned long long as,
+                          unsigned long long nofile, unsigned long long fsize) {
+    unsigned long long cpu_s = (unsigned long long)(cpu_ms + 999) / 1000;
+    set_limit(RLIMIT_CPU, cpu_s, cpu_s + 1); /* SIGXCPU, then SIGKILL a second later */
+    set_limit(RLIMIT_AS, as, as);
+    set_limit(RLIMIT_NOFILE, nofile, nofile);
+    set_limit(RLIMIT_FSIZE, fsize, fsize);
+    set_limit(RLIMIT_CORE, 0, 0);
+    if (nproc > 0) set_limit(RLIMIT_NPROC, (unsigned long long)nproc, (unsigned long long)nproc);
+    if (uid >= 0) {
+        if (setgroups(0, NULL) != 0 || setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) != 0 ||
+            setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0)
+            _exit(126);
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(126);
+    unsetenv("PWD"); /* bwrap --chdir sets it even after --clearenv: the environment stays exactly as given */
+    execv(argv[0], argv);
+    _exit(127);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 10 || strcmp(argv[8], "--") != 0) {
+        fprintf(stderr, "usage: boxinit REPORT_FD UID CPU_MS NPROC AS NOFILE FSIZE -- PROGRAM...\n");
+        return 2;
+    }
+    int report = atoi(argv[1]);
+    long uid = atol(argv[2]), cpu_ms = atol(argv[3]), nproc = atol(argv[4]);
+    unsigned long long as = strtoull(argv[5], NULL, 10), nofile = strtoull(argv[6], NULL, 10);
+    unsigned long long fsize = strtoull(argv[7], NULL, 10);
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    fcntl(report, F_SETFD, FD_CLOEXEC);
+    pid_t child = fork();
+    if (child < 0) return 3;
+    if (child == 0) start_program(argv + 9, uid, cpu_ms, nproc, as, nofile, fsize);
+
+    long hz = sysconf(_SC_CLK_TCK);
+    pid_t self = getpid();
+    int status = 0, main_done = 0, cpu_killed = 0;
+    struct timespec pause = {0, 1000000};
+    for (;;) {
+        int st;
+        pid_t pid;
+        while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+            if (pid == child) { status = st; main_done = 1; }
+        if (pid < 0 && errno == ECHILD) break;
+        if (main_done) { kill(-1, SIGKILL); continue; }
+        if (!cpu_killed && reaped_cpu_us() + ticks_of_live_processes(self, hz) > cpu_ms * 1000LL) {
+            cpu_killed = 1;
+            kill(-1, SIGKILL);
+        }
+        nanosleep(&pause, NULL);
+        if (pause.tv_nsec < 8000000) pause.tv_nsec *= 2;
+    }
+    dprintf(report, "status=%d cpu_us=%lld cpu_killed=%d\n", status, reaped_cpu_us(), cpu_killed);
+    return 0;
+}

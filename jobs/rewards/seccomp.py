@@ -1,0 +1,114 @@
+"""The seccomp filter every box runs under: a small classic-BPF program built by hand (no library).
+
+Why by hand: the filter is short (a deny list of ~50 syscalls plus one argument check), the
+executor ships as stdlib + pydantic into the gVisor pod and into trainers, and libseccomp's Python
+bindings are not on PyPI in a maintained form (pyseccomp 0.1.2 is a 2021 ctypes shim that still
+needs libseccomp.so at run time). bwrap takes the compiled program on a file descriptor
+(`--seccomp FD`, bubblewrap(1)) and installs it right before it executes the box's command.
+
+Sources for the encoding:
+- struct seccomp_data and the return values: Linux include/uapi/linux/seccomp.h and
+  Documentation/userspace-api/seccomp_filter.rst (nr at offset 0, arch at 4, args[i] at 16 + 8*i;
+  SECCOMP_RET_KILL_PROCESS 0x80000000, SECCOMP_RET_ERRNO 0x00050000, SECCOMP_RET_ALLOW 0x7fff0000).
+- struct sock_filter {u16 code; u8 jt; u8 jf; u32 k} and the opcodes: include/uapi/linux/filter.h
+  and bpf_common.h (BPF_LD|BPF_W|BPF_ABS 0x20, BPF_JMP|BPF_JEQ|BPF_K 0x15, |BPF_JGE 0x35,
+  |BPF_JSET 0x45, BPF_RET|BPF_K 0x06).
+- syscall numbers: arch/x86/entry/syscalls/syscall_64.tbl; AUDIT_ARCH_X86_64 0xc000003e
+  (include/uapi/linux/audit.h). x32 calls (nr | 0x40000000) and any other architecture (int 0x80)
+  are refused too, so a program cannot reach a denied call through another syscall table.
+"""
+
+from __future__ import annotations
+
+import platform
+import struct
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_SYSCALL_BIT = 0x40000000
+RET_KILL_PROCESS = 0x80000000
+RET_ERRNO = 0x00050000
+RET_ALLOW = 0x7FFF0000
+EPERM, ENOSYS = 1, 38
+
+# clone() flags that make a namespace (include/uapi/linux/sched.h): CLONE_NEWTIME, NEWNS,
+# NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET.
+CLONE_NAMESPACES = 0x00000080 | 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
+
+# What a contest solution (and g++) never needs, refused with EPERM, and why.
+DENIED: dict[str, tuple[int, str]] = {
+    # new namespaces (a user namespace is the usual first step of a kernel exploit) and joining others
+    "unshare": (272, "namespaces"), "setns": (308, "namespaces"),
+    # io_uring: a second syscall interface that bypasses seccomp argument checks; a steady CVE source
+    "io_uring_setup": (425, "io_uring"), "io_uring_enter": (426, "io_uring"), "io_uring_register": (427, "io_uring"),
+    # the mount table (the box's tree is fixed by bwrap before the filter is installed)
+    "mount": (165, "mounts"), "umount2": (166, "mounts"), "pivot_root": (155, "mounts"), "chroot": (161, "mounts"),
+    "open_tree": (428, "mounts"), "move_mount": (429, "mounts"), "fsopen": (430, "mounts"), "fsconfig": (431, "mounts"),
+    "fsmount": (432, "mounts"), "fspick": (433, "mounts"), "mount_setattr": (442, "mounts"),
+    # reading or steering other processes
+    "ptrace": (101, "other processes"), "process_vm_readv": (310, "other processes"),
+    "process_vm_writev": (311, "other processes"), "kcmp": (312, "other processes"),
+    "pidfd_getfd": (438, "other processes"), "process_madvise": (440, "other processes"),
+    # memory that RLIMIT_AS does not see: memfds and System V shared memory/IPC objects
+    "memfd_create": (319, "unaccounted memory"), "memfd_secret": (447, "unaccounted memory"),
+    "shmget": (29, "unaccounted memory"), "msgget": (68, "unaccounted memory"), "semget": (64, "unaccounted memory"),
+    # network: the box has its own empty network namespace; refusing socket() is the second layer
+    "socket": (41, "network"),
+    # kernel attack surface with no use in a solution
+    "bpf": (321, "kernel surface"), "perf_event_open": (298, "kernel surface"), "userfaultfd": (323, "kernel surface"),
+    "keyctl": (250, "kernel surface"), "add_key": (248, "kernel surface"), "request_key": (249, "kernel surface"),
+    "kexec_load": (246, "kernel surface"), "kexec_file_load": (320, "kernel surface"),
+    "init_module": (175, "kernel surface"), "finit_module": (313, "kernel surface"),
+    "delete_module": (176, "kernel surface"), "open_by_handle_at": (304, "kernel surface"),
+    "name_to_handle_at": (303, "kernel surface"), "fanotify_init": (300, "kernel surface"),
+    "quotactl": (179, "kernel surface"), "syslog": (103, "kernel surface"), "acct": (163, "kernel surface"),
+    "swapon": (167, "kernel surface"), "swapoff": (168, "kernel surface"), "reboot": (169, "kernel surface"),
+    "iopl": (172, "kernel surface"), "ioperm": (173, "kernel surface"), "modify_ldt": (154, "kernel surface"),
+    "lookup_dcookie": (212, "kernel surface"), "vhangup": (153, "kernel surface"),
+}
+CLONE, CLONE3 = 56, 435
+
+_LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
+
+
+def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("<HBBI", code, jt, jf, k)
+
+
+def filter_program() -> bytes:
+    """The filter as the bytes of a struct sock_filter array (what `bwrap --seccomp FD` reads).
+
+    clone3 gets ENOSYS rather than EPERM: its flags sit behind a pointer a filter cannot read, and
+    glibc falls back to clone(), whose flags are checked here (the approach of container runtimes'
+    default profiles). clone() with any namespace flag is refused.
+    """
+    if platform.machine() not in ("x86_64", "AMD64"):
+        raise RuntimeError(f"sandbox seccomp: no filter for architecture {platform.machine()!r} (x86_64 only)")
+    denied = sorted(nr for nr, _ in DENIED.values())
+    # Instruction layout; jump offsets count instructions after the jumping one.
+    head = 5  # ld arch, jeq arch, ret kill, ld nr, jge x32
+    n = len(denied)
+    i_clone3, i_clone = head + n, head + n + 1
+    i_allow = head + n + 2
+    i_clone_args, i_clone_jset, i_allow2 = i_allow + 1, i_allow + 2, i_allow + 3
+    i_eperm, i_enosys = i_allow + 4, i_allow + 5
+    prog = [
+        _op(_LD_ABS, 4),
+        _op(_JEQ, AUDIT_ARCH_X86_64, jt=1, jf=0),
+        _op(_RET, RET_KILL_PROCESS),
+        _op(_LD_ABS, 0),
+        _op(_JGE, X32_SYSCALL_BIT, jt=i_eperm - 5, jf=0),
+    ]
+    for j, nr in enumerate(denied):
+        here = head + j
+        prog.append(_op(_JEQ, nr, jt=i_eperm - here - 1, jf=0))
+    prog.append(_op(_JEQ, CLONE3, jt=i_enosys - i_clone3 - 1, jf=0))
+    prog.append(_op(_JEQ, CLONE, jt=i_clone_args - i_clone - 1, jf=0))
+    prog.append(_op(_RET, RET_ALLOW))
+    prog.append(_op(_LD_ABS, 16))  # args[0] low 32 bits: clone's flags on x86_64
+    prog.append(_op(_JSET, CLONE_NAMESPACES, jt=i_eperm - i_clone_jset - 1, jf=0))
+    prog.append(_op(_RET, RET_ALLOW))
+    prog.append(_op(_RET, RET_ERRNO | EPERM))
+    prog.append(_op(_RET, RET_ERRNO | ENOSYS))
+    assert len(prog) == i_enosys + 1 and i_allow2 == i_allow + 3
+    assert all(b[2] < 256 for b in prog)
+    return b"".join(prog)
