@@ -27,6 +27,7 @@ from jobs.console import out as _out
 from jobs.errors import ExitCode, UsageError
 from jobs.metadata import RecipeRun
 from jobs.recipes import RECIPES, Recipe, RunContext
+from jobs.runs import record_view
 from jobs.redact import redact
 
 app = typer.Typer(
@@ -42,6 +43,9 @@ StackOpt = Annotated[str | None, typer.Option("--stack", help="Pulumi stack: rea
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 FollowOpt = Annotated[bool, typer.Option("--follow", help="Stream logs until the job ends; exit with its result.")]
 RestartsOpt = Annotated[int, typer.Option("--max-restarts", min=0, help="Hand the run to a supervisor on the Ray head that resubmits a FAILED attempt up to N times (same checkpoint dir), after waiting for the GPUs; a stopped run, or a crash (failed with every GPU present and no new checkpoint since the previous attempt), is not restarted.")]
+PreemptionsOpt = Annotated[int | None, typer.Option("--max-preemptions", min=0, help="Hand the run to a supervisor that resubmits an attempt ended by a lost node (a preemption, read from Ray's node table) up to N times, apart from --max-restarts (default 100 when supervised).")]
+StallOpt = Annotated[float | None, typer.Option("--stall-timeout", min=0, metavar="SECONDS", help="Stop and restart an attempt that prints nothing and checkpoints nothing for this long (recorded 'stalled'; default: 7200 for recipes, off for run; 0 turns it off).")]
+RunsRootOpt = Annotated[str | None, typer.Option("--runs-root", metavar="DIR", help="Where runs' records live, as the Ray head sees it (the supervisor writes them; list/status/logs read them without the head).")]
 # The restart loop inside this process, as before the supervisor (bench/restart_latency.py's
 # baseline): JOBS_RESTART_LOOP=cli. It stops when this process stops.
 CLI_LOOP_ENV = "JOBS_RESTART_LOOP"
@@ -121,12 +125,13 @@ def _watcher(cluster: Cluster, where: address.Where) -> follow.Watcher:
 
 def _supervise(cluster: Cluster, where: address.Where, first: submission.Submission,
                follow_logs: bool, max_restarts: int, as_json: bool, gpus: int,
-               checkpoint_dir: str) -> int:
+               checkpoint_dir: str, options: supervised.Options, stall_default_s: float) -> int:
     """Hand the run to its supervisor on the head; with --follow, follow it across attempts."""
     err = _err()
     run, flags = first.run, _where_flags(where)
     sid = supervised.hand_off(cluster, first, max_restarts=max_restarts, gpus=gpus,
-                              checkpoint_dir=checkpoint_dir, hint_where=flags)
+                              checkpoint_dir=checkpoint_dir, hint_where=flags, options=options,
+                              stall_default_s=stall_default_s)
     err.print(f"run {run} handed to its supervisor {sid} on the Ray head: attempt "
               f"{first.submission_id} next, up to {max_restarts} restart(s), "
               f"{gpus} GPU(s) needed before each attempt", markup=False)
@@ -169,14 +174,15 @@ def _report_run(run: str, sid: str, done: list[tuple[str, JobStatus]],
 
 def _drive(cluster: Cluster, where: address.Where, first: submission.Submission, follow_logs: bool,
            max_restarts: int, as_json: bool, first_attempt: int = 1, gpus: int = 0,
-           checkpoint_dir: str = "") -> int:
+           checkpoint_dir: str = "", options: supervised.Options = supervised.Options(),
+           stall_default_s: float = 0.0) -> int:
     """Submit `first_attempt`, then watch/restart as asked; returns the exit code.
 
     With restarts, the run goes to a supervisor on the cluster (survives this process), unless
     JOBS_RESTART_LOOP=cli asks for the in-process loop below."""
-    if max_restarts > 0 and os.environ.get(CLI_LOOP_ENV) != "cli":
+    if options.supervised(max_restarts) and os.environ.get(CLI_LOOP_ENV) != "cli":
         return _supervise(cluster, where, first.for_attempt(first_attempt), follow_logs,
-                          max_restarts, as_json, gpus, checkpoint_dir)
+                          max_restarts, as_json, gpus, checkpoint_dir, options, stall_default_s)
     err = _err()
     current: dict[str, str] = {}
     watcher = _watcher(cluster, where)
@@ -245,6 +251,14 @@ def _drive(cluster: Cluster, where: address.Where, first: submission.Submission,
     return int(ExitCode.OK if outcome.succeeded else ExitCode.JOB_FAILED)
 
 
+def _options(max_preemptions: int | None, stall_timeout: float | None,
+             runs_root: str | None) -> supervised.Options:
+    if runs_root is not None and not runs_root.startswith("/"):
+        raise UsageError(f"--runs-root {runs_root!r} is not an absolute path",
+                         f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}")
+    return supervised.Options(max_preemptions, stall_timeout, runs_root or "")
+
+
 def _print_dry_run(sub: submission.Submission, as_json: bool, notes: list[str]) -> None:
     view = sub.model_dump()
     if as_json:
@@ -280,6 +294,9 @@ def submit_cmd(
     resume: Annotated[str | None, typer.Option("--resume", metavar="RUN", help="Continue a FAILED or STOPPED run: submit its next attempt with the recipe, overrides, size and checkpoint dir recorded in its metadata.")] = None,
     follow_logs: FollowOpt = False,
     max_restarts: RestartsOpt = 0,
+    max_preemptions: PreemptionsOpt = None,
+    stall_timeout: StallOpt = None,
+    runs_root: RunsRootOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be submitted; contact nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Submit even when the checkpoints the run keeps would not fit the stack's Lustre.")] = False,
     allow_unsandboxed: UnsandboxedOpt = False,
@@ -288,6 +305,7 @@ def submit_cmd(
     stack_name: StackOpt = None,
 ) -> None:
     """Submit a recipe as a run (attempt 1; more with --max-restarts), or --resume a run."""
+    options = _options(max_preemptions, stall_timeout, runs_root)
     if framework is not None and framework not in ("nemo-rl", "verl"):
         raise UsageError(f"--framework {framework!r} is unknown", "use nemo-rl or verl")
     if resume is not None:
@@ -299,7 +317,7 @@ def submit_cmd(
                              "a resumed run keeps the recipe, overrides and size recorded in its "
                              "metadata; start a new run (another --name) to change them")
         code = _resume(resume, recipe_name, framework, follow_logs, max_restarts, as_json,
-                       addr, stack_name, allow_unsandboxed)
+                       addr, stack_name, allow_unsandboxed, options)
         raise typer.Exit(code)
     if recipe_name is None:
         raise UsageError("no recipe given", "pass a RECIPE (see python -m jobs recipes), "
@@ -365,7 +383,8 @@ def submit_cmd(
         if outputs is None and framework is None:
             _check_ray_version(recipe, cluster, where)
         code = _drive(cluster, where, sub, follow_logs, max_restarts, as_json,
-                      gpus=node_count * gpus, checkpoint_dir=sub.metadata["checkpoint_dir"])
+                      gpus=node_count * gpus, checkpoint_dir=sub.metadata["checkpoint_dir"],
+                      options=options, stall_default_s=supervised.RECIPE_STALL_TIMEOUT_S)
     raise typer.Exit(code)
 
 
@@ -377,7 +396,8 @@ def _check_stack_nodes(nodes: int | None, outputs: StackOutputs, where: address.
 
 def _resume(run: str, recipe_name: str | None, framework: str | None, follow_logs: bool,
             max_restarts: int, as_json: bool, addr: str | None, stack_name: str | None,
-            allow_unsandboxed: bool = False) -> int:
+            allow_unsandboxed: bool = False,
+            options: supervised.Options = supervised.Options()) -> int:
     """Submit the next attempt of `run` exactly as its metadata records it."""
     submission.check_run_name(run)
     where = address.choose(addr, stack_name)
@@ -433,7 +453,8 @@ def _resume(run: str, recipe_name: str | None, framework: str | None, follow_log
                      f"{recorded_dir}", markup=False)
         return _drive(cluster, where, sub, follow_logs, max_restarts, as_json,
                       first_attempt=attempt + 1, gpus=node_count * gpus,
-                      checkpoint_dir=recorded_dir)
+                      checkpoint_dir=recorded_dir, options=options,
+                      stall_default_s=supervised.RECIPE_STALL_TIMEOUT_S)
 
 
 @app.command("run", context_settings={"allow_interspersed_args": False})
@@ -444,14 +465,18 @@ def run_cmd(
     name: NameOpt = None,
     follow_logs: FollowOpt = False,
     max_restarts: RestartsOpt = 0,
-    gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs the cluster must report before an attempt is (re)submitted; the supervisor waits for them (needs --max-restarts).")] = 0,
+    max_preemptions: PreemptionsOpt = None,
+    stall_timeout: StallOpt = None,
+    runs_root: RunsRootOpt = None,
+    gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs the cluster must report before an attempt is (re)submitted; the supervisor waits for them (needs --max-restarts or --max-preemptions).")] = 0,
     checkpoint_dir: Annotated[str, typer.Option("--checkpoint-dir", help=f"Where the command checkpoints, as seen on the Ray head (e.g. {RUNS_ROOT}/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.")] = "",
     as_json: JsonOpt = False,
     addr: AddressOpt = None,
     stack_name: StackOpt = None,
 ) -> None:
     """Run any command on the cluster, e.g. `python -m jobs run --stack dev -- nvidia-smi`."""
-    if gpus and not max_restarts:
+    options = _options(max_preemptions, stall_timeout, runs_root)
+    if gpus and not options.supervised(max_restarts):
         raise UsageError(f"--gpus {gpus} needs --max-restarts 1 or more",
                          "the supervisor that waits for GPUs drives restarts; without restarts "
                          "the attempt is submitted at once")
@@ -465,7 +490,7 @@ def run_cmd(
                                  submission.git_commit())
     with _cluster(addr, stack_name) as (cluster, where):
         code = _drive(cluster, where, sub, follow_logs, max_restarts, as_json, gpus=gpus,
-                      checkpoint_dir=checkpoint_dir)
+                      checkpoint_dir=checkpoint_dir, options=options)
     raise typer.Exit(code)
 
 
@@ -551,8 +576,17 @@ IdArg = Annotated[str, typer.Argument(metavar="ID", help="A submission id, or a 
 @app.command("status")
 @handled
 def status_cmd(ident: IdArg, as_json: JsonOpt = False, addr: AddressOpt = None,
-               stack_name: StackOpt = None) -> None:
+               stack_name: StackOpt = None, runs_root: RunsRootOpt = None) -> None:
     """Show one job's status (exit 0 whatever the status: this reports, it does not judge)."""
+    if runs_root and record_view.has_record(runs_root, ident):
+        # The run's record on the runs root: read without the head that wrote it.
+        v = record_view.view(runs_root, ident)
+        if as_json:
+            _emit_json(v)
+            return
+        for text in record_view.lines(v):
+            _out().print(redact(text), markup=False)
+        return
     with _cluster(addr, stack_name) as (cluster, _where):
         sups, recs = supervised.story(cluster, ident)
         if sups:
@@ -595,8 +629,13 @@ def _supervised_view(cluster: Cluster, run: str, sups: list[JobDetails],
 @app.command("logs")
 @handled
 def logs_cmd(ident: IdArg, follow_logs: FollowOpt = False, addr: AddressOpt = None,
-             stack_name: StackOpt = None) -> None:
+             stack_name: StackOpt = None, runs_root: RunsRootOpt = None) -> None:
     """Print a job's logs; with --follow, stream them until it ends (^C detaches)."""
+    if runs_root and not follow_logs and record_view.has_record(runs_root, ident):
+        # The supervisor's decisions from the run's record: readable without the head.
+        for rec in record_view.view(runs_root, ident)["history"]:
+            sys.stdout.write(redact(f"[supervisor] {run_events.human(rec)}\n"))
+        return
     with _cluster(addr, stack_name) as (cluster, where):
         sups, recs = supervised.story(cluster, ident)
         if sups:
@@ -672,8 +711,12 @@ def stop_cmd(ident: IdArg, as_json: JsonOpt = False, addr: AddressOpt = None,
 
 @app.command("list")
 @handled
-def list_cmd(as_json: JsonOpt = False, addr: AddressOpt = None, stack_name: StackOpt = None) -> None:
+def list_cmd(as_json: JsonOpt = False, addr: AddressOpt = None, stack_name: StackOpt = None,
+             runs_root: RunsRootOpt = None) -> None:
     """List runs with their attempts, newest first."""
+    if runs_root:
+        _list_records(runs_root, as_json)
+        return
     with _cluster(addr, stack_name) as (cluster, _where):
         runs = listing.group(cluster.jobs())
         supervised.annotate(cluster, runs)
@@ -697,6 +740,23 @@ def list_cmd(as_json: JsonOpt = False, addr: AddressOpt = None, stack_name: Stac
             table.add_row(r["run"] if i == 0 else "", str(a["attempt"] or "-"),
                           a["submission_id"] or "", a["status"], a["recipe"],
                           note if i == 0 else "")
+    _out().print(table)
+
+
+def _list_records(runs_root: str, as_json: bool) -> None:
+    """`list --runs-root`: the runs recorded there, read without the head."""
+    rows = record_view.listing(runs_root)
+    if as_json:
+        _emit_json(rows)
+        return
+    table = Table(title=f"runs recorded in {runs_root}")
+    for col in ("run", "status", "attempts", "last decision"):
+        table.add_column(col, no_wrap=col == "run", overflow="fold")
+    for r in rows:
+        attempts = ", ".join(f"{a['submission_id']} {a['status']}"
+                             + (f" ({a['cause']})" if a["cause"] else "") for a in r["attempts"])
+        last = r["last_event"]["message"] if r["last_event"] else ""
+        table.add_row(r["run"], r["status"], attempts or "-", redact(last))
     _out().print(table)
 
 

@@ -53,6 +53,8 @@ class Reason(str, Enum):
 class Situation:
     """What the supervisor knows when it asks.
 
+    `stable_s` counts from the later of the attempt's end and the last change of the alive GPU
+    nodes, so a failure is judged, and a restart submitted, only after `settle_s` of it.
     `ended` is None before the run's first attempt of this supervisor (nothing ended yet).
     `preempted`: a node that could host the attempt's GPU workers died (or was drained) while it
     ran. `gpus_at_end` is what the cluster reported when the attempt ended; `gpus_now` is what it
@@ -144,6 +146,11 @@ def decide(s: Situation) -> Decision:
         return Decision(Action.GIVE_UP, Reason.ATTEMPT_STOPPED,
                         "the attempt was stopped; a stopped attempt is never restarted")
     if s.ended in ("FAILED", "STALLED"):
+        if not s.preempted and s.gpus_needed > 0 and s.stable_s < s.settle_s:
+            # Judge only once Ray had time to mark a lost node dead (see the module docstring).
+            return Decision(Action.WAIT, Reason.SETTLING,
+                            f"the attempt {s.ended.lower()}; waiting {s.settle_s:.0f} s for the "
+                            "cluster to settle before telling a preemption from a crash")
         refusal = _after_failure(s)
         if refusal is not None:
             return refusal

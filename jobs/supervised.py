@@ -13,6 +13,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,26 @@ from jobs.workdir import DEFAULT_EXCLUDES
 JOBS_DIR = Path(jobs.__file__).resolve().parent
 # Knobs the caller may set for the supervisor (tests shorten them); never secrets.
 KNOBS = ("JOBS_SUPERVISOR_POLL_S", "JOBS_SUPERVISOR_MAX_WAIT_S", "JOBS_SUPERVISOR_SETTLE_S",
-         "JOBS_SUPERVISOR_PROGRESS_S")
+         "JOBS_SUPERVISOR_PROGRESS_S", "JOBS_SUPERVISOR_LEASE_S", "JOBS_SUPERVISOR_BACKOFF_MAX_S")
+# Preemptions are not the run's fault: a generous budget, apart from --max-restarts.
+DEFAULT_MAX_PREEMPTIONS = 100
+# A recipe's stall timeout: longer than the first model load of the largest recipe (70B, with
+# a one-time Megatron conversion) and a ~1 TB checkpoint save on Lustre (reference §8).
+RECIPE_STALL_TIMEOUT_S = 7200.0
+
+
+@dataclass(frozen=True)
+class Options:
+    """What `run`/`submit` ask of the supervisor beyond --max-restarts."""
+
+    max_preemptions: int | None = None
+    stall_timeout_s: float | None = None
+    runs_root: str = ""
+
+    def supervised(self, max_restarts: int) -> bool:
+        return (max_restarts > 0 or bool(self.max_preemptions) or bool(self.stall_timeout_s)
+                or bool(self.runs_root))
+
 # Starting the supervisor's driver takes a few seconds (reference §4.3: ~2-3 s to RUNNING);
 # a minute means the head is in trouble.
 HANDOFF_TIMEOUT_S = 120.0
@@ -53,7 +73,8 @@ def live(sups: list[JobDetails]) -> JobDetails | None:
 
 
 def hand_off(cluster: Cluster, sub: Submission, *, max_restarts: int, gpus: int,
-             checkpoint_dir: str, hint_where: str) -> str:
+             checkpoint_dir: str, hint_where: str, options: Options = Options(),
+             stall_default_s: float = 0.0) -> str:
     """Submit the run's supervisor and wait until it has the run; returns its submission id."""
     run = sub.run
     existing = cluster.jobs()
@@ -74,7 +95,12 @@ def hand_off(cluster: Cluster, sub: Submission, *, max_restarts: int, gpus: int,
     spec = {"run": run, "first_attempt": sub.attempt, "max_restarts": max_restarts,
             "gpus_needed": gpus, "checkpoint_dir": checkpoint_dir,
             "entrypoint": sub.entrypoint, "runtime_env": attempt_env,
-            "metadata": dict(sub.metadata)}
+            "metadata": dict(sub.metadata),
+            "max_preemptions": (DEFAULT_MAX_PREEMPTIONS if options.max_preemptions is None
+                                else options.max_preemptions),
+            "stall_timeout_s": (stall_default_s if options.stall_timeout_s is None
+                                else options.stall_timeout_s),
+            "runs_root": options.runs_root}
     env_vars = {k: os.environ[k] for k in KNOBS if k in os.environ}
     # `python -m` puts the working dir first on sys.path: a `jobs/` folder in the user's code
     # must not shadow ours (PYTHONSAFEPATH, Python 3.11+).

@@ -7,15 +7,26 @@ from __future__ import annotations
 
 import requests
 
-from jobs.supervisor import Config, _transient, checkpoint_entries
+from jobs.supervisor import Config, _transient, checkpoint_activity, checkpoint_entries
 
 
 def test_checkpoint_entries_ignore_half_written_and_hidden_entries(tmp_path):
     assert checkpoint_entries(str(tmp_path / "missing")) == frozenset()
     assert checkpoint_entries("") == frozenset()
-    for n in ("step_10", "tmp_step_20", ".lock", "global_step_5"):
+    for n in ("step_10", "tmp_step_20", ".lock", "old_step_3"):
         (tmp_path / n).mkdir()
-    assert checkpoint_entries(str(tmp_path)) == {"step_10", "global_step_5"}
+    assert checkpoint_entries(str(tmp_path)) == {"step_10"}
+
+
+def test_a_verl_step_counts_only_once_its_tracker_points_at_it(tmp_path):
+    # veRL writes global_step_N/ first and latest_checkpointed_iteration.txt last
+    # (verl/trainer/ppo/ray_trainer.py v0.6.0 L819-824): a step above the tracker is half-written.
+    (tmp_path / "global_step_5" / "actor").mkdir(parents=True)
+    assert checkpoint_entries(str(tmp_path)) == frozenset()
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("5")
+    (tmp_path / "global_step_10" / "actor").mkdir(parents=True)  # being written
+    assert checkpoint_entries(str(tmp_path)) == {"global_step_5"}
+    assert "global_step_10" in checkpoint_activity(str(tmp_path))
 
 
 def test_only_a_missing_dashboard_is_retried_never_a_refusal():
@@ -29,5 +40,5 @@ def test_only_a_missing_dashboard_is_retried_never_a_refusal():
 
 def test_knobs_come_from_the_environment_with_production_defaults():
     assert Config.from_env({}) == Config(poll_s=1.0, max_wait_s=1800.0, settle_s=60.0,
-                                         progress_s=60.0)
+                                         progress_s=60.0, lease_s=15.0, backoff_max_s=60.0)
     assert Config.from_env({"JOBS_SUPERVISOR_MAX_WAIT_S": "30"}).max_wait_s == 30.0
