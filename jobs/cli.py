@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
@@ -17,7 +18,7 @@ from jobs.job_types import JobDetails, JobStatus
 from rich.table import Table
 
 from components.contract import RUNS_ROOT, StackOutputs
-from jobs import (address, attempts, ckpt_size, export, follow, frameworks, listing, overrides,
+from jobs import (address, attempts, ckpt_size, compose, export, follow, frameworks, listing, overrides,
                   reward_sandbox, run_events, stack, submission, supervised, validate)
 from jobs.cluster import AlreadySubmitted, Cluster
 from jobs.console import emit_json as _emit_json
@@ -327,6 +328,7 @@ def submit_cmd(
     run = submission.check_run_name(name or submission.default_run_name(recipe.name))
     checked = overrides.check(recipe, parsed, run)
     notes: list[str] = []
+    kept: dict[str, int] = {}
 
     def build(node_count: int, gpus: int, stack_label: str | None,
               lustre_gib: int | None = None, source: str = "a dry run",
@@ -335,6 +337,11 @@ def submit_cmd(
         composed = validate.compose_run(
             recipe, RunContext(run=run, nodes=node_count, gpus_per_node=gpus, wandb=wandb), checked)
         notes.extend(composed.notes)
+        keep = compose.value(composed.config, recipe.keep_key)
+        if recipe.framework == "verl" and isinstance(keep, int):
+            # veRL forgets earlier attempts' checkpoints (jobs/head/hygiene.py): the
+            # supervisor prunes them to this keep-N between attempts.
+            kept["keep"] = keep
         fits, message = ckpt_size.check(ckpt_size.footprint(recipe, composed.config), lustre_gib,
                                         source)
         if not fits and not force:
@@ -384,7 +391,8 @@ def submit_cmd(
             _check_ray_version(recipe, cluster, where)
         code = _drive(cluster, where, sub, follow_logs, max_restarts, as_json,
                       gpus=node_count * gpus, checkpoint_dir=sub.metadata["checkpoint_dir"],
-                      options=options, stall_default_s=supervised.RECIPE_STALL_TIMEOUT_S)
+                      options=dataclasses.replace(options, keep=kept.get("keep", 0)),
+                      stall_default_s=supervised.RECIPE_STALL_TIMEOUT_S)
     raise typer.Exit(code)
 
 

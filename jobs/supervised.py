@@ -46,6 +46,7 @@ class Options:
     max_preemptions: int | None = None
     stall_timeout_s: float | None = None
     runs_root: str = ""
+    keep: int = 0  # complete checkpoints kept between attempts (veRL recipes); 0: no pruning
 
     def supervised(self, max_restarts: int) -> bool:
         return (max_restarts > 0 or bool(self.max_preemptions) or bool(self.stall_timeout_s)
@@ -100,7 +101,7 @@ def hand_off(cluster: Cluster, sub: Submission, *, max_restarts: int, gpus: int,
                                 else options.max_preemptions),
             "stall_timeout_s": (stall_default_s if options.stall_timeout_s is None
                                 else options.stall_timeout_s),
-            "runs_root": options.runs_root}
+            "runs_root": options.runs_root, "keep": options.keep}
     env_vars = {k: os.environ[k] for k in KNOBS if k in os.environ}
     # `python -m` puts the working dir first on sys.path: a `jobs/` folder in the user's code
     # must not shadow ours (PYTHONSAFEPATH, Python 3.11+).

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from jobs import run_events as ev
-from jobs.head import node_events
+from jobs.head import hygiene, node_events
 from jobs.head.run_store import Lease, RunStore
 from jobs.restart_policy import Action, Decision, Reason, Situation, decide
 
@@ -139,6 +139,7 @@ class Spec:
     max_preemptions: int = 100
     stall_timeout_s: float = 0.0  # 0: no stall watchdog
     runs_root: str = ""  # "": records stay in the supervisor's job log only
+    keep: int = 0  # complete checkpoints kept between attempts (jobs/head/hygiene.py); 0: all
 
     @classmethod
     def from_json(cls, text: str) -> "Spec":
@@ -476,7 +477,37 @@ class Supervisor:
             if not self._submit_next(state, d):
                 return self._stopped(state)
 
+    def _export_hold(self) -> str | None:
+        """A live export job of this run (`python -m jobs export`, metadata kind=export)."""
+        for job in self._retry(self.client.list_jobs) or []:
+            meta = job.metadata or {}
+            if (meta.get("kind") == "export" and meta.get("run") == self.spec.run
+                    and not job.status.is_terminal()):
+                return job.submission_id
+        return None
+
+    def _between_attempts(self, state: RunState) -> bool:
+        """Wait while an export holds the run (no pruning, no attempt), then prune to keep-N;
+        False when a stop came meanwhile."""
+        noted = False
+        while (holder := self._export_hold()) is not None:
+            if not noted:
+                noted = True
+                self.record(ev.HELD, f"{holder} is exporting this run: no checkpoint is pruned "
+                            "and no attempt started until it ends", export=holder)
+            if self.stopping.wait(self.config.poll_s):
+                return False
+        spec = self.spec
+        if state.situation is not None and spec.keep > 0 and spec.checkpoint_dir:
+            removed = hygiene.prune(spec.checkpoint_dir, spec.keep, held=False)
+            if removed:
+                self.record(ev.PRUNED, f"pruned {', '.join(removed)} (keeps the newest "
+                            f"{spec.keep} complete checkpoint(s))", removed=removed)
+        return True
+
     def _submit_next(self, state: RunState, d: Decision) -> bool:
+        if not self._between_attempts(state):
+            return False
         attempt = state.attempt + 1
         try:
             job_id = self.submit(attempt)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-import psutil
+import ray  # noqa: F401  (makes Ray's vendored psutil importable)
+import psutil  # noqa: E402
 import pytest
 
 from jobs.head import node_events

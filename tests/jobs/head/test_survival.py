@@ -13,7 +13,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
+import ray  # noqa: F401  (makes Ray's vendored psutil importable)
+import psutil  # noqa: E402
 import pytest
 from typer.testing import CliRunner
 
@@ -106,7 +107,7 @@ open(os.path.join(d, f"attempt-{{n}}"), "w").close()
 if n >= {succeed_from}: print("done", flush=True); sys.exit(0)
 if n >= {crash_from}: print("bad config", flush=True); sys.exit(3)
 ray.init(address="auto", log_to_driver=False)
-@ray.remote(num_gpus=1)
+@ray.remote(num_gpus=1, num_cpus=0)  # the GPU raylet has no CPUs
 class W:
     def ping(self): return 1
 w = W.remote()
@@ -222,9 +223,9 @@ def test_a_killed_supervisor_reads_unsupervised_and_is_re_armed_and_stop_ends_it
                        "import time; print('training', flush=True); time.sleep(600)")
     assert code == 0, err
     wait_until(lambda: any(r["event"] == "submitted" for r in record(root, run)), 60, "a1")
+    # The supervisor's python (not the shell Ray wraps the entrypoint in).
     [sup] = [p for p in psutil.process_iter(["cmdline"])
-             if f"{run}-s1" in " ".join(p.info["cmdline"] or []) and "jobs.supervisor" in
-             " ".join(p.info["cmdline"] or [])]
+             if {"jobs.supervisor", f"{run}-s1"} <= set(p.info["cmdline"] or [])]
     sup.kill()  # as an out-of-memory kill would end it
     killed = time.monotonic()
     wait_until(lambda: _status(root, run)["status"] == "UNSUPERVISED", 30, "unsupervised")
@@ -279,3 +280,49 @@ def test_the_whole_cluster_lost_mid_run_goes_on_on_a_new_one_with_the_rearmer(tm
     finally:
         _stop(rearmer)
         second.stop()
+
+
+def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(head, tmp_path):
+    """veRL layout: a half-written global_step_N is not progress; between attempts the
+    supervisor prunes to keep-N, but not while an export of the run is running."""
+    from ray.job_submission import JobSubmissionClient
+
+    from jobs import submission, supervised
+    from jobs.cluster import Cluster
+
+    run, root, ckpt = name("hyg"), tmp_path / "runs", tmp_path / "ckpt"
+    for n in (2, 4, 6, 8):
+        (ckpt / f"global_step_{n}" / "actor").mkdir(parents=True)
+    (ckpt / "latest_checkpointed_iteration.txt").write_text("6")  # global_step_8: half-written
+    release = tmp_path / "export-done"
+    client = JobSubmissionClient(head.dashboard_url)
+    client.submit_job(entrypoint=f"python -c \"import os, time\nwhile not os.path.exists("
+                      f"{str(release)!r}): time.sleep(0.2)\"", submission_id=f"{run}-export-1",
+                      metadata={"run": run, "kind": "export"})
+    script = (f"import os, sys; m = {str(tmp_path / 'marks')!r}; os.makedirs(m, exist_ok=True)\n"
+              "n = len(os.listdir(m)); open(os.path.join(m, str(n)), 'w').close()\n"
+              "sys.exit(0 if n else 1)")
+    sub = submission.for_command(["python", "-c", script], run, None, None, "test")
+    try:
+        sid = supervised.hand_off(
+            Cluster(head.dashboard_url), sub, max_restarts=1, gpus=0,
+            checkpoint_dir=str(ckpt), hint_where="",
+            options=supervised.Options(runs_root=str(root), keep=2))
+        assert sid == f"{run}-s1"
+        wait_until(lambda: any(r["event"] == "held" for r in record(root, run)), 60, "held")
+        time.sleep(2)  # four poll periods: still held, nothing pruned, no second attempt
+        assert sorted(p.name for p in ckpt.iterdir() if p.name.startswith("global")) == \
+            ["global_step_2", "global_step_4", "global_step_6", "global_step_8"]
+        assert not any(r["event"] == "submitted" and r["attempt"] == 2
+                       for r in record(root, run))
+    finally:
+        release.touch()
+    wait_until(lambda: finished(root, run) is not None, 60, "the run's end")
+    recs = record(root, run)
+    assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
+    [pruned] = [r for r in recs if r["event"] == "pruned"]
+    assert pruned["removed"] == ["global_step_2", "global_step_8"]
+    assert sorted(p.name for p in ckpt.iterdir() if p.name.startswith("global")) == \
+        ["global_step_4", "global_step_6"]
+    ended = [r for r in recs if r["event"] == "attempt_ended"]
+    assert ended[0]["new_checkpoint"] is None  # nothing to compare with: not a crash
