@@ -611,12 +611,26 @@ def status_cmd(ident: IdArg, as_json: JsonOpt = False, addr: AddressOpt = None,
             out.print(f"{key:>16}: {view[key]}", markup=False)
     if "supervisor" in view:
         sup = view["supervisor"]
-        out.print(f"{'supervisor':>16}: {sup['submission_id']} {sup['status']}", markup=False)
+        out.print(f"{'supervisor':>16}: {sup['submission_id']} {_supervisor_state(view)}",
+                  markup=False)
         if view["outcome"]:
             out.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
         out.print(f"{'history':>16}:", markup=False)
         supervised.print_story(lambda text: out.print(f"  {text}", markup=False),
                                view["history"])
+
+
+def _supervisor_state(view: dict[str, Any]) -> str:
+    """The supervisor job's Ray status, read with its records: a supervisor that gave up ends as
+    designed (never a bare FAILED); one that ended without a final record left the run
+    unsupervised."""
+    status, outcome = view["supervisor"]["status"], view["outcome"]
+    if outcome is not None and outcome.get("event") == run_events.GAVE_UP:
+        return f"{status} (ended as designed: it gave up, see outcome)"
+    if outcome is None and status in ("FAILED", "STOPPED", "SUCCEEDED"):
+        return (f"{status}: unsupervised, the supervisor ended without finishing the run "
+                "(the re-armer, or submit --resume, arms a new one)")
+    return status
 
 
 def _supervised_view(cluster: Cluster, run: str, sups: list[JobDetails],

@@ -545,6 +545,7 @@ class Supervisor:
             else:
                 self.store.write_spec(self.spec.to_dict())
                 _keep_working_dir(self.store, self.spec)
+                _publish_code(self.spec.runs_root)
         if other is None:
             return True
         self.record(ev.LEFT, f"{other} already drives run {self.spec.run}; this supervisor "
@@ -595,6 +596,24 @@ def _keep_working_dir(store: RunStore, spec: Spec) -> None:
     tmp = store.dir / f".working_dir.{os.getpid()}"
     shutil.copytree(os.getcwd(), tmp, dirs_exist_ok=True)
     os.replace(tmp, target)
+
+
+def _publish_code(runs_root: str) -> None:
+    """Put the `jobs` package this supervisor runs at `<runs root>/.rearm/current/jobs`, where
+    the head pod's re-armer sidecar imports it from (the framework image does not carry it;
+    components/k8s/raycluster.py `rearm_container`). Versions are folders; `current` is a
+    symlink swapped atomically, so a re-armer never imports a half-copied package."""
+    import shutil
+    base = os.path.join(runs_root, ".rearm")
+    version = os.path.join(base, f"v{time.time_ns()}-{os.getpid()}")
+    import jobs
+    shutil.copytree(os.path.dirname(os.path.abspath(jobs.__file__)), os.path.join(version, "jobs"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    link = os.path.join(base, f".current.{os.getpid()}")
+    os.symlink(os.path.basename(version), link)
+    os.replace(link, os.path.join(base, "current"))
+    for old in sorted(n for n in os.listdir(base) if n.startswith("v"))[:-3]:
+        shutil.rmtree(os.path.join(base, old), ignore_errors=True)  # keep the newest three
 
 
 def restore(sup: Supervisor) -> RunState:

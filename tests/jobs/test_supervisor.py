@@ -42,3 +42,14 @@ def test_knobs_come_from_the_environment_with_production_defaults():
     assert Config.from_env({}) == Config(poll_s=1.0, max_wait_s=1800.0, settle_s=60.0,
                                          progress_s=60.0, lease_s=15.0, backoff_max_s=60.0)
     assert Config.from_env({"JOBS_SUPERVISOR_MAX_WAIT_S": "30"}).max_wait_s == 30.0
+
+
+def test_the_jobs_package_is_published_for_the_rearmer_and_current_swaps(tmp_path):
+    from jobs.supervisor import _publish_code
+    _publish_code(str(tmp_path))
+    first = (tmp_path / ".rearm" / "current").resolve()
+    assert (tmp_path / ".rearm" / "current" / "jobs" / "head" / "rearm.py").is_file()
+    for _ in range(4):
+        _publish_code(str(tmp_path))
+    assert (tmp_path / ".rearm" / "current").resolve() != first
+    assert len([p for p in (tmp_path / ".rearm").iterdir() if p.name.startswith("v")]) == 3

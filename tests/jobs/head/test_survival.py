@@ -266,7 +266,14 @@ def test_the_whole_cluster_lost_mid_run_goes_on_on_a_new_one_with_the_rearmer(tm
         assert code == 0, err
         wait_until(lambda: (d / "0").exists(), 60, "a1 running")
     finally:
-        first.stop()  # the head pod, and every process of the cluster, gone
+        # The head pod lost: every process of the cluster SIGKILLed at once (when a container's
+        # PID 1 ends, the kernel SIGKILLs the rest of its PID namespace), then cleaned up.
+        for p in localray._our_processes(first.process.pid, first.temp_dir):
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        first.stop()
     second = localray.start(num_cpus=2)
     rearmer = _rearmer(second.dashboard_url, root)
     try:
