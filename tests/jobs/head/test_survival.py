@@ -301,13 +301,12 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(he
     for n in (2, 4, 6, 8):
         (ckpt / f"global_step_{n}" / "actor").mkdir(parents=True)
     (ckpt / "latest_checkpointed_iteration.txt").write_text("6")  # global_step_8: half-written
-    release = tmp_path / "export-done"
+    release, go = tmp_path / "export-done", tmp_path / "go"
     client = JobSubmissionClient(head.dashboard_url)
-    client.submit_job(entrypoint=f"python -c \"import os, time\nwhile not os.path.exists("
-                      f"{str(release)!r}): time.sleep(0.2)\"", submission_id=f"{run}-export-1",
-                      metadata={"run": run, "kind": "export"})
-    script = (f"import os, sys; m = {str(tmp_path / 'marks')!r}; os.makedirs(m, exist_ok=True)\n"
+    # Attempt 1 fails once `go` exists (after the export started); attempt 2 succeeds.
+    script = (f"import os, sys, time; m = {str(tmp_path / 'marks')!r}; os.makedirs(m, exist_ok=True)\n"
               "n = len(os.listdir(m)); open(os.path.join(m, str(n)), 'w').close()\n"
+              f"while not n and not os.path.exists({str(go)!r}): time.sleep(0.2)\n"
               "sys.exit(0 if n else 1)")
     sub = submission.for_command(["python", "-c", script], run, None, None, "test")
     try:
@@ -316,6 +315,11 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(he
             checkpoint_dir=str(ckpt), hint_where="",
             options=supervised.Options(runs_root=str(root), keep=2))
         assert sid == f"{run}-s1"
+        client.submit_job(entrypoint=f"python -c \"import os, time\nwhile not os.path.exists("
+                          f"{str(release)!r}): time.sleep(0.2)\"",
+                          submission_id=f"{run}-export-1",
+                          metadata={"run": run, "kind": "export"})
+        go.touch()
         wait_until(lambda: any(r["event"] == "held" for r in record(root, run)), 60, "held")
         time.sleep(2)  # four poll periods: still held, nothing pruned, no second attempt
         assert sorted(p.name for p in ckpt.iterdir() if p.name.startswith("global")) == \
