@@ -7,7 +7,7 @@ not finished and whose lease has lapsed (its supervisor was killed, or the head 
 lost with the whole cluster), unless a live supervisor of the run is already on this cluster.
 Before submitting it takes the run's next lease generation in the new supervisor's name
 (O_EXCL): two re-armers, or two heads, never arm one run twice. The new supervisor
-(jobs/supervisor.py `restore`) adopts the run's live attempt, or counts an attempt lost with
+(jobs/head/supervisor.py `restore`) adopts the run's live attempt, or counts an attempt lost with
 the head as a preemption, and goes on from the last complete checkpoint with the budgets the
 record says are left. Ray's own client uploads the supervisor's code (this `jobs` package) and
 the attempts' working dir kept beside the record, since gcs:// packages die with the GCS.
@@ -19,26 +19,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from jobs import run_events as ev
+from jobs.head import events as ev
+from jobs.head import protocol
 from jobs.head.run_store import RunStore, runs
 
 JOBS_DIR = Path(__file__).resolve().parents[1]
 # How long the lease taken for a new supervisor lasts before it renews it itself: a driver
 # starts in a few seconds (reference §4.3), a minute means the head is in trouble.
 HANDOFF_S = 120.0
-_SUP = re.compile(r"-s(?P<n>[0-9]+)$")
 
 
 def _number(sid: str | None) -> int:
-    m = _SUP.search(sid or "")
-    return int(m["n"]) if m else 0
+    return protocol.supervisor_number(sid or "")
 
 
 def _supervisor_env(store: RunStore) -> dict[str, Any]:
@@ -60,7 +58,7 @@ class Rearmer:
     def live_supervisor(self, jobs: list[Any], run: str) -> str | None:
         for job in jobs:
             meta = job.metadata or {}
-            if (meta.get("kind") == "supervisor" and meta.get("run") == run
+            if (meta.get("kind") == protocol.SUPERVISOR and meta.get("run") == run
                     and not job.status.is_terminal()):
                 return job.submission_id
         return None
@@ -91,9 +89,10 @@ class Rearmer:
         sid = f"{run}-s{1 + max(seen, default=0)}"
         if store.acquire(sid, HANDOFF_S) is None:
             return None  # another re-armer (or a supervisor) took it first
-        meta = {"run": run, "kind": "supervisor", "supervisor": str(_number(sid)),
-                "spec": json.dumps(spec), "submitted_by": "python -m jobs.head.rearm"}
-        self.client.submit_job(entrypoint=f"python -m jobs.supervisor {sid}",
+        meta = {"run": run, "kind": protocol.SUPERVISOR, "supervisor": str(_number(sid)),
+                protocol.Spec.METADATA_KEY: json.dumps(spec),
+                "submitted_by": "python -m jobs.head.rearm"}
+        self.client.submit_job(entrypoint=protocol.supervisor_entrypoint(sid),
                                runtime_env=_supervisor_env(store), metadata=meta,
                                submission_id=sid)
         store.append(ev.record(ev.REARMED, run, f"re-armed by the re-armer as {sid}: the "

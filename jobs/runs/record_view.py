@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jobs import run_events
+from jobs.head import events as run_events
 from jobs.head.run_store import RunStore, runs
 
 UNSUPERVISED = "UNSUPERVISED"

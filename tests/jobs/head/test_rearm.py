@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from jobs import run_events as ev
+from jobs.head import events as ev
 from jobs.head.rearm import Rearmer
 from jobs.head.run_store import RunStore
 
@@ -41,7 +41,7 @@ def test_only_unfinished_runs_with_a_lapsed_lease_are_re_armed_once(tmp_path):
     assert first.sweep() == ["lapsed-s2"]
     assert second.sweep() == []  # the new supervisor's lease is taken in its name
     [sub] = client.submitted
-    assert sub["entrypoint"] == "python -m jobs.supervisor lapsed-s2"
+    assert sub["entrypoint"] == "python -m jobs.head.supervisor lapsed-s2"
     assert sub["metadata"]["kind"] == "supervisor" and sub["metadata"]["run"] == "lapsed"
     assert RunStore(tmp_path, "lapsed").lease().holder == "lapsed-s2"
     assert RunStore(tmp_path, "lapsed").events()[-1]["event"] == ev.REARMED

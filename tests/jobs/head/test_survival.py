@@ -2,7 +2,7 @@
 lost node within seconds (RAY_health_check_*; production Ray takes up to ~50 s, which the
 settle wait covers), and GPU raylets SIGKILLed (a reclaimed spot VM) and replaced.
 
-The knobs are shortened through the supervisor's documented env settings (jobs/supervisor.py).
+The knobs are shortened through the supervisor's documented env settings (jobs/head/protocol.py Settings).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import psutil  # noqa: E402
 import pytest
 from typer.testing import CliRunner
 
-from jobs.cli import app
+from jobs.cli.app import app
 from tests import localray
 from tests.jobs.conftest import wait_until
 from tests.jobs.gpu_node import GpuNode, wait_gpus
@@ -225,7 +225,7 @@ def test_a_killed_supervisor_reads_unsupervised_and_is_re_armed_and_stop_ends_it
     wait_until(lambda: any(r["event"] == "submitted" for r in record(root, run)), 60, "a1")
     # The supervisor's python (not the shell Ray wraps the entrypoint in).
     [sup] = [p for p in psutil.process_iter(["cmdline"])
-             if {"jobs.supervisor", f"{run}-s1"} <= set(p.info["cmdline"] or [])]
+             if {"jobs.head.supervisor", f"{run}-s1"} <= set(p.info["cmdline"] or [])]
     sup.kill()  # as an out-of-memory kill would end it
     killed = time.monotonic()
     wait_until(lambda: _status(root, run)["status"] == "UNSUPERVISED", 30, "unsupervised")
@@ -294,8 +294,8 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(he
     supervisor prunes to keep-N, but not while an export of the run is running."""
     from ray.job_submission import JobSubmissionClient
 
-    from jobs import submission, supervised
-    from jobs.cluster import Cluster
+    from jobs.client.dashboard import Dashboard
+    from jobs.runs import handoff, plan
 
     run, root, ckpt = name("hyg"), tmp_path / "runs", tmp_path / "ckpt"
     for n in (2, 4, 6, 8):
@@ -308,12 +308,12 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(he
               "n = len(os.listdir(m)); open(os.path.join(m, str(n)), 'w').close()\n"
               f"while not n and not os.path.exists({str(go)!r}): time.sleep(0.2)\n"
               "sys.exit(0 if n else 1)")
-    sub = submission.for_command(["python", "-c", script], run, None, None, "test")
+    sub = plan.for_command(["python", "-c", script], run, None, None, "test")
     try:
-        sid = supervised.hand_off(
-            Cluster(head.dashboard_url), sub, max_restarts=1, gpus=0,
+        sid = handoff.hand_off(
+            Dashboard(head.dashboard_url), sub, max_restarts=1, gpus=0,
             checkpoint_dir=str(ckpt), hint_where="",
-            options=supervised.Options(runs_root=str(root), keep=2))
+            options=handoff.Options(runs_root=str(root), keep=2))
         assert sid == f"{run}-s1"
         client.submit_job(entrypoint=f"python -c \"import os, time\nwhile not os.path.exists("
                           f"{str(release)!r}): time.sleep(0.2)\"",

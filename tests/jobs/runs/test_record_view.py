@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from jobs import run_events as ev
+from jobs.head import events as ev
 from jobs.head.run_store import RunStore
 from jobs.runs import record_view
 

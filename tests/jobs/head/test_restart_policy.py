@@ -1,0 +1,198 @@
+"""The restart rules: never after a stop, wait for GPUs (bounded) and a stable cluster, a crash is
+tried at most twice, a preemption spends its own budget and never counts as a crash."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobs.head.restart_policy import Action, Reason, Situation, decide, is_crash
+
+situations = st.builds(
+    Situation,
+    ended=st.sampled_from([None, "SUCCEEDED", "FAILED", "STOPPED", "STALLED"]),
+    restarts_used=st.integers(0, 10),
+    max_restarts=st.integers(0, 10),
+    gpus_needed=st.integers(0, 64),
+    gpus_at_end=st.integers(0, 64).map(float),
+    gpus_now=st.integers(0, 64).map(float),
+    progressed=st.sampled_from([None, True, False]),
+    stop_requested=st.booleans(),
+    waited_s=st.floats(0, 4000),
+    max_wait_s=st.floats(0, 4000),
+    preempted=st.booleans(),
+    preemptions_used=st.integers(0, 10),
+    max_preemptions=st.integers(0, 10),
+    stable_s=st.floats(0, 200),
+    settle_s=st.floats(0, 120),
+)
+
+
+@given(situations)
+def test_nothing_is_submitted_after_a_stop_or_a_stopped_attempt(s):
+    if s.stop_requested or s.ended == "STOPPED":
+        assert decide(s).action == Action.GIVE_UP
+
+
+@given(situations)
+def test_a_submit_needs_the_gpus_and_a_restart_left(s):
+    d = decide(s)
+    if d.action == Action.SUBMIT:
+        assert s.gpus_now >= s.gpus_needed
+        if s.ended is not None and not s.preempted:
+            assert s.restarts_used < s.max_restarts
+        if s.ended is not None and s.preempted:
+            assert s.preemptions_used < s.max_preemptions
+        assert not is_crash(s)
+
+
+@given(situations)
+def test_after_a_failure_a_gpu_run_is_resubmitted_only_on_settled_capacity(s):
+    if decide(s).action == Action.SUBMIT and s.ended is not None and s.gpus_needed > 0:
+        assert s.stable_s >= s.settle_s
+
+
+@given(situations)
+def test_a_preemption_is_never_a_crash_and_never_spends_a_restart(s):
+    if s.preempted:
+        assert not is_crash(s)
+        assert decide(s).reason not in (Reason.CRASH, Reason.RESTARTS_EXHAUSTED)
+
+
+@given(situations)
+def test_waiting_is_bounded_and_only_for_missing_gpus(s):
+    d = decide(s)
+    if d.action == Action.WAIT and d.reason == Reason.NO_CAPACITY:
+        assert s.gpus_now < s.gpus_needed and s.waited_s < s.max_wait_s
+    if d.action == Action.WAIT and d.reason == Reason.SETTLING:
+        assert s.gpus_needed > 0 and s.stable_s < s.settle_s
+    if d.reason == Reason.WAIT_TIMEOUT:
+        assert s.waited_s >= s.max_wait_s and str(s.gpus_needed) in d.message
+
+
+@given(situations)
+def test_success_finishes_unless_stopped(s):
+    if s.ended == "SUCCEEDED" and not s.stop_requested:
+        assert decide(s).action == Action.FINISH
+
+
+def _simulate(max_restarts: int, gpus_needed: int, progress: list[bool],
+              gpus_after_failure: list[float]) -> int:
+    """Drive the rules as the supervisor does through attempts that all fail; return how many
+    attempts were submitted. Attempt i writes a checkpoint when progress[i] and leaves
+    gpus_after_failure[i] GPUs; a wait ends when the GPUs come back."""
+    submitted, restarts = 1, 0
+    while True:
+        i = submitted - 1
+        gpus = gpus_after_failure[i % len(gpus_after_failure)]
+        s = Situation(ended="FAILED", restarts_used=restarts, max_restarts=max_restarts,
+                      gpus_needed=gpus_needed, gpus_at_end=gpus, gpus_now=gpus,
+                      progressed=None if submitted == 1 else progress[i % len(progress)])
+        d = decide(s)
+        if d.action == Action.WAIT:
+            d = decide(Situation(**{**s.__dict__, "gpus_now": float(gpus_needed), "waited_s": 60}))
+        if d.action != Action.SUBMIT:
+            return submitted
+        submitted += 1
+        restarts += 1
+
+
+@given(st.integers(0, 20), st.integers(0, 16))
+def test_a_crash_with_every_gpu_present_is_tried_at_most_twice(max_restarts, gpus_needed):
+    assert _simulate(max_restarts, gpus_needed, [False], [float(gpus_needed)]) == \
+        min(2, max_restarts + 1)
+
+
+@given(st.integers(0, 20), st.integers(1, 16),
+       st.lists(st.booleans(), min_size=1, max_size=8),
+       st.lists(st.integers(0, 16).map(float), min_size=1, max_size=8))
+def test_attempts_never_exceed_max_restarts_plus_one(max_restarts, gpus_needed, progress, gpus):
+    assert 1 <= _simulate(max_restarts, gpus_needed, progress, gpus) <= max_restarts + 1
+
+
+@given(st.integers(1, 20), st.integers(1, 16))
+def test_preemptions_and_progress_use_every_restart(max_restarts, gpus_needed):
+    # Every failure either lost GPUs (preemption) or followed a new checkpoint: not a crash.
+    assert _simulate(max_restarts, gpus_needed, [True], [0.0]) == max_restarts + 1
+    assert _simulate(max_restarts, gpus_needed, [True], [float(gpus_needed)]) == max_restarts + 1
+
+
+def test_the_first_failure_is_retried_even_with_every_gpu_present():
+    s = Situation(ended="FAILED", restarts_used=0, max_restarts=3, gpus_needed=8,
+                  gpus_at_end=8, gpus_now=8, progressed=None)
+    assert decide(s).action == Action.SUBMIT
+
+
+def test_a_crash_says_why_and_is_not_retried():
+    s = Situation(ended="FAILED", restarts_used=1, max_restarts=5, gpus_needed=2,
+                  gpus_at_end=2, gpus_now=2, progressed=False)
+    d = decide(s)
+    assert (d.action, d.reason) == (Action.GIVE_UP, Reason.CRASH)
+    assert "every GPU present" in d.message and "no new checkpoint" in d.message
+
+
+def test_missing_gpus_wait_then_give_up_after_the_limit():
+    base = dict(ended="FAILED", restarts_used=0, max_restarts=1, gpus_needed=2,
+                gpus_at_end=0.0, gpus_now=0.0, progressed=None, max_wait_s=1800.0)
+    assert decide(Situation(**base, waited_s=10)).action == Action.WAIT
+    late = decide(Situation(**base, waited_s=1800))
+    assert (late.action, late.reason) == (Action.GIVE_UP, Reason.WAIT_TIMEOUT)
+    back = decide(Situation(**{**base, "gpus_now": 2.0}, waited_s=100))
+    assert back.action == Action.SUBMIT
+
+
+def _run(max_restarts: int, ends: list[tuple[bool, bool]], max_preemptions: int = 100) -> int:
+    """Attempts submitted when attempt i fails (preempted, checkpointed) = ends[i], the GPUs
+    always back and settled, as the supervisor keeps its counters."""
+    restarts = preemptions = 0
+    baseline_seen = False
+    since_failure = False  # a new checkpoint since the last failure that was not a preemption
+    for i, (preempted, checkpointed) in enumerate(ends):
+        since_failure = since_failure or checkpointed
+        s = Situation(ended="FAILED", restarts_used=restarts, max_restarts=max_restarts,
+                      gpus_needed=2, gpus_at_end=2.0, gpus_now=2.0,
+                      progressed=since_failure if baseline_seen else None, preempted=preempted,
+                      preemptions_used=preemptions, max_preemptions=max_preemptions)
+        if decide(s).action != Action.SUBMIT:
+            return i + 1
+        if preempted:
+            preemptions += 1
+        else:
+            restarts += 1
+            baseline_seen, since_failure = True, False
+    return len(ends) + 1
+
+
+def test_three_preemptions_in_a_row_need_no_restart():
+    assert _run(0, [(True, False)] * 3) == 4
+
+
+def test_preemptions_between_crashes_do_not_make_a_crash_count_twice_or_less():
+    # crash, preemption, preemption, crash: the second crash ends it (2 crash attempts), and the
+    # preemptions in between neither end it early nor count as crash attempts.
+    assert _run(5, [(False, False), (True, False), (True, False), (False, False),
+                    (False, False)]) == 4
+
+
+def test_preemptions_have_their_own_budget():
+    s = Situation(ended="FAILED", restarts_used=0, max_restarts=5, gpus_needed=2,
+                  gpus_at_end=2, gpus_now=2, progressed=False, preempted=True,
+                  preemptions_used=3, max_preemptions=3)
+    d = decide(s)
+    assert (d.action, d.reason) == (Action.GIVE_UP, Reason.PREEMPTIONS_EXHAUSTED)
+
+
+def test_a_stall_is_restarted_but_spends_a_restart_and_is_not_a_crash():
+    s = Situation(ended="STALLED", restarts_used=0, max_restarts=1, gpus_needed=0,
+                  gpus_at_end=0, gpus_now=0, progressed=False)
+    assert decide(s).action == Action.SUBMIT
+    assert decide(Situation(**{**s.__dict__, "restarts_used": 1})).reason == \
+        Reason.RESTARTS_EXHAUSTED
+
+
+def test_a_run_without_gpus_never_settles():
+    s = Situation(ended="FAILED", restarts_used=0, max_restarts=1, gpus_needed=0,
+                  gpus_at_end=0, gpus_now=0, progressed=None, stable_s=0.0, settle_s=60.0)
+    assert decide(s).action == Action.SUBMIT
+    gpu = Situation(**{**s.__dict__, "gpus_needed": 2, "gpus_at_end": 2.0, "gpus_now": 2.0})
+    assert decide(gpu).reason == Reason.SETTLING
