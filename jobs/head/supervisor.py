@@ -586,8 +586,8 @@ def restore(sup: Supervisor) -> RunState:
                      has_baseline=bool(last.get("has_baseline", False)))
     after = recs[recs.index(last) + 1:]
     ended = [r for r in after if r.get("event") == ev.ATTEMPT_ENDED]
-    try:
-        status = sup.client.get_job_status(state.current)
+    try:  # a dashboard still starting is waited for; a 404 is an answer
+        status = sup._retry(lambda: sup.client.get_job_status(state.current))
     except RuntimeError:
         status = None  # not on this cluster: the head (and the attempt) were lost
     if status is not None:

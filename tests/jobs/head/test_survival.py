@@ -24,7 +24,7 @@ from tests.jobs.conftest import wait_until
 from tests.jobs.gpu_node import GpuNode, wait_gpus
 
 FAST = dict(JOBS_SUPERVISOR_POLL_S="0.5", JOBS_SUPERVISOR_SETTLE_S="3",
-            JOBS_SUPERVISOR_PROGRESS_S="5", JOBS_SUPERVISOR_MAX_WAIT_S="120",
+            JOBS_SUPERVISOR_PROGRESS_S="5", JOBS_SUPERVISOR_MAX_WAIT_S="300",
             JOBS_SUPERVISOR_LEASE_S="3")
 # The GCS marks a raylet dead after 3 missed checks 1 s apart (defaults: 5 of up to 10 s).
 FAST_HEALTH = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
@@ -142,7 +142,7 @@ def test_preemptions_are_told_from_crashes_by_node_events(head, gpu, tmp_path):
     for i in range(3):
         wait_until(lambda: (d / f"running-{i}").exists(), 120, f"attempt {i + 1} running")
         preempt(head, gpu)
-    wait_until(lambda: finished(root, run) is not None, 180, "the run's end")
+    wait_until(lambda: finished(root, run) is not None, 360, "the run's end")
     recs = record(root, run)
     assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
     preempted = [r for r in recs if r["event"] == "preempted"]
@@ -161,7 +161,7 @@ def test_a_crash_is_tried_twice_and_a_preemption_is_not_one_of_them(head, gpu, t
     assert code == 0, err
     wait_until(lambda: (d / "running-0").exists(), 120, "attempt 1 running")
     preempt(head, gpu)
-    wait_until(lambda: finished(root, run) is not None, 180, "the run's end")
+    wait_until(lambda: finished(root, run) is not None, 360, "the run's end")
     end = finished(root, run)
     assert end["event"] == "gave_up" and end["reason"] == "crash", end
     ended = [r["status"] for r in record(root, run) if r["event"] == "attempt_ended"]
