@@ -301,6 +301,7 @@ def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                         "env": _common_env(inputs),
                         "volumeMounts": _common_mounts(inputs),
                     },
+                    # After the Ray container: KubeRay takes containers[0] as Ray's.
                     rearm_container(inputs),
                 ],
                 "volumes": [
