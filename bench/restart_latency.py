@@ -1,4 +1,19 @@
-"""Benchmark: from an attempt's FAILED to the next attempt's RUNNING, supervisor vs the CLI loop.
+"""Benchmark: restart latency of supervised runs (default: after a preemption, new vs old supervisor).
+
+`--scenario preemption` (the default): node lost -> next attempt RUNNING. One private Ray head
+on loopback plus a GPU raylet (tests/jobs/gpu_node.py); attempt 1 holds a GPU actor on it; the
+benchmark SIGKILLs the raylet's whole tree (a reclaimed spot VM) and starts a replacement at
+once; attempt 1 fails when Ray gives its actor up; the time runs from the kill to the moment
+attempt 2 is first seen RUNNING (polled every 50 ms). Measured for
+  (a) the supervisor of this tree (preemption told from node events, settle after every
+      failure, JOBS_SUPERVISOR_* production defaults unless set in the environment), and
+  (b) the present one: the same command through a `git archive` of BASELINE_COMMIT (main
+      before issue 16), on the same cluster,
+alternating which goes first, same command: `python -m jobs run --gpus 2 --max-restarts 1`.
+Prints a table and the ratio (median new / median old).
+
+`--scenario failure` (the earlier benchmark): from an attempt's FAILED to the next attempt's
+RUNNING, supervisor vs the CLI loop:
 
 Starts its own private Ray head on loopback (tests/localray.py) and, in one run, N repetitions of
   (a) the supervisor: `python -m jobs run --max-restarts 1 -- CMD` (the run handed to
@@ -10,13 +25,14 @@ no GPUs are needed, so capacity is present and no wait is involved. The time is 
 attempt 1's `end_time` as Ray recorded it (the moment it was marked FAILED) to the moment this
 script first sees attempt 2 RUNNING (polled every 20 ms). Prints a table and the ratio
 (median supervisor / median CLI loop), then stops every job and the head.
-Run: .venv/bin/python bench/restart_latency.py [--reps 5]
+Run: .venv/bin/python bench/restart_latency.py [--reps 5] [--scenario preemption|failure]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -24,6 +40,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -34,6 +51,8 @@ from ray.job_submission import JobStatus, JobSubmissionClient  # noqa: E402
 from tests import localray  # noqa: E402
 
 TIMEOUT_S = 90.0
+BASELINE_COMMIT = "7298279"
+PREEMPT_TIMEOUT_S = 300.0
 
 
 def script(marker: Path) -> str:
@@ -81,13 +100,130 @@ def stop_run(client: JobSubmissionClient, run: str) -> None:
                 time.sleep(0.1)
 
 
+def gpu_script(d: Path) -> str:
+    """Attempt 1 holds a GPU actor and fails when it loses it; attempt 2 runs (sleeps)."""
+    return f"""
+import os, sys, time, ray
+d = {str(d)!r}; os.makedirs(d, exist_ok=True)
+n = len(os.listdir(d)); open(os.path.join(d, f"attempt-{{n}}"), "w").close()
+if n: time.sleep(300); sys.exit(0)
+ray.init(address="auto", log_to_driver=False)
+@ray.remote(num_gpus=1, num_cpus=0)
+class W:
+    def ping(self): return 1
+w = W.remote(); ray.get(w.ping.remote(), timeout=120)
+open(os.path.join(d, "running"), "w").close()
+try:
+    while True: ray.get(w.ping.remote(), timeout=60); time.sleep(0.2)
+except Exception: sys.exit(1)
+"""
+
+
+def kill_tree(node: Any) -> None:
+    import psutil
+    root = psutil.Process(node.process.pid)
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    node.process.wait(timeout=10)
+    node.process = None
+
+
+def preemption_latency(client: JobSubmissionClient, run: str, marks: Path, head: Any,
+                       nodes: list[Any]) -> float:
+    """Seconds from the GPU raylet's SIGKILL to attempt 2 first seen RUNNING."""
+    from tests.jobs.gpu_node import GpuNode
+    deadline = time.monotonic() + PREEMPT_TIMEOUT_S
+    while not (marks / "running").exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{run}-a1 never held its GPU actor")
+        time.sleep(0.05)
+    killed = time.time()
+    kill_tree(nodes[-1])
+    nodes.append(GpuNode(head, gpus=2))
+    nodes[-1].start()
+    while (s := status(client, f"{run}-a2")) != JobStatus.RUNNING:
+        if s is not None and s.is_terminal():
+            raise RuntimeError(f"{run}-a2 ended {s.value} before it was RUNNING")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{run}-a2 not RUNNING within {PREEMPT_TIMEOUT_S:.0f} s")
+        time.sleep(0.05)
+    return time.time() - killed
+
+
+def baseline_tree(tmp: Path) -> Path:
+    """A checkout of the present supervisor (main before issue 16), to run its CLI from."""
+    target = tmp / "baseline"
+    target.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE_COMMIT],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def main_preemption(reps: int, base_env: dict[str, str]) -> int:
+    from tests.jobs.gpu_node import GpuNode, wait_gpus
+    head = localray.start()
+    client = JobSubmissionClient(head.dashboard_url)
+    tmp = Path(tempfile.mkdtemp(prefix="preempt-bench-"))
+    nodes = [GpuNode(head, gpus=2)]
+    nodes[0].start()
+    results: dict[str, list[float]] = {"new": [], "old": []}
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        trees = {"new": ROOT, "old": baseline_tree(tmp)}
+        for i in range(1, reps + 1):
+            for kind in (["new", "old"] if i % 2 else ["old", "new"]):
+                wait_gpus(head.dashboard_url, 2, timeout=120)
+                run = f"pb-{kind}-{uuid.uuid4().hex[:6]}"
+                marks = tmp / run
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "jobs", "run", "--address", head.dashboard_url,
+                     "--name", run, "--gpus", "2", "--max-restarts", "1", "--", "python", "-c",
+                     gpu_script(marks)], cwd=trees[kind], env=base_env,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                procs.append(proc)
+                results[kind].append(preemption_latency(client, run, marks, head, nodes))
+                stop_run(client, run)
+                proc.wait(timeout=60)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        for node in nodes:
+            node.close()
+        head.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    settle = base_env.get("JOBS_SUPERVISOR_SETTLE_S", "60 (default)")
+    print(f"repetitions: {reps}, alternating order (seconds; median / min / max); "
+          f"{os.cpu_count()} CPUs, Ray {ray_version}; JOBS_SUPERVISOR_SETTLE_S={settle}")
+    print(f"| {'GPU raylet SIGKILLed -> a2 RUNNING':<44} | median |    min |    max |")
+    print(f"|{'-' * 46}|--------|--------|--------|")
+    print(row("new supervisor (node events + settle)", results["new"]))
+    print(row(f"present supervisor (main {BASELINE_COMMIT})", results["old"]))
+    ratio = statistics.median(results["new"]) / statistics.median(results["old"])
+    print(f"restart latency after a preemption (median new / median present): {ratio:.2f}")
+    return 0
+
+
+def row(label: str, xs: list[float]) -> str:
+    return (f"| {label:<44} | {statistics.median(xs):6.2f} | {min(xs):6.2f} | "
+            f"{max(xs):6.2f} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=5)
-    reps = parser.parse_args().reps
+    parser.add_argument("--scenario", choices=("preemption", "failure"), default="preemption")
+    args = parser.parse_args()
+    reps = args.reps
     base_env = {k: v for k, v in os.environ.items()
                 if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")
-                and not k.startswith("JOBS_SUPERVISOR_")}
+                and (args.scenario == "preemption" or not k.startswith("JOBS_SUPERVISOR_"))}
+    if args.scenario == "preemption":
+        return main_preemption(reps, base_env)
     head = localray.start()
     client = JobSubmissionClient(head.dashboard_url)
     tmp = Path(tempfile.mkdtemp(prefix="restart-bench-"))
@@ -121,10 +257,6 @@ def main() -> int:
         for f in tmp.iterdir():
             f.unlink()
         tmp.rmdir()
-
-    def row(label: str, xs: list[float]) -> str:
-        return (f"| {label:<44} | {statistics.median(xs):6.2f} | {min(xs):6.2f} | "
-                f"{max(xs):6.2f} |")
 
     print(f"repetitions: {reps}, alternating order (seconds; median / min / max); "
           f"{os.cpu_count()} CPUs, Ray {ray_version}")

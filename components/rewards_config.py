@@ -20,7 +20,6 @@ the program adds a GKE Sandbox (gVisor) CPU pool and the executor service on it
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 

@@ -118,8 +118,10 @@ def _our_processes(root_pid: int, temp_dir: Path) -> list[psutil.Process]:
     return list(found.values())
 
 
-def start(num_cpus: int = 2, timeout_s: float = START_TIMEOUT_S) -> LocalRay:
-    """Start a head on free loopback ports with its own temp dir and wait for its dashboard."""
+def start(num_cpus: int = 2, timeout_s: float = START_TIMEOUT_S,
+          extra_env: dict[str, str] | None = None) -> LocalRay:
+    """Start a head on free loopback ports with its own temp dir and wait for its dashboard.
+    `extra_env` reaches the head's processes (e.g. RAY_health_check_* for the GCS)."""
     # A short path: Ray puts unix sockets under the temp dir and sockets are limited to
     # 107 bytes on Linux.
     temp_dir = Path(tempfile.mkdtemp(prefix="rj-", dir="/tmp"))
@@ -151,6 +153,7 @@ def start(num_cpus: int = 2, timeout_s: float = START_TIMEOUT_S) -> LocalRay:
     env["PATH"] = f"{venv_bin()}{os.pathsep}{env.get('PATH', '')}"
     env.pop("RAY_ADDRESS", None)
     env["RAY_USAGE_STATS_ENABLED"] = "0"
+    env.update(extra_env or {})
     log_path = temp_dir.parent / f"{temp_dir.name}.start.log"
     log = open(log_path, "wb")
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,

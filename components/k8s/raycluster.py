@@ -28,6 +28,7 @@ from components.contract import (
     NODE_POOL_LABEL,
     NVIDIA_HOST_PATH,
     NVIDIA_MOUNT_PATH,
+    RUNS_ROOT,
 )
 from components.k8s.names import K8sNames
 from components.k8s.networks import pod_network_annotations
@@ -241,6 +242,31 @@ def _install_parts(inputs: RayClusterInputs) -> tuple[list[dict[str, Any]], list
     return [init], [volume]
 
 
+REARM_CONTAINER = "rearm"
+# The re-armer is stdlib + Ray: a Python process polling Lustre and the dashboard every 10 s.
+_REARM_RESOURCES = {"cpu": "250m", "memory": "512Mi"}
+# Every supervisor publishes the `jobs` package it runs beside the run records
+# (jobs/head/supervisor.py `_publish_code`): the framework image does not carry it, so the
+# re-armer waits for the first.
+REARM_CODE = f"{RUNS_ROOT}/.rearm/current"
+
+
+def rearm_container(inputs: RayClusterInputs) -> dict[str, Any]:
+    """The head pod's sidecar that gives supervised runs whose supervisor is gone (a head pod
+    restarted by an upgrade, a repair or an OOM kill) a new one (jobs/head/rearm.py)."""
+    script = (f"until [ -d {REARM_CODE}/jobs ]; do sleep 30; done; "
+              f"export PYTHONPATH={REARM_CODE}; exec python -m jobs.head.rearm "
+              f"--address http://127.0.0.1:{RAY_DASHBOARD_PORT} --runs-root {RUNS_ROOT}")
+    return {
+        "name": REARM_CONTAINER,
+        "image": inputs.framework.image_ref,
+        "command": ["/bin/sh", "-c", script],
+        # requests = limits: the head pod keeps Guaranteed QoS.
+        "resources": {"requests": dict(_REARM_RESOURCES), "limits": dict(_REARM_RESOURCES)},
+        "volumeMounts": [{"name": "lustre", "mountPath": LUSTRE_MOUNT_PATH}],
+    }
+
+
 def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
     resources = {"cpu": str(inputs.head_cpu), "memory": f"{inputs.head_memory_gib}Gi"}
     init_containers, install_volumes = _install_parts(inputs)
@@ -274,7 +300,9 @@ def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                         },
                         "env": _common_env(inputs),
                         "volumeMounts": _common_mounts(inputs),
-                    }
+                    },
+                    # After the Ray container: KubeRay takes containers[0] as Ray's.
+                    rearm_container(inputs),
                 ],
                 "volumes": [
                     _lustre_volume(inputs.lustre_claim),

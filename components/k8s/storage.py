@@ -6,8 +6,6 @@ components/lustre.py, so Kubernetes must only ever *point at* it (reference 3.3)
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from dataclasses import dataclass
 from typing import Any
 

@@ -14,7 +14,7 @@ from jobs.cli.runs import report_run
 from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
 from jobs.common.redact import redact
-from jobs.runs import address, follow, handoff, listing
+from jobs.runs import address, follow, handoff, listing, record_view
 from jobs.runs.address import Dashboard
 from jobs.runs.listing import JobDetails
 
@@ -24,8 +24,17 @@ app = typer.Typer()
 @app.command("status")
 @handled
 def status_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None,
-               stack_name: opt.StackOpt = None) -> None:
+               stack_name: opt.StackOpt = None, runs_root: opt.RunsRootOpt = None) -> None:
     """Show one job's status (exit 0 whatever the status: this reports, it does not judge)."""
+    if runs_root and record_view.has_record(runs_root, ident):
+        # The run's record on the runs root: read without the head that wrote it.
+        view = record_view.view(runs_root, ident)
+        if as_json:
+            emit_json(view)
+            return
+        for text in record_view.lines(view):
+            out().print(redact(text), markup=False)
+        return
     with opt.reach(addr, stack_name) as (cluster, _where):
         sups, recs = handoff.story(cluster, ident)
         if sups:
@@ -35,19 +44,33 @@ def status_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.Address
     if as_json:
         emit_json(view)
         return
-    console = out()
+    shown = out()
     for key in ("submission_id", "run", "attempt", "status", "recipe", "stack", "git_commit",
                 "entrypoint", "message", "driver_exit_code"):
         if view.get(key) not in ("", None):
-            console.print(f"{key:>16}: {view[key]}", markup=False)
+            shown.print(f"{key:>16}: {view[key]}", markup=False)
     if "supervisor" in view:
         sup = view["supervisor"]
-        console.print(f"{'supervisor':>16}: {sup['submission_id']} {sup['status']}", markup=False)
+        shown.print(f"{'supervisor':>16}: {sup['submission_id']} {_supervisor_state(view)}",
+                    markup=False)
         if view["outcome"]:
-            console.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
-        console.print(f"{'history':>16}:", markup=False)
-        handoff.print_story(lambda text: console.print(f"  {text}", markup=False),
-                               view["history"])
+            shown.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
+        shown.print(f"{'history':>16}:", markup=False)
+        handoff.print_story(lambda text: shown.print(f"  {text}", markup=False),
+                            view["history"])
+
+
+def _supervisor_state(view: dict[str, Any]) -> str:
+    """The supervisor job's Ray status read with its records: a supervisor that gave up ended as
+    designed (never a bare FAILED); one that ended without a final record left the run
+    unsupervised."""
+    status, outcome = view["supervisor"]["status"], view["outcome"]
+    if handoff.gave_up(outcome):
+        return f"{status} (ended as designed: it gave up, see outcome)"
+    if outcome is None and status in ("FAILED", "STOPPED", "SUCCEEDED"):
+        return (f"{status}: unsupervised, the supervisor ended without finishing the run "
+                "(the re-armer, or submit --resume, arms a new one)")
+    return status
 
 
 def _supervised_view(cluster: Dashboard, run: str, sups: list[JobDetails],
@@ -68,8 +91,13 @@ def _supervised_view(cluster: Dashboard, run: str, sups: list[JobDetails],
 @app.command("logs")
 @handled
 def logs_cmd(ident: opt.IdArg, follow_logs: opt.FollowOpt = False, addr: opt.AddressOpt = None,
-             stack_name: opt.StackOpt = None) -> None:
+             stack_name: opt.StackOpt = None, runs_root: opt.RunsRootOpt = None) -> None:
     """Print a job's logs; with --follow, stream them until it ends (^C detaches)."""
+    if runs_root and not follow_logs and record_view.has_record(runs_root, ident):
+        # The supervisor's decisions from the run's record: readable without the head.
+        for rec in record_view.view(runs_root, ident)["history"]:
+            sys.stdout.write(redact(f"[supervisor] {handoff.human(rec)}\n"))
+        return
     with opt.reach(addr, stack_name) as (cluster, where):
         sups, recs = handoff.story(cluster, ident)
         if sups:
@@ -145,8 +173,12 @@ def stop_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOp
 
 @app.command("list")
 @handled
-def list_cmd(as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None, stack_name: opt.StackOpt = None) -> None:
+def list_cmd(as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None, stack_name: opt.StackOpt = None,
+             runs_root: opt.RunsRootOpt = None) -> None:
     """List runs with their attempts, newest first."""
+    if runs_root:
+        _list_records(runs_root, as_json)
+        return
     with opt.reach(addr, stack_name) as (cluster, _where):
         runs = listing.group(cluster.jobs())
         handoff.annotate(cluster, runs)
@@ -170,4 +202,21 @@ def list_cmd(as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None, stack_na
             table.add_row(r["run"] if i == 0 else "", str(a["attempt"] or "-"),
                           a["submission_id"] or "", a["status"], a["recipe"],
                           note if i == 0 else "")
+    out().print(table)
+
+
+def _list_records(runs_root: str, as_json: bool) -> None:
+    """`list --runs-root`: the runs recorded there, read without the head."""
+    rows = record_view.listing(runs_root)
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title=f"runs recorded in {runs_root}")
+    for col in ("run", "status", "attempts", "last decision"):
+        table.add_column(col, no_wrap=col == "run", overflow="fold")
+    for r in rows:
+        attempts = ", ".join(f"{a['submission_id']} {a['status']}"
+                             + (f" ({a['cause']})" if a["cause"] else "") for a in r["attempts"])
+        last = r["last_event"]["message"] if r["last_event"] else ""
+        table.add_row(r["run"], r["status"], attempts or "-", redact(last))
     out().print(table)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,9 +31,10 @@ app = typer.Typer()
 
 def _started_line(started: Started, attempt: int, max_restarts: int, gpus: int) -> str:
     if started.supervisor is not None:
+        need = f", {gpus} GPU(s) needed before each attempt" if gpus else ""
         return (f"run {started.run} handed to its supervisor {started.supervisor} on the Ray "
                 f"head: attempt {started.submission_id} next, up to {max_restarts} "
-                f"restart(s), {gpus} GPU(s) needed before each attempt")
+                f"restart(s){need}")
     return f"submitted {started.submission_id} (run {started.run}, attempt {attempt})"
 
 
@@ -113,10 +115,12 @@ def _follow_attempt(dashboard: Dashboard, where: address.Where, started: Started
 
 
 def drive(dashboard: Dashboard, where: address.Where, sub: Submission, follow_logs: bool,
-          max_restarts: int, as_json: bool, gpus: int = 0, checkpoint_dir: str = "") -> int:
+          max_restarts: int, as_json: bool, gpus: int = 0, checkpoint_dir: str = "",
+          options: handoff.Options = handoff.Options(), stall_default_s: float = 0.0) -> int:
     """Start the attempt (or hand the run over) and, with --follow, follow it to its end."""
     started = start(dashboard, sub, max_restarts=max_restarts, gpus=gpus,
-                    checkpoint_dir=checkpoint_dir, where=opt.where_flags(where))
+                    checkpoint_dir=checkpoint_dir, where=opt.where_flags(where), options=options,
+                    stall_default_s=stall_default_s)
     err().print(_started_line(started, sub.attempt, max_restarts, gpus), markup=False)
     if not follow_logs:
         return _announce(started, where, as_json)
@@ -153,7 +157,8 @@ def _refuse_with_resume(resume_run: str, given: dict[str, object]) -> None:
 
 def _resume(run: str, recipe_name: str | None, framework: str | None, follow_logs: bool,
             max_restarts: int, as_json: bool, addr: str | None, stack_name: str | None,
-            allow_unsandboxed: bool) -> int:
+            allow_unsandboxed: bool,
+            options: handoff.Options = handoff.Options()) -> int:
     where = address.choose(addr, stack_name)
     outputs = stack.read(where.stack) if where.stack else None
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
@@ -170,7 +175,9 @@ def _resume(run: str, recipe_name: str | None, framework: str | None, follow_log
                     f"from {planned.checkpoint_dir}", markup=False)
         sub = plan.for_attempt(planned.submission, resumed.next_attempt)
         return drive(dashboard, where, sub, follow_logs, max_restarts, as_json,
-                     gpus=planned.gpus_needed, checkpoint_dir=planned.checkpoint_dir)
+                     gpus=planned.gpus_needed, checkpoint_dir=planned.checkpoint_dir,
+                     options=dataclasses.replace(options, keep=planned.keep),
+                     stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S)
 
 
 @app.command("submit")
@@ -185,6 +192,9 @@ def submit_cmd(
     resume_run: Annotated[str | None, typer.Option("--resume", metavar="RUN", help="Continue a FAILED or STOPPED run: submit its next attempt with the recipe, overrides, size and checkpoint dir recorded in its metadata.")] = None,
     follow_logs: opt.FollowOpt = False,
     max_restarts: opt.RestartsOpt = 0,
+    max_preemptions: opt.PreemptionsOpt = None,
+    stall_timeout: opt.StallOpt = None,
+    runs_root: opt.RunsRootOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be submitted; contact nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Submit even when the checkpoints the run keeps would not fit the stack's Lustre.")] = False,
     allow_unsandboxed: opt.UnsandboxedOpt = False,
@@ -193,6 +203,7 @@ def submit_cmd(
     stack_name: opt.StackOpt = None,
 ) -> None:
     """Submit a recipe as a run (attempt 1; more with --max-restarts), or --resume a run."""
+    options = opt.supervision(max_preemptions, stall_timeout, runs_root)
     if framework is not None and framework not in FRAMEWORK_NAMES:
         raise UsageError(f"--framework {framework!r} is unknown",
                          f"use {' or '.join(FRAMEWORK_NAMES)}")
@@ -200,7 +211,7 @@ def submit_cmd(
         _refuse_with_resume(resume_run, {"--set": sets, "--name": name, "--nodes": nodes,
                                          "--gpus-per-node": gpus_per_node, "--dry-run": dry_run})
         raise typer.Exit(_resume(resume_run, recipe_name, framework, follow_logs, max_restarts,
-                                 as_json, addr, stack_name, allow_unsandboxed))
+                                 as_json, addr, stack_name, allow_unsandboxed, options))
     if recipe_name is None:
         raise UsageError("no recipe given", f"pass a RECIPE (see {commands.command('recipes')}), "
                          "or --resume RUN to continue a run")
@@ -224,7 +235,9 @@ def submit_cmd(
         if outputs is None and framework is None:
             _check_ray_version(recipe, dashboard, where)
         code = drive(dashboard, where, planned.submission, follow_logs, max_restarts, as_json,
-                     gpus=planned.gpus_needed, checkpoint_dir=planned.checkpoint_dir)
+                     gpus=planned.gpus_needed, checkpoint_dir=planned.checkpoint_dir,
+                     options=dataclasses.replace(options, keep=planned.keep),
+                     stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S)
     raise typer.Exit(code)
 
 
@@ -239,14 +252,18 @@ def run_cmd(
     name: opt.NameOpt = None,
     follow_logs: opt.FollowOpt = False,
     max_restarts: opt.RestartsOpt = 0,
-    gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs the cluster must report before an attempt is (re)submitted; the supervisor waits for them (needs --max-restarts).")] = 0,
+    max_preemptions: opt.PreemptionsOpt = None,
+    stall_timeout: opt.StallOpt = None,
+    runs_root: opt.RunsRootOpt = None,
+    gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs the cluster must report before an attempt is (re)submitted; the supervisor waits for them (needs --max-restarts or --max-preemptions).")] = 0,
     checkpoint_dir: Annotated[str, typer.Option("--checkpoint-dir", help=f"Where the command checkpoints, as seen on the Ray head (e.g. {RUNS_ROOT}/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.")] = "",
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
 ) -> None:
     """Run any command on the cluster, e.g. `python -m jobs run --stack dev -- nvidia-smi`."""
-    if gpus and not max_restarts:
+    options = opt.supervision(max_preemptions, stall_timeout, runs_root)
+    if gpus and not options.supervised(max_restarts):
         raise UsageError(f"--gpus {gpus} needs --max-restarts 1 or more",
                          "the supervisor that waits for GPUs drives restarts; without restarts "
                          "the attempt is submitted at once")
@@ -259,7 +276,7 @@ def run_cmd(
     sub = plan.for_command(list(command), run, working_dir, stack_name, plan.git_commit())
     with opt.reach(addr, stack_name) as (dashboard, where):
         code = drive(dashboard, where, sub, follow_logs, max_restarts, as_json, gpus=gpus,
-                     checkpoint_dir=checkpoint_dir)
+                     checkpoint_dir=checkpoint_dir, options=options)
     raise typer.Exit(code)
 
 

@@ -22,6 +22,15 @@ ATTEMPT_ENDED = "attempt_ended"  # attempt N ended: SUCCEEDED / FAILED / STOPPED
 WAITING = "waiting"  # waiting for N GPUs since T
 STILL_WAITING = "still_waiting"  # periodic progress while waiting
 GPUS_BACK = "gpus_back"
+SETTLING = "settling"  # after a failure: waiting for the cluster to settle before judging it
+PREEMPTED = "preempted"  # the attempt ended while a node that could host its GPU workers died
+STALLED = "stalled"  # the watchdog stopped an attempt silent for longer than its stall timeout
+ERROR = "error"  # an unexpected error in the supervisor: recorded, retried with backoff
+HELD = "held"  # an export of the run is running: no pruning, no attempt until it ends
+PRUNED = "pruned"  # checkpoints beyond keep-N removed between attempts
+REARMED = "rearmed"  # the re-armer gave the run a new supervisor (its lease had lapsed)
+LEFT = "left"  # this supervisor leaves the run to another one (not the run's end)
+ADOPTED = "adopted"  # a re-armed supervisor took over the run's live attempt
 FINISHED = "finished"  # the run succeeded
 GAVE_UP = "gave_up"  # no further attempt, and why (reason: jobs.head.restart_policy.Reason)
 STOPPED = "stopped"  # `stop RUN`: the supervisor was stopped
@@ -32,9 +41,12 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def record(event: str, run: str, message: str, **fields: Any) -> dict[str, Any]:
+    return {"t": now_iso(), "event": event, "run": run, "message": message, **fields}
+
+
 def line(event: str, run: str, message: str, **fields: Any) -> str:
-    record = {"t": now_iso(), "event": event, "run": run, "message": message, **fields}
-    return PREFIX + json.dumps(record, sort_keys=True)
+    return PREFIX + json.dumps(record(event, run, message, **fields), sort_keys=True)
 
 
 def parse(log: str) -> list[dict[str, Any]]:

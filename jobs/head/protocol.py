@@ -66,6 +66,11 @@ class Spec:
     entrypoint: str
     runtime_env: dict[str, Any]
     metadata: dict[str, str]
+    # Attempts ended by a lost node (read from Ray's node table) spend this, never max_restarts.
+    max_preemptions: int = 100
+    stall_timeout_s: float = 0.0  # 0: no stall watchdog
+    runs_root: str = ""  # "": the run's record stays in the supervisor's job log only
+    keep: int = 0  # complete checkpoints kept between attempts (jobs/head/hygiene.py); 0: all
 
     METADATA_KEY = "spec"
 
@@ -85,6 +90,9 @@ class Spec:
     def attempt_id(self, attempt: int) -> str:
         return attempt_id(self.run, attempt)
 
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -95,9 +103,12 @@ class Settings:
     max_wait_s: float = 1800.0
     settle_s: float = 60.0
     progress_s: float = 60.0
+    lease_s: float = 15.0  # the run's lease on the runs root (jobs/head/run_store.py)
+    backoff_max_s: float = 60.0  # longest pause after an unexpected error
 
     ENV = {"poll_s": "JOBS_SUPERVISOR_POLL_S", "max_wait_s": "JOBS_SUPERVISOR_MAX_WAIT_S",
-           "settle_s": "JOBS_SUPERVISOR_SETTLE_S", "progress_s": "JOBS_SUPERVISOR_PROGRESS_S"}
+           "settle_s": "JOBS_SUPERVISOR_SETTLE_S", "progress_s": "JOBS_SUPERVISOR_PROGRESS_S",
+           "lease_s": "JOBS_SUPERVISOR_LEASE_S", "backoff_max_s": "JOBS_SUPERVISOR_BACKOFF_MAX_S"}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

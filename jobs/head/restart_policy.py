@@ -1,13 +1,19 @@
 """The restart rules of a supervised run: resubmit, wait for capacity, or give up (pure, no I/O).
 
-The supervisor (jobs/head/supervisor.py) gathers the facts (how the attempt ended, the GPUs the
-cluster reports, whether the checkpoint directory gained an entry) and asks `decide` what to do;
-it never decides anything itself. Why the rules are what they are (reference
+The supervisor (jobs/head/supervisor.py) gathers the facts (how the attempt ended, whether a node that
+could host its GPU workers died during it (jobs/head/node_events.py), the GPUs the cluster
+reports and for how long they have been stable, whether a new complete checkpoint appeared) and
+asks `decide` what to do; it never decides anything itself. Why the rules are what they are (reference
 grpo-jobs-and-ray.md §8, "Capacity after a spot preemption"): NeMo RL gives up on placement
 groups after about a minute and veRL at once when GPUs are missing, while a replacement spot
 node takes minutes, so a resubmit before the GPUs are back burns a restart; and a failure with
 every GPU present and no new checkpoint since the previous attempt is a crash in the code or
-config, which a restart repeats after a full model load.
+config, which a restart repeats after a full model load. A preemption is told from a crash by
+what happened to the nodes during the attempt, never by the GPU count at one instant (Ray keeps
+a lost node's GPUs in its totals for up to ~50 s); preemptions spend their own budget
+(`max_preemptions`), never a restart, and never count towards a crash. Every restart after a
+failure waits until the capacity has been stable for the settle time (a replacement node that
+just joined, or a lost one Ray has not marked dead yet, would fail the next attempt at placement).
 
 Standard library only: this module runs on the Ray head inside the framework's image.
 """
@@ -18,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
-AttemptEnd = Literal["SUCCEEDED", "FAILED", "STOPPED"]
+AttemptEnd = Literal["SUCCEEDED", "FAILED", "STOPPED", "STALLED"]  # STALLED: the watchdog stopped it
 
 
 class Action(str, Enum):
@@ -33,10 +39,12 @@ class Reason(str, Enum):
 
     CAPACITY = "capacity"  # GPUs are there (or none needed)
     NO_CAPACITY = "no_capacity"  # fewer GPUs than the run needs
+    SETTLING = "settling"  # GPUs present, but not stable for the settle time yet
     SUCCEEDED = "succeeded"
     STOPPED_BY_USER = "stopped_by_user"  # `stop RUN`: the supervisor itself was stopped
     ATTEMPT_STOPPED = "attempt_stopped"  # the attempt was STOPPED: never restarted
     RESTARTS_EXHAUSTED = "restarts_exhausted"
+    PREEMPTIONS_EXHAUSTED = "preemptions_exhausted"
     CRASH = "crash"  # failed with every GPU present and no new checkpoint since the previous one
     WAIT_TIMEOUT = "wait_timeout"  # the GPUs did not come back within the bounded wait
 
@@ -45,11 +53,14 @@ class Reason(str, Enum):
 class Situation:
     """What the supervisor knows when it asks.
 
+    `stable_s` counts from the later of the attempt's end and the last change of the alive GPU
+    nodes, so a failure is judged, and a restart submitted, only after `settle_s` of it.
     `ended` is None before the run's first attempt of this supervisor (nothing ended yet).
-    `gpus_at_end` is what the cluster reported when the attempt ended (confirmed after a settle
-    time, see jobs/head/supervisor.py); `gpus_now` is what it reports now (they differ while waiting).
-    `progressed` says whether the checkpoint directory gained an entry during the attempt that
-    ended: None when there is no previous attempt to compare with (the run's first attempt).
+    `preempted`: a node that could host the attempt's GPU workers died (or was drained) while it
+    ran. `gpus_at_end` is what the cluster reported when the attempt ended; `gpus_now` is what it
+    reports now (they differ while waiting); `stable_s` is how long the cluster's GPU nodes have
+    stayed the same. `progressed` says whether a new complete checkpoint appeared since the
+    previous failure that was not a preemption: None when there is no such failure yet.
     """
 
     ended: AttemptEnd | None
@@ -62,6 +73,11 @@ class Situation:
     stop_requested: bool = False
     waited_s: float = 0.0
     max_wait_s: float = 1800.0
+    preempted: bool = False
+    preemptions_used: int = 0
+    max_preemptions: int = 100
+    stable_s: float = float("inf")
+    settle_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -76,8 +92,48 @@ def _has(gpus: float, needed: int) -> bool:
 
 
 def is_crash(s: Situation) -> bool:
-    """Failed with every GPU present and no new checkpoint since the previous attempt."""
-    return s.ended == "FAILED" and _has(s.gpus_at_end, s.gpus_needed) and s.progressed is False
+    """Failed, no node lost, every GPU present and no new checkpoint since the previous failure
+    that was not a preemption."""
+    return (s.ended == "FAILED" and not s.preempted and _has(s.gpus_at_end, s.gpus_needed)
+            and s.progressed is False)
+
+
+def _after_failure(s: Situation) -> Decision | None:
+    """Give up after a FAILED or STALLED attempt, or None: a restart is allowed."""
+    if s.preempted:
+        if s.preemptions_used >= s.max_preemptions:
+            return Decision(Action.GIVE_UP, Reason.PREEMPTIONS_EXHAUSTED,
+                            f"preemptions exhausted ({s.preemptions_used} of "
+                            f"{s.max_preemptions} used)")
+        return None
+    if s.restarts_used >= s.max_restarts:
+        return Decision(Action.GIVE_UP, Reason.RESTARTS_EXHAUSTED,
+                        f"restarts exhausted ({s.restarts_used} of {s.max_restarts} used)")
+    if is_crash(s):
+        return Decision(Action.GIVE_UP, Reason.CRASH,
+                        f"crash, not a preemption: the attempt failed with every GPU present "
+                        f"({s.gpus_at_end:g} of {s.gpus_needed} needed), no node lost and no "
+                        "new checkpoint since the previous failure; it is not retried again")
+    return None
+
+
+def _capacity(s: Situation) -> Decision:
+    if not _has(s.gpus_now, s.gpus_needed):
+        if s.waited_s >= s.max_wait_s:
+            return Decision(Action.GIVE_UP, Reason.WAIT_TIMEOUT,
+                            f"waited {s.waited_s:.0f} s for {s.gpus_needed} GPUs (limit "
+                            f"{s.max_wait_s:.0f} s); the cluster has {s.gpus_now:g}")
+        return Decision(Action.WAIT, Reason.NO_CAPACITY,
+                        f"waiting for {s.gpus_needed} GPUs; the cluster has {s.gpus_now:g}")
+    # Settle after every failure, not only crash-like ones; a run that needs no GPUs has no
+    # capacity to settle.
+    if s.ended is not None and s.gpus_needed > 0 and s.stable_s < s.settle_s:
+        return Decision(Action.WAIT, Reason.SETTLING,
+                        f"{s.gpus_now:g} GPUs present; waiting until they have been stable for "
+                        f"{s.settle_s:.0f} s (stable for {s.stable_s:.0f} s)")
+    return Decision(Action.SUBMIT, Reason.CAPACITY,
+                    f"{s.gpus_now:g} GPUs present ({s.gpus_needed} needed)" if s.gpus_needed
+                    else "no GPUs needed")
 
 
 def decide(s: Situation) -> Decision:
@@ -89,22 +145,13 @@ def decide(s: Situation) -> Decision:
     if s.ended == "STOPPED":
         return Decision(Action.GIVE_UP, Reason.ATTEMPT_STOPPED,
                         "the attempt was stopped; a stopped attempt is never restarted")
-    if s.ended == "FAILED":
-        if s.restarts_used >= s.max_restarts:
-            return Decision(Action.GIVE_UP, Reason.RESTARTS_EXHAUSTED,
-                            f"restarts exhausted ({s.restarts_used} of {s.max_restarts} used)")
-        if is_crash(s):
-            return Decision(Action.GIVE_UP, Reason.CRASH,
-                            f"crash, not a preemption: the attempt failed with every GPU present "
-                            f"({s.gpus_at_end:g} of {s.gpus_needed} needed) and no new checkpoint "
-                            "since the previous attempt; it is not retried again")
-    if not _has(s.gpus_now, s.gpus_needed):
-        if s.waited_s >= s.max_wait_s:
-            return Decision(Action.GIVE_UP, Reason.WAIT_TIMEOUT,
-                            f"waited {s.waited_s:.0f} s for {s.gpus_needed} GPUs (limit "
-                            f"{s.max_wait_s:.0f} s); the cluster has {s.gpus_now:g}")
-        return Decision(Action.WAIT, Reason.NO_CAPACITY,
-                        f"waiting for {s.gpus_needed} GPUs; the cluster has {s.gpus_now:g}")
-    return Decision(Action.SUBMIT, Reason.CAPACITY,
-                    f"{s.gpus_now:g} GPUs present ({s.gpus_needed} needed)" if s.gpus_needed
-                    else "no GPUs needed")
+    if s.ended in ("FAILED", "STALLED"):
+        if not s.preempted and s.gpus_needed > 0 and s.stable_s < s.settle_s:
+            # Judge only once Ray had time to mark a lost node dead (see the module docstring).
+            return Decision(Action.WAIT, Reason.SETTLING,
+                            f"the attempt {s.ended.lower()}; waiting {s.settle_s:.0f} s for the "
+                            "cluster to settle before telling a preemption from a crash")
+        refusal = _after_failure(s)
+        if refusal is not None:
+            return refusal
+    return _capacity(s)

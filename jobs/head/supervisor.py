@@ -1,98 +1,192 @@
 """The run supervisor: a Ray job on the head that submits a run's attempts and restarts them.
 
 `python -m jobs.head.supervisor <its own submission id>` is the entrypoint the CLI submits
-(jobs/runs/handoff.py). A job with no entrypoint resources runs its driver on the head node (Ray's
-JobManager pins the JobSupervisor actor there), and the head sits on the stack's on-demand
-`system` pool, never on spot: the supervisor outlives every GPU node and the caller's laptop.
-It needs nothing from the caller after submission: its spec (the attempt's entrypoint,
-runtime_env with already-uploaded `gcs://` packages, metadata, restart budget, GPUs, checkpoint
-dir) is its own job metadata; it reaches the dashboard through `ray.init()`'s dashboard URL on
-the head, so no token, kubeconfig or port-forward is involved.
+(jobs/runs/handoff.py), and the re-armer after a head loss (jobs/head/rearm.py). A job with no
+entrypoint resources runs its driver on the head node (Ray's JobManager pins the JobSupervisor
+actor there), and the head sits on the stack's on-demand `system` pool, never on spot. Its spec
+(the attempt's entrypoint, runtime_env with already-uploaded `gcs://` packages, metadata,
+budgets, GPUs, checkpoint dir, runs root) is its own job metadata.
 
 Every decision comes from jobs/head/restart_policy.py; each is written as one JSON line to stdout
-(its job log, jobs/head/events.py), which `list`, `status RUN` and `logs RUN` read.
+(its job log, jobs/head/events.py) and, with a runs root, appended to the run's record on shared
+storage (jobs/head/run_store.py), where a lease says who drives the run. A failure is judged a
+preemption when a node that could host the attempt's GPU workers died during it (Ray's node
+table, jobs/head/node_events.py), after a settle wait that is recorded, never silent. An attempt
+silent (no log output, no checkpoint activity) for longer than the spec's stall timeout is
+stopped and recorded "stalled". An unexpected error is recorded with its text and the loop
+resumes after a backoff, re-adopting the live attempt: the supervisor does not die of one.
+It exits 0 whenever it ended as designed (succeeded, gave up, stopped; the run's outcome is its
+last record); a FAILED supervisor job means the supervisor itself broke.
 
 Knobs (env vars of the supervisor job, production defaults in brackets):
-  JOBS_SUPERVISOR_POLL_S [1]: status and capacity poll period (one HTTP call to the dashboard
-      on the same node, and a GCS read, per period: cheap next to a restart).
+  JOBS_SUPERVISOR_POLL_S [1]: status, node table and capacity poll period.
   JOBS_SUPERVISOR_MAX_WAIT_S [1800]: longest wait for GPUs before giving up; a reclaimed spot
       node takes minutes to come back (reference §8), 30 min covers a replacement but not an
       exhausted zone.
-  JOBS_SUPERVISOR_SETTLE_S [60]: before calling a failure a crash, how long to wait for the
-      cluster to notice a lost node: Ray marks a node dead after 5 failed health checks of up to
-      10 s each (ray_config_def.h health_check_failure_threshold=5, health_check_timeout_ms=10000),
-      so GPUs can look present for ~50 s after a preemption.
+  JOBS_SUPERVISOR_SETTLE_S [60]: after a failure, how long the cluster must stay the same
+      (no GPU node joining or leaving, counted from the attempt's end) before the failure is
+      judged and the next attempt submitted: Ray marks a node dead after 5 failed health checks
+      of up to 10 s each (ray_config_def.h health_check_failure_threshold=5,
+      health_check_timeout_ms=10000), so a lost node looks alive for up to ~50 s.
   JOBS_SUPERVISOR_PROGRESS_S [60]: how often a "still waiting" record is written.
+  JOBS_SUPERVISOR_LEASE_S [15]: the run's lease on the runs root, renewed every third of it;
+      a supervisor killed outright shows as "unsupervised" once it lapses.
+  JOBS_SUPERVISOR_BACKOFF_MAX_S [60]: longest pause after an unexpected error.
 Standard library and Ray only: this runs inside the framework's image.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import os
+import re
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jobs.client import errors
 from jobs.client.api import JobsAPI
 from jobs.head import events as ev
-from jobs.head import protocol
+from jobs.head import hygiene, node_events, protocol
 from jobs.head.protocol import Settings, Spec
-from jobs.head.restart_policy import Action, Decision, Reason, Situation, decide, is_crash
+from jobs.head.restart_policy import Action, Decision, Reason, Situation, decide
+from jobs.head.run_store import Lease, RunStore
 
-# NeMo RL writes `tmp_step_N` and renames it when complete (nemo_rl/utils/checkpoint.py, v0.4.0):
-# a half-written checkpoint is not progress. Hidden files are not checkpoints either.
-_NOT_A_CHECKPOINT = ("tmp_", ".")
+# NeMo RL writes `tmp_step_N` and renames it to `step_N` when complete (nemo_rl/utils/
+# checkpoint.py v0.4.0 L109-179, `init_tmp_checkpoint` / `finalize_checkpoint`); veRL writes
+# `global_step_N/` and then `latest_checkpointed_iteration.txt` = N as the save's last act
+# (verl/trainer/ppo/ray_trainer.py v0.6.0 L819-824), so a `global_step_N` above that number (or
+# without the file) is half-written. Hidden files are not checkpoints either.
+_NOT_A_CHECKPOINT = ("tmp_", "old_step_", ".")
+_VERL_STEP = re.compile(r"^global_step_(?P<n>[0-9]+)$")
+VERL_TRACKER = "latest_checkpointed_iteration.txt"
+
+
+def _listdir(directory: str | None) -> list[str]:
+    if not directory:
+        return []
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []
 
 
 def checkpoint_entries(directory: str | None) -> frozenset[str]:
-    """The checkpoints in a run's checkpoint dir (NeMo RL `step_N`, veRL `global_step_N`); a new
-    name appearing is a new checkpoint. Empty when the dir is unknown or does not exist yet."""
-    if not directory:
-        return frozenset()
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return frozenset()
-    return frozenset(n for n in names if not n.startswith(_NOT_A_CHECKPOINT))
+    """The complete checkpoints in a run's checkpoint dir (NeMo RL `step_N`, veRL
+    `global_step_N` up to its tracker, any other entry of a plain command); a new name appearing
+    is progress. Empty when the dir is unknown or does not exist yet."""
+    names = _listdir(directory)
+    tracker: int | None = None
+    if VERL_TRACKER in names:
+        try:
+            with open(os.path.join(directory or "", VERL_TRACKER)) as f:
+                text = f.read().strip()
+            tracker = int(text) if text.isdigit() else None
+        except OSError:
+            tracker = None
+    out = set()
+    for n in names:
+        if n.startswith(_NOT_A_CHECKPOINT) or n == VERL_TRACKER:
+            continue
+        m = _VERL_STEP.match(n)
+        if m and (tracker is None or int(m["n"]) > tracker):
+            continue
+        out.add(n)
+    return frozenset(out)
+
+
+def checkpoint_activity(directory: str | None) -> frozenset[str]:
+    """Every entry, half-written ones included: a save in progress is not a stall."""
+    return frozenset(_listdir(directory))
+
+
+@dataclass
+class Probes:
+    """What the supervisor reads from the cluster besides the Jobs API (injected for tests)."""
+
+    nodes: Callable[[], list[dict[str, Any]]]
+    log_size: Callable[[str], int]
+
+
+@dataclass
+class RunState:
+    """Where the run is: enough to resume the loop after an error or a re-arm."""
+
+    attempt: int
+    restarts: int = 0
+    preemptions: int = 0
+    current: str | None = None  # the live (or last) attempt's submission id
+    started_ms: int = 0
+    watching: bool = False  # `current` is submitted and its end not recorded yet
+    baseline: frozenset[str] = field(default_factory=frozenset)
+    has_baseline: bool = False
+    situation: Situation | None = None
+    ended_at: float = 0.0
+    end_entries: frozenset[str] = field(default_factory=frozenset)
 
 
 class Supervisor:
     """One run's attempts, driven by the restart policy until the run finishes or gives up."""
 
-    def __init__(self, client: Any, own_id: str, spec: Spec, gpus: Callable[[], float],
-                 config: Settings, write: Callable[[str], object] = print) -> None:
+    def __init__(self, client: Any, own_id: str, spec: Spec, probes: Probes, config: Settings,
+                 write: Callable[[str], object] = print) -> None:
         self.client = client
         self.own_id = own_id
         self.spec = spec
-        self.gpus = gpus
+        self.probes = probes
         self.config = config
         self._write = write
         self.stopping = threading.Event()
-        self.current: str | None = None
+        self.lost = threading.Event()  # another supervisor took the run's lease
+        self.store = RunStore(spec.runs_root, spec.run) if spec.runs_root else None
+        self.lease: Lease | None = None
+        self.stability = node_events.Stability()
+        self._nodes: list[dict[str, Any]] = []
+
+    @property
+    def current(self) -> str | None:
+        return self.state.current if hasattr(self, "state") else None
 
     def record(self, event: str, message: str, **fields: Any) -> None:
-        self._write(ev.line(event, self.spec.run, message, supervisor=self.own_id, **fields))
+        rec = ev.record(event, self.spec.run, message, supervisor=self.own_id, **fields)
+        self._write(ev.PREFIX + json.dumps(rec, sort_keys=True))
         sys.stdout.flush()
+        if self.store is not None:
+            try:
+                self.store.append(rec)
+            except OSError as e:  # the job log keeps its copy; say the record is behind
+                self._write(ev.line(ev.ERROR, self.spec.run, f"could not append to the run "
+                                    f"record in {self.spec.runs_root}: {e}"))
 
     # ------------------------------------------------------------------ the cluster
 
     def _retry(self, call: Callable[[], Any]) -> Any:
-        """Jobs API calls on the head retried while the dashboard restarts (connection errors,
-        gateway answers); None on a stop. Any other refusal is raised: retrying it would loop."""
+        """Jobs API calls retried while the dashboard restarts (connection errors, gateway
+        answers) for up to max_wait_s; None on a stop. A refusal, or a dashboard away for
+        longer, is raised (and recorded by `run`, which resumes after a backoff)."""
+        deadline = time.monotonic() + self.config.max_wait_s
         while True:
             try:
                 return call()
             except (RuntimeError, OSError, http.client.HTTPException) as e:
-                if not errors.is_transient(e):
+                if not errors.is_transient(e) or time.monotonic() > deadline:
                     raise
                 if self.stopping.wait(self.config.poll_s):
                     return None
+
+    def _observe(self) -> tuple[float, float]:
+        """(GPUs alive now, seconds the set of alive GPU nodes has stayed the same)."""
+        try:
+            self._nodes = self.probes.nodes()
+        except (OSError, ValueError, http.client.HTTPException):
+            pass  # the dashboard restarts now and then: keep the last table
+        ids, gpus = node_events.alive_gpu_nodes(self._nodes)
+        return gpus, self.stability.observe(ids, time.monotonic())
 
     def other_supervisor(self) -> str | None:
         """A live supervisor of this run started before us: it keeps the run, we leave."""
@@ -117,141 +211,316 @@ class Supervisor:
         except RuntimeError as e:
             if not errors.is_duplicate(e):
                 raise
-            # Submitted before (a resubmit whose answer was lost): watch that one.
-            submitted = job_id
-        if submitted is None:
-            return None
-        self.current = job_id
-        return job_id
+            submitted = job_id  # submitted before (a resubmit whose answer was lost)
+        return None if submitted is None else job_id
 
-    def watch(self, job_id: str) -> str | None:
-        """The attempt's terminal status, or None when we are being stopped."""
+    # ------------------------------------------------------------------ one attempt
+
+    def _watch(self, state: RunState) -> str | None:
+        """The attempt's terminal status ("STALLED" when the watchdog stopped it, "LOST" when
+        another supervisor took the run), or None when we are being stopped."""
+        job_id = state.current or ""
+        stall = self.spec.stall_timeout_s
+        mark: tuple[int, frozenset[str]] | None = None
+        quiet_since = time.monotonic()
         while True:
             status = self._retry(lambda: self.client.get_job_status(job_id))
             if status is None:
                 return None
             if status.is_terminal():
                 return str(status.value)
+            self._observe()  # keeps the capacity's stability current during the attempt
+            if stall > 0:
+                now = time.monotonic()
+                seen = (self.probes.log_size(job_id),
+                        checkpoint_activity(self.spec.checkpoint_dir))
+                if seen != mark:
+                    mark, quiet_since = seen, now
+                elif now - quiet_since >= stall:
+                    return self._stop_stalled(job_id, now - quiet_since)
             if self.stopping.wait(self.config.poll_s):
                 return None
+            if self.lost.is_set():
+                return "LOST"
 
-    # ------------------------------------------------------------------ the loop
+    def _stop_stalled(self, job_id: str, quiet_s: float) -> str | None:
+        self.record(ev.STALLED, f"{job_id} stalled: no log output and no checkpoint activity "
+                    f"for {quiet_s:.0f} s (stall timeout {self.spec.stall_timeout_s:g} s); "
+                    "stopping it", submission_id=job_id, quiet_s=round(quiet_s, 1))
+        self._retry(lambda: self.client.stop_job(job_id))
+        deadline = time.monotonic() + 120  # Ray SIGKILLs 3 s after SIGTERM by default
+        while not self._retry(lambda: self.client.get_job_status(job_id)).is_terminal():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{job_id} did not stop within 120 s after the stall")
+            if self.stopping.wait(self.config.poll_s):
+                return None
+        return "STALLED"
 
-    def _decide(self, situation: Situation) -> Decision:
-        """Ask the policy; while it says wait, poll capacity and record progress."""
-        since: float | None = None
+    def _ended(self, state: RunState, ended: str) -> None:
+        """Record how the attempt ended; the judgement (preemption or not) comes in _decide."""
+        job_id, spec = state.current or "", self.spec
+        state.watching = False
+        state.ended_at = time.monotonic()
+        state.end_entries = checkpoint_entries(spec.checkpoint_dir)
+        progressed = bool(state.end_entries - state.baseline) if state.has_baseline else None
+        gpus, _ = self._observe()
+        capacity = (f"; the cluster has {gpus:g} of {spec.gpus_needed} GPUs"
+                    if spec.gpus_needed > 0 else "")
+        ckpt = {None: "no earlier failure to compare checkpoints with",
+                True: "new checkpoint since the previous failure",
+                False: "no new checkpoint since the previous failure"}[progressed]
+        self.record(ev.ATTEMPT_ENDED, f"{job_id} {ended}{self._end_message(job_id, ended)}"
+                    f"{capacity}; {ckpt}", attempt=state.attempt, submission_id=job_id,
+                    status=ended, gpus=gpus, new_checkpoint=progressed)
+        state.situation = Situation(
+            ended=ended, restarts_used=state.restarts, max_restarts=spec.max_restarts,  # type: ignore[arg-type]
+            gpus_needed=spec.gpus_needed, gpus_at_end=gpus, gpus_now=gpus,
+            progressed=progressed, max_wait_s=self.config.max_wait_s,
+            preemptions_used=state.preemptions, max_preemptions=spec.max_preemptions,
+            settle_s=self.config.settle_s)
+
+    def _judge(self, state: RunState) -> Situation:
+        """The ended attempt's situation, preempted once Ray's node table shows a node lost
+        during it (recorded once)."""
+        s = state.situation
+        assert s is not None
+        if s.ended in ("FAILED", "STALLED") and not s.preempted:
+            deaths = node_events.deaths_during(self._nodes, state.started_ms,
+                                               int(time.time() * 1000), self.spec.gpus_needed)
+            if deaths:
+                s = state.situation = replace(s, preempted=True)
+                self.record(ev.PREEMPTED, f"{state.current} preempted: "
+                            + "; ".join(d.describe() for d in deaths)
+                            + f" (preemption {state.preemptions + 1} of "
+                            f"{self.spec.max_preemptions}; not counted as a restart)",
+                            attempt=state.attempt, submission_id=state.current,
+                            nodes=[d.node_id for d in deaths])
+        return s
+
+    # ------------------------------------------------------------------ decisions
+
+    def _decide(self, state: RunState) -> tuple[Decision, Situation]:
+        """Ask the policy; while it says wait (settle or capacity), poll and record."""
+        waiting_since: float | None = None
+        noted: Reason | None = None
         last_note = 0.0
         while True:
+            gpus, stable = self._observe()
             now = time.monotonic()
-            s = replace(situation, gpus_now=self.gpus(), stop_requested=self.stopping.is_set(),
-                        waited_s=0.0 if since is None else now - since)
+            base = self._judge(state) if state.situation is not None else Situation(
+                ended=None, restarts_used=0, max_restarts=self.spec.max_restarts,
+                gpus_needed=self.spec.gpus_needed, gpus_at_end=0.0, gpus_now=0.0,
+                progressed=None, max_wait_s=self.config.max_wait_s)
+            if base.ended is not None:
+                stable = min(stable, now - state.ended_at)
+            s = replace(base, gpus_now=gpus, stable_s=stable, settle_s=self.config.settle_s,
+                        stop_requested=self.stopping.is_set(),
+                        waited_s=0.0 if waiting_since is None else now - waiting_since)
             d = decide(s)
             if d.action != Action.WAIT:
-                if since is not None and d.action == Action.SUBMIT:
-                    self.record(ev.GPUS_BACK, f"{s.gpus_now:g} GPUs back after waiting "
-                                f"{s.waited_s:.0f} s", gpus=s.gpus_now,
-                                gpus_needed=s.gpus_needed, waited_s=round(s.waited_s, 1))
-                return d
-            if since is None:
-                since, last_note = now, now
-                self.record(ev.WAITING, f"waiting for {s.gpus_needed} GPUs since {ev.now_iso()} "
-                            f"(the cluster has {s.gpus_now:g}; gives up after "
-                            f"{s.max_wait_s:.0f} s)", gpus=s.gpus_now,
-                            gpus_needed=s.gpus_needed, since=ev.now_iso(),
-                            max_wait_s=s.max_wait_s)
-            elif now - last_note >= self.config.progress_s:
+                if waiting_since is not None and d.action == Action.SUBMIT:
+                    self.record(ev.GPUS_BACK, f"{gpus:g} GPUs back after waiting "
+                                f"{s.waited_s:.0f} s", gpus=gpus, gpus_needed=s.gpus_needed,
+                                waited_s=round(s.waited_s, 1))
+                return d, s
+            if d.reason == Reason.NO_CAPACITY and waiting_since is None:
+                waiting_since = now
+            if d.reason != noted:
+                noted, last_note = d.reason, now
+                self._note_wait(d, s)
+            elif now - last_note >= self.config.progress_s and d.reason == Reason.NO_CAPACITY:
                 last_note = now
                 self.record(ev.STILL_WAITING, f"still waiting for {s.gpus_needed} GPUs "
                             f"({s.waited_s:.0f} s of {s.max_wait_s:.0f} s; the cluster has "
-                            f"{s.gpus_now:g})", gpus=s.gpus_now, gpus_needed=s.gpus_needed,
+                            f"{gpus:g})", gpus=gpus, gpus_needed=s.gpus_needed,
                             waited_s=round(s.waited_s, 1))
+            if self.lost.is_set():
+                raise _LeaseLost()
             self.stopping.wait(self.config.poll_s)
 
-    def _stopped(self) -> int:
+    def _note_wait(self, d: Decision, s: Situation) -> None:
+        if d.reason == Reason.SETTLING:
+            self.record(ev.SETTLING, f"{d.message} (JOBS_SUPERVISOR_SETTLE_S)",
+                        settle_s=s.settle_s, gpus=s.gpus_now, gpus_needed=s.gpus_needed)
+        else:
+            self.record(ev.WAITING, f"waiting for {s.gpus_needed} GPUs since {ev.now_iso()} "
+                        f"(the cluster has {s.gpus_now:g}; gives up after "
+                        f"{s.max_wait_s:.0f} s)", gpus=s.gpus_now,
+                        gpus_needed=s.gpus_needed, since=ev.now_iso(), max_wait_s=s.max_wait_s)
+
+    def _stopped(self, state: RunState) -> int:
         stopped = ""
-        if self.current is not None:
+        if state.current is not None:
             try:
-                status = self.client.get_job_status(self.current)
+                status = self.client.get_job_status(state.current)
                 if not status.is_terminal():
-                    self.client.stop_job(self.current)
-                    stopped = f"; {self.current} stopped"
+                    self.client.stop_job(state.current)
+                    stopped = f"; {state.current} stopped"
             except (RuntimeError, OSError):
                 pass
         self.record(ev.STOPPED, f"stopped by the user{stopped}; nothing is resubmitted",
                     reason=Reason.STOPPED_BY_USER.value)
-        return 1
+        return 0
+
+    # ------------------------------------------------------------------ the loop
 
     def run(self) -> int:
         spec = self.spec
-        self.record(ev.ARMED, f"supervising run {spec.run} from attempt {spec.first_attempt}: "
-                    f"up to {spec.max_restarts} restart(s), {spec.gpus_needed} GPU(s) needed, "
-                    f"checkpoint dir {spec.checkpoint_dir or '(none: progress is not seen)'}",
-                    max_restarts=spec.max_restarts, gpus_needed=spec.gpus_needed,
-                    checkpoint_dir=spec.checkpoint_dir, attempt=spec.first_attempt)
-        other = self.other_supervisor()
-        if other is not None:
-            self.record(ev.GAVE_UP, f"{other} already drives run {spec.run}; this supervisor "
-                        "leaves it alone", reason="another_supervisor")
-            return 2
-        attempt = spec.first_attempt - 1
-        restarts = 0
-        baseline = checkpoint_entries(spec.checkpoint_dir)
-        has_previous = spec.first_attempt > 1
-        situation = Situation(ended=None, restarts_used=0, max_restarts=spec.max_restarts,
-                              gpus_needed=spec.gpus_needed, gpus_at_end=0.0, gpus_now=0.0,
-                              progressed=None, max_wait_s=self.config.max_wait_s)
+        self.record(ev.ARMED, f"supervising run {spec.run}: up to {spec.max_restarts} "
+                    f"restart(s) and {spec.max_preemptions} preemption(s), "
+                    f"{spec.gpus_needed} GPU(s) needed, checkpoint dir "
+                    f"{spec.checkpoint_dir or '(none: progress is not seen)'}, stall timeout "
+                    f"{f'{spec.stall_timeout_s:g} s' if spec.stall_timeout_s else 'off'}, "
+                    f"run record {spec.runs_root or '(job log only)'}",
+                    max_restarts=spec.max_restarts, max_preemptions=spec.max_preemptions,
+                    gpus_needed=spec.gpus_needed, checkpoint_dir=spec.checkpoint_dir,
+                    attempt=spec.first_attempt, stall_timeout_s=spec.stall_timeout_s)
+        if not self._take_run():
+            return 0
+        self.state = state = restore(self)
+        threading.Thread(target=self._keep_lease, daemon=True).start()
+        backoff = self.config.poll_s
         while True:
-            d = self._decide(situation)
+            try:
+                code = self._loop(state)
+            except _LeaseLost:
+                return self._left()
+            except Exception as e:  # noqa: BLE001  (a supervisor that does not die)
+                if self.stopping.is_set():
+                    return self._stopped(state)
+                text = " ".join(str(e).split())[:500]
+                self.record(ev.ERROR, f"unexpected error, retrying in {backoff:.0f} s: "
+                            f"{type(e).__name__}: {text}", error=type(e).__name__)
+                if self.stopping.wait(backoff):
+                    return self._stopped(state)
+                backoff = min(backoff * 2, self.config.backoff_max_s)
+                continue
+            if self.store is not None and self.lease is not None:
+                self.store.release(self.lease)
+            return code
+
+    def _loop(self, state: RunState) -> int:
+        spec = self.spec
+        while True:
+            if state.watching:
+                ended = self._watch(state)
+                if ended is None:
+                    return self._stopped(state)
+                if ended == "LOST":
+                    raise _LeaseLost()
+                self._ended(state, ended)
+            d, s = self._decide(state)
             if d.action == Action.FINISH:
-                self.record(ev.FINISHED, f"run {spec.run} succeeded ({self.current})",
+                self.record(ev.FINISHED, f"run {spec.run} succeeded ({state.current})",
                             reason=d.reason.value)
                 return 0
             if d.action == Action.GIVE_UP:
                 if d.reason == Reason.STOPPED_BY_USER:
-                    return self._stopped()
+                    return self._stopped(state)
                 self.record(ev.GAVE_UP, f"gave up: {d.message}", reason=d.reason.value,
-                            attempt=attempt or None)
-                return 1
-            if situation.ended is not None:
-                restarts += 1
-            attempt += 1
+                            attempt=state.attempt or None)
+                return 0
+            if s.ended is not None:
+                if s.preempted:
+                    state.preemptions += 1
+                else:
+                    state.restarts += 1
+                    state.baseline, state.has_baseline = state.end_entries, True
+            if not self._submit_next(state, d):
+                return self._stopped(state)
+
+    def _export_hold(self) -> str | None:
+        """A live export job of this run (`python -m jobs export`, metadata kind=export)."""
+        for job in self._retry(self.client.list_jobs) or []:
+            meta = job.metadata or {}
+            if (meta.get("kind") == protocol.EXPORT and meta.get("run") == self.spec.run
+                    and not job.status.is_terminal()):
+                return job.submission_id
+        return None
+
+    def _between_attempts(self, state: RunState) -> bool:
+        """Wait while an export holds the run (no pruning, no attempt), then prune to keep-N;
+        False when a stop came meanwhile."""
+        noted = False
+        while (holder := self._export_hold()) is not None:
+            if not noted:
+                noted = True
+                self.record(ev.HELD, f"{holder} is exporting this run: no checkpoint is pruned "
+                            "and no attempt started until it ends", export=holder)
+            if self.stopping.wait(self.config.poll_s):
+                return False
+        spec = self.spec
+        if state.situation is not None and spec.keep > 0 and spec.checkpoint_dir:
+            removed = hygiene.prune(spec.checkpoint_dir, spec.keep, held=False)
+            if removed:
+                self.record(ev.PRUNED, f"pruned {', '.join(removed)} (keeps the newest "
+                            f"{spec.keep} complete checkpoint(s))", removed=removed)
+        return True
+
+    def _submit_next(self, state: RunState, d: Decision) -> bool:
+        if not self._between_attempts(state):
+            return False
+        attempt = state.attempt + 1
+        try:
+            job_id = self.submit(attempt)
+        except (RuntimeError, OSError) as e:
+            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+            raise RuntimeError(f"Ray refused attempt {attempt}: "
+                               f"{lines[-1] if lines else type(e).__name__}") from e
+        if job_id is None:
+            return False
+        state.attempt, state.current, state.watching = attempt, job_id, True
+        state.started_ms = int(time.time() * 1000)
+        spent = []
+        if state.restarts:
+            spent.append(f"restart {state.restarts} of {self.spec.max_restarts}")
+        if state.preemptions:
+            spent.append(f"preemption {state.preemptions} of {self.spec.max_preemptions}")
+        self.record(ev.SUBMITTED, f"submitted {job_id} ({d.message})"
+                    + (f", {', '.join(spent)}" if spent else ""), attempt=attempt,
+                    submission_id=job_id, restarts_used=state.restarts,
+                    preemptions_used=state.preemptions, started_ms=state.started_ms,
+                    baseline=sorted(state.baseline), has_baseline=state.has_baseline)
+        return True
+
+    # ------------------------------------------------------------------ the lease
+
+    def _take_run(self) -> bool:
+        """Take the run (its lease on the runs root, and no older live supervisor in Ray)."""
+        other = self.other_supervisor()
+        if other is None and self.store is not None:
+            # The lease before the spec: a re-armer only looks at runs with a spec.
+            self.lease = self.store.acquire(self.own_id, self.config.lease_s)
+            if self.lease is None:
+                held = self.store.lease()
+                other = held.holder if held else "another supervisor"
+            else:
+                self.store.write_spec(self.spec.to_dict())
+                _keep_working_dir(self.store, self.spec)
+                _publish_code(self.spec.runs_root)
+        if other is None:
+            return True
+        self.record(ev.LEFT, f"{other} already drives run {self.spec.run}; this supervisor "
+                    "leaves it alone", reason="another_supervisor")
+        return False
+
+    def _keep_lease(self) -> None:
+        while self.store is not None and self.lease is not None:
+            if self.stopping.wait(self.config.lease_s / 3):
+                return
             try:
-                job_id = self.submit(attempt)
-            except (RuntimeError, OSError) as e:
-                lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-                self.record(ev.GAVE_UP, f"gave up: Ray refused attempt {attempt}: "
-                            f"{lines[-1] if lines else type(e).__name__}",
-                            reason="submit_refused", attempt=attempt)
-                return 1
-            if job_id is None:
-                return self._stopped()
-            self.record(ev.SUBMITTED, f"submitted {job_id} ({d.message})"
-                        + (f", restart {restarts} of {spec.max_restarts}" if restarts else ""),
-                        attempt=attempt, submission_id=job_id)
-            ended = self.watch(job_id)
-            if ended is None:
-                return self._stopped()
-            gpus_at_end = self.gpus()
-            entries = checkpoint_entries(spec.checkpoint_dir)
-            progressed = bool(entries - baseline) if has_previous else None
-            situation = replace(situation, ended=ended, restarts_used=restarts,
-                                gpus_at_end=gpus_at_end, progressed=progressed)
-            if ended == "FAILED" and is_crash(situation) and self.config.settle_s > 0:
-                # GPUs can look present for a while after a node is lost: look again before
-                # calling it a crash (see the module docstring).
-                if self.stopping.wait(self.config.settle_s):
-                    return self._stopped()
-                situation = replace(situation, gpus_at_end=min(gpus_at_end, self.gpus()))
-            message = self._end_message(job_id, ended)
-            self.record(ev.ATTEMPT_ENDED, f"{job_id} {ended}{message}; the cluster has "
-                        f"{situation.gpus_at_end:g} of {spec.gpus_needed} GPUs; "
-                        + {None: "first attempt", True: "new checkpoint since the previous "
-                           "attempt", False: "no new checkpoint since the previous attempt"
-                           }[progressed],
-                        attempt=attempt, submission_id=job_id, status=ended,
-                        gpus=situation.gpus_at_end, new_checkpoint=progressed)
-            baseline = entries
-            has_previous = True
+                renewed = self.store.renew(self.lease)
+            except OSError:
+                continue  # Lustre hiccup: the next renewal may make it in time
+            if renewed is None:
+                self.lost.set()
+                return
+            self.lease = renewed
+
+    def _left(self) -> int:
+        self.record(ev.LEFT, "another supervisor took this run's lease (this one was thought "
+                    "gone); it drives the run from here", reason="lease_lost")
+        return 0
 
     def _end_message(self, job_id: str, ended: str) -> str:
         if ended != "FAILED":
@@ -260,10 +529,111 @@ class Supervisor:
             info = self.client.get_job_info(job_id)
         except (RuntimeError, OSError):
             return ""
-        parts = []
         if info.driver_exit_code is not None:
-            parts.append(f"exit code {info.driver_exit_code}")
-        return f" ({', '.join(parts)})" if parts else ""
+            return f" (exit code {info.driver_exit_code})"
+        return ""
+
+
+class _LeaseLost(Exception):
+    """Another supervisor holds a newer lease on the run."""
+
+
+def _keep_working_dir(store: RunStore, spec: Spec) -> None:
+    """Copy the attempts' working dir (this job's own cwd: the same gcs:// package) next to the
+    record, so a re-armer on a new cluster can upload it again (gcs:// packages die with GCS)."""
+    import shutil
+    target = store.dir / "working_dir"
+    if not spec.runtime_env.get("working_dir") or target.exists():
+        return
+    tmp = store.dir / f".working_dir.{os.getpid()}"
+    shutil.copytree(os.getcwd(), tmp, dirs_exist_ok=True)
+    os.replace(tmp, target)
+
+
+def _publish_code(runs_root: str) -> None:
+    """Put the `jobs` package this supervisor runs at `<runs root>/.rearm/current/jobs`, where
+    the head pod's re-armer sidecar imports it from (the framework image does not carry it;
+    components/k8s/raycluster.py `rearm_container`). Versions are folders; `current` is a
+    symlink swapped atomically, so a re-armer never imports a half-copied package."""
+    import shutil
+    base = os.path.join(runs_root, ".rearm")
+    version = os.path.join(base, f"v{time.time_ns()}-{os.getpid()}")
+    import jobs
+    shutil.copytree(os.path.dirname(os.path.abspath(jobs.__file__)), os.path.join(version, "jobs"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    link = os.path.join(base, f".current.{os.getpid()}")
+    os.symlink(os.path.basename(version), link)
+    os.replace(link, os.path.join(base, "current"))
+    for old in sorted(n for n in os.listdir(base) if n.startswith("v"))[:-3]:
+        shutil.rmtree(os.path.join(base, old), ignore_errors=True)  # keep the newest three
+
+
+def restore(sup: Supervisor) -> RunState:
+    """Where the run stands: fresh from the spec, or, when the run record holds earlier
+    supervisors' decisions (a re-arm), from their last attempt, which is adopted when it still
+    runs on this cluster and counted as preempted with the head when it is gone."""
+    spec = sup.spec
+    recs = sup.store.events() if sup.store is not None else []
+    submitted = [r for r in recs if r.get("event") == ev.SUBMITTED]
+    if not submitted:
+        return RunState(attempt=spec.first_attempt - 1)
+    last = submitted[-1]
+    state = RunState(attempt=int(last["attempt"]), restarts=int(last.get("restarts_used", 0)),
+                     preemptions=int(last.get("preemptions_used", 0)),
+                     current=str(last["submission_id"]),
+                     started_ms=int(last.get("started_ms", 0)),
+                     baseline=frozenset(last.get("baseline", [])),
+                     has_baseline=bool(last.get("has_baseline", False)))
+    after = recs[recs.index(last) + 1:]
+    ended = [r for r in after if r.get("event") == ev.ATTEMPT_ENDED]
+    try:  # a dashboard still starting is waited for; a 404 is an answer
+        status = sup._retry(lambda: sup.client.get_job_status(state.current))
+    except RuntimeError:
+        status = None  # not on this cluster: the head (and the attempt) were lost
+    if status is not None:
+        state.watching = True  # watch returns at once when it has ended meanwhile
+        sup.record(ev.ADOPTED, f"re-armed: took over {state.current} ({status.value}), "
+                   f"{state.restarts} restart(s) and {state.preemptions} preemption(s) used",
+                   attempt=state.attempt, submission_id=state.current)
+        return state
+    sup._ended(state, ended[-1]["status"] if ended else "FAILED")
+    if not ended or any(r.get("event") == ev.PREEMPTED for r in after):
+        state.situation = replace(state.situation, preempted=True)  # type: ignore[arg-type]
+        sup.record(ev.PREEMPTED, f"{state.current} was lost with the cluster's head "
+                   "(not on this cluster any more); counted as a preemption",
+                   attempt=state.attempt, submission_id=state.current)
+    return state
+
+
+def _own_working_dir() -> str | None:
+    """This job's working_dir URI: Ray hands a job driver its runtime env in
+    RAY_JOB_CONFIG_JSON_ENV_VAR (reference §4.5)."""
+    try:
+        config = json.loads(os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}"))
+        return config.get("runtime_env", {}).get("working_dir") or None
+    except (ValueError, AttributeError):
+        return None
+
+
+def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
+    """The node table over the dashboard's state API, and an attempt's log size: its driver
+    log file on this node (an entrypoint without resources runs on the head, next to us), else
+    the Jobs API's copy, read at most every 10 s."""
+    logs = os.path.join(str(ctx.address_info.get("session_dir", "")), "logs")
+    cache: dict[str, tuple[float, int]] = {}
+
+    def log_size(job_id: str) -> int:
+        try:
+            return os.stat(os.path.join(logs, f"job-driver-{job_id}.log")).st_size
+        except OSError:
+            pass
+        at, size = cache.get(job_id, (0.0, -1))
+        if time.monotonic() - at >= 10.0:
+            size = len(client.get_job_logs(job_id))
+            cache[job_id] = (time.monotonic(), size)
+        return size
+
+    return Probes(nodes=lambda: node_events.fetch(dashboard), log_size=log_size)
 
 
 def main(argv: list[str]) -> int:
@@ -273,7 +643,6 @@ def main(argv: list[str]) -> int:
         return 2
     own_id = argv[0]
     import ray
-
 
     # Ray sends SIGTERM on `ray job stop` and SIGKILL 3 s later (job_supervisor.py,
     # RAY_JOB_STOP_WAIT_TIME_S): wake every wait at once and stop the current attempt.
@@ -292,15 +661,19 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_term)
     # The Jobs API through jobs/client/api.py, as the CLI calls it: its errors read as Ray's
     # client's (RuntimeError "Request failed with status code N", OSError without an answer),
-    # which `_transient` sorts. Attempts carry gcs:// URIs only (the CLI uploaded their local
+    # which `errors.is_transient` sorts. Attempts carry gcs:// URIs only (the CLI uploaded their local
     # packages at hand-off, jobs/client/dashboard.py `upload_working_dir`), so nothing is uploaded here.
-    client = JobsAPI(f"http://{ctx.dashboard_url}")
-    spec = Spec.from_json(client.get_job_info(own_id).metadata[Spec.METADATA_KEY])
-
-    def gpus() -> float:
-        return float(ray.cluster_resources().get("GPU", 0.0))
-
-    supervisor = Supervisor(client, own_id, spec, gpus, Settings.from_env())
+    dashboard = f"http://{ctx.dashboard_url}"
+    client = JobsAPI(dashboard)
+    own = client.get_job_info(own_id)
+    spec = Spec.from_json(own.metadata[Spec.METADATA_KEY])
+    own_wd = _own_working_dir()
+    if own_wd and spec.runtime_env.get("working_dir"):
+        # The attempts' package is this job's own (jobs/runs/handoff.py); after a re-arm on a new
+        # cluster it is the copy the re-armer uploaded again (jobs/head/rearm.py).
+        spec = replace(spec, runtime_env={**spec.runtime_env, "working_dir": own_wd})
+    supervisor = Supervisor(client, own_id, spec, _probes(client, dashboard, ctx),
+                            Settings.from_env())
     if stop_early.is_set():
         supervisor.stopping.set()
     return supervisor.run()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,27 @@ from jobs.runs.report import Reporter
 from jobs.runs.workdir import DEFAULT_EXCLUDES
 
 JOBS_DIR = Path(jobs.__file__).resolve().parent
+# Preemptions are not the run's fault: a generous budget, apart from --max-restarts.
+DEFAULT_MAX_PREEMPTIONS = 100
+# A recipe's stall timeout: longer than the first model load of the largest recipe (70B, with
+# a one-time Megatron conversion) and a ~1 TB checkpoint save on Lustre (reference §8).
+RECIPE_STALL_TIMEOUT_S = 7200.0
+
+
+@dataclass(frozen=True)
+class Options:
+    """What `run`/`submit` ask of the supervisor beyond --max-restarts."""
+
+    max_preemptions: int | None = None
+    stall_timeout_s: float | None = None
+    runs_root: str = ""
+    keep: int = 0  # complete checkpoints kept between attempts (veRL recipes); 0: no pruning
+
+    def supervised(self, max_restarts: int) -> bool:
+        return (max_restarts > 0 or bool(self.max_preemptions) or bool(self.stall_timeout_s)
+                or bool(self.runs_root))
+
+
 # Starting the supervisor's driver takes a few seconds (reference §4.3: ~2-3 s to RUNNING);
 # a minute means the head is in trouble.
 HANDOFF_TIMEOUT_S = 120.0
@@ -49,7 +71,8 @@ def live(sups: list[JobDetails]) -> JobDetails | None:
 
 
 def hand_off(cluster: Dashboard, sub: Submission, *, max_restarts: int, gpus: int,
-             checkpoint_dir: str, hint_where: str) -> str:
+             checkpoint_dir: str, hint_where: str, options: Options = Options(),
+             stall_default_s: float = 0.0) -> str:
     """Submit the run's supervisor and wait until it has the run; returns its submission id."""
     run = sub.run
     existing = cluster.jobs()
@@ -67,10 +90,15 @@ def hand_off(cluster: Dashboard, sub: Submission, *, max_restarts: int, gpus: in
     # from the head, where the caller's files are not. Ray's client turns the local path into
     # a gcs:// package URI (dashboard_sdk.py `_upload_working_dir_if_needed`, Ray 2.60).
     attempt_env = cluster.upload_working_dir(sub.runtime_env)
-    spec = protocol.Spec(run=run, first_attempt=sub.attempt, max_restarts=max_restarts,
-                         gpus_needed=gpus, checkpoint_dir=checkpoint_dir,
-                         entrypoint=sub.entrypoint, runtime_env=attempt_env,
-                         metadata=dict(sub.metadata))
+    spec = protocol.Spec(
+        run=run, first_attempt=sub.attempt, max_restarts=max_restarts, gpus_needed=gpus,
+        checkpoint_dir=checkpoint_dir, entrypoint=sub.entrypoint, runtime_env=attempt_env,
+        metadata=dict(sub.metadata),
+        max_preemptions=(DEFAULT_MAX_PREEMPTIONS if options.max_preemptions is None
+                         else options.max_preemptions),
+        stall_timeout_s=(stall_default_s if options.stall_timeout_s is None
+                         else options.stall_timeout_s),
+        runs_root=options.runs_root, keep=options.keep)
     env_vars = protocol.Settings.forwarded()
     # `python -m` puts the working dir first on sys.path: a `jobs/` folder in the user's code
     # must not shadow ours (PYTHONSAFEPATH, Python 3.11+).
@@ -222,3 +250,8 @@ def human(record: dict[str, Any]) -> str:
 def succeeded(recs: list[dict[str, Any]]) -> bool:
     final = final_reason(recs)
     return final is not None and final.get("event") == run_events.FINISHED
+
+
+def gave_up(outcome: dict[str, Any] | None) -> bool:
+    """The run's final record says its supervisor gave up as designed."""
+    return outcome is not None and outcome.get("event") == run_events.GAVE_UP

@@ -14,7 +14,7 @@ from components.contract import StackOutputs
 from jobs.client.dashboard import Dashboard
 from jobs.client.types import Submission
 from jobs.common.errors import UsageError
-from jobs.recipes import ckpt_size, frameworks, overrides, prepare, reward_placement
+from jobs.recipes import ckpt_size, compose, frameworks, overrides, prepare, reward_placement
 from jobs.recipes.catalogue import Recipe, RunContext
 from jobs.recipes.overrides import Override
 from jobs.runs import plan
@@ -51,6 +51,9 @@ class Planned:
 
     submission: Submission
     notes: list[str] = field(default_factory=list)
+    # Complete checkpoints the supervisor keeps between attempts (jobs/head/hygiene.py): veRL's
+    # keep-N forgets earlier attempts' saves; NeMo RL prunes across attempts itself. 0: none.
+    keep: int = 0
 
     @property
     def gpus_needed(self) -> int:
@@ -111,7 +114,9 @@ def plan_recipe(ask: Ask, place: Place) -> Planned:
     sub = plan.for_recipe(recipe, ask.run, nodes, gpus, ask.overrides, checked, place.stack,
                           plan.git_commit(), wandb=wandb, composed=composed,
                           code_sandbox_url=sandbox.url)
-    return Planned(sub, notes)
+    keep = compose.value(composed.config, recipe.keep_key)
+    return Planned(sub, notes, keep=keep if recipe.framework == "verl" and isinstance(keep, int)
+                   else 0)
 
 
 def check_ray_version(recipe: Recipe, dashboard: Dashboard, address: str) -> str:

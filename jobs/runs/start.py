@@ -26,11 +26,14 @@ class Started:
 
 
 def start(dashboard: Dashboard, sub: Submission, *, max_restarts: int, gpus: int,
-          checkpoint_dir: str, where: str) -> Started:
-    """Send `sub` (attempt N of its run), or hand the run over when `max_restarts` > 0."""
-    if max_restarts > 0:
+          checkpoint_dir: str, where: str, options: handoff.Options = handoff.Options(),
+          stall_default_s: float = 0.0) -> Started:
+    """Send `sub` (attempt N of its run), or hand the run over when it may restart (restarts,
+    preemptions, a stall watchdog or a runs root asked for)."""
+    if options.supervised(max_restarts):
         sid = handoff.hand_off(dashboard, sub, max_restarts=max_restarts, gpus=gpus,
-                               checkpoint_dir=checkpoint_dir, hint_where=where)
+                               checkpoint_dir=checkpoint_dir, hint_where=where, options=options,
+                               stall_default_s=stall_default_s)
         return Started(sub.run, sub.submission_id, supervisor=sid)
     try:
         return Started(sub.run, dashboard.submit(sub))

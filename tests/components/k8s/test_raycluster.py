@@ -37,7 +37,9 @@ def _worker(manifest):
 
 
 def _container(group):
-    (container,) = group["template"]["spec"]["containers"]
+    """The Ray container (the head pod also runs the re-armer beside it)."""
+    (container,) = [c for c in group["template"]["spec"]["containers"]
+                    if c["name"] in ("ray-head", "ray-worker")]
     return container
 
 
@@ -313,3 +315,19 @@ def test_a_parked_stack_keeps_a_worker_group_with_no_pods(stack_config) -> None:
     worker = _worker(manifest)
     assert worker["replicas"] == worker["minReplicas"] == worker["maxReplicas"] == 0
     validate_custom(manifest)
+
+
+def test_the_head_pod_starts_the_re_armer_beside_ray_with_the_runs_root_on_lustre(any_config) -> None:
+    from components.contract import RUNS_ROOT
+    from components.k8s.raycluster import REARM_CODE, REARM_CONTAINER
+    head = _head(_manifest(any_config))
+    containers = head["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["ray-head", REARM_CONTAINER]
+    rearm = containers[1]
+    script = rearm["command"][-1]
+    assert f"python -m jobs.head.rearm --address http://127.0.0.1:8265 --runs-root {RUNS_ROOT}" \
+        in script and f"PYTHONPATH={REARM_CODE}" in script
+    assert {m["mountPath"]: m["name"] for m in rearm["volumeMounts"]} == {"/lustre": "lustre"}
+    assert rearm["image"] == _container(head)["image"]
+    # Only the head pod: workers ride spot and are not where runs are re-armed from.
+    assert all(c["name"] != REARM_CONTAINER for c in _worker(_manifest(any_config))["template"]["spec"]["containers"])

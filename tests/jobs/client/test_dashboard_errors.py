@@ -7,7 +7,7 @@ import pytest
 import requests
 
 from jobs.client.dashboard import AlreadySubmitted, _translated, meaningful_line
-from jobs.common.errors import ExitCode, JobsError, NotFound, Unreachable, UsageError
+from jobs.common.errors import ExitCode, JobsError, NotFound, Unreachable
 
 # What Ray 2.60's dashboard answers to a duplicate submission id: HTTP 500 with the traceback
 # (job_head.py returns traceback.format_exc()), wrapped by dashboard_sdk._raise_error.

@@ -30,9 +30,16 @@ def test_a_spec_survives_the_trip_through_job_metadata():
 
 
 def test_a_spec_from_another_version_is_refused_by_name():
-    text = json.dumps({**json.loads(spec().to_json()), "max_preemptions": 5})
-    with pytest.raises(ValueError, match="max_preemptions"):
+    text = json.dumps({**json.loads(spec().to_json()), "max_migrations": 5})
+    with pytest.raises(ValueError, match="max_migrations"):
         Spec.from_json(text)
+
+
+def test_the_survival_settings_ride_in_the_spec_with_generous_defaults():
+    sent = spec()
+    assert (sent.max_preemptions, sent.stall_timeout_s, sent.runs_root, sent.keep) == \
+        (100, 0.0, "", 0)
+    assert Spec.from_json(sent.to_json()).to_dict() == sent.to_dict()
 
 
 def test_ids_round_trip():

@@ -1,4 +1,5 @@
-"""The restart rules: never after a stop, wait for GPUs (bounded), a crash is tried at most twice."""
+"""The restart rules: never after a stop, wait for GPUs (bounded) and a stable cluster, a crash is
+tried at most twice, a preemption spends its own budget and never counts as a crash."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from jobs.head.restart_policy import Action, Reason, Situation, decide, is_crash
 
 situations = st.builds(
     Situation,
-    ended=st.sampled_from([None, "SUCCEEDED", "FAILED", "STOPPED"]),
+    ended=st.sampled_from([None, "SUCCEEDED", "FAILED", "STOPPED", "STALLED"]),
     restarts_used=st.integers(0, 10),
     max_restarts=st.integers(0, 10),
     gpus_needed=st.integers(0, 64),
@@ -19,6 +20,11 @@ situations = st.builds(
     stop_requested=st.booleans(),
     waited_s=st.floats(0, 4000),
     max_wait_s=st.floats(0, 4000),
+    preempted=st.booleans(),
+    preemptions_used=st.integers(0, 10),
+    max_preemptions=st.integers(0, 10),
+    stable_s=st.floats(0, 200),
+    settle_s=st.floats(0, 120),
 )
 
 
@@ -33,15 +39,33 @@ def test_a_submit_needs_the_gpus_and_a_restart_left(s):
     d = decide(s)
     if d.action == Action.SUBMIT:
         assert s.gpus_now >= s.gpus_needed
-        assert s.ended is None or s.restarts_used < s.max_restarts
+        if s.ended is not None and not s.preempted:
+            assert s.restarts_used < s.max_restarts
+        if s.ended is not None and s.preempted:
+            assert s.preemptions_used < s.max_preemptions
         assert not is_crash(s)
+
+
+@given(situations)
+def test_after_a_failure_a_gpu_run_is_resubmitted_only_on_settled_capacity(s):
+    if decide(s).action == Action.SUBMIT and s.ended is not None and s.gpus_needed > 0:
+        assert s.stable_s >= s.settle_s
+
+
+@given(situations)
+def test_a_preemption_is_never_a_crash_and_never_spends_a_restart(s):
+    if s.preempted:
+        assert not is_crash(s)
+        assert decide(s).reason not in (Reason.CRASH, Reason.RESTARTS_EXHAUSTED)
 
 
 @given(situations)
 def test_waiting_is_bounded_and_only_for_missing_gpus(s):
     d = decide(s)
-    if d.action == Action.WAIT:
+    if d.action == Action.WAIT and d.reason == Reason.NO_CAPACITY:
         assert s.gpus_now < s.gpus_needed and s.waited_s < s.max_wait_s
+    if d.action == Action.WAIT and d.reason == Reason.SETTLING:
+        assert s.gpus_needed > 0 and s.stable_s < s.settle_s
     if d.reason == Reason.WAIT_TIMEOUT:
         assert s.waited_s >= s.max_wait_s and str(s.gpus_needed) in d.message
 
@@ -115,3 +139,60 @@ def test_missing_gpus_wait_then_give_up_after_the_limit():
     assert (late.action, late.reason) == (Action.GIVE_UP, Reason.WAIT_TIMEOUT)
     back = decide(Situation(**{**base, "gpus_now": 2.0}, waited_s=100))
     assert back.action == Action.SUBMIT
+
+
+def _run(max_restarts: int, ends: list[tuple[bool, bool]], max_preemptions: int = 100) -> int:
+    """Attempts submitted when attempt i fails (preempted, checkpointed) = ends[i], the GPUs
+    always back and settled, as the supervisor keeps its counters."""
+    restarts = preemptions = 0
+    baseline_seen = False
+    since_failure = False  # a new checkpoint since the last failure that was not a preemption
+    for i, (preempted, checkpointed) in enumerate(ends):
+        since_failure = since_failure or checkpointed
+        s = Situation(ended="FAILED", restarts_used=restarts, max_restarts=max_restarts,
+                      gpus_needed=2, gpus_at_end=2.0, gpus_now=2.0,
+                      progressed=since_failure if baseline_seen else None, preempted=preempted,
+                      preemptions_used=preemptions, max_preemptions=max_preemptions)
+        if decide(s).action != Action.SUBMIT:
+            return i + 1
+        if preempted:
+            preemptions += 1
+        else:
+            restarts += 1
+            baseline_seen, since_failure = True, False
+    return len(ends) + 1
+
+
+def test_three_preemptions_in_a_row_need_no_restart():
+    assert _run(0, [(True, False)] * 3) == 4
+
+
+def test_preemptions_between_crashes_do_not_make_a_crash_count_twice_or_less():
+    # crash, preemption, preemption, crash: the second crash ends it (2 crash attempts), and the
+    # preemptions in between neither end it early nor count as crash attempts.
+    assert _run(5, [(False, False), (True, False), (True, False), (False, False),
+                    (False, False)]) == 4
+
+
+def test_preemptions_have_their_own_budget():
+    s = Situation(ended="FAILED", restarts_used=0, max_restarts=5, gpus_needed=2,
+                  gpus_at_end=2, gpus_now=2, progressed=False, preempted=True,
+                  preemptions_used=3, max_preemptions=3)
+    d = decide(s)
+    assert (d.action, d.reason) == (Action.GIVE_UP, Reason.PREEMPTIONS_EXHAUSTED)
+
+
+def test_a_stall_is_restarted_but_spends_a_restart_and_is_not_a_crash():
+    s = Situation(ended="STALLED", restarts_used=0, max_restarts=1, gpus_needed=0,
+                  gpus_at_end=0, gpus_now=0, progressed=False)
+    assert decide(s).action == Action.SUBMIT
+    assert decide(Situation(**{**s.__dict__, "restarts_used": 1})).reason == \
+        Reason.RESTARTS_EXHAUSTED
+
+
+def test_a_run_without_gpus_never_settles():
+    s = Situation(ended="FAILED", restarts_used=0, max_restarts=1, gpus_needed=0,
+                  gpus_at_end=0, gpus_now=0, progressed=None, stable_s=0.0, settle_s=60.0)
+    assert decide(s).action == Action.SUBMIT
+    gpu = Situation(**{**s.__dict__, "gpus_needed": 2, "gpus_at_end": 2.0, "gpus_now": 2.0})
+    assert decide(gpu).reason == Reason.SETTLING

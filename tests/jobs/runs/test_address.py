@@ -11,7 +11,6 @@ import json
 import signal
 import subprocess
 import sys
-import textwrap
 import uuid
 from pathlib import Path
 

@@ -205,7 +205,8 @@ def test_a_crash_with_every_gpu_present_is_tried_twice_whatever_max_restarts(
     assert f"{run}-a3" not in _ids(ray_client)
     human = cli("status", run, "--address", ray_url).stdout
     assert "outcome: gave up: crash, not a preemption: the attempt failed with every GPU " \
-           "present (2 of 2 needed) and no new checkpoint since the previous attempt" in human
+           "present (2 of 2 needed), no node lost and no new checkpoint since the previous " \
+           "failure" in human
 
 
 def test_new_checkpoints_keep_restarts_going(ray_url, tmp_path):

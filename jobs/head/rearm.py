@@ -1,0 +1,144 @@
+"""The re-armer: gives every supervised, unfinished run whose supervisor is gone a new one.
+
+`python -m jobs.head.rearm --address URL --runs-root DIR` keeps running beside the Ray head
+(a sidecar container of the head pod, components/k8s/raycluster.py). Every interval it reads
+the run records on the runs root (jobs/head/run_store.py) and re-arms a run whose record is
+not finished and whose lease has lapsed (its supervisor was killed, or the head it ran on was
+lost with the whole cluster), unless a live supervisor of the run is already on this cluster.
+Before submitting it takes the run's next lease generation in the new supervisor's name
+(O_EXCL): two re-armers, or two heads, never arm one run twice. The new supervisor
+(jobs/head/supervisor.py `restore`) adopts the run's live attempt, or counts an attempt lost with
+the head as a preemption, and goes on from the last complete checkpoint with the budgets the
+record says are left. Ray's own client uploads the supervisor's code (this `jobs` package) and
+the attempts' working dir kept beside the record, since gcs:// packages die with the GCS.
+Standard library and Ray: it runs in the head's image.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from jobs.head import events as ev
+from jobs.head import protocol
+from jobs.head.run_store import RunStore, runs
+
+JOBS_DIR = Path(__file__).resolve().parents[1]
+# How long the lease taken for a new supervisor lasts before it renews it itself: a driver
+# starts in a few seconds (reference §4.3), a minute means the head is in trouble.
+HANDOFF_S = 120.0
+
+
+def _number(sid: str | None) -> int:
+    return protocol.supervisor_number(sid or "")
+
+
+def _supervisor_env(store: RunStore) -> dict[str, Any]:
+    env_vars = {k: v for k, v in os.environ.items() if k.startswith("JOBS_SUPERVISOR_")}
+    env_vars["PYTHONSAFEPATH"] = "1"  # a jobs/ folder in the user's code must not shadow ours
+    runtime_env: dict[str, Any] = {"py_modules": [str(JOBS_DIR)], "env_vars": env_vars}
+    kept = store.dir / "working_dir"
+    if kept.is_dir():
+        runtime_env["working_dir"] = str(kept)
+    return runtime_env
+
+
+class Rearmer:
+    def __init__(self, client: Any, root: str, write: Any = print) -> None:
+        self.client = client
+        self.root = root
+        self._write = write
+
+    def live_supervisor(self, jobs: list[Any], run: str) -> str | None:
+        for job in jobs:
+            meta = job.metadata or {}
+            if (meta.get("kind") == protocol.SUPERVISOR and meta.get("run") == run
+                    and not job.status.is_terminal()):
+                return job.submission_id
+        return None
+
+    def candidates(self) -> list[str]:
+        """Runs whose record is supervised, unfinished and whose lease lapsed."""
+        out = []
+        for run in runs(self.root):
+            store = RunStore(self.root, run)
+            recs = store.events()
+            if store.spec() is None or any(r.get("event") in ev.FINAL for r in recs):
+                continue
+            lease = store.lease()
+            if lease is None or not lease.alive():
+                out.append(run)
+        return out
+
+    def rearm(self, run: str, jobs: list[Any]) -> str | None:
+        """Submit the run's next supervisor; its id, or None when someone else has the run."""
+        if self.live_supervisor(jobs, run) is not None:
+            return None
+        store = RunStore(self.root, run)
+        spec = store.spec()
+        assert spec is not None
+        seen = [_number(r.get("supervisor")) for r in store.events()]
+        seen += [_number(j.submission_id) for j in jobs
+                 if (j.metadata or {}).get("run") == run]
+        sid = f"{run}-s{1 + max(seen, default=0)}"
+        if store.acquire(sid, HANDOFF_S) is None:
+            return None  # another re-armer (or a supervisor) took it first
+        meta = {"run": run, "kind": protocol.SUPERVISOR, "supervisor": str(_number(sid)),
+                protocol.Spec.METADATA_KEY: json.dumps(spec),
+                "submitted_by": "python -m jobs.head.rearm"}
+        self.client.submit_job(entrypoint=protocol.supervisor_entrypoint(sid),
+                               runtime_env=_supervisor_env(store), metadata=meta,
+                               submission_id=sid)
+        store.append(ev.record(ev.REARMED, run, f"re-armed by the re-armer as {sid}: the "
+                               "previous supervisor's lease had lapsed", supervisor=sid))
+        return sid
+
+    def sweep(self) -> list[str]:
+        todo = self.candidates()
+        if not todo:
+            return []
+        jobs = self.client.list_jobs()
+        armed = []
+        for run in todo:
+            try:
+                sid = self.rearm(run, jobs)
+            except (RuntimeError, OSError, ValueError) as e:
+                self._write(f"rearm: {run}: {type(e).__name__}: {e}")
+                continue
+            if sid:
+                self._write(f"rearm: {run} re-armed as {sid}")
+                armed.append(sid)
+        return armed
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobs.head.rearm", description=__doc__
+                                     .splitlines()[0])
+    parser.add_argument("--address", required=True, help="the Ray dashboard URL")
+    parser.add_argument("--runs-root", required=True, help="where run records live")
+    parser.add_argument("--interval", type=float, default=10.0, help="seconds between sweeps")
+    args = parser.parse_args(argv)
+    from ray.job_submission import JobSubmissionClient
+
+    stop = threading.Event()
+    client: Any = None
+    while not stop.is_set():
+        try:
+            if client is None:  # the head may not answer yet: it starts with us
+                client = JobSubmissionClient(args.address)
+            Rearmer(client, args.runs_root).sweep()
+        except (RuntimeError, OSError, ConnectionError, ValueError) as e:
+            print(f"rearm: {type(e).__name__}: {e}", flush=True)
+            client = None
+        sys.stdout.flush()
+        stop.wait(args.interval)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

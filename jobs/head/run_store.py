@@ -1,0 +1,161 @@
+"""A run's record on shared storage (the runs root on Lustre): spec, decisions, and its lease.
+
+Layout, one folder per run: `<runs root>/<run>/supervision/`
+  spec.json     what the supervisor drives (written once, atomically)
+  events.jsonl  every decision, append-only, one JSON object a line, flushed and fsynced per
+                event, so a head lost mid-run loses at most the line being written
+  lease.<gen>   who drives the run: {"holder", "gen", "renewed", "ttl_s"}
+The lease is fenced by generation: taking a run over creates `lease.<gen+1>` with O_EXCL, which
+one creator wins on a POSIX file system (Lustre included), and a holder that sees a higher
+generation has lost the run and stops driving it. A lease not renewed within its ttl is
+expired: the run is unsupervised and a re-armer may take it (jobs/head/rearm.py).
+Standard library only: it runs in the supervisor and the re-armer on the head, and in the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FOLDER = "supervision"
+_LEASE = re.compile(r"^lease\.(?P<gen>[0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Lease:
+    holder: str
+    gen: int
+    renewed: float
+    ttl_s: float
+
+    def alive(self, now: float | None = None) -> bool:
+        return (time.time() if now is None else now) < self.renewed + self.ttl_s
+
+
+def runs(root: str | Path) -> list[str]:
+    """The runs with a record under `root`, by name."""
+    base = Path(root)
+    if not base.is_dir():
+        return []
+    return sorted(p.name for p in base.iterdir() if (p / FOLDER / "events.jsonl").is_file()
+                  or (p / FOLDER / "spec.json").is_file())
+
+
+class RunStore:
+    def __init__(self, root: str | Path, run: str) -> None:
+        self.run = run
+        self.dir = Path(root) / run / FOLDER
+
+    # ------------------------------------------------------------------ record
+
+    def append(self, record: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        data = (json.dumps(record, sort_keys=True) + "\n").encode()
+        fd = os.open(self.dir / "events.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def events(self) -> list[dict[str, Any]]:
+        try:
+            text = (self.dir / "events.jsonl").read_text()
+        except OSError:
+            return []
+        out = []
+        for raw in text.splitlines():
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue  # the line being written when the head was lost
+            if isinstance(rec, dict) and "event" in rec:
+                out.append(rec)
+        return out
+
+    def write_spec(self, spec: dict[str, Any]) -> None:
+        if (self.dir / "spec.json").is_file():
+            return
+        self._write("spec.json", spec)
+
+    def spec(self) -> dict[str, Any] | None:
+        try:
+            return json.loads((self.dir / "spec.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _write(self, name: str, obj: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir / f".{name}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.dir / name)
+
+    # ------------------------------------------------------------------ lease
+
+    def _gens(self) -> list[int]:
+        try:
+            names = os.listdir(self.dir)
+        except OSError:
+            return []
+        return sorted(int(m["gen"]) for n in names if (m := _LEASE.match(n)))
+
+    def lease(self) -> Lease | None:
+        """The newest lease, or None when the run never had one."""
+        for gen in reversed(self._gens()):
+            try:
+                d = json.loads((self.dir / f"lease.{gen}").read_text())
+                return Lease(str(d["holder"]), gen, float(d["renewed"]), float(d["ttl_s"]))
+            except (OSError, ValueError, KeyError):
+                # Created with O_EXCL but not written yet: treat as just taken.
+                return Lease("?", gen, time.time(), 10.0)
+        return None
+
+    def acquire(self, holder: str, ttl_s: float) -> Lease | None:
+        """The lease for `holder`: kept if it holds it, taken if it is free or expired; None
+        when another holder's lease is alive or another taker won the race."""
+        current = self.lease()
+        if current is not None and current.holder == holder:
+            return self.renew(current, ttl_s)
+        if current is not None and current.alive():
+            return None
+        gen = (current.gen if current else 0) + 1
+        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(self.dir / f"lease.{gen}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return None
+        os.close(fd)
+        lease = Lease(holder, gen, time.time(), ttl_s)
+        self._write(f"lease.{gen}", self._lease_dict(lease))
+        for old in self._gens():
+            if old < gen - 1:
+                (self.dir / f"lease.{old}").unlink(missing_ok=True)
+        return lease
+
+    def renew(self, lease: Lease, ttl_s: float | None = None) -> Lease | None:
+        """Renewed, or None when a newer generation exists: the run was taken over."""
+        if max(self._gens(), default=0) > lease.gen:
+            return None
+        renewed = Lease(lease.holder, lease.gen, time.time(), lease.ttl_s if ttl_s is None
+                        else ttl_s)
+        self._write(f"lease.{lease.gen}", self._lease_dict(renewed))
+        return renewed
+
+    def release(self, lease: Lease) -> None:
+        """Give the lease up at once (the run ended): an expired lease nobody renews."""
+        if max(self._gens(), default=0) == lease.gen:
+            self._write(f"lease.{lease.gen}",
+                        self._lease_dict(Lease(lease.holder, lease.gen, 0.0, 0.0)))
+
+    @staticmethod
+    def _lease_dict(lease: Lease) -> dict[str, Any]:
+        return {"holder": lease.holder, "gen": lease.gen, "renewed": lease.renewed,
+                "ttl_s": lease.ttl_s}

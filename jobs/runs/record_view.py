@@ -1,0 +1,87 @@
+"""A run as its record on the runs root tells it: attempts, supervision, outcome (no head needed).
+
+`status`, `list` and `logs` with `--runs-root` read the record the supervisor keeps on shared
+storage (jobs/head/run_store.py), so a run's story outlives the head that wrote it. A run whose
+record is not finished and whose lease has lapsed is "unsupervised": its supervisor is gone (an
+out-of-memory kill, a head lost) and the re-armer (jobs/head/rearm.py) takes it back.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from jobs.head import events as run_events
+from jobs.head.run_store import RunStore, runs
+
+UNSUPERVISED = "UNSUPERVISED"
+
+
+def has_record(root: str | Path, run: str) -> bool:
+    return bool(RunStore(root, run).events())
+
+
+def view(root: str | Path, run: str, now: float | None = None) -> dict[str, Any]:
+    """The run's attempts (id -> last known status and cause), supervision and outcome."""
+    store = RunStore(root, run)
+    recs = store.events()
+    attempts: dict[str, dict[str, Any]] = {}
+    for r in recs:
+        sid = r.get("submission_id")
+        if r["event"] == run_events.SUBMITTED and sid:
+            attempts[sid] = {"submission_id": sid, "attempt": r.get("attempt"),
+                             "status": "RUNNING", "cause": None, "supervisor": r.get("supervisor")}
+        elif r["event"] == run_events.ATTEMPT_ENDED and sid in attempts:
+            attempts[sid]["status"] = r.get("status")
+        elif r["event"] in (run_events.PREEMPTED, run_events.STALLED) and sid in attempts:
+            attempts[sid]["cause"] = r["event"]
+    ends = [r for r in recs if r["event"] in run_events.FINAL]
+    final = ends[-1] if ends else None
+    lease = store.lease()
+    alive = lease is not None and lease.alive(now)
+    if final is not None:
+        state = {run_events.FINISHED: "SUCCEEDED", run_events.STOPPED: "STOPPED"}.get(
+            final["event"], "GAVE_UP")
+    elif alive:
+        state = "SUPERVISED"
+    else:
+        state = UNSUPERVISED
+    holder = lease.holder if lease else None
+    return {"run": run, "status": state, "attempts": list(attempts.values()),
+            "supervisor": {"submission_id": holder, "lease_alive": alive,
+                           "renewed": lease.renewed if lease else None},
+            "outcome": final, "history": recs, "record": str(store.dir)}
+
+
+def lines(v: dict[str, Any], now: float | None = None) -> list[str]:
+    """The human view of `view` (the `status` command prints these)."""
+    out = [f"{'run':>16}: {v['run']}", f"{'status':>16}: {v['status']}"]
+    sup = v["supervisor"]
+    if v["status"] == UNSUPERVISED:
+        ago = (time.time() if now is None else now) - (sup["renewed"] or 0)
+        who = sup["submission_id"] or "no supervisor"
+        out.append(f"{'supervisor':>16}: unsupervised: {who} last renewed its lease "
+                   f"{ago:.0f} s ago; the re-armer takes the run back")
+    elif sup["submission_id"]:
+        out.append(f"{'supervisor':>16}: {sup['submission_id']}"
+                   + (" (alive)" if sup["lease_alive"] else " (ended)"))
+    for a in v["attempts"]:
+        cause = f" ({a['cause']})" if a["cause"] else ""
+        out.append(f"{'attempt':>16}: {a['submission_id']} {a['status']}{cause}")
+    if v["outcome"]:
+        out.append(f"{'outcome':>16}: {v['outcome']['message']}")
+    out.append(f"{'record':>16}: {v['record']}")
+    out.append(f"{'history':>16}:")
+    out += [f"  {run_events.human(r)}" for r in v["history"]]
+    return out
+
+
+def listing(root: str | Path) -> list[dict[str, Any]]:
+    """One row per recorded run: status and attempts (the `list` command's rows)."""
+    rows = []
+    for run in runs(root):
+        v = view(root, run)
+        rows.append({"run": run, "status": v["status"], "attempts": v["attempts"],
+                     "last_event": v["history"][-1] if v["history"] else None})
+    return rows

@@ -1,0 +1,76 @@
+"""Node deaths during an attempt, read from a real local Ray node table after a GPU raylet is
+SIGKILLed (as a reclaimed spot VM ends), and the pure rules on rows."""
+
+from __future__ import annotations
+
+import time
+
+import ray  # noqa: F401  (makes Ray's vendored psutil importable)
+import psutil  # noqa: E402
+import pytest
+
+from jobs.head import node_events
+from tests.jobs.gpu_node import GpuNode, wait_gpus
+
+
+def _row(node_id, state, gpus, start, end, head=False, message=None):
+    return {"node_id": node_id, "state": state, "is_head_node": head, "start_time_ms": start,
+            "end_time_ms": end, "resources_total": {"GPU": gpus} if gpus else {"CPU": 2.0},
+            "state_message": message}
+
+
+def test_only_worker_nodes_dead_within_the_window_count():
+    rows = [_row("head", "DEAD", 0, 0, 5000, head=True),
+            _row("gpu-before", "DEAD", 2, 0, 900),  # marked dead before the attempt started
+            _row("gpu-during", "DEAD", 2, 0, 1500, message="Terminated due to preemption"),
+            _row("gpu-alive", "ALIVE", 2, 0, 0),
+            _row("cpu-during", "DEAD", 0, 0, 1500),
+            _row("gpu-later", "DEAD", 2, 3000, 3500)]  # joined after the judgement
+    deaths = node_events.deaths_during(rows, start_ms=1000, end_ms=2000, gpus_needed=2)
+    assert [d.node_id for d in deaths] == ["gpu-during"]
+    assert "Terminated due to preemption" in deaths[0].describe()
+    # A run without GPUs counts any worker node, never the head.
+    assert [d.node_id for d in node_events.deaths_during(rows, 1000, 2000, 0)] == \
+        ["gpu-during", "cpu-during"]
+
+
+def test_a_malformed_answer_is_a_value_error():
+    with pytest.raises(ValueError, match="not a node listing"):
+        node_events.parse({"data": {"result": None}})
+
+
+def test_stability_restarts_when_the_node_set_changes():
+    s = node_events.Stability()
+    assert s.observe(frozenset({"a"}), 10.0) == 0.0
+    assert s.observe(frozenset({"a"}), 15.0) == 5.0
+    assert s.observe(frozenset({"b"}), 16.0) == 0.0
+    assert s.observe(frozenset({"b"}), 20.0) == 4.0
+
+
+@pytest.mark.ray
+def test_a_sigkilled_gpu_raylet_is_a_death_during_the_window(ray_head):
+    node = GpuNode(ray_head, gpus=2)
+    node.start()
+    try:
+        wait_gpus(ray_head.dashboard_url, 2)
+        before = node_events.alive_gpu_nodes(node_events.fetch(ray_head.dashboard_url))
+        assert before[1] == 2.0
+        start_ms = int(time.time() * 1000)
+        assert node.process is not None
+        root = psutil.Process(node.process.pid)
+        for p in [root, *root.children(recursive=True)]:
+            p.kill()  # a VM reclaimed: nothing on it gets to say goodbye
+        node.process.wait(timeout=10)
+        node.process = None
+        deadline = time.monotonic() + 90
+        deaths: list[node_events.NodeDeath] = []
+        while not deaths:
+            assert time.monotonic() < deadline, "Ray never marked the killed raylet dead"
+            time.sleep(0.5)
+            rows = node_events.fetch(ray_head.dashboard_url)
+            deaths = node_events.deaths_during(rows, start_ms, int(time.time() * 1000), 2)
+        assert deaths[0].node_id in before[0] and deaths[0].gpus == 2.0
+        assert "Unexpected termination" in deaths[0].reason
+        assert node_events.alive_gpu_nodes(rows) == (frozenset(), 0)
+    finally:
+        node.close()

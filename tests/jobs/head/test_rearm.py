@@ -1,0 +1,47 @@
+"""The re-armer's choice of runs: supervised, unfinished, lease lapsed; never twice."""
+
+from __future__ import annotations
+
+import time
+
+from jobs.head import events as ev
+from jobs.head.rearm import Rearmer
+from jobs.head.run_store import RunStore
+
+
+class _Client:
+    def __init__(self) -> None:
+        self.submitted: list[dict] = []
+
+    def list_jobs(self) -> list:
+        return []
+
+    def submit_job(self, **kw) -> str:
+        self.submitted.append(kw)
+        return kw["submission_id"]
+
+
+def _run(root, run, ttl, final=False):
+    store = RunStore(root, run)
+    store.acquire(f"{run}-s1", ttl_s=ttl)
+    store.write_spec({"run": run, "max_restarts": 1})
+    store.append(ev.record(ev.SUBMITTED, run, "submitted", supervisor=f"{run}-s1"))
+    if final:
+        store.append(ev.record(ev.FINISHED, run, "done"))
+
+
+def test_only_unfinished_runs_with_a_lapsed_lease_are_re_armed_once(tmp_path):
+    _run(tmp_path, "lapsed", ttl=0.05)
+    _run(tmp_path, "alive", ttl=60)
+    _run(tmp_path, "done", ttl=0.05, final=True)
+    time.sleep(0.1)
+    client = _Client()
+    first, second = Rearmer(client, str(tmp_path), write=lambda _: None), \
+        Rearmer(client, str(tmp_path), write=lambda _: None)
+    assert first.sweep() == ["lapsed-s2"]
+    assert second.sweep() == []  # the new supervisor's lease is taken in its name
+    [sub] = client.submitted
+    assert sub["entrypoint"] == "python -m jobs.head.supervisor lapsed-s2"
+    assert sub["metadata"]["kind"] == "supervisor" and sub["metadata"]["run"] == "lapsed"
+    assert RunStore(tmp_path, "lapsed").lease().holder == "lapsed-s2"
+    assert RunStore(tmp_path, "lapsed").events()[-1]["event"] == ev.REARMED

@@ -1,0 +1,56 @@
+"""The run record on shared storage: append-only events that survive a torn last line, a spec
+written once, and a generation-fenced lease (one holder at a time, taken over only expired)."""
+
+from __future__ import annotations
+
+import time
+
+from jobs.head.run_store import RunStore, runs
+
+
+def test_events_append_in_order_and_a_torn_last_line_is_skipped(tmp_path):
+    store = RunStore(tmp_path, "r1")
+    store.append({"event": "armed", "n": 1})
+    store.append({"event": "submitted", "n": 2})
+    with open(store.dir / "events.jsonl", "a") as f:
+        f.write('{"event": "attempt_en')  # the head died mid-write
+    assert [e["n"] for e in store.events()] == [1, 2]
+    assert runs(tmp_path) == ["r1"]
+    assert RunStore(tmp_path, "missing").events() == []
+
+
+def test_the_spec_is_written_once(tmp_path):
+    store = RunStore(tmp_path, "r1")
+    store.write_spec({"run": "r1", "max_restarts": 1})
+    store.write_spec({"run": "r1", "max_restarts": 9})
+    assert store.spec() == {"run": "r1", "max_restarts": 1}
+
+
+def test_one_holder_at_a_time_and_takeover_only_after_expiry(tmp_path):
+    a, b = RunStore(tmp_path, "r"), RunStore(tmp_path, "r")
+    first = a.acquire("r-s1", ttl_s=0.5)
+    assert first is not None and first.gen == 1
+    assert b.acquire("r-s2", ttl_s=0.5) is None  # alive: nobody else drives the run
+    assert a.acquire("r-s1", ttl_s=0.5).gen == 1  # the holder keeps it
+    time.sleep(0.6)
+    assert not a.lease().alive()
+    second = b.acquire("r-s2", ttl_s=5)
+    assert second is not None and second.gen == 2
+    assert a.renew(first) is None  # fenced: the old holder learns it lost the run
+    assert a.lease().holder == "r-s2"
+
+
+def test_two_takers_of_an_expired_lease_one_wins(tmp_path):
+    store = RunStore(tmp_path, "r")
+    old = store.acquire("r-s1", ttl_s=0.01)
+    time.sleep(0.05)
+    # Both saw the same expired generation; the O_EXCL create of the next one decides.
+    (store.dir / f"lease.{old.gen + 1}").touch()
+    assert store.acquire("r-s3", ttl_s=5) is None
+
+
+def test_release_expires_the_lease_at_once(tmp_path):
+    store = RunStore(tmp_path, "r")
+    lease = store.acquire("r-s1", ttl_s=60)
+    store.release(lease)
+    assert not store.lease().alive()

@@ -1,0 +1,339 @@
+"""Runs that survive spot (issue 16), on a real local Ray cluster: a head whose GCS notices a
+lost node within seconds (RAY_health_check_*; production Ray takes up to ~50 s, which the
+settle wait covers), and GPU raylets SIGKILLed (a reclaimed spot VM) and replaced.
+
+The knobs are shortened through the supervisor's documented env settings (jobs/head/protocol.py Settings).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import ray  # noqa: F401  (makes Ray's vendored psutil importable)
+import psutil  # noqa: E402
+import pytest
+from typer.testing import CliRunner
+
+from jobs.cli.app import app
+from tests import localray
+from tests.jobs.conftest import wait_until
+from tests.jobs.gpu_node import GpuNode, wait_gpus
+
+FAST = dict(JOBS_SUPERVISOR_POLL_S="0.5", JOBS_SUPERVISOR_SETTLE_S="3",
+            JOBS_SUPERVISOR_PROGRESS_S="5", JOBS_SUPERVISOR_MAX_WAIT_S="300",
+            JOBS_SUPERVISOR_LEASE_S="3")
+# The GCS marks a raylet dead after 3 missed checks 1 s apart (defaults: 5 of up to 10 s).
+FAST_HEALTH = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
+               "RAY_health_check_failure_threshold": "3",
+               "RAY_health_check_initial_delay_ms": "1000"}
+
+pytestmark = pytest.mark.ray
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args), env={**FAST, "RAY_ADDRESS": None,
+                                                     "COLUMNS": "250"})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def head() -> Iterator[localray.LocalRay]:
+    h = localray.start(num_cpus=2, extra_env=FAST_HEALTH)
+    try:
+        yield h
+    finally:
+        h.stop()
+
+
+@pytest.fixture
+def gpu(head) -> Iterator[list[GpuNode]]:
+    """The GPU node of the moment (a list: a test replaces it); every one is stopped after."""
+    nodes = [GpuNode(head, gpus=2)]
+    nodes[0].start()
+    wait_gpus(head.dashboard_url, 2)
+    try:
+        yield nodes
+    finally:
+        for n in nodes:
+            n.close()
+        _stop_everything(head)
+
+
+def _stop_everything(head: localray.LocalRay) -> None:
+    from ray.job_submission import JobSubmissionClient
+    client = JobSubmissionClient(head.dashboard_url)
+    jobs = client.list_jobs()
+    for kind_first in (True, False):  # supervisors first: nothing is resubmitted after
+        for job in jobs:
+            is_sup = (job.metadata or {}).get("kind") == "supervisor"
+            if is_sup == kind_first and not job.status.is_terminal():
+                client.stop_job(job.submission_id)
+
+
+def preempt(head: localray.LocalRay, nodes: list[GpuNode]) -> None:
+    """SIGKILL the GPU raylet's whole tree (a reclaimed VM says no goodbye), and start its
+    replacement at once: it joins within seconds, before the attempt has failed."""
+    node = nodes[-1]
+    assert node.process is not None
+    root = psutil.Process(node.process.pid)
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    node.process.wait(timeout=10)
+    node.process = None
+    replacement = GpuNode(head, gpus=2)
+    nodes.append(replacement)
+    replacement.start()
+
+
+def gpu_script(d: Path, succeed_from: int, crash_from: int = 10**6) -> str:
+    """Attempt n (0-based) records itself; from `succeed_from` it succeeds, from `crash_from`
+    it crashes at once; before, it holds a GPU actor and fails when it loses it."""
+    return f"""
+import os, sys, time, ray
+d = {str(d)!r}; os.makedirs(d, exist_ok=True)
+n = len([f for f in os.listdir(d) if f.startswith("attempt-")])
+open(os.path.join(d, f"attempt-{{n}}"), "w").close()
+if n >= {succeed_from}: print("done", flush=True); sys.exit(0)
+if n >= {crash_from}: print("bad config", flush=True); sys.exit(3)
+ray.init(address="auto", log_to_driver=False)
+@ray.remote(num_gpus=1, num_cpus=0)  # the GPU raylet has no CPUs
+class W:
+    def ping(self): return 1
+w = W.remote()
+ray.get(w.ping.remote(), timeout=120)
+open(os.path.join(d, f"running-{{n}}"), "w").close()
+print("running", flush=True)
+try:
+    while True:
+        ray.get(w.ping.remote(), timeout=60); time.sleep(0.2)
+except Exception as e:
+    print("lost my GPU worker:", type(e).__name__, flush=True); sys.exit(1)
+"""
+
+
+def record(root: Path, run: str) -> list[dict]:
+    from jobs.head.run_store import RunStore
+    return RunStore(root, run).events()
+
+
+def finished(root: Path, run: str) -> dict | None:
+    ends = [r for r in record(root, run) if r["event"] in ("finished", "gave_up", "stopped")]
+    return ends[-1] if ends else None
+
+
+def test_preemptions_are_told_from_crashes_by_node_events(head, gpu, tmp_path):
+    """Three preemptions in a row with --max-restarts 0 end in success."""
+    run, d, root = name("preempt"), tmp_path / "marks", tmp_path / "runs"
+    code, out, err = cli("run", "--address", head.dashboard_url, "--name", run, "--gpus", "2",
+                         "--max-restarts", "0", "--max-preemptions", "3", "--runs-root",
+                         str(root), "--", "python", "-c", gpu_script(d, succeed_from=3))
+    assert code == 0, err
+    for i in range(3):
+        wait_until(lambda: (d / f"running-{i}").exists(), 120, f"attempt {i + 1} running")
+        preempt(head, gpu)
+    wait_until(lambda: finished(root, run) is not None, 360, "the run's end")
+    recs = record(root, run)
+    assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
+    preempted = [r for r in recs if r["event"] == "preempted"]
+    assert [r["attempt"] for r in preempted] == [1, 2, 3]
+    assert all("died" in r["message"] for r in preempted)
+    assert any(r["event"] == "settling" for r in recs)  # the wait is said, never silent
+    code, out, _ = cli("status", run, "--runs-root", str(root), "--address", head.dashboard_url)
+    assert code == 0 and "preempted" in out and f"{run}-a4 SUCCEEDED" in out
+
+
+def test_a_crash_is_tried_twice_and_a_preemption_is_not_one_of_them(head, gpu, tmp_path):
+    run, d, root = name("crash"), tmp_path / "marks", tmp_path / "runs"
+    code, _, err = cli("run", "--address", head.dashboard_url, "--name", run, "--gpus", "2",
+                       "--max-restarts", "5", "--runs-root", str(root), "--", "python", "-c",
+                       gpu_script(d, succeed_from=99, crash_from=1))
+    assert code == 0, err
+    wait_until(lambda: (d / "running-0").exists(), 120, "attempt 1 running")
+    preempt(head, gpu)
+    wait_until(lambda: finished(root, run) is not None, 360, "the run's end")
+    end = finished(root, run)
+    assert end["event"] == "gave_up" and end["reason"] == "crash", end
+    ended = [r["status"] for r in record(root, run) if r["event"] == "attempt_ended"]
+    assert ended == ["FAILED", "FAILED", "FAILED"]  # a1 preempted, a2 and a3 crashed
+    assert not (d / "attempt-3").exists()
+
+
+def test_a_silent_attempt_is_stopped_as_stalled_and_restarted(head, tmp_path):
+    run, d, root = name("stall"), tmp_path / "marks", tmp_path / "runs"
+    script = (f"import os, sys, time; d = {str(d)!r}; os.makedirs(d, exist_ok=True)\n"
+              "n = len(os.listdir(d)); open(os.path.join(d, str(n)), 'w').close()\n"
+              "if n: print('done'); sys.exit(0)\n"
+              "print('loading', flush=True); time.sleep(600)")
+    code, _, err = cli("run", "--address", head.dashboard_url, "--name", run, "--max-restarts",
+                       "1", "--stall-timeout", "4", "--runs-root", str(root), "--", "python",
+                       "-c", script)
+    assert code == 0, err
+    wait_until(lambda: finished(root, run) is not None, 120, "the run's end")
+    recs = record(root, run)
+    assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
+    assert [r["status"] for r in recs if r["event"] == "attempt_ended"] == \
+        ["STALLED", "SUCCEEDED"]
+    stalled = [r for r in recs if r["event"] == "stalled"]
+    assert len(stalled) == 1 and stalled[0]["quiet_s"] >= 4
+    _, out, _ = cli("status", run, "--runs-root", str(root))
+    assert "stalled" in out
+
+
+def _rearmer(address: str, root: Path):
+    import subprocess
+    import sys
+    from tests.jobs.conftest import REPO, clean_env
+    return subprocess.Popen([sys.executable, "-m", "jobs.head.rearm", "--address", address,
+                             "--runs-root", str(root), "--interval", "1"], cwd=REPO,
+                            env=clean_env(**FAST), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def _stop(proc) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except Exception:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _status(root: Path, run: str) -> dict:
+    code, out, err = cli("status", run, "--runs-root", str(root), "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_a_killed_supervisor_reads_unsupervised_and_is_re_armed_and_stop_ends_it(
+        head, tmp_path):
+    run, root = name("oom"), tmp_path / "runs"
+    code, _, err = cli("run", "--address", head.dashboard_url, "--name", run, "--max-restarts",
+                       "1", "--runs-root", str(root), "--", "python", "-c",
+                       "import time; print('training', flush=True); time.sleep(600)")
+    assert code == 0, err
+    wait_until(lambda: any(r["event"] == "submitted" for r in record(root, run)), 60, "a1")
+    # The supervisor's python (not the shell Ray wraps the entrypoint in).
+    [sup] = [p for p in psutil.process_iter(["cmdline"])
+             if {"jobs.head.supervisor", f"{run}-s1"} <= set(p.info["cmdline"] or [])]
+    sup.kill()  # as an out-of-memory kill would end it
+    killed = time.monotonic()
+    wait_until(lambda: _status(root, run)["status"] == "UNSUPERVISED", 30, "unsupervised")
+    assert time.monotonic() - killed < 15
+    _, human, _ = cli("status", run, "--runs-root", str(root))
+    assert "unsupervised" in human
+    rearmer = _rearmer(head.dashboard_url, root)
+    try:
+        wait_until(lambda: _status(root, run)["status"] == "SUPERVISED", 60, "re-armed")
+        v = _status(root, run)
+        assert v["supervisor"]["submission_id"] == f"{run}-s2"
+        wait_until(lambda: any(r["event"] == "adopted" for r in record(root, run)), 60,
+                   "a1 adopted")
+        assert [a["submission_id"] for a in _status(root, run)["attempts"]] == [f"{run}-a1"]
+        code, _, err = cli("stop", run, "--address", head.dashboard_url)
+        assert code == 0, err
+        wait_until(lambda: finished(root, run) is not None, 30, "stopped")
+        assert finished(root, run)["event"] == "stopped"
+        time.sleep(4)  # four sweeps: a stopped run is never re-armed
+        assert _status(root, run)["status"] == "STOPPED"
+        assert rearmer.poll() is None  # it keeps running
+    finally:
+        _stop(rearmer)
+        _stop_everything(head)
+
+
+def test_the_whole_cluster_lost_mid_run_goes_on_on_a_new_one_with_the_rearmer(tmp_path):
+    run, root, d = name("headloss"), tmp_path / "runs", tmp_path / "marks"
+    script = (f"import os, sys, time; d = {str(d)!r}; os.makedirs(d, exist_ok=True)\n"
+              "n = len(os.listdir(d)); open(os.path.join(d, str(n)), 'w').close()\n"
+              "if n: print('resumed'); sys.exit(0)\n"
+              "print('training', flush=True); time.sleep(600)")
+    first = localray.start(num_cpus=2)
+    try:
+        code, _, err = cli("run", "--address", first.dashboard_url, "--name", run,
+                           "--max-restarts", "1", "--runs-root", str(root), "--", "python",
+                           "-c", script)
+        assert code == 0, err
+        wait_until(lambda: (d / "0").exists(), 60, "a1 running")
+    finally:
+        # The head pod lost: every process of the cluster SIGKILLed at once (when a container's
+        # PID 1 ends, the kernel SIGKILLs the rest of its PID namespace), then cleaned up.
+        for p in localray._our_processes(first.process.pid, first.temp_dir):
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        first.stop()
+    second = localray.start(num_cpus=2)
+    rearmer = _rearmer(second.dashboard_url, root)
+    try:
+        wait_until(lambda: finished(root, run) is not None, 120, "the run's end")
+        v = _status(root, run)
+        assert v["status"] == "SUCCEEDED", [r["message"] for r in v["history"]]
+        assert [(a["submission_id"], a["status"]) for a in v["attempts"]] == \
+            [(f"{run}-a1", "FAILED"), (f"{run}-a2", "SUCCEEDED")]
+        sups = {r.get("supervisor") for r in v["history"] if r["event"] == "submitted"}
+        assert sups == {f"{run}-s1", f"{run}-s2"}  # attempts from before and after the loss
+    finally:
+        _stop(rearmer)
+        second.stop()
+
+
+def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(head, tmp_path):
+    """veRL layout: a half-written global_step_N is not progress; between attempts the
+    supervisor prunes to keep-N, but not while an export of the run is running."""
+    from ray.job_submission import JobSubmissionClient
+
+    from jobs.client.dashboard import Dashboard
+    from jobs.runs import handoff, plan
+
+    run, root, ckpt = name("hyg"), tmp_path / "runs", tmp_path / "ckpt"
+    for n in (2, 4, 6, 8):
+        (ckpt / f"global_step_{n}" / "actor").mkdir(parents=True)
+    (ckpt / "latest_checkpointed_iteration.txt").write_text("6")  # global_step_8: half-written
+    release, go = tmp_path / "export-done", tmp_path / "go"
+    client = JobSubmissionClient(head.dashboard_url)
+    # Attempt 1 fails once `go` exists (after the export started); attempt 2 succeeds.
+    script = (f"import os, sys, time; m = {str(tmp_path / 'marks')!r}; os.makedirs(m, exist_ok=True)\n"
+              "n = len(os.listdir(m)); open(os.path.join(m, str(n)), 'w').close()\n"
+              f"while not n and not os.path.exists({str(go)!r}): time.sleep(0.2)\n"
+              "sys.exit(0 if n else 1)")
+    sub = plan.for_command(["python", "-c", script], run, None, None, "test")
+    try:
+        sid = handoff.hand_off(
+            Dashboard(head.dashboard_url), sub, max_restarts=1, gpus=0,
+            checkpoint_dir=str(ckpt), hint_where="",
+            options=handoff.Options(runs_root=str(root), keep=2))
+        assert sid == f"{run}-s1"
+        client.submit_job(entrypoint=f"python -c \"import os, time\nwhile not os.path.exists("
+                          f"{str(release)!r}): time.sleep(0.2)\"",
+                          submission_id=f"{run}-export-1",
+                          metadata={"run": run, "kind": "export"})
+        go.touch()
+        wait_until(lambda: any(r["event"] == "held" for r in record(root, run)), 60, "held")
+        time.sleep(2)  # four poll periods: still held, nothing pruned, no second attempt
+        assert sorted(p.name for p in ckpt.iterdir() if p.name.startswith("global")) == \
+            ["global_step_2", "global_step_4", "global_step_6", "global_step_8"]
+        assert not any(r["event"] == "submitted" and r["attempt"] == 2
+                       for r in record(root, run))
+    finally:
+        release.touch()
+    wait_until(lambda: finished(root, run) is not None, 60, "the run's end")
+    recs = record(root, run)
+    assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
+    [pruned] = [r for r in recs if r["event"] == "pruned"]
+    assert pruned["removed"] == ["global_step_2", "global_step_8"]
+    assert sorted(p.name for p in ckpt.iterdir() if p.name.startswith("global")) == \
+        ["global_step_4", "global_step_6"]
+    ended = [r for r in recs if r["event"] == "attempt_ended"]
+    assert ended[0]["new_checkpoint"] is None  # nothing to compare with: not a crash
