@@ -53,6 +53,23 @@ def numbers(framework: str, cfg: Any) -> Numbers:
     return {name: compose.value(cfg, key) for name, key in KEYS[framework].items()}
 
 
+def _counts(framework: str, v: Numbers) -> list[str]:
+    """The names whose value the rules below count with, for this config's layout."""
+    if framework == "nemo-rl":
+        layout = ["m_tp", "m_pp", "m_cp"] if v["megatron"] else ["d_tp", "d_cp"]
+        return [*layout, "v_tp", "v_pp", "prompts", "gens", "gbs"]
+    micro = ["micro"] if v["micro"] is not None else ["micro_gpu"] if v["micro_gpu"] else []
+    return ["train_bs", "n", "mini", "sp", "ref_sp", "r_tp", "r_dp", "r_pp", *micro]
+
+
+def not_counts(framework: str, v: Numbers) -> list[str]:
+    """The config keys among the rules' counts that are not positive integers: the frameworks
+    divide and multiply by them (the files cited below), so no cluster size can make up for
+    one of them, and no size hint should suggest one."""
+    return [KEYS[framework][name] for name in _counts(framework, v)
+            if not isinstance(v[name], int) or isinstance(v[name], bool) or v[name] <= 0]
+
+
 def _nemo_problems(v: Numbers, world: int) -> list[str]:
     out: list[str] = []
     if bool(v["megatron"]) == bool(v["dtensor"]):

@@ -213,3 +213,28 @@ def test_verl_train_batch_grows_on_the_gpu_steps_not_the_mini_batch_steps():
     assert composed.adapted == {"data.train_batch_size": "264",
                                 "actor_rollout_ref.actor.ppo_mini_batch_size": "96"}
     assert verl_accepts(composed.config, 12)
+
+
+@pytest.mark.parametrize("recipe, setting, words", [
+    ("nemo-rl-grpo-gsm8k", "grpo.num_prompts_per_step=abc",
+     "grpo.num_prompts_per_step takes a number (int 32 in the nemo-rl config), not 'abc'"),
+    ("nemo-rl-grpo-gsm8k", "grpo.max_num_epochs=abc", "grpo.max_num_epochs takes a number"),
+    ("nemo-rl-grpo-math", "policy.train_global_batch_size=1.5",
+     "policy.train_global_batch_size must be a positive integer"),
+    ("verl-grpo-gsm8k", "actor_rollout_ref.rollout.n=0",
+     "actor_rollout_ref.rollout.n must be a positive integer"),
+])
+def test_a_bad_batch_override_exits_2_naming_it_not_4_or_a_size(recipe, setting, words):
+    """Issue 19 #5: exit 4 ("a bug"), silent acceptance, or "sizes that fit: none" before."""
+    result = runner.invoke(app, ["submit", recipe, "--dry-run", "--nodes", "2", "--set", setting])
+    assert result.exit_code == 2, result.stderr
+    assert words in result.stderr
+    assert "sizes that fit" not in result.stderr
+
+
+def test_a_size_refusal_caused_by_an_override_blames_the_override():
+    result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run",
+                                 "--set", "++grpo.num_generations_per_prompt=4"])
+    assert result.exit_code == 2, result.stderr
+    assert "the cause is --set ++grpo.num_generations_per_prompt=4" in result.stderr
+    assert "sizes that fit" not in result.stderr
