@@ -21,6 +21,14 @@ data_app = typer.Typer(
 )
 
 
+def _check_out(out: Path) -> None:
+    """Refuse an --out that is, or lies under, an existing file, before reading the input."""
+    for path in (out, *out.parents):
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"--out {out}: {path} exists and is not a directory",
+                             "pass a directory (it is created if missing)")
+
+
 @data_app.command("gsm8k")
 @handled
 def gsm8k_cmd(
@@ -31,6 +39,7 @@ def gsm8k_cmd(
     """Convert GSM8K into NeMo RL JSONL and veRL parquet (the rows the GSM8K recipes read)."""
     from jobs.data import gsm8k  # pyarrow is imported only when this command runs
 
+    _check_out(out)
     try:
         splits = gsm8k.read_local(input_dir)
     except gsm8k.DataError as e:
@@ -65,6 +74,7 @@ def code_contests_cmd(
         raise UsageError(f"--input {input_dir}: not a directory", hint)
     if not any(p.suffix in (".parquet", ".jsonl") for p in input_dir.iterdir()):
         raise UsageError(f"--input {input_dir}: holds no *.parquet or *.jsonl files", hint)
+    _check_out(out_dir)
     try:
         summary = code_contests.convert(input_dir, out_dir)
     except ValueError as e:
