@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 import shlex
 import subprocess
 from datetime import datetime, timezone
@@ -19,6 +20,7 @@ from jobs.redact import command_secret
 from jobs.recipes import Recipe, RunContext
 
 # Run names become a Lustre directory and a Ray submission id: keep them to safe characters.
+_TAG_LETTERS = "abcdefghijkmnpqrstuvwxyz"  # no l or o: not mistaken for 1 or 0
 _RUN_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 _ATTEMPT_SUFFIX = re.compile(r"^(?P<run>.+)-a(?P<attempt>[0-9]+)$")
 
@@ -61,10 +63,13 @@ def split_attempt_id(submission_id: str) -> tuple[str, int] | None:
     return (m.group("run"), int(m.group("attempt"))) if m else None
 
 
-def default_run_name(prefix: str, now: datetime | None = None) -> str:
-    """`<prefix>-YYYYMMDD-HHMMSS` in UTC: readable, sortable, unique per second."""
+def default_run_name(prefix: str, now: datetime | None = None, tag: str | None = None) -> str:
+    """`<prefix>-YYYYMMDD-HHMMSS-mmmxx` in UTC: readable, sorts by time to the millisecond, and
+    two random letters so runs started in the same millisecond (a shell loop, a sweep, two
+    users) still differ; a name is its checkpoint directory, so it must never repeat."""
     now = now or datetime.now(timezone.utc)
-    return f"{prefix}-{now:%Y%m%d-%H%M%S}"
+    tag = tag if tag is not None else "".join(secrets.choice(_TAG_LETTERS) for _ in range(2))
+    return f"{prefix}-{now:%Y%m%d-%H%M%S}-{now.microsecond // 1000:03d}{tag}"
 
 
 def check_run_name(name: str) -> str:
@@ -132,6 +137,8 @@ def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
 
 def for_command(command: list[str], run: str, working_dir: Path | None, stack: str | None,
                 commit: str) -> Submission:
+    """The attempt-1 submission of a command; `commit` is the caller's code, replaced by the
+    working directory's own commit when one is uploaded."""
     if not command:
         raise UsageError("no command given", "write the command after --, e.g. -- nvidia-smi")
     # The command becomes the job's entrypoint, which Ray stores in the job record, shows on
@@ -144,6 +151,9 @@ def for_command(command: list[str], run: str, working_dir: Path | None, stack: s
     if working_dir is not None:
         workdir.check(working_dir)
         runtime_env.update(workdir.runtime_env(working_dir))
+        # The code that runs is the uploaded directory's: record its repository's commit
+        # (or "unknown"), not that of wherever this command was started.
+        commit = git_commit(working_dir.resolve())
     return Submission(submission_id=attempt_id(run, 1), entrypoint=shlex.join(command),
                       runtime_env=runtime_env,
                       metadata=RunMetadata(run=run, attempt=1, kind="command", stack=stack or "",
