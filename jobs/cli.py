@@ -370,6 +370,7 @@ def submit_cmd(
 
 
 def _check_stack_nodes(nodes: int | None, outputs: StackOutputs, where: address.Where) -> None:
+    stack.require_gpus(where.stack or "", outputs)  # a new attempt: refused on a parked stack
     if nodes is not None and nodes > outputs.gpu_node_count:
         raise UsageError(f"--nodes {nodes} but stack {where.stack} has {outputs.gpu_node_count} "
                          "GPU node(s)", "lower --nodes or grow the stack's GPU pool")
