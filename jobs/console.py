@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -50,7 +51,10 @@ def handled(fn: F) -> F:
             raise
         except Exception as e:  # noqa: BLE001 - the promise is one line, never a traceback
             if os.environ.get("JOBS_DEBUG") == "1":
-                raise
+                # The traceback asked for, and still exit 4: a script must read the same
+                # outcome with or without debugging on.
+                traceback.print_exc()
+                raise typer.Exit(int(ExitCode.INTERNAL)) from None
             # One line, whatever the exception held; exit 4, never 1 ("the job failed").
             text = " ".join(f"error: unexpected {type(e).__name__}: {e}".split())
             err().print(redact(f"{text} (hint: this is a bug in python -m jobs, not in your job; "
