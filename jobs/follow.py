@@ -75,13 +75,19 @@ class Watcher:
     def status(self, job_id: str) -> JobStatus:
         return self._retrying(job_id, lambda: self.cluster.status(job_id))
 
-    def wait_for(self, job_id: str, done: Callable[[JobStatus], bool], what: str) -> JobStatus:
-        """Poll until `done(status)`; the spinner shows on stderr only, never in --json output."""
+    def wait_for(self, job_id: str, done: Callable[[JobStatus], bool], what: str,
+                 limit_s: float | None = None) -> JobStatus:
+        """Poll until `done(status)`, or for `limit_s` at most (then the last status is
+        returned, not done); a spinner on a terminal's stderr, one line when it is piped (so a
+        wait is never silent), never anything in --json output."""
         status = self.status(job_id)
         if done(status):
             return status
+        deadline = None if limit_s is None else time.monotonic() + limit_s
+        if not self.err.is_terminal:
+            self.err.print(f"{job_id}: {what} ({status.value}) ...", markup=False)
         with self.err.status(f"{job_id}: {what} ({status.value})") as spinner:
-            while not done(status):
+            while not done(status) and (deadline is None or time.monotonic() < deadline):
                 time.sleep(POLL_S)
                 status = self.status(job_id)
                 spinner.update(f"{job_id}: {what} ({status.value})")
