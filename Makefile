@@ -5,20 +5,28 @@ BIN := $(VENV)/bin
 STACK ?= dev
 BASE ?= HEAD
 
-.PHONY: test plan plan-diff venv clean
+.PHONY: test test-fast plan plan-diff venv clean
 
 venv: $(VENV)/.installed
 
 # The marker is rebuilt when a requirements file changes, so a pin bump reinstalls.
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version.split()[0]'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -r requirements-verl.txt
+	# The project itself, editable: `python -m jobs` and the `rl-jobs` command work from any
+	# directory and run this checkout's code.
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
 test: venv
 	$(BIN)/python -m pytest -q
+
+# Everything but the slow seams (a real Ray cluster, the real compiler, the CLI as a subprocess,
+# a real kubectl): seconds, for a change to recipes, components or policy.
+test-fast: venv
+	$(BIN)/python -m pytest -q -m "not ray and not compiler and not subprocess_cli and not kubectl"
 
 plan: venv
 	@$(BIN)/python -m tools.plan --stack $(STACK) $(if $(JSON),--json)

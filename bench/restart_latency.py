@@ -2,9 +2,9 @@
 
 Starts its own private Ray head on loopback (tests/localray.py) and, in one run, N repetitions of
   (a) the supervisor: `python -m jobs run --max-restarts 1 -- CMD` (the run handed to
-      jobs/supervisor.py on the head, production poll period), and
-  (b) the baseline, today's restart loop inside the CLI process: the same command with
-      JOBS_RESTART_LOOP=cli (jobs/cli.py `_drive` -> jobs/attempts.py), the process kept alive,
+      jobs/head/supervisor.py on the head, production poll period), and
+  (b) the baseline, the restart loop that ran inside the CLI process before the supervisor
+      (bench/cli_restart_loop.py, polling every 0.5 s as the CLI did), the process kept alive,
 alternating which goes first. CMD fails on its first attempt and runs (sleeps) on the next;
 no GPUs are needed, so capacity is present and no wait is involved. The time is measured from
 attempt 1's `end_time` as Ray recorded it (the moment it was marked FAILED) to the moment this
@@ -86,7 +86,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=5)
     reps = parser.parse_args().reps
     base_env = {k: v for k, v in os.environ.items()
-                if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "JOBS_RESTART_LOOP")
+                if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")
                 and not k.startswith("JOBS_SUPERVISOR_")}
     head = localray.start()
     client = JobSubmissionClient(head.dashboard_url)
@@ -97,9 +97,9 @@ def main() -> int:
         def measure(kind: str) -> None:
             run = f"rb-{kind}-{uuid.uuid4().hex[:6]}"
             env = dict(base_env)
-            if kind == "cli":
-                env["JOBS_RESTART_LOOP"] = "cli"
-            args = [sys.executable, "-m", "jobs", "run", "--address", head.dashboard_url,
+            program = (["-m", "jobs", "run"] if kind == "supervisor"
+                       else [str(ROOT / "bench" / "cli_restart_loop.py")])
+            args = [sys.executable, *program, "--address", head.dashboard_url,
                     "--name", run, "--max-restarts", "1", "--", "python", "-c",
                     script(tmp / run)]
             proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
@@ -131,7 +131,7 @@ def main() -> int:
     print(f"| {'a1 FAILED -> a2 RUNNING':<44} | median |    min |    max |")
     print(f"|{'-' * 46}|--------|--------|--------|")
     print(row("supervisor on the head (poll 1 s)", results["supervisor"]))
-    print(row("CLI loop (JOBS_RESTART_LOOP=cli, poll 0.5 s)", results["cli"]))
+    print(row("CLI loop (bench/cli_restart_loop.py, poll 0.5 s)", results["cli"]))
     ratio = statistics.median(results["supervisor"]) / statistics.median(results["cli"])
     print(f"restart latency ratio (median supervisor / median CLI loop): {ratio:.2f}")
     return 0

@@ -26,6 +26,7 @@ from pydantic_core import PydanticCustomError
 
 from components.capacity import capacity_problems
 from components.catalogue import LUSTRE_TIERS, MACHINES, MIN_GKE_VERSION_FOR_LUSTRE_PORT_988
+from components.contract import Framework
 from components.maintenance import MaintenanceSettings
 from components.rewards_config import RewardsSettings
 
@@ -272,7 +273,7 @@ def _version_tuple(value: str) -> tuple[int, ...] | None:
 
 
 class RaySettings(_Settings):
-    framework: Literal["nemo-rl", "verl"] = "nemo-rl"
+    framework: Framework = "nemo-rl"
     namespace: str = "rl"
     head_cpu: int = Field(default=8, ge=2, le=64)
     head_memory_gib: int = Field(default=32, ge=8, le=512)

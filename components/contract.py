@@ -11,10 +11,15 @@ import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+# The RL frameworks a stack's Ray image can be built for (their pins: components/catalogue.py
+# FRAMEWORKS); the stack config, the recipes and `jobs --framework` all take these names.
+Framework = Literal["nemo-rl", "verl"]
+FRAMEWORK_NAMES: tuple[str, ...] = get_args(Framework)
 
 # ----------------------------------------------------------------------------- paths in pods
 
@@ -134,7 +139,7 @@ class StackOutputs(BaseModel):
     lustre_ip: str | None = None
     lustre_filesystem: str | None = None
     lustre_protected: bool | None = None
-    # Managed Lustre size in GiB: bounds the checkpoints a run may keep (jobs/ckpt_size.py).
+    # Managed Lustre size in GiB: bounds the checkpoints a run may keep (jobs/recipes/ckpt_size.py).
     # Older stacks lack it; the check is then skipped.
     lustre_capacity_gib: int | None = Field(default=None, ge=1)
     # True when the stack set wandbApiKey, so its Ray pods have WANDB_API_KEY (the key itself is

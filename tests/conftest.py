@@ -41,3 +41,33 @@ def stack_config() -> dict[str, Any]:
 @pytest.fixture
 def config(stack_config: dict[str, Any]) -> StackConfig:
     return parse_stack_config(raw_from_stack(stack_config))
+
+
+# ------------------------------------------------------------------------- the slow seams
+
+_RAY_FIXTURES = {"ray_head", "ray_url", "ray_client"}
+_CLI_CALLS = ("run_cli(", '"-m", "jobs"')
+
+
+def _source(item: pytest.Item) -> str:
+    import inspect
+
+    try:
+        return inspect.getsource(item.function)  # type: ignore[attr-defined]
+    except (OSError, TypeError, AttributeError):
+        return ""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with the slow seams it crosses, from what it uses: a real Ray cluster
+    (its fixtures, or a head or GPU raylet it starts), the CLI as a subprocess, the real
+    compiler (everything under tests/jobs/rewards/ runs programs in the sandbox)."""
+    for item in items:
+        src = _source(item)
+        if _RAY_FIXTURES & set(getattr(item, "fixturenames", ())) or any(
+                word in src for word in ("localray.", "GpuNode(")):
+            item.add_marker(pytest.mark.ray)
+        if any(call in src for call in _CLI_CALLS):
+            item.add_marker(pytest.mark.subprocess_cli)
+        if "tests/jobs/rewards/" in item.nodeid or "g++" in src:
+            item.add_marker(pytest.mark.compiler)

@@ -25,7 +25,7 @@ from pathlib import Path
 import ray  # noqa: F401  (side effect: makes the vendored psutil importable)
 import psutil  # noqa: E402
 
-from jobs.net import dashboard_answers, free_port
+from jobs.client.net import dashboard_answers, free_port
 
 # Ray 2.60 needs about 12 s to start on a 2-core machine (reference §4.3); leave room for CI.
 START_TIMEOUT_S = 120.0

@@ -11,7 +11,7 @@ import pytest
 
 from components.config import ConfigError
 from components.contract import StackOutputs
-from jobs import stack as jobs_stack
+from jobs.runs import stack as jobs_stack
 from tests.conftest import BASE_STACK_CONFIG
 from tools.render import Rendering, SecretValue, load_stack_file, plain_strings, render
 

@@ -1,9 +1,9 @@
-"""Writes jobs/configs/verl-0.6.0/ppo_trainer.yaml: veRL's composed default config, from the real package.
+"""Writes jobs/recipes/configs/verl-0.6.0/ppo_trainer.yaml: veRL's composed default config, from the real package.
 
 veRL's `main_ppo` is `@hydra.main(config_path="config", config_name="ppo_trainer")`; Hydra's compose
 API on the installed package's `verl/trainer/config` folder gives the same config without running
 veRL (whose `import verl` pulls torch). The jobs CLI applies a recipe's overrides to this snapshot
-at submit time; tests/jobs/test_compose.py checks it equals a live composition.
+at submit time; tests/jobs/recipes/test_compose.py checks it equals a live composition.
 Run: .venv/bin/python -m tools.verl_snapshot   (needs requirements-verl.txt installed)
 """
 
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "jobs" / "configs" / "verl-0.6.0" / "ppo_trainer.yaml"
+OUT = ROOT / "jobs" / "recipes" / "configs" / "verl-0.6.0" / "ppo_trainer.yaml"
 VERSION = "0.6.0"
 
 

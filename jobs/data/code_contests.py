@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobs.data.records import iter_jsonl
 from jobs.rewards.code_contests import memory_limit_bytes, time_limit_seconds
 
 DATA_SOURCE = "code_contests"  # the name the reward is dispatched on (CodeFu sample)
@@ -54,13 +55,7 @@ def read_records(input_dir: Path) -> Iterator[dict[str, Any]]:
             for batch in pq.ParquetFile(path).iter_batches(batch_size=256, columns=columns):
                 yield from batch.to_pylist()
         elif path.suffix == ".jsonl":
-            with path.open() as f:
-                for number, line in enumerate(f, 1):
-                    if line.strip():
-                        try:
-                            yield json.loads(line)
-                        except json.JSONDecodeError as e:
-                            raise ValueError(f"{path}:{number}: not a JSON record: {e.msg}") from None
+            yield from iter_jsonl(path)
 
 
 def tier_of(rating: int) -> str | None:

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from jobs.data.records import DataError, iter_jsonl
+
 SOURCE = "openai/gsm8k"
 SPLITS = ("train", "test")
 INSTRUCTION = 'Let\'s think step by step and output the final answer after "####".'
@@ -37,10 +39,6 @@ Fmt = Literal["nemo", "verl"]
 FORMATS: tuple[Fmt, ...] = ("nemo", "verl")
 _SUFFIX = {"nemo": "jsonl", "verl": "parquet"}
 _INPUT_SUFFIXES = (".parquet", ".jsonl", ".json")
-
-
-class DataError(ValueError):
-    """Input that cannot be converted; the message names the file and what is wrong."""
 
 
 def final_answer(solution: str) -> str:
@@ -104,13 +102,7 @@ def _read_file(path: Path) -> Iterator[dict[str, Any]]:
 
         yield from pq.read_table(path).to_pylist()
         return
-    with path.open() as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DataError(f"{path} line {n} is not JSON: {e.msg}") from None
+    yield from iter_jsonl(path)
 
 
 def read_local(folder: Path) -> dict[str, list[dict[str, Any]]]:

@@ -15,7 +15,7 @@ import pytest
 from ray.job_submission import JobSubmissionClient
 
 from tests import localray
-from jobs.net import free_port
+from jobs.client.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import ray  # noqa: F401  (makes Ray's vendored psutil importable)
 import psutil  # noqa: E402
 
 from tests import localray
-from jobs.net import free_port
+from jobs.client.net import free_port
 
 
 def gcs_address(head: localray.LocalRay) -> str:

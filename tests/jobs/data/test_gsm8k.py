@@ -14,7 +14,7 @@ import pytest
 from datasets import load_dataset
 
 from jobs.data import gsm8k
-from jobs.recipes import PAYLOADS, RECIPES
+from jobs.recipes.catalogue import PAYLOADS, RECIPES
 from tests.jobs.conftest import REPO, clean_env, run_cli
 
 ROWS = {
@@ -146,7 +146,7 @@ def test_final_answer_strips_thousands_separators() -> None:
 
 def test_on_a_real_ray_cluster_the_payload_imports_the_shipped_jobs_package(
         tmp_path: Path, ray_client) -> None:
-    from jobs import submission
+    from jobs.runs import plan as submission
     from tests.jobs.conftest import wait_until
 
     sub = submission.for_recipe(RECIPES["nemo-rl-grpo-gsm8k"], "data-ray", 1, 8, [], {}, None, "c")

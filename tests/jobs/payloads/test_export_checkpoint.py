@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs import export
-from jobs.submission import JOBS_REPO
-from tests.jobs.test_checkpoints import nemo_step
+from jobs.runs import export
+from jobs.runs.plan import JOBS_REPO
+from tests.jobs.head.test_checkpoints import nemo_step
 
 PYTHON3 = shutil.which("python3")
 pytestmark = pytest.mark.skipif(PYTHON3 is None, reason="no python3 on PATH")

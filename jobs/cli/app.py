@@ -1,0 +1,72 @@
+"""The typer app behind `python -m jobs`: its commands in order, `recipes`, and the process's signal handling."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from jobs.cli import inspect, runs
+from jobs.cli import options as opt
+from jobs.cli.console import emit_json, handled, out
+from jobs.cli.data import data_app
+from jobs.recipes.catalogue import RECIPES, Recipe
+
+app = typer.Typer(
+    name="jobs",
+    help="Submit, follow and restart GRPO runs (NeMo RL, veRL) on a Ray cluster.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _recipe_view(r: Recipe) -> dict[str, Any]:
+    return {
+        "name": r.name, "framework": r.framework, "framework_version": r.spec.version,
+        "image": r.spec.image, "ray_version": r.spec.ray_version, "summary": r.summary,
+        "default_nodes": r.default_nodes, "default_gpus_per_node": r.default_gpus_per_node,
+        "checkpoint_key": r.checkpoint_key, "defaults": dict(r.defaults),
+        "config": r.config_file, "adapts_batch_sizes": r.adapt_batch,
+    }
+
+
+@app.command("recipes")
+@handled
+def recipes_cmd(as_json: opt.JsonOpt = False) -> None:
+    """List recipes with their framework, pinned version and defaults."""
+    views = [_recipe_view(r) for r in RECIPES.values()]
+    if as_json:
+        emit_json(views)
+        return
+    table = Table(title="GRPO recipes", show_lines=True)
+    for col in ("recipe", "framework", "version / image", "nodes", "defaults"):
+        table.add_column(col, overflow="fold")
+    for v in views:
+        table.add_row(f"{v['name']}\n{v['summary']}", v["framework"],
+                      f"{v['framework_version']}\n{v['image']}",
+                      f"{v['default_nodes']} x {v['default_gpus_per_node']} GPU",
+                      "\n".join(f"{k}={val}" for k, val in v["defaults"].items()))
+    out().print(table)
+
+
+# After `recipes`, in the order a run meets them: start it, then look at it.
+app.registered_commands += runs.app.registered_commands
+app.registered_commands += inspect.app.registered_commands
+app.add_typer(data_app, name="data")
+
+
+def main() -> None:
+    """Run the app as a program: SIGTERM, SIGHUP (terminal closed) and SIGQUIT unwind the stack,
+    so `finally` blocks run and port-forwards are closed; by default they would kill the
+    process on the spot and leave kubectl running."""
+
+    def _on_signal(sig: int, _frame: object) -> None:
+        raise SystemExit(128 + sig)
+
+    for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):
+        if hasattr(signal, name):  # SIGHUP and SIGQUIT do not exist on Windows
+            signal.signal(getattr(signal, name), _on_signal)
+    app()

@@ -1,0 +1,173 @@
+"""The commands that look at runs and end them: `status`, `logs`, `stop` and `list`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from jobs.cli import options as opt
+from jobs.cli.console import ConsoleReporter, emit_json, err, handled, out
+from jobs.cli.runs import report_run
+from jobs.common import commands
+from jobs.common.errors import ExitCode, UsageError
+from jobs.common.redact import redact
+from jobs.runs import address, follow, handoff, listing
+from jobs.runs.address import Dashboard
+from jobs.runs.listing import JobDetails
+
+app = typer.Typer()
+
+
+@app.command("status")
+@handled
+def status_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None,
+               stack_name: opt.StackOpt = None) -> None:
+    """Show one job's status (exit 0 whatever the status: this reports, it does not judge)."""
+    with opt.reach(addr, stack_name) as (cluster, _where):
+        sups, recs = handoff.story(cluster, ident)
+        if sups:
+            view = _supervised_view(cluster, ident, sups, recs)
+        else:
+            view = listing.describe(listing.find(cluster, ident))
+    if as_json:
+        emit_json(view)
+        return
+    out = out()
+    for key in ("submission_id", "run", "attempt", "status", "recipe", "stack", "git_commit",
+                "entrypoint", "message", "driver_exit_code"):
+        if view.get(key) not in ("", None):
+            out.print(f"{key:>16}: {view[key]}", markup=False)
+    if "supervisor" in view:
+        sup = view["supervisor"]
+        out.print(f"{'supervisor':>16}: {sup['submission_id']} {sup['status']}", markup=False)
+        if view["outcome"]:
+            out.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
+        out.print(f"{'history':>16}:", markup=False)
+        handoff.print_story(lambda text: out.print(f"  {text}", markup=False),
+                               view["history"])
+
+
+def _supervised_view(cluster: Dashboard, run: str, sups: list[JobDetails],
+                     recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A supervised run: its latest attempt, its supervisor and every decision recorded."""
+    try:
+        view = listing.describe(listing.latest_attempt(cluster, run))
+    except UsageError:  # armed, but waiting for GPUs before attempt 1
+        view = {"run": run, "submission_id": None, "attempt": None,
+                "status": "WAITING" if handoff.live(sups) else sups[-1].status.value}
+    latest = sups[-1]
+    view["supervisor"] = {"submission_id": latest.submission_id, "status": latest.status.value}
+    view["outcome"] = handoff.final_reason(recs)
+    view["history"] = recs
+    return view
+
+
+@app.command("logs")
+@handled
+def logs_cmd(ident: opt.IdArg, follow_logs: opt.FollowOpt = False, addr: opt.AddressOpt = None,
+             stack_name: opt.StackOpt = None) -> None:
+    """Print a job's logs; with --follow, stream them until it ends (^C detaches)."""
+    with opt.reach(addr, stack_name) as (cluster, where):
+        sups, recs = handoff.story(cluster, ident)
+        if sups:
+            _supervised_logs(cluster, where, ident, sups, recs, follow_logs)
+        job_id = listing.find(cluster, ident).submission_id or ident
+        if not follow_logs:
+            sys.stdout.write(redact(cluster.logs(job_id)))
+            return
+        try:
+            status = opt.watcher(cluster, where).follow(job_id)
+        except KeyboardInterrupt:
+            err().print(f"detached; {job_id} keeps running. Stop it with: "
+                         f"{opt.stop_hint(job_id, where)}", markup=False)
+            raise typer.Exit(int(ExitCode.OK)) from None
+    raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))
+
+
+def _supervised_logs(cluster: Dashboard, where: address.Where, run: str, sups: list[JobDetails],
+                     recs: list[dict[str, Any]], follow_logs: bool) -> None:
+    """A supervised run's logs: the supervisor's decisions, then the latest attempt's log; with
+    --follow, every attempt in turn and the decisions as they come (stderr)."""
+    if not follow_logs:
+        for rec in recs:
+            sys.stdout.write(redact(f"[supervisor] {handoff.human(rec)}\n"))
+        try:
+            job_id = listing.latest_attempt(cluster, run).submission_id or run
+        except UsageError:
+            raise typer.Exit(int(ExitCode.OK)) from None
+        sys.stdout.write(redact(cluster.logs(job_id)))
+        raise typer.Exit(int(ExitCode.OK))
+    sid = sups[-1].submission_id or ""
+    try:
+        done, recs = handoff.follow_run(cluster, run, sid, opt.watcher(cluster, where),
+                                        ConsoleReporter(), to_stderr=False)
+    except KeyboardInterrupt:
+        err().print(f"detached; the supervisor {sid} keeps driving run {run}. Stop it with: "
+                    f"{commands.command('stop', run, where=opt.where_flags(where))}", markup=False)
+        raise typer.Exit(int(ExitCode.OK)) from None
+    raise typer.Exit(report_run(run, sid, done, recs, as_json=False))
+
+
+@app.command("stop")
+@handled
+def stop_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None,
+             stack_name: opt.StackOpt = None) -> None:
+    """Stop a job (or a run: its supervisor, then its current attempt). A stopped job is never
+    restarted."""
+    with opt.reach(addr, stack_name) as (cluster, where):
+        if handoff.is_run_with_supervisor(cluster, ident):
+            stopped = handoff.stop_run(cluster, ident, opt.watcher(cluster, where))
+            if as_json:
+                emit_json({"run": ident, "stopped": [{"submission_id": i, "status": s.value}
+                                                      for i, s in stopped]})
+            else:
+                for i, s in stopped:
+                    out().print(f"{i} {s.value}", markup=False)
+                if not stopped:
+                    out().print(f"run {ident}: nothing was running", markup=False)
+            return
+        job = listing.find(cluster, ident)
+        job_id = job.submission_id or ident
+        if not job.status.is_terminal():
+            cluster.stop(job_id)
+            # Ray sends SIGTERM, then SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s default, §4.4).
+            status = opt.watcher(cluster, where).wait_for(job_id, follow.terminal, "stopping")
+        else:
+            status = job.status
+    if as_json:
+        emit_json({"submission_id": job_id, "status": status.value})
+    else:
+        out().print(f"{job_id} {status.value}", markup=False)
+
+
+@app.command("list")
+@handled
+def list_cmd(as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None, stack_name: opt.StackOpt = None) -> None:
+    """List runs with their attempts, newest first."""
+    with opt.reach(addr, stack_name) as (cluster, _where):
+        runs = listing.group(cluster.jobs())
+        handoff.annotate(cluster, runs)
+    if as_json:
+        emit_json(runs)
+        return
+    table = Table(title="Ray jobs by run")
+    for col in ("run", "attempt", "submission id", "status", "recipe", "supervisor"):
+        # Ids are copied into other commands: never wrap them.
+        table.add_column(col, no_wrap=col in ("run", "submission id"), overflow="fold")
+    for r in runs:
+        sup = r.get("supervisor")
+        note = ""
+        if sup:
+            last = sup.get("last_event")
+            note = f"{sup['submission_id']} {sup['status']}" + (
+                f": {last['message']}" if last else "")
+        rows = r["attempts"] or [{"attempt": None, "submission_id": "", "status": r["status"],
+                                  "recipe": r["recipe"]}]
+        for i, a in enumerate(rows):
+            table.add_row(r["run"] if i == 0 else "", str(a["attempt"] or "-"),
+                          a["submission_id"] or "", a["status"], a["recipe"],
+                          note if i == 0 else "")
+    out().print(table)

@@ -1,0 +1,54 @@
+"""The command-line options several commands share, with their help text, and how a cluster is reached."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+
+from components.contract import StackOutputs
+from jobs.cli.console import ConsoleReporter, err
+from jobs.common import commands
+from jobs.recipes.reward_placement import ALLOW_FLAG
+from jobs.runs import address, follow
+
+AddressOpt = Annotated[str | None, typer.Option("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265 (else RAY_ADDRESS, else --stack).")]
+StackOpt = Annotated[str | None, typer.Option("--stack", help="Pulumi stack: read its outputs and port-forward to its Ray head.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+FollowOpt = Annotated[bool, typer.Option("--follow", help="Stream logs until the job ends; exit with its result.")]
+RestartsOpt = Annotated[int, typer.Option("--max-restarts", min=0, help="Hand the run to a supervisor on the Ray head that resubmits a FAILED attempt up to N times (same checkpoint dir), after waiting for the GPUs; a stopped run, or a crash (failed with every GPU present and no new checkpoint since the previous attempt), is not restarted.")]
+NameOpt = Annotated[str | None, typer.Option("--name", help="Run name (default: <recipe>-<UTC time>); attempts are <name>-a1, -a2, ...")]
+UnsandboxedOpt = Annotated[bool, typer.Option(ALLOW_FLAG, help="Recipes whose reward runs model-written code: run it inside the trainer pod (rlimits only) when the stack has no code sandbox service.")]
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="A submission id, or a run name (its latest attempt).")]
+
+
+def spinner(message: str) -> Any:
+    return err().status(message)
+
+
+def where_flags(where: address.Where) -> str:
+    """The flags a hint repeats so the next command reaches the same cluster."""
+    if where.source == "RAY_ADDRESS":
+        return ""
+    return f" {where.describe()}"
+
+
+@contextmanager
+def reach(addr: str | None, stack_name: str | None, outputs: StackOutputs | None = None
+          ) -> Iterator[tuple[address.Dashboard, address.Where]]:
+    """The cluster named by --address / RAY_ADDRESS / --stack, reachable for the block."""
+    where = address.choose(addr, stack_name)
+    with address.reach(where, outputs, spinner=spinner) as dashboard:
+        yield dashboard, where
+
+
+def watcher(dashboard: address.Dashboard, where: address.Where) -> follow.Watcher:
+    return follow.Watcher(dashboard, ConsoleReporter(),
+                          lambda job_id: commands.command("status", job_id,
+                                                          where=where_flags(where)))
+
+
+def stop_hint(job_id: str, where: address.Where) -> str:
+    return commands.command("stop", job_id, where=where_flags(where))

@@ -1,0 +1,321 @@
+"""The commands that start work on the cluster: `submit`, `run` and `export`, and how their results are shown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from components.contract import FRAMEWORK_NAMES, RUNS_ROOT
+from jobs.cli import options as opt
+from jobs.cli.console import ConsoleReporter, emit_json, err, handled, out
+from jobs.common import commands
+from jobs.common.errors import ExitCode, UsageError
+from jobs.recipes import overrides
+from jobs.recipes.catalogue import Recipe
+from jobs.runs import address, export, follow, handoff, plan, stack
+from jobs.runs.address import Dashboard
+from jobs.runs.plan import Submission
+from jobs.runs.recipe_run import Ask, Place, check_ray_version, plan_recipe
+from jobs.runs.resume import recipe_named, resume
+from jobs.runs.start import Started, start
+
+app = typer.Typer()
+
+
+# ----------------------------------------------------------------------- after the start
+
+
+def _started_line(started: Started, attempt: int, max_restarts: int, gpus: int) -> str:
+    if started.supervisor is not None:
+        return (f"run {started.run} handed to its supervisor {started.supervisor} on the Ray "
+                f"head: attempt {started.submission_id} next, up to {max_restarts} "
+                f"restart(s), {gpus} GPU(s) needed before each attempt")
+    return f"submitted {started.submission_id} (run {started.run}, attempt {attempt})"
+
+
+def _announce(started: Started, where: address.Where, as_json: bool) -> int:
+    """What a command that does not follow prints once the run is started."""
+    flags = opt.where_flags(where)
+    if started.supervisor is not None:
+        if as_json:
+            emit_json({"run": started.run, "supervisor": started.supervisor,
+                       "status": "SUPERVISED", "attempts": []})
+            return int(ExitCode.OK)
+        out().print(started.run, markup=False)
+        err().print(f"follow: {commands.command('logs', started.run, '--follow', where=flags)}\n"
+                    f"story:  {commands.command('status', started.run, where=flags)}\n"
+                    f"stop:   {commands.command('stop', started.run, where=flags)}", markup=False)
+        return int(ExitCode.OK)
+    job_id = started.submission_id
+    if as_json:
+        emit_json({"run": started.run, "submission_id": job_id, "status": "SUBMITTED",
+                   "attempts": [{"submission_id": job_id, "status": "SUBMITTED"}]})
+    else:
+        out().print(job_id, markup=False)
+        err().print(f"follow: {commands.command('logs', job_id, '--follow', where=flags)}\n"
+                    f"stop:   {opt.stop_hint(job_id, where)}", markup=False)
+    return int(ExitCode.OK)
+
+
+def report_run(run: str, sid: str, done: list[tuple[str, follow.JobStatus]],
+               recs: list[dict[str, Any]], as_json: bool) -> int:
+    """The end of a followed supervised run: every attempt's status and the outcome."""
+    final = handoff.final_reason(recs)
+    succeeded = handoff.succeeded(recs)
+    if as_json:
+        emit_json({"run": run, "supervisor": sid,
+                   "status": done[-1][1].value if done else None,
+                   "attempts": [{"submission_id": i, "status": s.value} for i, s in done],
+                   "outcome": final})
+    else:
+        summary = ", ".join(f"{i} {s.value}" for i, s in done) or "no attempt"
+        why = f"; {final['message']}" if final else ""
+        err().print(f"run {run}: {summary}{why}", markup=False)
+    return int(ExitCode.OK if succeeded else ExitCode.JOB_FAILED)
+
+
+def _follow_supervised(dashboard: Dashboard, where: address.Where, started: Started,
+                       as_json: bool) -> int:
+    run, sid = started.run, started.supervisor or ""
+    try:
+        done, recs = handoff.follow_run(dashboard, run, sid, opt.watcher(dashboard, where),
+                                        ConsoleReporter(), to_stderr=as_json)
+    except KeyboardInterrupt:
+        err().print(f"detached; the supervisor {sid} keeps driving run {run}, restarts "
+                    "included. Stop it with: "
+                    f"{commands.command('stop', run, where=opt.where_flags(where))}", markup=False)
+        if as_json:
+            emit_json({"run": run, "supervisor": sid, "status": "DETACHED"})
+        return int(ExitCode.OK)
+    return report_run(run, sid, done, recs, as_json)
+
+
+def _follow_attempt(dashboard: Dashboard, where: address.Where, started: Started,
+                    as_json: bool) -> int:
+    job_id = started.submission_id
+    try:
+        status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
+    except KeyboardInterrupt:
+        err().print(f"detached; {job_id} keeps running. Stop it with: "
+                    f"{opt.stop_hint(job_id, where)}", markup=False)
+        if as_json:
+            emit_json({"run": started.run, "submission_id": job_id, "status": "DETACHED"})
+        return int(ExitCode.OK)
+    if as_json:
+        emit_json({"run": started.run, "status": status.value,
+                   "attempts": [{"submission_id": job_id, "status": status.value}]})
+    else:
+        err().print(f"run {started.run}: {job_id} {status.value}", markup=False)
+    return int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED)
+
+
+def drive(dashboard: Dashboard, where: address.Where, sub: Submission, follow_logs: bool,
+          max_restarts: int, as_json: bool, gpus: int = 0, checkpoint_dir: str = "") -> int:
+    """Start the attempt (or hand the run over) and, with --follow, follow it to its end."""
+    started = start(dashboard, sub, max_restarts=max_restarts, gpus=gpus,
+                    checkpoint_dir=checkpoint_dir, where=opt.where_flags(where))
+    err().print(_started_line(started, sub.attempt, max_restarts, gpus), markup=False)
+    if not follow_logs:
+        return _announce(started, where, as_json)
+    if started.supervisor is not None:
+        return _follow_supervised(dashboard, where, started, as_json)
+    return _follow_attempt(dashboard, where, started, as_json)
+
+
+def _print_dry_run(sub: Submission, as_json: bool, notes: list[str]) -> None:
+    view = sub.model_dump()
+    if as_json:
+        emit_json(view)
+        return
+    out().print_json(json.dumps(view, default=str))
+    for note in notes:
+        err().print(note, markup=False)
+
+
+def _check_ray_version(recipe: Recipe, dashboard: Dashboard, where: address.Where) -> None:
+    err().print(check_ray_version(recipe, dashboard, where.address or dashboard.url),
+                markup=False)
+
+
+# --------------------------------------------------------------------------------- submit
+
+
+def _refuse_with_resume(resume_run: str, given: dict[str, object]) -> None:
+    flags = [flag for flag, value in given.items() if value]
+    if flags:
+        raise UsageError(f"--resume {resume_run} cannot be combined with {', '.join(flags)}",
+                         "a resumed run keeps the recipe, overrides and size recorded in its "
+                         "metadata; start a new run (another --name) to change them")
+
+
+def _resume(run: str, recipe_name: str | None, framework: str | None, follow_logs: bool,
+            max_restarts: int, as_json: bool, addr: str | None, stack_name: str | None,
+            allow_unsandboxed: bool) -> int:
+    where = address.choose(addr, stack_name)
+    outputs = stack.read(where.stack) if where.stack else None
+    source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
+    with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
+        resumed = resume(dashboard, run, recipe_name, framework, allow_unsandboxed,
+                         Place(where.stack, outputs, source), opt.where_flags(where))
+        planned = resumed.planned
+        if outputs is None and framework is None:
+            _check_ray_version(resumed.recipe, dashboard, where)
+        for note in planned.notes:
+            err().print(note, markup=False)
+        after = resumed.after
+        err().print(f"resuming run {run} after {after.submission_id} {after.status.value}, "
+                    f"from {planned.checkpoint_dir}", markup=False)
+        sub = plan.for_attempt(planned.submission, resumed.next_attempt)
+        return drive(dashboard, where, sub, follow_logs, max_restarts, as_json,
+                     gpus=planned.gpus_needed, checkpoint_dir=planned.checkpoint_dir)
+
+
+@app.command("submit")
+@handled
+def submit_cmd(
+    recipe_name: Annotated[str | None, typer.Argument(metavar="RECIPE", help="A recipe from `python -m jobs recipes` (not with --resume).")] = None,
+    sets: Annotated[list[str] | None, typer.Option("--set", help="Override key=value (+key=value adds a key the config lacks, ++key=value adds or overrides).")] = None,
+    name: opt.NameOpt = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", min=1, help="GPU nodes (default: the stack's gpuNodeCount).")] = None,
+    gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=1, help="GPUs per node (default: the stack's gpusPerNode).")] = None,
+    framework: Annotated[str | None, typer.Option("--framework", help="With a bare address: the framework the cluster runs, to check the recipe against.")] = None,
+    resume_run: Annotated[str | None, typer.Option("--resume", metavar="RUN", help="Continue a FAILED or STOPPED run: submit its next attempt with the recipe, overrides, size and checkpoint dir recorded in its metadata.")] = None,
+    follow_logs: opt.FollowOpt = False,
+    max_restarts: opt.RestartsOpt = 0,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be submitted; contact nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Submit even when the checkpoints the run keeps would not fit the stack's Lustre.")] = False,
+    allow_unsandboxed: opt.UnsandboxedOpt = False,
+    as_json: opt.JsonOpt = False,
+    addr: opt.AddressOpt = None,
+    stack_name: opt.StackOpt = None,
+) -> None:
+    """Submit a recipe as a run (attempt 1; more with --max-restarts), or --resume a run."""
+    if framework is not None and framework not in FRAMEWORK_NAMES:
+        raise UsageError(f"--framework {framework!r} is unknown",
+                         f"use {' or '.join(FRAMEWORK_NAMES)}")
+    if resume_run is not None:
+        _refuse_with_resume(resume_run, {"--set": sets, "--name": name, "--nodes": nodes,
+                                         "--gpus-per-node": gpus_per_node, "--dry-run": dry_run})
+        raise typer.Exit(_resume(resume_run, recipe_name, framework, follow_logs, max_restarts,
+                                 as_json, addr, stack_name, allow_unsandboxed))
+    if recipe_name is None:
+        raise UsageError("no recipe given", f"pass a RECIPE (see {commands.command('recipes')}), "
+                         "or --resume RUN to continue a run")
+    recipe = recipe_named(recipe_name)
+    parsed = overrides.parse(sets or [])
+    run = plan.check_run_name(name or plan.default_run_name(recipe.name))
+    ask = Ask(recipe, run, parsed, nodes=nodes, gpus_per_node=gpus_per_node, framework=framework,
+              force=force, allow_unsandboxed=allow_unsandboxed)
+    if dry_run:
+        planned = plan_recipe(ask, Place(stack_name, None, "a dry run", dry_run=True))
+        _print_dry_run(planned.submission, as_json, planned.notes)
+        return
+    where = address.choose(addr, stack_name)
+    outputs = stack.read(where.stack) if where.stack else None
+    source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
+    # Planned (size, overrides, payload checked) before the port-forward: a refusal costs nothing.
+    planned = plan_recipe(ask, Place(where.stack, outputs, source))
+    for note in planned.notes:
+        err().print(note, markup=False)
+    with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
+        if outputs is None and framework is None:
+            _check_ray_version(recipe, dashboard, where)
+        code = drive(dashboard, where, planned.submission, follow_logs, max_restarts, as_json,
+                     gpus=planned.gpus_needed, checkpoint_dir=planned.checkpoint_dir)
+    raise typer.Exit(code)
+
+
+# ------------------------------------------------------------------------------------ run
+
+
+@app.command("run", context_settings={"allow_interspersed_args": False})
+@handled
+def run_cmd(
+    command: Annotated[list[str], typer.Argument(metavar="-- COMMAND ...", help="The command to run on the cluster.")],
+    working_dir: Annotated[Path | None, typer.Option("--working-dir", help="Upload this directory (checked against Ray's 100 MiB cap first).")] = None,
+    name: opt.NameOpt = None,
+    follow_logs: opt.FollowOpt = False,
+    max_restarts: opt.RestartsOpt = 0,
+    gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs the cluster must report before an attempt is (re)submitted; the supervisor waits for them (needs --max-restarts).")] = 0,
+    checkpoint_dir: Annotated[str, typer.Option("--checkpoint-dir", help=f"Where the command checkpoints, as seen on the Ray head (e.g. {RUNS_ROOT}/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.")] = "",
+    as_json: opt.JsonOpt = False,
+    addr: opt.AddressOpt = None,
+    stack_name: opt.StackOpt = None,
+) -> None:
+    """Run any command on the cluster, e.g. `python -m jobs run --stack dev -- nvidia-smi`."""
+    if gpus and not max_restarts:
+        raise UsageError(f"--gpus {gpus} needs --max-restarts 1 or more",
+                         "the supervisor that waits for GPUs drives restarts; without restarts "
+                         "the attempt is submitted at once")
+    if checkpoint_dir and not checkpoint_dir.startswith("/"):
+        raise UsageError(f"--checkpoint-dir {checkpoint_dir!r} is not an absolute path",
+                         f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}/RUN/checkpoints")
+    run = plan.check_run_name(name or plan.default_run_name("run"))
+    # Built (and the working dir measured) before contacting anything: an oversize dir is
+    # refused without a port-forward or an upload.
+    sub = plan.for_command(list(command), run, working_dir, stack_name, plan.git_commit())
+    with opt.reach(addr, stack_name) as (dashboard, where):
+        code = drive(dashboard, where, sub, follow_logs, max_restarts, as_json, gpus=gpus,
+                     checkpoint_dir=checkpoint_dir)
+    raise typer.Exit(code)
+
+
+# --------------------------------------------------------------------------------- export
+
+
+def _submit_export(dashboard: Dashboard, where: address.Where, sub: Submission, run: str,
+                   recipe: Recipe, out_template: str) -> str:
+    job_id = export.submit(dashboard, sub, opt.where_flags(where))
+    err().print(f"submitted {job_id} (export of run {run}, {recipe.framework} "
+                f"{sub.metadata['backend']}, to {out_template})", markup=False)
+    return job_id
+
+
+@app.command("export")
+@handled
+def export_cmd(
+    run: Annotated[str, typer.Argument(metavar="RUN", help="A recipe run (its name, as `list` shows it).")],
+    step: Annotated[int | None, typer.Option("--step", min=1, help="Export this step (default: the newest complete checkpoint).")] = None,
+    out_dir: Annotated[str | None, typer.Option("--out", help="Output folder inside the run's directory; {step} is filled in (default: <run dir>/hf/step_{step}).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Read the run from the cluster and print the export job; submit nothing.")] = False,
+    follow_logs: opt.FollowOpt = False,
+    as_json: opt.JsonOpt = False,
+    addr: opt.AddressOpt = None,
+    stack_name: opt.StackOpt = None,
+) -> None:
+    """Convert a finished, failed or stopped run's checkpoint to Hugging Face format on Lustre,
+    with the framework's own converter, as a Ray job (<run>-export-N)."""
+    plan.check_run_name(run)
+    out_template = export.check_out(run, out_dir)
+    where = address.choose(addr, stack_name)
+    outputs = stack.read(where.stack) if where.stack else None
+    with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
+        sub, recipe = export.prepare(dashboard, run, step, out_template, where.stack,
+                                     opt.where_flags(where))
+        if dry_run:
+            _print_dry_run(sub, as_json, [])
+            return
+        job_id = _submit_export(dashboard, where, sub, run, recipe, out_template)
+        if not follow_logs:
+            if as_json:
+                emit_json({"run": run, "submission_id": job_id, "status": "SUBMITTED",
+                           "out": out_template})
+            else:
+                out().print(job_id, markup=False)
+                err().print(f"follow: "
+                            f"{commands.command('logs', job_id, '--follow', where=opt.where_flags(where))}",
+                            markup=False)
+            return
+        try:
+            status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
+        except KeyboardInterrupt:
+            err().print(f"detached; {job_id} keeps running. Stop it with: "
+                        f"{opt.stop_hint(job_id, where)}", markup=False)
+            raise typer.Exit(int(ExitCode.OK)) from None
+    if as_json:
+        emit_json({"run": run, "submission_id": job_id, "status": status.value,
+                   "out": out_template})
+    raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))

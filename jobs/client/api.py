@@ -1,0 +1,142 @@
+"""HTTP calls to a Ray dashboard's Jobs REST API (submit, status, list, stop, logs), without Ray.
+
+Ray's JobSubmissionClient makes the same calls with `requests`, but importing it imports all of
+`ray` (~0.7 s on a 2-core machine), longer than `ray job submit` takes to submit. This client
+sends the same requests with the standard library (http.client; `requests` costs ~0.2 s more) and
+raises the same errors, so callers (jobs/client/dashboard.py `_translated`, jobs/head/supervisor.py) read them
+as before. Routes, bodies and answers follow Ray 2.60:
+- requests and answers: ray/dashboard/modules/job/sdk.py (submit_job L133-269, stop_job
+  L271-302, get_job_info L342-381, list_jobs L384-422, get_job_logs L449-475, tail_job_logs
+  L478-540); server side ray/dashboard/modules/job/job_head.py (routes L345-666);
+- an HTTP answer other than 200 is RuntimeError("Request failed with status code N: body.")
+  (ray/dashboard/modules/dashboard_sdk.py `_raise_error`, L304-307);
+- the submit body drops keys whose value is None (sdk.py L257-260, `strip_keys_with_value_none`).
+Uploading local working_dir / py_modules needs Ray's packaging: jobs/client/dashboard.py does that with
+Ray's client, lazily, then submits the gcs:// URIs here.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from jobs.client.types import JobDetails, JobStatus
+
+# Ray's client sets no timeout; a dashboard that accepts the connection and never answers would
+# hang the CLI, so give up after a while (the caller turns TimeoutError into exit 3).
+TIMEOUT_S = 120.0
+
+
+class JobsAPIError(RuntimeError):
+    """The dashboard answered with a status other than 200 (dashboard_sdk.py `_raise_error`)."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"Request failed with status code {status}: {body}.")
+        self.status = status
+        self.body = body
+
+
+class JobsAPI:
+    """One dashboard's Jobs API; method names and results are JobSubmissionClient's."""
+
+    def __init__(self, url: str, timeout_s: float = TIMEOUT_S) -> None:
+        # Ray strips trailing slashes from the address (dashboard_sdk.py SubmissionClient).
+        self.url = url.rstrip("/")
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) dashboard URL: {url!r}")
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port
+        self._prefix = parts.path  # a dashboard behind a path-routing proxy
+        self.timeout_s = timeout_s
+
+    # ------------------------------------------------------------------ transport
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """The decoded JSON answer to one request; JobsAPIError for a non-200 answer, OSError
+        (ConnectionRefusedError, TimeoutError, socket.gaierror...) or http.client.HTTPException
+        when there was no answer."""
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        conn = cls(self._host, self._port, timeout=self.timeout_s)
+        try:
+            data = None if body is None else json.dumps(body).encode()
+            headers = {"Content-Type": "application/json"} if data is not None else {}
+            conn.request(method, self._prefix + path, body=data, headers=headers)
+            resp = conn.getresponse()
+            text = resp.read().decode("utf-8", errors="replace")
+        finally:
+            conn.close()
+        if resp.status != 200:
+            raise JobsAPIError(resp.status, text)
+        return json.loads(text) if text else None
+
+    @staticmethod
+    def _job_path(job_id: str) -> str:
+        # Ray puts the id in the path as is; quoting keeps an id with '/', '?' or a space
+        # (from a user's typo) a single path segment, which the server decodes back.
+        return f"/api/jobs/{quote(job_id, safe='')}"
+
+    # ------------------------------------------------------------------ the calls
+
+    def get_version(self) -> dict[str, Any]:
+        """`GET /api/version`: {"version", "ray_version", "ray_commit", ...} (job_head.py L345)."""
+        return dict(self._request("GET", "/api/version"))
+
+    def submit_job(self, *, entrypoint: str, submission_id: str | None = None,
+                   runtime_env: dict[str, Any] | None = None,
+                   metadata: dict[str, str] | None = None,
+                   entrypoint_num_cpus: float | None = None,
+                   entrypoint_num_gpus: float | None = None,
+                   entrypoint_memory: int | None = None,
+                   entrypoint_resources: dict[str, float] | None = None) -> str:
+        """`POST /api/jobs/` with a JobSubmitRequest (common.py); the runtime_env must hold
+        no local paths (upload them first). Returns the submission id the server answers."""
+        body = {"entrypoint": entrypoint, "submission_id": submission_id,
+                "runtime_env": runtime_env or {}, "metadata": metadata or {},
+                "entrypoint_num_cpus": entrypoint_num_cpus,
+                "entrypoint_num_gpus": entrypoint_num_gpus,
+                "entrypoint_memory": entrypoint_memory,
+                "entrypoint_resources": entrypoint_resources}
+        answer = self._request("POST", "/api/jobs/",
+                               {k: v for k, v in body.items() if v is not None})
+        return str(answer["submission_id"])  # JobSubmitResponse
+
+    def get_job_info(self, job_id: str) -> JobDetails:
+        return JobDetails.model_validate(self._request("GET", self._job_path(job_id)))
+
+    def get_job_status(self, job_id: str) -> JobStatus:
+        return self.get_job_info(job_id).status
+
+    def list_jobs(self) -> list[JobDetails]:
+        return [JobDetails.model_validate(j) for j in self._request("GET", "/api/jobs/")]
+
+    def stop_job(self, job_id: str) -> bool:
+        """True when the job was running (JobStopResponse `stopped`)."""
+        return bool(self._request("POST", self._job_path(job_id) + "/stop")["stopped"])
+
+    def get_job_logs(self, job_id: str) -> str:
+        return str(self._request("GET", self._job_path(job_id) + "/logs")["logs"])
+
+    async def tail_job_logs(self, job_id: str) -> AsyncIterator[str]:
+        """Log chunks from the `/logs/tail` websocket until it closes, as sdk.py L478-540:
+        an abnormal close (1006) or an error frame is a RuntimeError."""
+        # aiohttp costs ~0.15-0.4 s to import: only a command that follows logs pays it.
+        import aiohttp
+
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(self.url + self._job_path(job_id) + "/logs/tail") as ws:
+                while True:
+                    msg = await ws.receive()
+                    if msg.type == aiohttp.WSMsgType.TEXT:
+                        yield msg.data
+                    elif msg.type == aiohttp.WSMsgType.CLOSED:
+                        if ws.close_code == aiohttp.WSCloseCode.ABNORMAL_CLOSURE:
+                            raise RuntimeError("WebSocket connection closed unexpectedly with "
+                                               f"close code {ws.close_code}")
+                        break
+                    elif msg.type == aiohttp.WSMsgType.ERROR:
+                        raise RuntimeError(f"WebSocket error for job {job_id}: {ws.exception()}")

@@ -1,0 +1,1 @@
+"""What every room of jobs shares: the error types with their exit codes, secret redaction, command hints (standard library only)."""

@@ -1,0 +1,111 @@
+"""What the CLI and the supervisor on the Ray head agree on: job kinds, ids, the hand-off spec, settings.
+
+Both sides import this module (the CLI to hand a run over, the supervisor to read it), so a renamed
+key fails in the tests on a laptop, not on the head at run time. Standard library only: it is
+shipped to the head with the rest of `jobs.head`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal
+
+# Every Ray job this tool submits records one of these as its metadata `kind`.
+Kind = Literal["recipe", "command", "export", "supervisor"]
+RECIPE: Kind = "recipe"
+COMMAND: Kind = "command"
+EXPORT: Kind = "export"
+SUPERVISOR: Kind = "supervisor"
+
+# The module the supervisor job runs: `python -m jobs.head.supervisor <its own submission id>`.
+SUPERVISOR_MODULE = "jobs.head.supervisor"
+
+_ATTEMPT_SUFFIX = re.compile(r"^(?P<run>.+)-a(?P<attempt>[0-9]+)$")
+_SUPERVISOR_SUFFIX = re.compile(r"^(?P<run>.+)-s(?P<n>[0-9]+)$")
+
+
+def attempt_id(run: str, attempt: int) -> str:
+    """Attempt N of a run is the Ray job `<run>-aN`: Ray's unique submission ids make a resubmit
+    of the same attempt collide instead of running twice."""
+    return f"{run}-a{attempt}"
+
+
+def split_attempt_id(submission_id: str) -> tuple[str, int] | None:
+    m = _ATTEMPT_SUFFIX.match(submission_id)
+    return (m.group("run"), int(m.group("attempt"))) if m else None
+
+
+def supervisor_id(run: str, n: int) -> str:
+    """The run's Nth supervisor `<run>-sN`: two commands arming a run at once collide on it."""
+    return f"{run}-s{n}"
+
+
+def supervisor_number(submission_id: str) -> int:
+    """N of `<run>-sN`, 0 for anything else."""
+    m = _SUPERVISOR_SUFFIX.match(submission_id)
+    return int(m.group("n")) if m else 0
+
+
+def supervisor_entrypoint(submission_id: str) -> str:
+    return f"python -m {SUPERVISOR_MODULE} {submission_id}"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """The run as the CLI hands it over (the supervisor job's metadata `spec`, JSON)."""
+
+    run: str
+    first_attempt: int
+    max_restarts: int
+    gpus_needed: int
+    checkpoint_dir: str
+    entrypoint: str
+    runtime_env: dict[str, Any]
+    metadata: dict[str, str]
+
+    METADATA_KEY = "spec"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Spec:
+        values = json.loads(text)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"hand-off spec has unknown keys {unknown}: the CLI and the head "
+                             "run different versions of jobs")
+        return cls(**values)
+
+    def attempt_id(self, attempt: int) -> str:
+        return attempt_id(self.run, attempt)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The supervisor's timings. Callers may shorten them through the environment (tests do);
+    they are never secrets, so the CLI forwards exactly these variables to the head."""
+
+    poll_s: float = 1.0
+    max_wait_s: float = 1800.0
+    settle_s: float = 60.0
+    progress_s: float = 60.0
+
+    ENV = {"poll_s": "JOBS_SUPERVISOR_POLL_S", "max_wait_s": "JOBS_SUPERVISOR_MAX_WAIT_S",
+           "settle_s": "JOBS_SUPERVISOR_SETTLE_S", "progress_s": "JOBS_SUPERVISOR_PROGRESS_S"}
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        return cls(**{name: float(env[var]) for name, var in cls.ENV.items() if var in env})
+
+    @classmethod
+    def forwarded(cls, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The settings variables set in `env`, to pass on to the supervisor job."""
+        env = os.environ if env is None else env
+        return {var: env[var] for var in cls.ENV.values() if var in env}

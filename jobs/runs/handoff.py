@@ -1,0 +1,223 @@
+"""Supervised runs from the caller's side: hand a run to its supervisor, read its story, follow, stop.
+
+The supervisor (jobs/head/supervisor.py) is a Ray job `<run>-s<N>` with metadata `kind=supervisor`
+(the ids, kinds, spec and settings both sides share are jobs/head/protocol.py).
+Its submission id is deterministic (N = 1 + the run's supervisors so far), so two commands
+arming the same run at once collide on Ray's unique submission id and only one wins; a live
+supervisor makes any further hand-off refuse, and a supervisor that finds an older live one
+leaves (jobs/head/supervisor.py `other_supervisor`): two supervisors never drive the same run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jobs
+from jobs.client.dashboard import AlreadySubmitted, Dashboard
+from jobs.client.types import JobDetails, JobStatus, Submission
+from jobs.common import commands
+from jobs.common.errors import Unreachable, UsageError
+from jobs.head import events as run_events
+from jobs.head import protocol
+from jobs.runs import follow, listing
+from jobs.runs.metadata import SUBMITTED_BY
+from jobs.runs.plan import jobs_commit
+from jobs.runs.report import Reporter
+from jobs.runs.workdir import DEFAULT_EXCLUDES
+
+JOBS_DIR = Path(jobs.__file__).resolve().parent
+# Starting the supervisor's driver takes a few seconds (reference §4.3: ~2-3 s to RUNNING);
+# a minute means the head is in trouble.
+HANDOFF_TIMEOUT_S = 120.0
+POLL_S = 0.5
+
+
+def supervisors(jobs_: list[JobDetails], run: str) -> list[JobDetails]:
+    """The run's supervisor jobs, oldest first."""
+    found = [j for j in jobs_ if listing.is_supervisor(j) and listing.run_of(j) == run]
+    return sorted(found, key=lambda j: protocol.supervisor_number(j.submission_id or ""))
+
+
+def live(sups: list[JobDetails]) -> JobDetails | None:
+    alive = [s for s in sups if not s.status.is_terminal()]
+    return alive[0] if alive else None
+
+
+def hand_off(cluster: Dashboard, sub: Submission, *, max_restarts: int, gpus: int,
+             checkpoint_dir: str, hint_where: str) -> str:
+    """Submit the run's supervisor and wait until it has the run; returns its submission id."""
+    run = sub.run
+    existing = cluster.jobs()
+    sups = supervisors(existing, run)
+    driving = live(sups)
+    if driving is not None:
+        raise UsageError(f"run {run} is already driven by its supervisor "
+                         f"{driving.submission_id} ({driving.status.value})",
+                         f"follow it with {commands.command('logs', run, '--follow', where=hint_where)}"
+                         f", or stop it with {commands.command('stop', run, where=hint_where)}")
+    if sub.attempt == 1 and any(listing.run_of(j) == run for j in existing):
+        raise UsageError(f"run {run!r} already exists on this cluster",
+                         "pick another --name; a run's name is its checkpoint directory")
+    # The attempt's working dir is uploaded now, from here: the supervisor submits attempts
+    # from the head, where the caller's files are not. Ray's client turns the local path into
+    # a gcs:// package URI (dashboard_sdk.py `_upload_working_dir_if_needed`, Ray 2.60).
+    attempt_env = cluster.upload_working_dir(sub.runtime_env)
+    spec = protocol.Spec(run=run, first_attempt=sub.attempt, max_restarts=max_restarts,
+                         gpus_needed=gpus, checkpoint_dir=checkpoint_dir,
+                         entrypoint=sub.entrypoint, runtime_env=attempt_env,
+                         metadata=dict(sub.metadata))
+    env_vars = protocol.Settings.forwarded()
+    # `python -m` puts the working dir first on sys.path: a `jobs/` folder in the user's code
+    # must not shadow ours (PYTHONSAFEPATH, Python 3.11+).
+    env_vars["PYTHONSAFEPATH"] = "1"
+    sup_env: dict[str, object] = {"py_modules": [str(JOBS_DIR)],
+                                  "excludes": list(DEFAULT_EXCLUDES), "env_vars": env_vars}
+    if attempt_env.get("working_dir"):
+        # Ray deletes an uploaded package once no job refers to it (after a 10 min grace,
+        # RAY_RUNTIME_ENV_TEMPORARY_REFERENCE_EXPIRATION_S): the supervisor refers to it for
+        # as long as it may resubmit, so a restart after a long wait still finds it.
+        sup_env["working_dir"] = attempt_env["working_dir"]
+    n = 1 + max((protocol.supervisor_number(s.submission_id or "") for s in sups), default=0)
+    sid = protocol.supervisor_id(run, n)
+    meta = {"run": run, "kind": protocol.SUPERVISOR, "supervisor": str(n),
+            protocol.Spec.METADATA_KEY: spec.to_json(),
+            "max_restarts": str(max_restarts), "gpus": str(gpus),
+            "stack": sub.metadata.get("stack", ""), "git_commit": sub.metadata.get("git_commit", ""),
+            "jobs_commit": jobs_commit(), "submitted_by": SUBMITTED_BY}
+    try:
+        cluster.submit(Submission(submission_id=sid,
+                                  entrypoint=protocol.supervisor_entrypoint(sid),
+                                  runtime_env=sup_env, metadata=meta))
+    except AlreadySubmitted:
+        raise UsageError(f"{sid} already exists on this cluster",
+                         f"another command armed run {run} first; follow it with "
+                         f"{commands.command('logs', run, '--follow', where=hint_where)}") from None
+    _wait_armed(cluster, sid)
+    return sid
+
+
+def _wait_armed(cluster: Dashboard, sid: str) -> None:
+    deadline = time.monotonic() + float(os.environ.get("JOBS_HANDOFF_TIMEOUT", HANDOFF_TIMEOUT_S))
+    while True:
+        status = cluster.status(sid)
+        if status != JobStatus.PENDING:
+            if any(e["event"] == run_events.ARMED for e in run_events.parse(cluster.logs(sid))):
+                return
+            if status.is_terminal():
+                tail = " | ".join(cluster.logs(sid).strip().splitlines()[-3:])
+                raise UsageError(f"the supervisor {sid} ended {status.value} before it took the "
+                                 f"run: {tail}", f"see {commands.command('logs', sid)}")
+        if time.monotonic() > deadline:
+            raise Unreachable(f"the supervisor {sid} did not start within the hand-off timeout "
+                              f"({status.value})", f"check it with {commands.command('status', sid)}")
+        time.sleep(POLL_S)
+
+
+def events(cluster: Dashboard, sups: list[JobDetails]) -> list[dict[str, Any]]:
+    """Every supervisor's records for the run, in order."""
+    out: list[dict[str, Any]] = []
+    for s in sups:
+        out += run_events.parse(cluster.logs(s.submission_id or ""))
+    return out
+
+
+def story(cluster: Dashboard, run: str, jobs_: list[JobDetails] | None = None
+          ) -> tuple[list[JobDetails], list[dict[str, Any]]]:
+    sups = supervisors(cluster.jobs() if jobs_ is None else jobs_, run)
+    return sups, events(cluster, sups)
+
+
+def annotate(cluster: Dashboard, runs: list[dict[str, Any]]) -> None:
+    """Add each supervised run's latest decision to `list` rows (one log read per such run)."""
+    all_jobs = cluster.jobs()
+    for r in runs:
+        if "supervisor" not in r:
+            continue
+        _, recs = story(cluster, r["run"], all_jobs)
+        if recs:
+            r["supervisor"]["last_event"] = recs[-1]
+
+
+def _attempts(cluster: Dashboard, run: str) -> list[JobDetails]:
+    found = [j for j in cluster.jobs() if listing.run_of(j) == run
+             and listing.attempt_of(j) is not None]
+    return sorted(found, key=lambda j: listing.attempt_of(j) or 0)
+
+
+def follow_run(cluster: Dashboard, run: str, sid: str, watcher: follow.Watcher,
+               reporter: Reporter, to_stderr: bool
+               ) -> tuple[list[tuple[str, JobStatus]], list[dict[str, Any]]]:
+    """Stream every attempt's log in turn and the supervisor's decisions (stderr) until the
+    supervisor ends; returns the attempts' final statuses and the records."""
+    shown = 0
+    followed: dict[str, JobStatus] = {}
+    recs: list[dict[str, Any]] = []
+
+    def show_records() -> None:
+        nonlocal shown, recs
+        recs = run_events.parse(watcher.retrying(sid, lambda: cluster.logs(sid)))
+        for rec in recs[shown:]:
+            reporter.note(f"[supervisor] {run_events.human(rec)}")
+        shown = len(recs)
+
+    while True:
+        show_records()
+        pending = [j for j in watcher.retrying(sid, lambda: _attempts(cluster, run))
+                   if j.submission_id not in followed]
+        if pending:
+            job_id = pending[0].submission_id or ""
+            followed[job_id] = watcher.follow(job_id, to_stderr=to_stderr)
+            continue
+        if watcher.status(sid).is_terminal():
+            # Anything submitted just before the end is listed now.
+            if any(j.submission_id not in followed for j in _attempts(cluster, run)):
+                continue
+            show_records()
+            return list(followed.items()), recs
+        time.sleep(POLL_S)
+
+
+def stop_run(cluster: Dashboard, run: str, watcher: follow.Watcher) -> list[tuple[str, JobStatus]]:
+    """Stop the run's supervisor first (so nothing is resubmitted), then its live attempts."""
+    stopped: list[tuple[str, JobStatus]] = []
+    for s in supervisors(cluster.jobs(), run):
+        if not s.status.is_terminal():
+            sid = s.submission_id or ""
+            cluster.stop(sid)
+            stopped.append((sid, watcher.wait_for(sid, follow.terminal, "stopping")))
+    # The supervisor is gone: no attempt appears after this listing.
+    for j in _attempts(cluster, run):
+        if not j.status.is_terminal():
+            job_id = j.submission_id or ""
+            cluster.stop(job_id)
+            stopped.append((job_id, watcher.wait_for(job_id, follow.terminal, "stopping")))
+    return stopped
+
+
+def print_story(write: Callable[[str], object], recs: list[dict[str, Any]]) -> None:
+    for rec in recs:
+        write(redact(run_events.human(rec)))
+
+
+def final_reason(recs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    ends = [r for r in recs if r.get("event") in run_events.FINAL]
+    return ends[-1] if ends else None
+
+
+def is_run_with_supervisor(cluster: Dashboard, ident: str) -> bool:
+    return any(listing.is_supervisor(j) and listing.run_of(j) == ident for j in cluster.jobs())
+
+
+
+def human(record: dict[str, Any]) -> str:
+    """One supervisor record as a line for a person."""
+    return run_events.human(record)
+
+
+def succeeded(recs: list[dict[str, Any]]) -> bool:
+    final = final_reason(recs)
+    return final is not None and final.get("event") == run_events.FINISHED

@@ -1,0 +1,108 @@
+"""Grouping Ray jobs into runs and attempts, and finding a job by submission id or run name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobs.client.types import JobDetails
+
+from jobs.client.dashboard import Dashboard
+from jobs.common import commands
+from jobs.common.errors import UsageError
+from jobs.head import protocol
+from jobs.runs.metadata import RunMetadata
+from jobs.common.redact import redact
+
+
+def metadata_of(job: JobDetails) -> RunMetadata:
+    return RunMetadata.of(job.metadata, job.submission_id or job.job_id or "?")
+
+
+def run_of(job: JobDetails) -> str:
+    return metadata_of(job).run
+
+
+def is_supervisor(job: JobDetails) -> bool:
+    """A run's supervisor job (jobs/runs/handoff.py), not one of its attempts."""
+    return metadata_of(job).kind == protocol.SUPERVISOR
+
+
+def attempt_of(job: JobDetails) -> int | None:
+    if is_supervisor(job):
+        return None
+    return metadata_of(job).attempt
+
+
+def describe(job: JobDetails) -> dict[str, Any]:
+    """A JSON-ready view of one job; the message is redacted (Ray may copy env vars into it)."""
+    meta = metadata_of(job)
+    return {
+        "submission_id": job.submission_id,
+        "run": meta.run,
+        "attempt": meta.attempt,
+        "status": job.status.value,
+        "recipe": meta.recipe,
+        "stack": meta.stack,
+        "git_commit": meta.git_commit,
+        "entrypoint": redact(job.entrypoint or ""),
+        "message": redact(job.message or ""),
+        "start_time": job.start_time,
+        "end_time": job.end_time,
+        "driver_exit_code": job.driver_exit_code,
+    }
+
+
+def group(jobs: list[JobDetails]) -> list[dict[str, Any]]:
+    """Runs, newest first, each with its attempts in order."""
+    runs: dict[str, list[JobDetails]] = {}
+    for job in jobs:
+        runs.setdefault(run_of(job), []).append(job)
+    out = []
+    for run, everyone in runs.items():
+        members = [j for j in everyone if not is_supervisor(j)]
+        # Attempts in order, then jobs that are no attempt (an export of the run) by start time;
+        # the run's status and recipe are its latest attempt's when it has one. Its supervisor
+        # (jobs/runs/handoff.py) is listed apart.
+        members.sort(key=lambda j: (attempt_of(j) is None, attempt_of(j) or 0, j.start_time or 0))
+        numbered = [j for j in members if attempt_of(j) is not None]
+        sups = sorted((j for j in everyone if is_supervisor(j)),
+                      key=lambda j: j.start_time or 0)
+        latest = numbered[-1] if numbered else (members or sups)[-1]
+        view: dict[str, Any] = {
+            "run": run,
+            "recipe": metadata_of(latest).recipe,
+            # Armed, but no attempt yet (waiting for GPUs before attempt 1): say so.
+            "status": (latest.status.value if numbered or not sups
+                       or sups[-1].status.is_terminal() else "WAITING"),
+            "attempts": [describe(j) for j in members],
+            "started": min((j.start_time or 0) for j in everyone),
+        }
+        if sups:
+            view["supervisor"] = {"submission_id": sups[-1].submission_id,
+                                  "status": sups[-1].status.value}
+        out.append(view)
+    out.sort(key=lambda r: r["started"], reverse=True)
+    return out
+
+
+def find(cluster: Dashboard, ident: str) -> JobDetails:
+    """The job with submission id `ident`, else the latest attempt of the run named `ident`."""
+    jobs = cluster.jobs()
+    for job in jobs:
+        if job.submission_id == ident:
+            return job
+    attempts = [j for j in jobs if run_of(j) == ident and attempt_of(j) is not None]
+    if attempts:
+        return max(attempts, key=lambda j: attempt_of(j) or 0)
+    raise UsageError(f"no job or run named {ident!r} on this cluster",
+                     f"list them with `{commands.command('list')}`")
+
+
+def latest_attempt(cluster: Dashboard, run: str) -> JobDetails:
+    """The highest-numbered attempt of the run named `run` (its metadata `run`)."""
+    attempts = [j for j in cluster.jobs() if run_of(j) == run and attempt_of(j) is not None]
+    if not attempts:
+        raise UsageError(f"no run named {run!r} on this cluster",
+                         f"list runs with `{commands.command('list')}` (a run name has no -aN "
+                         "suffix)")
+    return max(attempts, key=lambda j: attempt_of(j) or 0)

@@ -1,0 +1,129 @@
+"""What one attempt sends to Ray: submission id, entrypoint, runtime_env and metadata."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shlex
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jobs
+from jobs.recipes import prepare as validate
+from jobs.runs import workdir
+from jobs.client.types import Submission
+from jobs.common.errors import UsageError
+from jobs.head.protocol import COMMAND, attempt_id
+from jobs.runs.metadata import SUBMITTED_BY, RecipeRun, RunMetadata
+from jobs.recipes.overrides import TOKEN_HINT, Override
+from jobs.common.redact import command_secret
+from jobs.recipes.catalogue import Recipe, RunContext
+
+# Run names become a Lustre directory and a Ray submission id: keep them to safe characters.
+_TAG_LETTERS = "abcdefghijkmnpqrstuvwxyz"  # no l or o: not mistaken for 1 or 0
+_RUN_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+
+
+def for_attempt(sub: Submission, attempt: int) -> Submission:
+    """The same run (same entrypoint, so the same checkpoint directory) as attempt N."""
+    meta = {**sub.metadata, "attempt": str(attempt)}
+    return sub.model_copy(update={"submission_id": attempt_id(sub.run, attempt), "metadata": meta})
+
+
+def default_run_name(prefix: str, now: datetime | None = None, tag: str | None = None) -> str:
+    """`<prefix>-YYYYMMDD-HHMMSS-mmmxx` in UTC: readable, sorts by time to the millisecond, and
+    two random letters so runs started in the same millisecond (a shell loop, a sweep, two
+    users) still differ; a name is its checkpoint directory, so it must never repeat."""
+    now = now or datetime.now(timezone.utc)
+    tag = tag if tag is not None else "".join(secrets.choice(_TAG_LETTERS) for _ in range(2))
+    return f"{prefix}-{now:%Y%m%d-%H%M%S}-{now.microsecond // 1000:03d}{tag}"
+
+
+def check_run_name(name: str) -> str:
+    if not _RUN_NAME.match(name):
+        raise UsageError(f"run name {name!r} is not allowed",
+                         "use lowercase letters, digits, '.', '_' or '-' (at most 63)")
+    return name
+
+
+# This checkout of rl-on-gke (jobs/ lives at its top level).
+JOBS_PACKAGE = Path(jobs.__file__).resolve().parent
+JOBS_REPO = JOBS_PACKAGE.parent
+
+
+def git_commit(cwd: Path | None = None) -> str:
+    """The commit of the git tree at `cwd` (default: the caller's working directory, i.e. the
+    user's own code), `-dirty` when it has changes, or "unknown" outside a git tree."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{sha}-dirty" if dirty else sha
+
+
+def jobs_commit() -> str:
+    """The rl-on-gke commit whose recipes rendered the job (may differ from the caller's)."""
+    return git_commit(JOBS_REPO)
+
+
+def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
+               overrides: list[Override], checked: dict[str, tuple[str, str]],
+               stack: str | None, commit: str, wandb: bool = False,
+               composed: validate.Composed | None = None,
+               code_sandbox_url: str | None = None) -> Submission:
+    """The attempt-1 submission; `composed` is `validate.compose_run`'s result for this size
+    (composed here when not given), so what is sent is what the framework was checked with."""
+    ctx = RunContext(run=run, nodes=nodes, gpus_per_node=gpus_per_node, wandb=wandb,
+                     code_sandbox_url=code_sandbox_url)
+    if composed is None:
+        composed = validate.compose_run(recipe, ctx, checked)
+    runtime_env: dict[str, object] = {"env_vars": recipe.env(ctx)}
+    payload = recipe.payload_dir()
+    if payload is not None:
+        workdir.check(payload)
+        runtime_env.update(workdir.runtime_env(payload))
+        # Payloads import shared code (e.g. jobs.data.gsm8k, the same conversion as
+        # `python -m jobs data`): ship this package, importable as `jobs` on the cluster.
+        workdir.check(JOBS_PACKAGE)
+        runtime_env["py_modules"] = [str(JOBS_PACKAGE)]
+    checkpoint_dir = ctx.fill(recipe.defaults.get(recipe.checkpoint_key, ""))
+    if recipe.checkpoint_key in checked:
+        checkpoint_dir = checked[recipe.checkpoint_key][1]
+    meta = RecipeRun(
+        run=run, attempt=1, stack=stack or "", git_commit=commit, jobs_commit=jobs_commit(),
+        submitted_by=SUBMITTED_BY, recipe=recipe.name, framework=recipe.framework,
+        framework_version=recipe.spec.version, nodes=nodes, gpus_per_node=gpus_per_node,
+        checkpoint_dir=checkpoint_dir, overrides=[str(o) for o in overrides],
+    )
+    return Submission(submission_id=attempt_id(run, 1), entrypoint=recipe.render(ctx, checked, composed.adapted),
+                      runtime_env=runtime_env, metadata=meta.to_ray())
+
+
+def for_command(command: list[str], run: str, working_dir: Path | None, stack: str | None,
+                commit: str) -> Submission:
+    """The attempt-1 submission of a command; `commit` is the caller's code, replaced by the
+    working directory's own commit when one is uploaded."""
+    if not command:
+        raise UsageError("no command given", "write the command after --, e.g. -- nvidia-smi")
+    # The command becomes the job's entrypoint, which Ray stores in the job record, shows on
+    # the dashboard and prints in the driver log: a token in it leaks to all of them.
+    secret = command_secret(command)
+    if secret is not None:
+        raise UsageError(f"the command holds {secret}, refused (the value is not shown)",
+                         TOKEN_HINT)
+    runtime_env: dict[str, object] = {}
+    if working_dir is not None:
+        workdir.check(working_dir)
+        runtime_env.update(workdir.runtime_env(working_dir))
+        # The code that runs is the uploaded directory's: record its repository's commit
+        # (or "unknown"), not that of wherever this command was started.
+        commit = git_commit(working_dir.resolve())
+    return Submission(submission_id=attempt_id(run, 1), entrypoint=shlex.join(command),
+                      runtime_env=runtime_env,
+                      metadata=RunMetadata(run=run, attempt=1, kind=COMMAND, stack=stack or "",
+                                           git_commit=commit, jobs_commit=jobs_commit(),
+                                           submitted_by=SUBMITTED_BY).to_ray())

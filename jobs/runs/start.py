@@ -1,0 +1,45 @@
+"""Starting an attempt: sent to Ray as is, or handed to the run's supervisor when it may restart.
+
+With restarts the run goes to a supervisor on the Ray head (jobs/runs/handoff.py), which outlives
+the caller; without, the attempt is submitted once. Either way Ray's unique submission ids make a
+second command starting the same attempt collide instead of running it twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jobs.client.dashboard import AlreadySubmitted, Dashboard
+from jobs.client.types import Submission
+from jobs.common import commands
+from jobs.common.errors import UsageError
+from jobs.runs import handoff
+
+
+@dataclass(frozen=True)
+class Started:
+    """What now drives the run: its supervisor, or the one attempt submitted."""
+
+    run: str
+    submission_id: str
+    supervisor: str | None = None
+
+
+def start(dashboard: Dashboard, sub: Submission, *, max_restarts: int, gpus: int,
+          checkpoint_dir: str, where: str) -> Started:
+    """Send `sub` (attempt N of its run), or hand the run over when `max_restarts` > 0."""
+    if max_restarts > 0:
+        sid = handoff.hand_off(dashboard, sub, max_restarts=max_restarts, gpus=gpus,
+                               checkpoint_dir=checkpoint_dir, hint_where=where)
+        return Started(sub.run, sub.submission_id, supervisor=sid)
+    try:
+        return Started(sub.run, dashboard.submit(sub))
+    except AlreadySubmitted:
+        if sub.attempt == 1:
+            raise UsageError(f"run {sub.run!r} already exists on this cluster (its attempt 1 "
+                             "is there)", "pick another --name; a run's name is its "
+                             "checkpoint directory") from None
+        raise UsageError(f"{sub.submission_id} already exists on this cluster",
+                         f"another command resumed run {sub.run} first; follow it with "
+                         f"{commands.command('logs', sub.submission_id, '--follow', where=where)}"
+                         ) from None

@@ -1,0 +1,109 @@
+"""The REST client against a real local Ray head, with Ray's own client as the reference, and the
+CLI errors its failures become: unknown job, duplicate id, a dashboard that is gone."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from jobs.client.dashboard import AlreadySubmitted, Dashboard
+from jobs.common.errors import ExitCode, NotFound, Unreachable, UsageError
+from jobs.client.types import JobStatus
+from jobs.client.api import JobsAPI, JobsAPIError
+from jobs.runs.plan import Submission
+from tests.jobs.conftest import Proxy, clean_env, run_cli, wait_until
+
+
+def _sid(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _wait_terminal(api: JobsAPI, sid: str) -> JobStatus:
+    wait_until(lambda: api.get_job_status(sid).is_terminal(), 60, f"{sid} ends")
+    return api.get_job_status(sid)
+
+
+def test_a_submitted_job_reads_back_as_rays_client_reads_it(ray_url, ray_client):
+    api = JobsAPI(ray_url + "/")  # a trailing slash is dropped, as Ray's client does
+    sid = _sid("api")
+    got = api.submit_job(entrypoint="echo from-the-rest-client", submission_id=sid,
+                         runtime_env={"env_vars": {"X": "1"}}, metadata={"run": "api"},
+                         entrypoint_num_cpus=0.1)
+    assert got == sid
+    assert _wait_terminal(api, sid) == JobStatus.SUCCEEDED
+    ours, theirs = api.get_job_info(sid), ray_client.get_job_info(sid)
+    for field in ("status", "entrypoint", "submission_id", "job_id", "metadata", "message",
+                  "start_time", "end_time", "driver_exit_code"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+    assert ours.metadata == {"run": "api"}
+    assert sid in [j.submission_id for j in api.list_jobs()]
+    assert "from-the-rest-client" in api.get_job_logs(sid) == ray_client.get_job_logs(sid)
+
+
+def test_stop_answers_whether_the_job_was_running(ray_url):
+    api = JobsAPI(ray_url)
+    sid = api.submit_job(entrypoint="sleep 60", submission_id=_sid("stop"))
+    wait_until(lambda: api.get_job_status(sid) != JobStatus.PENDING, 60, f"{sid} starts")
+    assert api.stop_job(sid) is True
+    assert _wait_terminal(api, sid) == JobStatus.STOPPED
+    assert api.stop_job(sid) is False
+
+
+def test_an_unknown_job_is_a_404_and_then_no_such_job(ray_url):
+    missing = _sid("nope")
+    with pytest.raises(JobsAPIError) as raw:
+        JobsAPI(ray_url).get_job_info(missing)
+    assert raw.value.status == 404 and missing in raw.value.body
+    cluster = Dashboard(ray_url)
+    for call in (cluster.status, cluster.info, cluster.logs, cluster.stop,
+                 lambda j: cluster.tail(j, print)):
+        with pytest.raises(UsageError) as e:
+            call(missing)
+        assert type(e.value) is NotFound and e.value.message.startswith("no such job")
+        assert e.value.code == ExitCode.USAGE
+
+
+def test_a_duplicate_submission_id_is_already_submitted(ray_url):
+    cluster = Dashboard(ray_url)
+    sub = Submission(submission_id=_sid("dup-404"), entrypoint="true", runtime_env={},
+                     metadata={})
+    assert cluster.submit(sub) == sub.submission_id
+    with pytest.raises(AlreadySubmitted) as e:
+        cluster.submit(sub)
+    assert e.value.message == f"submit {sub.submission_id}: already exists on this cluster"
+
+
+def test_a_dashboard_that_is_gone_is_unreachable_exit_3(ray_url):
+    proxy = Proxy(ray_url)
+    cluster = Dashboard(proxy.url)
+    assert cluster.jobs()  # through the proxy while it is up
+    proxy.stop()
+    for call in (cluster.jobs, lambda: cluster.status("x-a1"), lambda: cluster.stop("x-a1"),
+                 lambda: cluster.tail("x-a1", print)):
+        with pytest.raises(Unreachable) as e:
+            call()
+        assert e.value.code == ExitCode.UNREACHABLE
+        assert e.value.message.startswith("lost the Ray dashboard while trying to")
+    assert cluster.ray_version() is None
+    done = run_cli("list", "--address", proxy.url, env=clean_env(JOBS_RECONNECT_TIMEOUT="0"))
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith("error:") and done.stderr.count("\n") == 1
+
+
+def test_an_unresolvable_host_is_unreachable_not_a_crash():
+    with pytest.raises(Unreachable):
+        Dashboard("http://no-such-host.invalid:8265").jobs()
+
+
+def test_local_packages_are_uploaded_by_rays_packaging_then_submitted(ray_url, tmp_path: Path):
+    (tmp_path / "hello.txt").write_text("packaged-by-ray\n")
+    cluster = Dashboard(ray_url)
+    env = cluster.upload_working_dir({"working_dir": str(tmp_path), "env_vars": {"A": "b"}})
+    assert str(env["working_dir"]).startswith("gcs://") and env["env_vars"] == {"A": "b"}
+    sid = cluster.submit(Submission(submission_id=_sid("wd"), entrypoint="cat hello.txt",
+                                    runtime_env={"working_dir": str(tmp_path)}, metadata={}))
+    wait_until(lambda: cluster.status(sid).is_terminal(), 90, f"{sid} ends")
+    assert cluster.status(sid) == JobStatus.SUCCEEDED
+    assert "packaged-by-ray" in cluster.logs(sid)

@@ -1,0 +1,89 @@
+"""The CLI <-> supervisor protocol: one Spec both sides read, ids, kinds and settings."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from jobs.head import protocol
+from jobs.head.protocol import Settings, Spec
+
+JOBS = Path(__file__).resolve().parents[3] / "jobs"
+
+
+def spec(**changes):
+    values = dict(run="r", first_attempt=2, max_restarts=3, gpus_needed=16,
+                  checkpoint_dir="/lustre/runs/r/checkpoints", entrypoint="python train.py",
+                  runtime_env={"working_dir": "gcs://_ray_pkg_x.zip"},
+                  metadata={"run": "r", "attempt": "2"})
+    values.update(changes)
+    return Spec(**values)
+
+
+def test_a_spec_survives_the_trip_through_job_metadata():
+    sent = spec()
+    assert Spec.from_json(sent.to_json()) == sent
+    assert sent.attempt_id(3) == "r-a3"
+
+
+def test_a_spec_from_another_version_is_refused_by_name():
+    text = json.dumps({**json.loads(spec().to_json()), "max_preemptions": 5})
+    with pytest.raises(ValueError, match="max_preemptions"):
+        Spec.from_json(text)
+
+
+def test_ids_round_trip():
+    assert protocol.split_attempt_id(protocol.attempt_id("grpo-a-1", 12)) == ("grpo-a-1", 12)
+    assert protocol.split_attempt_id("raysubmit_abc") is None
+    assert protocol.supervisor_number(protocol.supervisor_id("run-s2", 7)) == 7
+    assert protocol.supervisor_number("run-a1") == 0
+    assert protocol.supervisor_entrypoint("r-s1") == "python -m jobs.head.supervisor r-s1"
+
+
+def test_settings_come_from_the_environment_with_production_defaults():
+    assert Settings.from_env({}) == Settings(poll_s=1.0, max_wait_s=1800.0, settle_s=60.0,
+                                             progress_s=60.0)
+    assert Settings.from_env({"JOBS_SUPERVISOR_MAX_WAIT_S": "30"}).max_wait_s == 30.0
+    env = {"JOBS_SUPERVISOR_POLL_S": "0.2", "HF_TOKEN": "hf_x", "JOBS_OTHER": "1"}
+    assert Settings.forwarded(env) == {"JOBS_SUPERVISOR_POLL_S": "0.2"}
+
+
+def test_the_supervisor_module_named_by_the_protocol_exists():
+    module = JOBS.parent / (protocol.SUPERVISOR_MODULE.replace(".", "/") + ".py")
+    assert module.is_file()
+
+
+def _hand_written_kinds(path: Path) -> set[str]:
+    """Kinds compared with, or stored under a "kind" key, as string literals."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Eq, ast.NotEq))
+                                                 for op in node.ops):
+            found |= {n.value for n in [node.left, *node.comparators]
+                      if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        elif isinstance(node, ast.Dict):
+            found |= {v.value for k, v in zip(node.keys, node.values)
+                      if isinstance(k, ast.Constant) and k.value == "kind"
+                      and isinstance(v, ast.Constant)}
+        elif isinstance(node, ast.keyword) and node.arg == "kind" and isinstance(
+                node.value, ast.Constant):
+            found.add(node.value.value)
+    return found
+
+
+def _settings_spelled(path: Path) -> set[str]:
+    return {n.value for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, ast.Constant) and n.value in Settings.ENV.values()}
+
+
+def test_protocol_words_are_written_only_in_the_protocol():
+    # A kind or a setting spelled by hand elsewhere would drift from the protocol unnoticed.
+    kinds = {protocol.RECIPE, protocol.COMMAND, protocol.EXPORT, protocol.SUPERVISOR}
+    for path in JOBS.rglob("*.py"):
+        if path.name == "protocol.py":
+            continue
+        found = (_hand_written_kinds(path) & kinds) | _settings_spelled(path)
+        assert not found, f"{path.relative_to(JOBS.parent)} spells {sorted(found)}"

@@ -1,0 +1,304 @@
+"""Supervised runs on a real local Ray cluster: restarts survive the CLI, wait for GPUs, stop, crash.
+
+The GPUs are a second local raylet (`ray start --address ... --num-gpus 2`) that a test takes
+away and brings back, as a reclaimed spot node and its replacement. Poll, settle and progress
+periods are shortened through the supervisor's env knobs (jobs/head/supervisor.py).
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ray.job_submission import JobStatus
+
+from typer.testing import CliRunner
+
+from jobs.cli.app import app
+from tests.jobs.conftest import REPO, clean_env, wait_until
+from tests.jobs.gpu_node import GpuNode, wait_gpus
+
+FAST = dict(JOBS_SUPERVISOR_POLL_S="0.5", JOBS_SUPERVISOR_SETTLE_S="1",
+            JOBS_SUPERVISOR_PROGRESS_S="2", JOBS_SUPERVISOR_MAX_WAIT_S="180")
+
+
+def env() -> dict[str, str]:
+    return clean_env(**FAST)
+
+
+class Done:
+    """A CLI result with the names of a finished process (returncode, stdout, stderr)."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def cli(*args: str) -> Done:
+    """`python -m jobs ARGS` in this process (a fresh interpreter costs ~3 s of Ray imports on
+    this 2-core machine); the one run that must die with SIGKILL is a real process."""
+    result = CliRunner().invoke(app, list(args), env={**FAST, "RAY_ADDRESS": None,
+                                                     "COLUMNS": "250"})
+    return Done(result.exit_code, result.stdout, result.stderr)
+
+
+def name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def gpu_node(ray_head) -> Iterator[GpuNode]:
+    node = GpuNode(ray_head, gpus=2)
+    node.start()
+    try:
+        wait_gpus(ray_head.dashboard_url, 2)
+        yield node
+    finally:
+        node.close()
+
+
+def _status(client, job_id):
+    try:
+        return client.get_job_status(job_id)
+    except RuntimeError:
+        return None
+
+
+def _ids(client) -> set[str]:
+    return {j.submission_id for j in client.list_jobs()}
+
+
+def _story(ray_url: str, run: str) -> dict:
+    done = cli("status", run, "--json", "--address", ray_url)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _events(ray_url: str, run: str) -> list[str]:
+    return [e["event"] for e in _story(ray_url, run)["history"]]
+
+
+def _fails_once(marker: Path, go: Path | None = None) -> str:
+    """Attempt 1 leaves a marker (its "checkpoint") and fails, after `go` exists if given;
+    a later attempt finds the marker and succeeds."""
+    wait = f"while not os.path.exists({str(go)!r}): time.sleep(0.2)\n" if go else ""
+    return (f"import os, sys, time; p = {str(marker)!r}\n"
+            "if os.path.exists(p): print('resumed'); sys.exit(0)\n"
+            f"open(p, 'w').close(); print('attempt 1 running', flush=True)\n{wait}"
+            "print('attempt 1 dies', flush=True); sys.exit(1)")
+
+
+def _read_until(proc: subprocess.Popen[str], needle: str, timeout: float = 90) -> str:
+    seen = ""
+    deadline = time.monotonic() + timeout
+    assert proc.stderr is not None
+    while needle not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"no {needle!r} on stderr within {timeout} s: {seen}")
+        ready, _, _ = select.select([proc.stderr], [], [], left)
+        if ready:
+            line = proc.stderr.readline()
+            if not line:
+                raise AssertionError(f"CLI ended before {needle!r}: {seen}")
+            seen += line
+    return seen
+
+
+def test_restarts_go_on_after_the_cli_is_killed_with_sigkill(ray_url, ray_client, tmp_path):
+    run = name("survive")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobs", "run", "--address", ray_url, "--name", run,
+         "--max-restarts", "2", "--", "python", "-c", _fails_once(tmp_path / "ckpt")],
+        cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        said = _read_until(proc, "handed to its supervisor")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert f"run {run} handed to its supervisor {run}-s1" in said
+
+    def attempts() -> list[tuple[int, str]]:
+        done = cli("list", "--json", "--address", ray_url)
+        [group] = [r for r in json.loads(done.stdout) if r["run"] == run]
+        return [(a["attempt"], a["status"]) for a in group["attempts"]]
+
+    wait_until(lambda: attempts() == [(1, "FAILED"), (2, "SUCCEEDED")], 60, "a1 FAILED, a2 OK")
+    wait_until(lambda: _status(ray_client, f"{run}-s1") == JobStatus.SUCCEEDED, 30, "supervisor")
+    story = cli("status", run, "--address", ray_url)
+    assert story.returncode == 0, story.stderr
+    lines = story.stdout
+    assert f"supervisor: {run}-s1 SUCCEEDED" in lines
+    assert f"outcome: run {run} succeeded ({run}-a2)" in lines
+    order = [f"submitted {run}-a1", f"{run}-a1 FAILED (exit code 1)", f"submitted {run}-a2",
+             "restart 1 of 2", f"{run}-a2 SUCCEEDED"]
+    positions = [lines.index(text) for text in order]
+    assert positions == sorted(positions), lines
+    logs = cli("logs", run, "--address", ray_url)
+    assert "[supervisor]" in logs.stdout and "resumed" in logs.stdout
+    listed = json.loads(cli("list", "--json", "--address", ray_url).stdout)
+    [group] = [r for r in listed if r["run"] == run]
+    assert group["supervisor"]["last_event"]["event"] == "finished"
+
+
+def test_a_run_waits_for_its_gpus_and_a_stop_during_the_wait_resubmits_nothing(
+        ray_url, ray_client, gpu_node, tmp_path):
+    back, stopped = name("wait"), name("stopwait")
+    go = tmp_path / "go"
+    for run in (back, stopped):
+        done = cli("run", "--address", ray_url, "--name", run, "--gpus", "2",
+                       "--max-restarts", "1", "--", "python", "-c",
+                       _fails_once(tmp_path / f"{run}.ckpt", go))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == run
+    for run in (back, stopped):
+        wait_until(lambda: _status(ray_client, f"{run}-a1") == JobStatus.RUNNING, 60, "a1 runs")
+    gpu_node.stop()  # the spot node is reclaimed...
+    wait_gpus(ray_url, 0)
+    go.touch()  # ...and the attempts die with it
+    try:
+        for run in (back, stopped):
+            wait_until(lambda: "waiting" in _events(ray_url, run), 60, f"{run} waiting")
+        human = cli("status", back, "--address", ray_url).stdout
+        assert f"{back}-a1 FAILED" in human and "the cluster has 0 of 2 GPUs" in human
+        assert "waiting for 2 GPUs since " in human
+        assert _story(ray_url, back)["status"] == "FAILED"  # the latest attempt, a1
+
+        halt = cli("stop", stopped, "--address", ray_url, "--json")
+        assert halt.returncode == 0, halt.stderr
+        assert json.loads(halt.stdout) == {
+            "run": stopped, "stopped": [{"submission_id": f"{stopped}-s1", "status": "STOPPED"}]}
+    finally:
+        gpu_node.start()  # the replacement node joins
+    wait_gpus(ray_url, 2)
+    wait_until(lambda: _status(ray_client, f"{back}-a2") == JobStatus.SUCCEEDED, 90, "a2 OK")
+    wait_until(lambda: _status(ray_client, f"{back}-s1") == JobStatus.SUCCEEDED, 30, "its end")
+    events = _events(ray_url, back)
+    assert events[-4:] == ["gpus_back", "submitted", "attempt_ended", "finished"], events
+    time.sleep(3)  # six poll periods: a stopped supervisor never comes back
+    assert f"{stopped}-a2" not in _ids(ray_client)
+    story = _story(ray_url, stopped)
+    assert story["outcome"]["event"] == "stopped" and story["supervisor"]["status"] == "STOPPED"
+
+
+def test_a_crash_with_every_gpu_present_is_tried_twice_whatever_max_restarts(
+        ray_url, ray_client, gpu_node):
+    run = name("crash")
+    done = cli("run", "--address", ray_url, "--name", run, "--gpus", "2", "--max-restarts",
+                   "5", "--follow", "--json", "--", "python", "-c",
+                   "print('bad config', flush=True); raise SystemExit(3)")
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["attempts"] == [{"submission_id": f"{run}-a1", "status": "FAILED"},
+                                  {"submission_id": f"{run}-a2", "status": "FAILED"}]
+    assert result["outcome"]["reason"] == "crash"
+    assert "[supervisor]" in done.stderr and "bad config" in done.stderr
+    assert f"{run}-a3" not in _ids(ray_client)
+    human = cli("status", run, "--address", ray_url).stdout
+    assert "outcome: gave up: crash, not a preemption: the attempt failed with every GPU " \
+           "present (2 of 2 needed) and no new checkpoint since the previous attempt" in human
+
+
+def test_new_checkpoints_keep_restarts_going(ray_url, tmp_path):
+    run = name("progress")
+    ckpt = tmp_path / "checkpoints"
+    # Each attempt saves a new step_N and fails, until the second checkpoint exists: the second
+    # failure is not a crash (it checkpointed), so the third attempt runs.
+    script = (f"import os, sys; d = {str(ckpt)!r}; os.makedirs(d, exist_ok=True)\n"
+              "n = len(os.listdir(d))\n"
+              "if n >= 2: print('done'); sys.exit(0)\n"
+              "os.makedirs(os.path.join(d, f'step_{n + 1}')); sys.exit(1)")
+    done = cli("run", "--address", ray_url, "--name", run, "--max-restarts", "2",
+                   "--checkpoint-dir", str(ckpt), "--follow", "--json", "--", "python", "-c",
+                   script)
+    assert done.returncode == 0, done.stderr
+    assert [a["status"] for a in json.loads(done.stdout)["attempts"]] == \
+        ["FAILED", "FAILED", "SUCCEEDED"]
+
+
+def test_resume_re_arms_a_run_whose_supervisor_is_gone_and_one_supervisor_at_a_time(
+        ray_url, ray_client):
+    run = name("rearm")
+    # On this CPU head the NeMo RL entrypoint fails at once (no /opt/nemo-rl): a failed a1.
+    first = cli("submit", "nemo-rl-grpo-math", "--address", ray_url, "--name", run,
+                    "--follow")
+    assert first.returncode == 1, first.stderr
+    armed = cli("submit", "--resume", run, "--address", ray_url, "--max-restarts", "1",
+                    "--json")
+    assert armed.returncode == 0, armed.stderr
+    assert json.loads(armed.stdout)["supervisor"] == f"{run}-s1"
+    # The recipe's size (8 nodes x 8 GPUs) is missing on this cluster: it waits, a2 not yet sent.
+    wait_until(lambda: "waiting" in _events(ray_url, run), 60, "waiting for 64 GPUs")
+    assert "waiting for 64 GPUs" in _story(ray_url, run)["history"][-1]["message"]
+    again = cli("submit", "--resume", run, "--address", ray_url, "--max-restarts", "1")
+    assert again.returncode == 2
+    assert f"run {run} is already driven by its supervisor {run}-s1" in again.stderr
+    assert cli("stop", run, "--address", ray_url).returncode == 0
+    # The supervisor is gone: --resume arms a new one, with the next deterministic id.
+    rearmed = cli("submit", "--resume", run, "--address", ray_url, "--max-restarts", "1",
+                      "--json")
+    assert rearmed.returncode == 0, rearmed.stderr
+    assert json.loads(rearmed.stdout)["supervisor"] == f"{run}-s2"
+    assert cli("stop", run, "--address", ray_url).returncode == 0
+    ids = _ids(ray_client)
+    assert {f"{run}-s1", f"{run}-s2", f"{run}-a1"} <= ids and f"{run}-a2" not in ids
+
+
+def test_gpus_without_restarts_is_refused_before_contacting_anything():
+    done = cli("run", "--address", "http://127.0.0.1:9", "--gpus", "2", "--", "true")
+    assert done.returncode == 2
+    assert "--gpus 2 needs --max-restarts 1 or more" in done.stderr
+
+
+def test_a_relative_checkpoint_dir_is_refused():
+    done = cli("run", "--address", "http://127.0.0.1:9", "--max-restarts", "1",
+                   "--checkpoint-dir", "ckpt", "--", "true")
+    assert done.returncode == 2 and "--checkpoint-dir 'ckpt'" in done.stderr
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_supervisors(ray_client) -> Iterator[None]:
+    yield
+    # Every supervisor a test armed has ended or is stopped here: none keeps polling the head.
+    for job in ray_client.list_jobs():
+        if (job.metadata or {}).get("kind") == "supervisor" and not job.status.is_terminal():
+            ray_client.stop_job(job.submission_id)
+            run = job.metadata["run"]
+            for other in ray_client.list_jobs():
+                if (other.metadata or {}).get("run") == run and not other.status.is_terminal():
+                    ray_client.stop_job(other.submission_id)
+
+
+def test_ctrl_c_while_following_detaches_only_the_cli(ray_url, ray_client):
+    run = name("detach")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobs", "run", "--address", ray_url, "--name", run,
+         "--max-restarts", "1", "--follow", "--", "python", "-c",
+         "import time; print('tick', flush=True); time.sleep(600)"],
+        cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: _status(ray_client, f"{run}-a1") == JobStatus.RUNNING, 60, "a1 runs")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert f"detached; the supervisor {run}-s1 keeps driving run {run}" in err
+        assert _status(ray_client, f"{run}-s1") == JobStatus.RUNNING
+        assert _status(ray_client, f"{run}-a1") == JobStatus.RUNNING
+        halt = cli("stop", run, "--address", ray_url, "--json")
+        # The supervisor stops its attempt itself on SIGTERM, so a1 may be STOPPED already.
+        stopped = {(s["submission_id"], s["status"]) for s in json.loads(halt.stdout)["stopped"]}
+        assert (f"{run}-s1", "STOPPED") in stopped
+        assert stopped <= {(f"{run}-s1", "STOPPED"), (f"{run}-a1", "STOPPED")}
+        assert _status(ray_client, f"{run}-a1") == JobStatus.STOPPED
+    finally:
+        if proc.poll() is None:
+            proc.kill()
