@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -35,19 +36,20 @@ def status_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.Address
     if as_json:
         emit_json(view)
         return
-    out = out()
+    console = out()
     for key in ("submission_id", "run", "attempt", "status", "recipe", "stack", "git_commit",
                 "entrypoint", "message", "driver_exit_code"):
         if view.get(key) not in ("", None):
-            out.print(f"{key:>16}: {view[key]}", markup=False)
+            console.print(f"{key:>16}: {view[key]}", markup=False)
     if "supervisor" in view:
         sup = view["supervisor"]
-        out.print(f"{'supervisor':>16}: {sup['submission_id']} {sup['status']}", markup=False)
+        console.print(f"{'supervisor':>16}: {sup['submission_id']} {sup['status']}",
+                      markup=False)
         if view["outcome"]:
-            out.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
-        out.print(f"{'history':>16}:", markup=False)
-        handoff.print_story(lambda text: out.print(f"  {text}", markup=False),
-                               view["history"])
+            console.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
+        console.print(f"{'history':>16}:", markup=False)
+        handoff.print_story(lambda text: console.print(f"  {text}", markup=False),
+                            view["history"])
 
 
 def _supervised_view(cluster: Dashboard, run: str, sups: list[JobDetails],
@@ -76,7 +78,11 @@ def logs_cmd(ident: opt.IdArg, follow_logs: opt.FollowOpt = False, addr: opt.Add
             _supervised_logs(cluster, where, ident, sups, recs, follow_logs)
         job_id = listing.find(cluster, ident).submission_id or ident
         if not follow_logs:
-            sys.stdout.write(redact(cluster.logs(job_id)))
+            tried = listing.attempts(cluster.jobs(), ident) if job_id != ident else []
+            if len(tried) > 1:  # a run resumed by hand: every attempt, each under a header
+                _write_attempt_logs(cluster, tried)
+            else:
+                sys.stdout.write(redact(cluster.logs(job_id)))
             return
         try:
             status = opt.watcher(cluster, where).follow(job_id)
@@ -87,18 +93,24 @@ def logs_cmd(ident: opt.IdArg, follow_logs: opt.FollowOpt = False, addr: opt.Add
     raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))
 
 
+def _write_attempt_logs(cluster: Dashboard, tried: list[JobDetails]) -> None:
+    """Each attempt's whole log under a `==> ID (STATUS) <==` header, first to last: the
+    failed ones are the ones a user needs."""
+    for job in tried:
+        job_id = job.submission_id or ""
+        sys.stdout.write(f"==> {job_id} ({job.status.value}) <==\n")
+        text = redact(cluster.logs(job_id))
+        sys.stdout.write(text if text.endswith("\n") or not text else f"{text}\n")
+
+
 def _supervised_logs(cluster: Dashboard, where: address.Where, run: str, sups: list[JobDetails],
                      recs: list[dict[str, Any]], follow_logs: bool) -> None:
-    """A supervised run's logs: the supervisor's decisions, then the latest attempt's log; with
-    --follow, every attempt in turn and the decisions as they come (stderr)."""
+    """A supervised run's logs: the supervisor's decisions, then every attempt's log under its
+    own header; with --follow, every attempt in turn and the decisions as they come (stderr)."""
     if not follow_logs:
         for rec in recs:
             sys.stdout.write(redact(f"[supervisor] {handoff.human(rec)}\n"))
-        try:
-            job_id = listing.latest_attempt(cluster, run).submission_id or run
-        except UsageError:
-            raise typer.Exit(int(ExitCode.OK)) from None
-        sys.stdout.write(redact(cluster.logs(job_id)))
+        _write_attempt_logs(cluster, listing.attempts(cluster.jobs(), run))
         raise typer.Exit(int(ExitCode.OK))
     sid = sups[-1].submission_id or ""
     try:
@@ -134,13 +146,34 @@ def stop_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOp
         if not job.status.is_terminal():
             cluster.stop(job_id)
             # Ray sends SIGTERM, then SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s default, §4.4).
-            status = opt.watcher(cluster, where).wait_for(job_id, follow.terminal, "stopping")
+            status = opt.watcher(cluster, where).wait_for(job_id, follow.terminal, "stopping",
+                                                          limit_s=_stop_wait_s())
+            if not status.is_terminal():
+                _say_stop_pending(job_id, status, where)
         else:
             status = job.status
     if as_json:
         emit_json({"submission_id": job_id, "status": status.value})
     else:
         out().print(f"{job_id} {status.value}", markup=False)
+
+
+STOP_WAIT_S = 30.0
+
+
+def _stop_wait_s() -> float:
+    return float(os.environ.get("JOBS_STOP_WAIT_S", STOP_WAIT_S))
+
+
+def _say_stop_pending(job_id: str, status: follow.JobStatus, where: address.Where) -> None:
+    # Ray stops a job through its supervisor actor (job_manager.py stop_job): a job still
+    # waiting for resources has none yet, so it stays PENDING until it is placed, or until
+    # RAY_JOB_START_TIMEOUT_SECONDS (15 min by default) fails it.
+    err().print(f"{job_id} is still {status.value} {_stop_wait_s():.0f} s after the stop request: "
+                "Ray stops a job that is waiting for resources once it is placed, or fails it "
+                "when its start times out (RAY_JOB_START_TIMEOUT_SECONDS, 15 min by default); "
+                f"check it with: {commands.command('status', job_id, where=opt.where_flags(where))}",
+                markup=False)
 
 
 @app.command("list")

@@ -105,7 +105,7 @@ def _follow_attempt(dashboard: Dashboard, where: address.Where, started: Started
             emit_json({"run": started.run, "submission_id": job_id, "status": "DETACHED"})
         return int(ExitCode.OK)
     if as_json:
-        emit_json({"run": started.run, "status": status.value,
+        emit_json({"run": started.run, "submission_id": job_id, "status": status.value,
                    "attempts": [{"submission_id": job_id, "status": status.value}]})
     else:
         err().print(f"run {started.run}: {job_id} {status.value}", markup=False)
@@ -239,24 +239,29 @@ def run_cmd(
     name: opt.NameOpt = None,
     follow_logs: opt.FollowOpt = False,
     max_restarts: opt.RestartsOpt = 0,
-    gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs the cluster must report before an attempt is (re)submitted; the supervisor waits for them (needs --max-restarts).")] = 0,
+    gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs the command gets (Ray's entrypoint_num_gpus, as `ray job submit --entrypoint-num-gpus`): it starts on a node that has them, with CUDA_VISIBLE_DEVICES set, and waits PENDING until one does. With --max-restarts the supervisor waits until the cluster reports them before each attempt (its attempts do not reserve them yet).")] = 0,
+    cpus: Annotated[float | None, typer.Option("--cpus", min=0, help="CPUs the command reserves (entrypoint_num_cpus); 1 or more keeps it off a head started with 0 CPUs.")] = None,
+    resources: Annotated[list[str] | None, typer.Option("--resource", metavar="NAME=AMOUNT", help="A custom resource the command reserves (entrypoint_resources); repeat for more.")] = None,
     checkpoint_dir: Annotated[str, typer.Option("--checkpoint-dir", help=f"Where the command checkpoints, as seen on the Ray head (e.g. {RUNS_ROOT}/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.")] = "",
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
 ) -> None:
-    """Run any command on the cluster, e.g. `python -m jobs run --stack dev -- nvidia-smi`."""
-    if gpus and not max_restarts:
-        raise UsageError(f"--gpus {gpus} needs --max-restarts 1 or more",
-                         "the supervisor that waits for GPUs drives restarts; without restarts "
-                         "the attempt is submitted at once")
+    """Run any command on the cluster, e.g. `python -m jobs run --stack dev --gpus 1 -- nvidia-smi`."""
     if checkpoint_dir and not checkpoint_dir.startswith("/"):
         raise UsageError(f"--checkpoint-dir {checkpoint_dir!r} is not an absolute path",
                          f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}/RUN/checkpoints")
+    reserve = plan.Reserve(cpus, float(gpus) if gpus else None, plan.parse_resources(resources or []))
+    if max_restarts and (cpus is not None or reserve.resources):
+        # The supervisor on the head submits the attempts (jobs/head/supervisor.py), and its
+        # hand-off carries no entrypoint resources yet: refuse rather than drop them.
+        raise UsageError("--cpus and --resource cannot be combined with --max-restarts yet",
+                         "the supervisor submits attempts without entrypoint resources; drop "
+                         "--max-restarts, or those options")
     run = plan.check_run_name(name or plan.default_run_name("run"))
     # Built (and the working dir measured) before contacting anything: an oversize dir is
     # refused without a port-forward or an upload.
-    sub = plan.for_command(list(command), run, working_dir, stack_name, plan.git_commit())
+    sub = plan.for_command(list(command), run, working_dir, stack_name, plan.git_commit(), reserve)
     with opt.reach(addr, stack_name) as (dashboard, where):
         code = drive(dashboard, where, sub, follow_logs, max_restarts, as_json, gpus=gpus,
                      checkpoint_dir=checkpoint_dir)

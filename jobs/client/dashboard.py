@@ -166,7 +166,9 @@ class Dashboard:
             env = self._upload(sub.runtime_env)
             return self.api.submit_job(entrypoint=sub.entrypoint, runtime_env=env,
                                        metadata=sub.metadata, submission_id=sub.submission_id,
-                                       entrypoint_num_cpus=sub.entrypoint_num_cpus)
+                                       entrypoint_num_cpus=sub.entrypoint_num_cpus,
+                                       entrypoint_num_gpus=sub.entrypoint_num_gpus,
+                                       entrypoint_resources=sub.entrypoint_resources)
 
     def upload_working_dir(self, runtime_env: dict[str, object]) -> dict[str, object]:
         """A copy of `runtime_env` whose local working_dir and py_modules are uploaded now and

@@ -98,6 +98,12 @@ def find(cluster: Dashboard, ident: str) -> JobDetails:
                      f"list them with `{commands.command('list')}`")
 
 
+def attempts(jobs: list[JobDetails], run: str) -> list[JobDetails]:
+    """The attempts of the run named `run`, first to last."""
+    found = [j for j in jobs if run_of(j) == run and attempt_of(j) is not None]
+    return sorted(found, key=lambda j: attempt_of(j) or 0)
+
+
 def latest_attempt(cluster: Dashboard, run: str) -> JobDetails:
     """The highest-numbered attempt of the run named `run` (its metadata `run`)."""
     attempts = [j for j in cluster.jobs() if run_of(j) == run and attempt_of(j) is not None]
