@@ -27,12 +27,12 @@ app = typer.Typer()
 def status_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None,
                stack_name: opt.StackOpt = None) -> None:
     """Show one job's status (exit 0 whatever the status: this reports, it does not judge)."""
-    with opt.reach(addr, stack_name) as (cluster, _where):
+    with opt.reach(addr, stack_name) as (cluster, where):
         sups, recs = handoff.story(cluster, ident)
         if sups:
             view = _supervised_view(cluster, ident, sups, recs)
         else:
-            view = listing.describe(listing.find(cluster, ident))
+            view = listing.describe(listing.find(cluster, ident, opt.where_flags(where)))
     if as_json:
         emit_json(view)
         return
@@ -76,7 +76,7 @@ def logs_cmd(ident: opt.IdArg, follow_logs: opt.FollowOpt = False, addr: opt.Add
         sups, recs = handoff.story(cluster, ident)
         if sups:
             _supervised_logs(cluster, where, ident, sups, recs, follow_logs)
-        job_id = listing.find(cluster, ident).submission_id or ident
+        job_id = listing.find(cluster, ident, opt.where_flags(where)).submission_id or ident
         if not follow_logs:
             tried = listing.attempts(cluster.jobs(), ident) if job_id != ident else []
             if len(tried) > 1:  # a run resumed by hand: every attempt, each under a header
@@ -141,7 +141,7 @@ def stop_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOp
                 if not stopped:
                     out().print(f"run {ident}: nothing was running", markup=False)
             return
-        job = listing.find(cluster, ident)
+        job = listing.find(cluster, ident, opt.where_flags(where))
         job_id = job.submission_id or ident
         if not job.status.is_terminal():
             cluster.stop(job_id)

@@ -304,3 +304,18 @@ def test_ctrl_c_while_following_detaches_only_the_cli(ray_url, ray_client):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_head_whose_python_lacks_ray_is_named_as_the_cause(ray_url, ray_client):
+    """Issue 19: the hand-off failed with a bare ModuleNotFoundError. The system python3 here
+    has no Ray: a real interpreter failing the import the supervisor's first line makes."""
+    from jobs.client.dashboard import Dashboard
+    from jobs.common.errors import UsageError
+    from jobs.runs import handoff
+
+    sid = f"{name('noray')}-s1"
+    ray_client.submit_job(entrypoint="/usr/bin/python3 -c 'import ray'", submission_id=sid)
+    with pytest.raises(UsageError) as e:
+        handoff._wait_armed(Dashboard(ray_url), sid, f" --address {ray_url}")
+    assert "the Ray head's `python` has no `ray` module" in e.value.message
+    assert "Python environment Ray is installed in first on PATH" in (e.value.hint or "")
