@@ -10,7 +10,7 @@ from rich.table import Table
 
 from jobs.cli import inspect, runs
 from jobs.cli import options as opt
-from jobs.cli.console import emit_json, handled, out
+from jobs.cli.console import Terminated, emit_json, handled, out
 from jobs.cli.data import data_app
 from jobs.recipes.catalogue import RECIPES, Recipe
 
@@ -64,7 +64,7 @@ def main() -> None:
     process on the spot and leave kubectl running."""
 
     def _on_signal(sig: int, _frame: object) -> None:
-        raise SystemExit(128 + sig)
+        raise Terminated(sig)
 
     for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):
         if hasattr(signal, name):  # SIGHUP and SIGQUIT do not exist on Windows

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -36,6 +37,21 @@ def emit_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, SIGHUP or SIGQUIT, raised where the process is (app.main installs it): every
+    place that detaches on ^C detaches on these too, and says so, then exits 128 + signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.code = 128 + signum
+        self.name = signal.Signals(signum).name
+
+
+def detached(stop: KeyboardInterrupt) -> int:
+    """The exit code after a follow was detached: 0 for ^C, 128 + N for signal N."""
+    return stop.code if isinstance(stop, Terminated) else int(ExitCode.OK)
+
+
 def handled(fn: F) -> F:
     """Turn our errors into one line on stderr and the documented exit code; no traceback."""
 
@@ -48,6 +64,9 @@ def handled(fn: F) -> F:
                 e.hint = f"list jobs with `{commands.command('list')}`"
             err().print(redact(e.line()), markup=False)
             raise typer.Exit(int(e.code)) from None
+        except Terminated as e:
+            err().print(f"stopped by {e.name}", markup=False)
+            raise typer.Exit(e.code) from None
         except KeyboardInterrupt:
             err().print("interrupted", markup=False)
             raise typer.Exit(130) from None

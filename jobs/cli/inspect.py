@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from jobs.cli import options as opt
-from jobs.cli.console import ConsoleReporter, emit_json, err, handled, out
+from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
 from jobs.cli.runs import report_run
 from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
@@ -86,10 +86,10 @@ def logs_cmd(ident: opt.IdArg, follow_logs: opt.FollowOpt = False, addr: opt.Add
             return
         try:
             status = opt.watcher(cluster, where).follow(job_id)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             err().print(f"detached; {job_id} keeps running. Stop it with: "
-                         f"{opt.stop_hint(job_id, where)}", markup=False)
-            raise typer.Exit(int(ExitCode.OK)) from None
+                        f"{opt.stop_hint(job_id, where)}", markup=False)
+            raise typer.Exit(detached(stop)) from None
     raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))
 
 
@@ -116,10 +116,10 @@ def _supervised_logs(cluster: Dashboard, where: address.Where, run: str, sups: l
     try:
         done, recs = handoff.follow_run(cluster, run, sid, opt.watcher(cluster, where),
                                         ConsoleReporter(), to_stderr=False)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         err().print(f"detached; the supervisor {sid} keeps driving run {run}. Stop it with: "
                     f"{commands.command('stop', run, where=opt.where_flags(where))}", markup=False)
-        raise typer.Exit(int(ExitCode.OK)) from None
+        raise typer.Exit(detached(stop)) from None
     raise typer.Exit(report_run(run, sid, done, recs, as_json=False))
 
 

@@ -10,7 +10,7 @@ import typer
 
 from components.contract import FRAMEWORK_NAMES, RUNS_ROOT
 from jobs.cli import options as opt
-from jobs.cli.console import ConsoleReporter, emit_json, err, handled, out
+from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
 from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
 from jobs.recipes import overrides
@@ -83,13 +83,13 @@ def _follow_supervised(dashboard: Dashboard, where: address.Where, started: Star
     try:
         done, recs = handoff.follow_run(dashboard, run, sid, opt.watcher(dashboard, where),
                                         ConsoleReporter(), to_stderr=as_json)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         err().print(f"detached; the supervisor {sid} keeps driving run {run}, restarts "
                     "included. Stop it with: "
                     f"{commands.command('stop', run, where=opt.where_flags(where))}", markup=False)
         if as_json:
             emit_json({"run": run, "supervisor": sid, "status": "DETACHED"})
-        return int(ExitCode.OK)
+        return detached(stop)
     return report_run(run, sid, done, recs, as_json)
 
 
@@ -98,12 +98,12 @@ def _follow_attempt(dashboard: Dashboard, where: address.Where, started: Started
     job_id = started.submission_id
     try:
         status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         err().print(f"detached; {job_id} keeps running. Stop it with: "
                     f"{opt.stop_hint(job_id, where)}", markup=False)
         if as_json:
             emit_json({"run": started.run, "submission_id": job_id, "status": "DETACHED"})
-        return int(ExitCode.OK)
+        return detached(stop)
     if as_json:
         emit_json({"run": started.run, "submission_id": job_id, "status": status.value,
                    "attempts": [{"submission_id": job_id, "status": status.value}]})
@@ -316,10 +316,10 @@ def export_cmd(
             return
         try:
             status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             err().print(f"detached; {job_id} keeps running. Stop it with: "
                         f"{opt.stop_hint(job_id, where)}", markup=False)
-            raise typer.Exit(int(ExitCode.OK)) from None
+            raise typer.Exit(detached(stop)) from None
     if as_json:
         emit_json({"run": run, "submission_id": job_id, "status": status.value,
                    "out": out_template})

@@ -219,6 +219,8 @@ def test_hangup_quit_or_term_closes_the_port_forward(fakes, ray_client, tmp_path
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 128 + sig, err
+        # Issue 19: it exited 143 silently; it says it detached, and how to stop the job.
+        assert f"detached; {job} keeps running. Stop it with: python -m jobs stop {job} --stack dev" in err
         wait_until(lambda: not pid_alive(kubectl), 10, "kubectl to end")
         assert ray_client.get_job_status(job).value == "RUNNING"
     finally:
@@ -262,7 +264,7 @@ def test_a_parked_stack_is_refused_in_one_line_with_the_unpark_command(fakes):
 def test_a_parked_stack_blocks_only_new_attempts(fakes, ray_client):
     """Issue 19 #1: with gpuNodeCount 0 (served by the stand-in `pulumi` above) every command
     exited 2 "parked", so a run waiting for GPUs could not even be stopped."""
-    from tests.jobs.test_cli_export import ended, recipe_run
+    from tests.jobs.cli.test_export_command import ended, recipe_run
 
     fakes.env["FAKE_PULUMI_OUTPUTS"] = json.dumps({**OUTPUTS, "gpuNodeCount": 0})
     finished = recipe_run(ray_client)  # a recipe run whose attempt 1 has FAILED
