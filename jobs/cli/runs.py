@@ -135,6 +135,16 @@ def _print_dry_run(sub: Submission, as_json: bool, notes: list[str]) -> None:
         err().print(note, markup=False)
 
 
+def _warn_if_short(dashboard: Dashboard, needed: int) -> None:
+    """Say so when the cluster has fewer GPUs than the attempt needs: it is submitted anyway
+    (a GPU pool may be scaling up), but then waits for them instead of training."""
+    have = dashboard.gpus()
+    if have is not None and have < needed:
+        err().print(f"warning: the cluster has {have:g} GPU(s) now and this run needs {needed}; "
+                    "it is submitted, and its trainer waits until they are there (check the "
+                    "GPU node pool, or lower --nodes)", markup=False)
+
+
 def _check_ray_version(recipe: Recipe, dashboard: Dashboard, where: address.Where) -> None:
     err().print(check_ray_version(recipe, dashboard, where.address or dashboard.url),
                 markup=False)
@@ -169,6 +179,7 @@ def _resume(run: str, recipe_name: str | None, framework: str | None, follow_log
         err().print(f"resuming run {run} after {after.submission_id} {after.status.value}, "
                     f"from {planned.checkpoint_dir}", markup=False)
         sub = plan.for_attempt(planned.submission, resumed.next_attempt)
+        _warn_if_short(dashboard, planned.gpus_needed)
         return drive(dashboard, where, sub, follow_logs, max_restarts, as_json,
                      gpus=planned.gpus_needed, checkpoint_dir=planned.checkpoint_dir)
 
@@ -223,6 +234,7 @@ def submit_cmd(
     with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
         if outputs is None and framework is None:
             _check_ray_version(recipe, dashboard, where)
+        _warn_if_short(dashboard, planned.gpus_needed)
         code = drive(dashboard, where, planned.submission, follow_logs, max_restarts, as_json,
                      gpus=planned.gpus_needed, checkpoint_dir=planned.checkpoint_dir)
     raise typer.Exit(code)

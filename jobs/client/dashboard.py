@@ -185,6 +185,16 @@ class Dashboard:
             return None
         return value if isinstance(value, str) else None
 
+    def gpus(self) -> float | None:
+        """The GPUs of the cluster's live nodes, or None when the dashboard does not say."""
+        try:
+            nodes = self.api.get_node_summary()
+        except (RuntimeError, OSError, ValueError, KeyError, TypeError,
+                http.client.HTTPException):
+            return None
+        alive = [n.get("raylet", {}) for n in nodes if n.get("raylet", {}).get("state") == "ALIVE"]
+        return sum(float(r.get("resourcesTotal", {}).get("GPU", 0)) for r in alive)
+
     def status(self, job_id: str) -> JobStatus:
         with _translated(f"get the status of {job_id}"):
             return self.api.get_job_status(job_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -205,6 +206,9 @@ def test_recipe_submit_on_a_bare_address_notes_a_ray_version_no_framework_pins(r
     assert result.exit_code == 0, result.stderr
     assert (f"note: framework not checked: {ray_url} runs Ray {ray.__version__}, which no "
             "framework image pins") in result.stderr
+    # Issue 19: no word that the CPU-only cluster cannot hold the recipe's 8 x 8 GPUs.
+    assert re.search(r"warning: the cluster has \d+ GPU\(s\) now and this run needs 64;",
+                     result.stderr), result.stderr
     info = ray_client.get_job_info(f"{run}-a1")
     assert info.metadata["recipe"] == "nemo-rl-grpo-math" and info.metadata["run"] == run
     assert info.runtime_env["env_vars"]["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"
