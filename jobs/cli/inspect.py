@@ -7,9 +7,9 @@ import sys
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from jobs.cli import options as opt
+from jobs.cli import render
 from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
 from jobs.cli.runs import report_run
 from jobs.common import commands
@@ -26,7 +26,9 @@ app = typer.Typer()
 @handled
 def status_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None,
                stack_name: opt.StackOpt = None) -> None:
-    """Show one job's status (exit 0 whatever the status: this reports, it does not judge)."""
+    """Show a job's or a run's status.
+
+    Exits 0 whatever the status: this reports, it does not judge."""
     with opt.reach(addr, stack_name) as (cluster, where):
         sups, recs = handoff.story(cluster, ident)
         if sups:
@@ -71,7 +73,9 @@ def _supervised_view(cluster: Dashboard, run: str, sups: list[JobDetails],
 @handled
 def logs_cmd(ident: opt.IdArg, follow_logs: opt.FollowOpt = False, addr: opt.AddressOpt = None,
              stack_name: opt.StackOpt = None) -> None:
-    """Print a job's logs; with --follow, stream them until it ends (^C detaches)."""
+    """Print a job's logs, or every attempt's of a run.
+
+    With --follow, stream them until it ends (^C detaches)."""
     with opt.reach(addr, stack_name) as (cluster, where):
         sups, recs = handoff.story(cluster, ident)
         if sups:
@@ -127,8 +131,9 @@ def _supervised_logs(cluster: Dashboard, where: address.Where, run: str, sups: l
 @handled
 def stop_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None,
              stack_name: opt.StackOpt = None) -> None:
-    """Stop a job (or a run: its supervisor, then its current attempt). A stopped job is never
-    restarted."""
+    """Stop a job, or a run (its supervisor, then its current attempt).
+
+    A stopped job is never restarted."""
     with opt.reach(addr, stack_name) as (cluster, where):
         if handoff.is_run_with_supervisor(cluster, ident):
             stopped = handoff.stop_run(cluster, ident, opt.watcher(cluster, where))
@@ -186,21 +191,4 @@ def list_cmd(as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None, stack_na
     if as_json:
         emit_json(runs)
         return
-    table = Table(title="Ray jobs by run")
-    for col in ("run", "attempt", "submission id", "status", "recipe", "supervisor"):
-        # Ids are copied into other commands: never wrap them.
-        table.add_column(col, no_wrap=col in ("run", "submission id"), overflow="fold")
-    for r in runs:
-        sup = r.get("supervisor")
-        note = ""
-        if sup:
-            last = sup.get("last_event")
-            note = f"{sup['submission_id']} {sup['status']}" + (
-                f": {last['message']}" if last else "")
-        rows = r["attempts"] or [{"attempt": None, "submission_id": "", "status": r["status"],
-                                  "recipe": r["recipe"]}]
-        for i, a in enumerate(rows):
-            table.add_row(r["run"] if i == 0 else "", str(a["attempt"] or "-"),
-                          a["submission_id"] or "", a["status"], a["recipe"],
-                          note if i == 0 else "")
-    out().print(table)
+    out().print(render.runs(runs), soft_wrap=False)

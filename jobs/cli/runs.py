@@ -188,22 +188,24 @@ def _resume(run: str, recipe_name: str | None, framework: str | None, follow_log
 @handled
 def submit_cmd(
     recipe_name: Annotated[str | None, typer.Argument(metavar="RECIPE", help="A recipe from `python -m jobs recipes` (not with --resume).")] = None,
-    sets: Annotated[list[str] | None, typer.Option("--set", help="Override key=value (+key=value adds a key the config lacks, ++key=value adds or overrides).")] = None,
+    sets: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help="Override key=value (+key=value adds a key the config lacks, ++key=value adds or overrides).")] = None,
     name: opt.NameOpt = None,
-    nodes: Annotated[int | None, typer.Option("--nodes", min=1, help="GPU nodes (default: the stack's gpuNodeCount).")] = None,
-    gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=1, help="GPUs per node (default: the stack's gpusPerNode).")] = None,
-    framework: Annotated[str | None, typer.Option("--framework", help="With a bare address: the framework the cluster runs, to check the recipe against.")] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", min=1, metavar="N", help="GPU nodes (default: the stack's gpuNodeCount).")] = None,
+    gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=1, metavar="G", help="GPUs per node (default: the stack's gpusPerNode).")] = None,
+    framework: Annotated[str | None, typer.Option("--framework", metavar="nemo-rl|verl", help="With a bare address: the framework the cluster runs (nemo-rl or verl), to check the recipe against.")] = None,
     resume_run: Annotated[str | None, typer.Option("--resume", metavar="RUN", help="Continue a FAILED or STOPPED run: submit its next attempt with the recipe, overrides, size and checkpoint dir recorded in its metadata.")] = None,
     follow_logs: opt.FollowOpt = False,
     max_restarts: opt.RestartsOpt = 0,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be submitted; contact nothing.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Submit even when the checkpoints the run keeps would not fit the stack's Lustre.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Print what would be submitted; contact nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", metavar="", help="Submit even when the checkpoints the run keeps would not fit the stack's Lustre.")] = False,
     allow_unsandboxed: opt.UnsandboxedOpt = False,
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
 ) -> None:
-    """Submit a recipe as a run (attempt 1; more with --max-restarts), or --resume a run."""
+    """Submit a recipe as a run, or --resume a run.
+
+    The run starts as attempt 1; --max-restarts hands it to a supervisor that restarts it."""
     if framework is not None and framework not in FRAMEWORK_NAMES:
         raise UsageError(f"--framework {framework!r} is unknown",
                          f"use {' or '.join(FRAMEWORK_NAMES)}")
@@ -247,19 +249,22 @@ def submit_cmd(
 @handled
 def run_cmd(
     command: Annotated[list[str], typer.Argument(metavar="-- COMMAND ...", help="The command to run on the cluster.")],
-    working_dir: Annotated[Path | None, typer.Option("--working-dir", help="Upload this directory (checked against Ray's 100 MiB cap first).")] = None,
+    working_dir: Annotated[Path | None, typer.Option("--working-dir", metavar="DIR", help="Upload this directory (checked against Ray's 100 MiB cap first).")] = None,
     name: opt.NameOpt = None,
     follow_logs: opt.FollowOpt = False,
     max_restarts: opt.RestartsOpt = 0,
-    gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs the command gets (Ray's entrypoint_num_gpus, as `ray job submit --entrypoint-num-gpus`): it starts on a node that has them, with CUDA_VISIBLE_DEVICES set, and waits PENDING until one does. With --max-restarts the supervisor waits until the cluster reports them before each attempt (its attempts do not reserve them yet).")] = 0,
-    cpus: Annotated[float | None, typer.Option("--cpus", min=0, help="CPUs the command reserves (entrypoint_num_cpus); 1 or more keeps it off a head started with 0 CPUs.")] = None,
+    gpus: Annotated[int, typer.Option("--gpus", min=0, metavar="N", show_default=False, help="GPUs the command gets (Ray's entrypoint_num_gpus, as `ray job submit --entrypoint-num-gpus`): it starts on a node that has them, with CUDA_VISIBLE_DEVICES set, and waits PENDING until one does. With --max-restarts the supervisor waits until the cluster reports them before each attempt (its attempts do not reserve them yet).")] = 0,
+    cpus: Annotated[float | None, typer.Option("--cpus", min=0, metavar="N", help="CPUs the command reserves (entrypoint_num_cpus); 1 or more keeps it off a head started with 0 CPUs.")] = None,
     resources: Annotated[list[str] | None, typer.Option("--resource", metavar="NAME=AMOUNT", help="A custom resource the command reserves (entrypoint_resources); repeat for more.")] = None,
-    checkpoint_dir: Annotated[str, typer.Option("--checkpoint-dir", help=f"Where the command checkpoints, as seen on the Ray head (e.g. {RUNS_ROOT}/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.")] = "",
+    checkpoint_dir: Annotated[str, typer.Option("--checkpoint-dir", metavar="DIR", show_default=False, help=f"Where the command checkpoints, as seen on the Ray head (e.g. {RUNS_ROOT}/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.")] = "",
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
 ) -> None:
-    """Run any command on the cluster, e.g. `python -m jobs run --stack dev --gpus 1 -- nvidia-smi`."""
+    """Run any command on the cluster.
+
+    For example `python -m jobs run --stack dev --gpus 1 -- nvidia-smi` runs nvidia-smi on a GPU
+    node, with one GPU."""
     if checkpoint_dir and not checkpoint_dir.startswith("/"):
         raise UsageError(f"--checkpoint-dir {checkpoint_dir!r} is not an absolute path",
                          f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}/RUN/checkpoints")
@@ -295,16 +300,18 @@ def _submit_export(dashboard: Dashboard, where: address.Where, sub: Submission, 
 @handled
 def export_cmd(
     run: Annotated[str, typer.Argument(metavar="RUN", help="A recipe run (its name, as `list` shows it).")],
-    step: Annotated[int | None, typer.Option("--step", min=1, help="Export this step (default: the newest complete checkpoint).")] = None,
-    out_dir: Annotated[str | None, typer.Option("--out", help="Output folder inside the run's directory; {step} is filled in (default: <run dir>/hf/step_{step}).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Read the run from the cluster and print the export job; submit nothing.")] = False,
+    step: Annotated[int | None, typer.Option("--step", min=1, metavar="STEP", help="Export this step (default: the newest complete checkpoint).")] = None,
+    out_dir: Annotated[str | None, typer.Option("--out", metavar="DIR", help="Output folder inside the run's directory; {step} is filled in (default: <run dir>/hf/step_{step}).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Read the run from the cluster and print the export job; submit nothing.")] = False,
     follow_logs: opt.FollowOpt = False,
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
 ) -> None:
-    """Convert a finished, failed or stopped run's checkpoint to Hugging Face format on Lustre,
-    with the framework's own converter, as a Ray job (<run>-export-N)."""
+    """Convert a run's checkpoint to Hugging Face format.
+
+    The run must have finished, failed or been stopped. The framework's own converter runs as a
+    Ray job (RUN-export-N) and writes to Lustre."""
     plan.check_run_name(run)
     out_template = export.check_out(run, out_dir)
     where = address.choose(addr, stack_name)
