@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import http.client
+import logging
 import os
 import re
 import socket
@@ -105,6 +106,20 @@ def _translate_answer(what: str, e: RuntimeError) -> None:
 
 
 @contextmanager
+def _quiet_ray_logs() -> Iterator[None]:
+    """Ray's client logs every package it zips and uploads at INFO on stderr ("Uploading
+    package gcs://...", dashboard_sdk.py L371 and packaging.py L785, Ray 2.60), in its own
+    format between our lines; its warnings and errors still show. (dashboard_sdk.py sets its
+    logger to INFO itself, so the level is cut for the upload's duration, process-wide.)"""
+    before = logging.root.manager.disable
+    logging.disable(max(before, logging.INFO))
+    try:
+        yield
+    finally:
+        logging.disable(before)
+
+
+@contextmanager
 def _without_address_env() -> Iterator[None]:
     # JobSubmissionClient lets RAY_API_SERVER_ADDRESS / RAY_ADDRESS override the address it is
     # given (ray/dashboard/utils.py get_address_for_submission_client, Ray 2.60): with a stale
@@ -157,8 +172,9 @@ class Dashboard:
 
         with _without_address_env():
             client = JobSubmissionClient(self.url)
-        client._upload_working_dir_if_needed(env)
-        client._upload_py_modules_if_needed(env)
+        with _quiet_ray_logs():
+            client._upload_working_dir_if_needed(env)
+            client._upload_py_modules_if_needed(env)
         return env
 
     def submit(self, sub: Submission) -> str:

@@ -196,6 +196,8 @@ def test_small_working_dir_is_uploaded_and_runs(ray_url, tmp_path):
                    "print('git shipped' if os.path.exists('.git') else 'no git')")
     assert done.returncode == 0, done.stderr
     assert "from the uploaded dir" in done.stdout and "no git" in done.stdout
+    # Issue 19: Ray's client logged "INFO dashboard_sdk.py:371 -- Uploading package ..." here.
+    assert "Uploading package" not in done.stderr and "Creating a file package" not in done.stderr
 
 
 def test_recipe_submit_on_a_bare_address_notes_a_ray_version_no_framework_pins(ray_url, ray_client):
