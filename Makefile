@@ -14,7 +14,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt 
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version.split()[0]'
 	@echo "make venv: creating $(VENV) and installing the pinned requirements (a minute or two on a first run)"
 	$(PYTHON) -m venv $(VENV)
-	@echo "make venv: installing requirements-dev.txt (pulumi, ray, hydra-core, ...)"
+	@echo "make venv: installing requirements-dev.txt (the pinned libraries and test tools)"
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@echo "make venv: installing veRL's config code (requirements-verl.txt, no dependencies)"
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -r requirements-verl.txt
