@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.common import commands
 from jobs.common.errors import UsageError
+from jobs.recipes import value_types
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -132,7 +133,7 @@ def apply(framework: str, config_file: str, items: list[str]) -> DictConfig:
                              f"{_closest(key, known)} (write +{item} to add a key the "
                              "config lacks)")
         if present and not o.is_delete() and not o.is_sweep_override():
-            _check_type(framework, item, key, o.value(), cfg)
+            value_types.check(framework, item, key, o.value(), cfg)
         try:
             ConfigLoaderImpl._apply_overrides_to_config(overrides=parsed, cfg=cfg)
         except (HydraException, OmegaConfBaseException) as e:
@@ -140,55 +141,6 @@ def apply(framework: str, config_file: str, items: list[str]) -> DictConfig:
                              f"{_first_line(e)}", "check the key and value against "
                              f"{commands.command('recipes')}") from None
     return cfg
-
-
-# What a value of the config's own type may be replaced with. The frameworks read these
-# configs untyped (NeMo RL: TypedDicts, not enforced at run time, nemo_rl/algorithms/grpo.py
-# GRPOConfig; veRL: OmegaConf, converted to its dataclasses only in places), so a string where
-# a number stands fails minutes later, after a model load, or never fails and means nothing.
-_ACCEPTS: dict[type, tuple[tuple[type, ...], str]] = {
-    bool: ((bool,), "true or false"),
-    int: ((int, float), "a number"),
-    float: ((int, float), "a number"),
-    list: ((list,), "a list, e.g. [a,b]"),
-    dict: ((dict,), "a mapping, e.g. {key:value}"),
-}
-
-
-def _check_type(framework: str, item: str, key: str, given: Any, cfg: Any) -> None:
-    """Refuse `given` for `key` unless it has the type the composed config holds there (null
-    and interpolations pass: the config chain uses both for keys of any type)."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    if given is None or (isinstance(given, str) and "${" in given):
-        return
-    try:
-        current = OmegaConf.select(cfg, key, throw_on_missing=False)
-    except OmegaConfBaseException:
-        return  # an interpolation that does not resolve before the override: not judged
-    if current is None:
-        return
-    if OmegaConf.is_config(current):
-        current = OmegaConf.to_container(current, resolve=False)
-    if isinstance(current, dict) and isinstance(given, dict):
-        for sub, value in given.items():
-            if isinstance(current.get(sub), (bool, int, float, list, dict)):
-                _check_type(framework, item, f"{key}.{sub}", value, cfg)
-        return
-    kind = bool if isinstance(current, bool) else type(current)
-    allowed, wanted = _ACCEPTS.get(kind, ((object,), ""))
-    if not isinstance(given, allowed) or (isinstance(given, bool) and kind is not bool):
-        shown = f"{given!r}" if isinstance(given, str) else str(given)
-        raise UsageError(f"--set {item}: {key} takes {wanted} ({type(current).__name__} "
-                         f"{_short(current)} in the {framework} config), not {shown}",
-                         "quote nothing for numbers and booleans, e.g. --set "
-                         f"{key}={_short(current)}")
-
-
-def _short(value: Any) -> str:
-    text = str(value).replace("True", "true").replace("False", "false")
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _has_key(cfg: Any, key: str) -> bool:
