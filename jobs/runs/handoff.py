@@ -21,6 +21,7 @@ from jobs.client.dashboard import AlreadySubmitted, Dashboard
 from jobs.client.types import JobDetails, JobStatus, Submission
 from jobs.common import commands
 from jobs.common.errors import Unreachable, UsageError
+from jobs.common.redact import redact
 from jobs.head import events as run_events
 from jobs.head import protocol
 from jobs.runs import follow, listing
