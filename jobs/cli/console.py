@@ -6,7 +6,9 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -35,6 +37,21 @@ def emit_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, SIGHUP or SIGQUIT, raised where the process is (app.main installs it): every
+    place that detaches on ^C detaches on these too, and says so, then exits 128 + signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.code = 128 + signum
+        self.name = signal.Signals(signum).name
+
+
+def detached(stop: KeyboardInterrupt) -> int:
+    """The exit code after a follow was detached: 0 for ^C, 128 + N for signal N."""
+    return stop.code if isinstance(stop, Terminated) else int(ExitCode.OK)
+
+
 def handled(fn: F) -> F:
     """Turn our errors into one line on stderr and the documented exit code; no traceback."""
 
@@ -47,6 +64,9 @@ def handled(fn: F) -> F:
                 e.hint = f"list jobs with `{commands.command('list')}`"
             err().print(redact(e.line()), markup=False)
             raise typer.Exit(int(e.code)) from None
+        except Terminated as e:
+            err().print(f"stopped by {e.name}", markup=False)
+            raise typer.Exit(e.code) from None
         except KeyboardInterrupt:
             err().print("interrupted", markup=False)
             raise typer.Exit(130) from None
@@ -54,7 +74,10 @@ def handled(fn: F) -> F:
             raise
         except Exception as e:  # noqa: BLE001 - the promise is one line, never a traceback
             if os.environ.get("JOBS_DEBUG") == "1":
-                raise
+                # The traceback asked for, and still exit 4: a script must read the same
+                # outcome with or without debugging on.
+                traceback.print_exc()
+                raise typer.Exit(int(ExitCode.INTERNAL)) from None
             # One line, whatever the exception held; exit 4, never 1 ("the job failed").
             text = " ".join(f"error: unexpected {type(e).__name__}: {e}".split())
             err().print(redact(f"{text} (hint: this is a bug in {commands.PROGRAM}, not in your job; "
@@ -74,7 +97,11 @@ class ConsoleReporter:
 
     @contextmanager
     def waiting(self, text: str) -> Iterator[Callable[[str], None]]:
-        with err().status(text) as spinner:
+        console = err()
+        if not console.is_terminal:
+            # No spinner without a terminal: one line, so a piped wait is never silent.
+            console.print(f"{redact(text)} ...", markup=False)
+        with console.status(text) as spinner:
             yield lambda fresh: spinner.update(fresh)
 
     def log(self, chunk: str, to_stderr: bool) -> None:

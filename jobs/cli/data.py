@@ -16,9 +16,17 @@ from jobs.cli.console import emit_json, err, handled
 from jobs.common.errors import UsageError
 
 data_app = typer.Typer(
-    help="Convert local dataset copies into the files the recipes read (no hub access needed).",
+    help="Convert local dataset copies for the recipes.\n\nNo hub access is needed.",
     no_args_is_help=True,
 )
+
+
+def _check_out(out: Path) -> None:
+    """Refuse an --out that is, or lies under, an existing file, before reading the input."""
+    for path in (out, *out.parents):
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"--out {out}: {path} exists and is not a directory",
+                             "pass a directory (it is created if missing)")
 
 
 @data_app.command("gsm8k")
@@ -28,9 +36,12 @@ def gsm8k_cmd(
     out: Annotated[Path, typer.Option("--out", help="Output folder: OUT/nemo/{train,test}.jsonl and OUT/verl/{train,test}.parquet.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")] = False,
 ) -> None:
-    """Convert GSM8K into NeMo RL JSONL and veRL parquet (the rows the GSM8K recipes read)."""
+    """Convert GSM8K into NeMo RL JSONL and veRL parquet.
+
+    These are the rows the GSM8K recipes read."""
     from jobs.data import gsm8k  # pyarrow is imported only when this command runs
 
+    _check_out(out)
     try:
         splits = gsm8k.read_local(input_dir)
     except gsm8k.DataError as e:
@@ -57,7 +68,9 @@ def code_contests_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="Writes OUT/{easy,hard,expert}/train.parquet.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary on stdout.")] = False,
 ) -> None:
-    """deepmind/code_contests -> veRL parquet split into easy / hard / expert by Codeforces rating."""
+    """Convert deepmind/code_contests into veRL parquet.
+
+    Problems are split into easy, hard and expert by Codeforces rating."""
     from jobs.data import code_contests  # pyarrow is imported only when this command runs
 
     hint = "pass the folder holding the dataset's *.parquet or *.jsonl files"
@@ -65,6 +78,7 @@ def code_contests_cmd(
         raise UsageError(f"--input {input_dir}: not a directory", hint)
     if not any(p.suffix in (".parquet", ".jsonl") for p in input_dir.iterdir()):
         raise UsageError(f"--input {input_dir}: holds no *.parquet or *.jsonl files", hint)
+    _check_out(out_dir)
     try:
         summary = code_contests.convert(input_dir, out_dir)
     except ValueError as e:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -9,7 +10,8 @@ import typer
 from rich.table import Table
 
 from jobs.cli import options as opt
-from jobs.cli.console import ConsoleReporter, emit_json, err, handled, out
+from jobs.cli import render
+from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
 from jobs.cli.runs import report_run
 from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
@@ -25,7 +27,9 @@ app = typer.Typer()
 @handled
 def status_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None,
                stack_name: opt.StackOpt = None, runs_root: opt.RunsRootOpt = None) -> None:
-    """Show one job's status (exit 0 whatever the status: this reports, it does not judge)."""
+    """Show a job's or a run's status.
+
+    Exits 0 whatever the status: this reports, it does not judge."""
     if runs_root and record_view.has_record(runs_root, ident):
         # The run's record on the runs root: read without the head that wrote it.
         view = record_view.view(runs_root, ident)
@@ -35,12 +39,12 @@ def status_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.Address
         for text in record_view.lines(view):
             out().print(redact(text), markup=False)
         return
-    with opt.reach(addr, stack_name) as (cluster, _where):
+    with opt.reach(addr, stack_name) as (cluster, where):
         sups, recs = handoff.story(cluster, ident)
         if sups:
             view = _supervised_view(cluster, ident, sups, recs)
         else:
-            view = listing.describe(listing.find(cluster, ident))
+            view = listing.describe(listing.find(cluster, ident, opt.where_flags(where)))
     if as_json:
         emit_json(view)
         return
@@ -92,7 +96,9 @@ def _supervised_view(cluster: Dashboard, run: str, sups: list[JobDetails],
 @handled
 def logs_cmd(ident: opt.IdArg, follow_logs: opt.FollowOpt = False, addr: opt.AddressOpt = None,
              stack_name: opt.StackOpt = None, runs_root: opt.RunsRootOpt = None) -> None:
-    """Print a job's logs; with --follow, stream them until it ends (^C detaches)."""
+    """Print a job's logs, or every attempt's of a run.
+
+    With --follow, stream them until it ends (^C detaches)."""
     if runs_root and not follow_logs and record_view.has_record(runs_root, ident):
         # The supervisor's decisions from the run's record: readable without the head.
         for rec in record_view.view(runs_root, ident)["history"]:
@@ -102,40 +108,50 @@ def logs_cmd(ident: opt.IdArg, follow_logs: opt.FollowOpt = False, addr: opt.Add
         sups, recs = handoff.story(cluster, ident)
         if sups:
             _supervised_logs(cluster, where, ident, sups, recs, follow_logs)
-        job_id = listing.find(cluster, ident).submission_id or ident
+        job_id = listing.find(cluster, ident, opt.where_flags(where)).submission_id or ident
         if not follow_logs:
-            sys.stdout.write(redact(cluster.logs(job_id)))
+            tried = listing.attempts(cluster.jobs(), ident) if job_id != ident else []
+            if len(tried) > 1:  # a run resumed by hand: every attempt, each under a header
+                _write_attempt_logs(cluster, tried)
+            else:
+                sys.stdout.write(redact(cluster.logs(job_id)))
             return
         try:
             status = opt.watcher(cluster, where).follow(job_id)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             err().print(f"detached; {job_id} keeps running. Stop it with: "
-                         f"{opt.stop_hint(job_id, where)}", markup=False)
-            raise typer.Exit(int(ExitCode.OK)) from None
+                        f"{opt.stop_hint(job_id, where)}", markup=False)
+            raise typer.Exit(detached(stop)) from None
     raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))
+
+
+def _write_attempt_logs(cluster: Dashboard, tried: list[JobDetails]) -> None:
+    """Each attempt's whole log under a `==> ID (STATUS) <==` header, first to last: the
+    failed ones are the ones a user needs."""
+    for job in tried:
+        job_id = job.submission_id or ""
+        sys.stdout.write(f"==> {job_id} ({job.status.value}) <==\n")
+        text = redact(cluster.logs(job_id))
+        sys.stdout.write(text if text.endswith("\n") or not text else f"{text}\n")
 
 
 def _supervised_logs(cluster: Dashboard, where: address.Where, run: str, sups: list[JobDetails],
                      recs: list[dict[str, Any]], follow_logs: bool) -> None:
-    """A supervised run's logs: the supervisor's decisions, then the latest attempt's log; with
-    --follow, every attempt in turn and the decisions as they come (stderr)."""
+    """A supervised run's logs: the supervisor's decisions, then every attempt's log under its
+    own header; with --follow, every attempt in turn and the decisions as they come (stderr)."""
     if not follow_logs:
         for rec in recs:
             sys.stdout.write(redact(f"[supervisor] {handoff.human(rec)}\n"))
-        try:
-            job_id = listing.latest_attempt(cluster, run).submission_id or run
-        except UsageError:
-            raise typer.Exit(int(ExitCode.OK)) from None
-        sys.stdout.write(redact(cluster.logs(job_id)))
+        _write_attempt_logs(cluster, listing.attempts(cluster.jobs(), run))
         raise typer.Exit(int(ExitCode.OK))
     sid = sups[-1].submission_id or ""
     try:
         done, recs = handoff.follow_run(cluster, run, sid, opt.watcher(cluster, where),
                                         ConsoleReporter(), to_stderr=False)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         err().print(f"detached; the supervisor {sid} keeps driving run {run}. Stop it with: "
                     f"{commands.command('stop', run, where=opt.where_flags(where))}", markup=False)
-        raise typer.Exit(int(ExitCode.OK)) from None
+        raise typer.Exit(detached(stop)) from None
     raise typer.Exit(report_run(run, sid, done, recs, as_json=False))
 
 
@@ -143,8 +159,9 @@ def _supervised_logs(cluster: Dashboard, where: address.Where, run: str, sups: l
 @handled
 def stop_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None,
              stack_name: opt.StackOpt = None) -> None:
-    """Stop a job (or a run: its supervisor, then its current attempt). A stopped job is never
-    restarted."""
+    """Stop a job, or a run (its supervisor, then its current attempt).
+
+    A stopped job is never restarted."""
     with opt.reach(addr, stack_name) as (cluster, where):
         if handoff.is_run_with_supervisor(cluster, ident):
             stopped = handoff.stop_run(cluster, ident, opt.watcher(cluster, where))
@@ -157,18 +174,39 @@ def stop_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOp
                 if not stopped:
                     out().print(f"run {ident}: nothing was running", markup=False)
             return
-        job = listing.find(cluster, ident)
+        job = listing.find(cluster, ident, opt.where_flags(where))
         job_id = job.submission_id or ident
         if not job.status.is_terminal():
             cluster.stop(job_id)
             # Ray sends SIGTERM, then SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s default, §4.4).
-            status = opt.watcher(cluster, where).wait_for(job_id, follow.terminal, "stopping")
+            status = opt.watcher(cluster, where).wait_for(job_id, follow.terminal, "stopping",
+                                                          limit_s=_stop_wait_s())
+            if not status.is_terminal():
+                _say_stop_pending(job_id, status, where)
         else:
             status = job.status
     if as_json:
         emit_json({"submission_id": job_id, "status": status.value})
     else:
         out().print(f"{job_id} {status.value}", markup=False)
+
+
+STOP_WAIT_S = 30.0
+
+
+def _stop_wait_s() -> float:
+    return float(os.environ.get("JOBS_STOP_WAIT_S", STOP_WAIT_S))
+
+
+def _say_stop_pending(job_id: str, status: follow.JobStatus, where: address.Where) -> None:
+    # Ray stops a job through its supervisor actor (job_manager.py stop_job): a job still
+    # waiting for resources has none yet, so it stays PENDING until it is placed, or until
+    # RAY_JOB_START_TIMEOUT_SECONDS (15 min by default) fails it.
+    err().print(f"{job_id} is still {status.value} {_stop_wait_s():.0f} s after the stop request: "
+                "Ray stops a job that is waiting for resources once it is placed, or fails it "
+                "when its start times out (RAY_JOB_START_TIMEOUT_SECONDS, 15 min by default); "
+                f"check it with: {commands.command('status', job_id, where=opt.where_flags(where))}",
+                markup=False)
 
 
 @app.command("list")
@@ -185,24 +223,7 @@ def list_cmd(as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None, stack_na
     if as_json:
         emit_json(runs)
         return
-    table = Table(title="Ray jobs by run")
-    for col in ("run", "attempt", "submission id", "status", "recipe", "supervisor"):
-        # Ids are copied into other commands: never wrap them.
-        table.add_column(col, no_wrap=col in ("run", "submission id"), overflow="fold")
-    for r in runs:
-        sup = r.get("supervisor")
-        note = ""
-        if sup:
-            last = sup.get("last_event")
-            note = f"{sup['submission_id']} {sup['status']}" + (
-                f": {last['message']}" if last else "")
-        rows = r["attempts"] or [{"attempt": None, "submission_id": "", "status": r["status"],
-                                  "recipe": r["recipe"]}]
-        for i, a in enumerate(rows):
-            table.add_row(r["run"] if i == 0 else "", str(a["attempt"] or "-"),
-                          a["submission_id"] or "", a["status"], a["recipe"],
-                          note if i == 0 else "")
-    out().print(table)
+    out().print(render.runs(runs), soft_wrap=False)
 
 
 def _list_records(runs_root: str, as_json: bool) -> None:

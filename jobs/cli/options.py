@@ -15,17 +15,17 @@ from jobs.common.errors import UsageError
 from jobs.recipes.reward_placement import ALLOW_FLAG
 from jobs.runs import address, follow, handoff
 
-AddressOpt = Annotated[str | None, typer.Option("--address", help="Ray dashboard URL, e.g. http://127.0.0.1:8265 (else RAY_ADDRESS, else --stack).")]
-StackOpt = Annotated[str | None, typer.Option("--stack", help="Pulumi stack: read its outputs and port-forward to its Ray head.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
-FollowOpt = Annotated[bool, typer.Option("--follow", help="Stream logs until the job ends; exit with its result.")]
-RestartsOpt = Annotated[int, typer.Option("--max-restarts", min=0, help="Hand the run to a supervisor on the Ray head that resubmits a FAILED attempt up to N times (same checkpoint dir), after waiting for the GPUs; a stopped run, or a crash (failed with every GPU present and no new checkpoint since the previous attempt), is not restarted.")]
-PreemptionsOpt = Annotated[int | None, typer.Option("--max-preemptions", min=0, help="Hand the run to a supervisor that resubmits an attempt ended by a lost node (a preemption, read from Ray's node table) up to N times, apart from --max-restarts (default 100 when supervised).")]
+AddressOpt = Annotated[str | None, typer.Option("--address", metavar="URL", help="Ray dashboard URL, e.g. http://127.0.0.1:8265 (else RAY_ADDRESS, else --stack).")]
+StackOpt = Annotated[str | None, typer.Option("--stack", metavar="STACK", help="Pulumi stack: read its outputs and port-forward to its Ray head.")]
+JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Machine-readable output on stdout.")]
+FollowOpt = Annotated[bool, typer.Option("--follow", metavar="", help="Stream logs until the job ends; exit with its result.")]
+RestartsOpt = Annotated[int, typer.Option("--max-restarts", min=0, metavar="N", show_default=False, help="Hand the run to a supervisor on the Ray head that resubmits a FAILED attempt up to N times (same checkpoint dir), after waiting for the GPUs; a stopped run, or a crash (failed with every GPU present and no new checkpoint since the previous attempt), is not restarted.")]
+PreemptionsOpt = Annotated[int | None, typer.Option("--max-preemptions", min=0, metavar="N", help="Hand the run to a supervisor that resubmits an attempt ended by a lost node (a preemption, read from Ray's node table) up to N times, apart from --max-restarts (default 100 when supervised).")]
 StallOpt = Annotated[float | None, typer.Option("--stall-timeout", min=0, metavar="SECONDS", help="Stop and restart an attempt that prints nothing and checkpoints nothing for this long, recorded 'stalled' (default: 7200 for recipes, off for run; 0: off).")]
 RunsRootOpt = Annotated[str | None, typer.Option("--runs-root", metavar="DIR", help="Where runs' records live, as the Ray head sees it: the supervisor writes them there; list, status and logs read them without the head.")]
-NameOpt = Annotated[str | None, typer.Option("--name", help="Run name (default: <recipe>-<UTC time>); attempts are <name>-a1, -a2, ...")]
-UnsandboxedOpt = Annotated[bool, typer.Option(ALLOW_FLAG, help="Recipes whose reward runs model-written code: run it inside the trainer pod (rlimits only) when the stack has no code sandbox service.")]
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="A submission id, or a run name (its latest attempt).")]
+NameOpt = Annotated[str | None, typer.Option("--name", metavar="RUN", help="Run name (default: RECIPE-YYYYMMDD-HHMMSS-mmmxx, or run-... for run: UTC time, its milliseconds mmm and two random letters xx); attempts are RUN-a1, RUN-a2 and so on.")]
+UnsandboxedOpt = Annotated[bool, typer.Option(ALLOW_FLAG, metavar="", help="Recipes whose reward runs model-written code: run it inside the trainer pod (rlimits only) when the stack has no code sandbox service.")]
+IdArg = Annotated[str, typer.Argument(metavar="ID", show_default=False, help="A submission id, or a run name (its latest attempt).")]
 
 
 def spinner(message: str) -> Any:

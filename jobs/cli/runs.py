@@ -11,7 +11,7 @@ import typer
 
 from components.contract import FRAMEWORK_NAMES, RUNS_ROOT
 from jobs.cli import options as opt
-from jobs.cli.console import ConsoleReporter, emit_json, err, handled, out
+from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
 from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
 from jobs.recipes import overrides
@@ -85,13 +85,13 @@ def _follow_supervised(dashboard: Dashboard, where: address.Where, started: Star
     try:
         done, recs = handoff.follow_run(dashboard, run, sid, opt.watcher(dashboard, where),
                                         ConsoleReporter(), to_stderr=as_json)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         err().print(f"detached; the supervisor {sid} keeps driving run {run}, restarts "
                     "included. Stop it with: "
                     f"{commands.command('stop', run, where=opt.where_flags(where))}", markup=False)
         if as_json:
             emit_json({"run": run, "supervisor": sid, "status": "DETACHED"})
-        return int(ExitCode.OK)
+        return detached(stop)
     return report_run(run, sid, done, recs, as_json)
 
 
@@ -100,14 +100,14 @@ def _follow_attempt(dashboard: Dashboard, where: address.Where, started: Started
     job_id = started.submission_id
     try:
         status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         err().print(f"detached; {job_id} keeps running. Stop it with: "
                     f"{opt.stop_hint(job_id, where)}", markup=False)
         if as_json:
             emit_json({"run": started.run, "submission_id": job_id, "status": "DETACHED"})
-        return int(ExitCode.OK)
+        return detached(stop)
     if as_json:
-        emit_json({"run": started.run, "status": status.value,
+        emit_json({"run": started.run, "submission_id": job_id, "status": status.value,
                    "attempts": [{"submission_id": job_id, "status": status.value}]})
     else:
         err().print(f"run {started.run}: {job_id} {status.value}", markup=False)
@@ -137,6 +137,16 @@ def _print_dry_run(sub: Submission, as_json: bool, notes: list[str]) -> None:
     out().print_json(json.dumps(view, default=str))
     for note in notes:
         err().print(note, markup=False)
+
+
+def _warn_if_short(dashboard: Dashboard, needed: int) -> None:
+    """Say so when the cluster has fewer GPUs than the attempt needs: it is submitted anyway
+    (a GPU pool may be scaling up), but then waits for them instead of training."""
+    have = dashboard.gpus()
+    if have is not None and have < needed:
+        err().print(f"warning: the cluster has {have:g} GPU(s) now and this run needs {needed}; "
+                    "it is submitted, and its trainer waits until they are there (check the "
+                    "GPU node pool, or lower --nodes)", markup=False)
 
 
 def _check_ray_version(recipe: Recipe, dashboard: Dashboard, where: address.Where) -> None:
@@ -174,6 +184,7 @@ def _resume(run: str, recipe_name: str | None, framework: str | None, follow_log
         err().print(f"resuming run {run} after {after.submission_id} {after.status.value}, "
                     f"from {planned.checkpoint_dir}", markup=False)
         sub = plan.for_attempt(planned.submission, resumed.next_attempt)
+        _warn_if_short(dashboard, planned.gpus_needed)
         return drive(dashboard, where, sub, follow_logs, max_restarts, as_json,
                      gpus=planned.gpus_needed, checkpoint_dir=planned.checkpoint_dir,
                      options=dataclasses.replace(options, keep=planned.keep),
@@ -184,25 +195,27 @@ def _resume(run: str, recipe_name: str | None, framework: str | None, follow_log
 @handled
 def submit_cmd(
     recipe_name: Annotated[str | None, typer.Argument(metavar="RECIPE", help="A recipe from `python -m jobs recipes` (not with --resume).")] = None,
-    sets: Annotated[list[str] | None, typer.Option("--set", help="Override key=value (+key=value adds a key the config lacks, ++key=value adds or overrides).")] = None,
+    sets: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help="Override key=value (+key=value adds a key the config lacks, ++key=value adds or overrides).")] = None,
     name: opt.NameOpt = None,
-    nodes: Annotated[int | None, typer.Option("--nodes", min=1, help="GPU nodes (default: the stack's gpuNodeCount).")] = None,
-    gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=1, help="GPUs per node (default: the stack's gpusPerNode).")] = None,
-    framework: Annotated[str | None, typer.Option("--framework", help="With a bare address: the framework the cluster runs, to check the recipe against.")] = None,
+    nodes: Annotated[int | None, typer.Option("--nodes", min=1, metavar="N", help="GPU nodes (default: the stack's gpuNodeCount).")] = None,
+    gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=1, metavar="G", help="GPUs per node (default: the stack's gpusPerNode).")] = None,
+    framework: Annotated[str | None, typer.Option("--framework", metavar="nemo-rl|verl", help="With a bare address: the framework the cluster runs (nemo-rl or verl), to check the recipe against.")] = None,
     resume_run: Annotated[str | None, typer.Option("--resume", metavar="RUN", help="Continue a FAILED or STOPPED run: submit its next attempt with the recipe, overrides, size and checkpoint dir recorded in its metadata.")] = None,
     follow_logs: opt.FollowOpt = False,
     max_restarts: opt.RestartsOpt = 0,
     max_preemptions: opt.PreemptionsOpt = None,
     stall_timeout: opt.StallOpt = None,
     runs_root: opt.RunsRootOpt = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be submitted; contact nothing.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Submit even when the checkpoints the run keeps would not fit the stack's Lustre.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Print what would be submitted; contact nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", metavar="", help="Submit even when the checkpoints the run keeps would not fit the stack's Lustre.")] = False,
     allow_unsandboxed: opt.UnsandboxedOpt = False,
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
 ) -> None:
-    """Submit a recipe as a run (attempt 1; more with --max-restarts), or --resume a run."""
+    """Submit a recipe as a run, or --resume a run.
+
+    The run starts as attempt 1; --max-restarts hands it to a supervisor that restarts it."""
     options = opt.supervision(max_preemptions, stall_timeout, runs_root)
     if framework is not None and framework not in FRAMEWORK_NAMES:
         raise UsageError(f"--framework {framework!r} is unknown",
@@ -234,6 +247,7 @@ def submit_cmd(
     with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
         if outputs is None and framework is None:
             _check_ray_version(recipe, dashboard, where)
+        _warn_if_short(dashboard, planned.gpus_needed)
         code = drive(dashboard, where, planned.submission, follow_logs, max_restarts, as_json,
                      gpus=planned.gpus_needed, checkpoint_dir=planned.checkpoint_dir,
                      options=dataclasses.replace(options, keep=planned.keep),
@@ -248,32 +262,41 @@ def submit_cmd(
 @handled
 def run_cmd(
     command: Annotated[list[str], typer.Argument(metavar="-- COMMAND ...", help="The command to run on the cluster.")],
-    working_dir: Annotated[Path | None, typer.Option("--working-dir", help="Upload this directory (checked against Ray's 100 MiB cap first).")] = None,
+    working_dir: Annotated[Path | None, typer.Option("--working-dir", metavar="DIR", help="Upload this directory (checked against Ray's 100 MiB cap first).")] = None,
     name: opt.NameOpt = None,
     follow_logs: opt.FollowOpt = False,
     max_restarts: opt.RestartsOpt = 0,
     max_preemptions: opt.PreemptionsOpt = None,
     stall_timeout: opt.StallOpt = None,
     runs_root: opt.RunsRootOpt = None,
-    gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs the cluster must report before an attempt is (re)submitted; the supervisor waits for them (needs --max-restarts or --max-preemptions).")] = 0,
-    checkpoint_dir: Annotated[str, typer.Option("--checkpoint-dir", help=f"Where the command checkpoints, as seen on the Ray head (e.g. {RUNS_ROOT}/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.")] = "",
+    gpus: Annotated[int, typer.Option("--gpus", min=0, metavar="N", show_default=False, help="GPUs the command gets (Ray's entrypoint_num_gpus, as `ray job submit --entrypoint-num-gpus`): it starts on a node that has them, with CUDA_VISIBLE_DEVICES set, and waits PENDING until one does. With --max-restarts the supervisor waits until the cluster reports them before each attempt (its attempts do not reserve them yet).")] = 0,
+    cpus: Annotated[float | None, typer.Option("--cpus", min=0, metavar="N", help="CPUs the command reserves (entrypoint_num_cpus); 1 or more keeps it off a head started with 0 CPUs.")] = None,
+    resources: Annotated[list[str] | None, typer.Option("--resource", metavar="NAME=AMOUNT", help="A custom resource the command reserves (entrypoint_resources); repeat for more.")] = None,
+    checkpoint_dir: Annotated[str, typer.Option("--checkpoint-dir", metavar="DIR", show_default=False, help=f"Where the command checkpoints, as seen on the Ray head (e.g. {RUNS_ROOT}/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.")] = "",
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
 ) -> None:
-    """Run any command on the cluster, e.g. `python -m jobs run --stack dev -- nvidia-smi`."""
+    """Run any command on the cluster.
+
+    For example `python -m jobs run --stack dev --gpus 1 -- nvidia-smi` runs nvidia-smi on a GPU
+    node, with one GPU."""
     options = opt.supervision(max_preemptions, stall_timeout, runs_root)
-    if gpus and not options.supervised(max_restarts):
-        raise UsageError(f"--gpus {gpus} needs --max-restarts 1 or more",
-                         "the supervisor that waits for GPUs drives restarts; without restarts "
-                         "the attempt is submitted at once")
     if checkpoint_dir and not checkpoint_dir.startswith("/"):
         raise UsageError(f"--checkpoint-dir {checkpoint_dir!r} is not an absolute path",
                          f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}/RUN/checkpoints")
+    reserve = plan.Reserve(cpus, float(gpus) if gpus else None, plan.parse_resources(resources or []))
+    if options.supervised(max_restarts) and (cpus is not None or reserve.resources):
+        # The supervisor on the head submits the attempts (jobs/head/supervisor.py), and its
+        # hand-off carries no entrypoint resources yet: refuse rather than drop them.
+        raise UsageError("--cpus and --resource cannot be combined with a supervised run "
+                         "(--max-restarts or --max-preemptions) yet",
+                         "the supervisor submits attempts without entrypoint resources; drop "
+                         "those options, or run unsupervised")
     run = plan.check_run_name(name or plan.default_run_name("run"))
     # Built (and the working dir measured) before contacting anything: an oversize dir is
     # refused without a port-forward or an upload.
-    sub = plan.for_command(list(command), run, working_dir, stack_name, plan.git_commit())
+    sub = plan.for_command(list(command), run, working_dir, stack_name, plan.git_commit(), reserve)
     with opt.reach(addr, stack_name) as (dashboard, where):
         code = drive(dashboard, where, sub, follow_logs, max_restarts, as_json, gpus=gpus,
                      checkpoint_dir=checkpoint_dir, options=options)
@@ -295,16 +318,18 @@ def _submit_export(dashboard: Dashboard, where: address.Where, sub: Submission, 
 @handled
 def export_cmd(
     run: Annotated[str, typer.Argument(metavar="RUN", help="A recipe run (its name, as `list` shows it).")],
-    step: Annotated[int | None, typer.Option("--step", min=1, help="Export this step (default: the newest complete checkpoint).")] = None,
-    out_dir: Annotated[str | None, typer.Option("--out", help="Output folder inside the run's directory; {step} is filled in (default: <run dir>/hf/step_{step}).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Read the run from the cluster and print the export job; submit nothing.")] = False,
+    step: Annotated[int | None, typer.Option("--step", min=1, metavar="STEP", help="Export this step (default: the newest complete checkpoint).")] = None,
+    out_dir: Annotated[str | None, typer.Option("--out", metavar="DIR", help="Output folder inside the run's directory; {step} is filled in (default: <run dir>/hf/step_{step}).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Read the run from the cluster and print the export job; submit nothing.")] = False,
     follow_logs: opt.FollowOpt = False,
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
 ) -> None:
-    """Convert a finished, failed or stopped run's checkpoint to Hugging Face format on Lustre,
-    with the framework's own converter, as a Ray job (<run>-export-N)."""
+    """Convert a run's checkpoint to Hugging Face format.
+
+    The run must have finished, failed or been stopped. The framework's own converter runs as a
+    Ray job (RUN-export-N) and writes to Lustre."""
     plan.check_run_name(run)
     out_template = export.check_out(run, out_dir)
     where = address.choose(addr, stack_name)
@@ -328,10 +353,10 @@ def export_cmd(
             return
         try:
             status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             err().print(f"detached; {job_id} keeps running. Stop it with: "
                         f"{opt.stop_hint(job_id, where)}", markup=False)
-            raise typer.Exit(int(ExitCode.OK)) from None
+            raise typer.Exit(detached(stop)) from None
     if as_json:
         emit_json({"run": run, "submission_id": job_id, "status": status.value,
                    "out": out_template})

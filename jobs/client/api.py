@@ -82,6 +82,12 @@ class JobsAPI:
 
     # ------------------------------------------------------------------ the calls
 
+    def get_node_summary(self) -> list[dict[str, Any]]:
+        """`GET /nodes?view=summary`: one entry per node with its raylet's state and
+        `resourcesTotal` (dashboard/modules/node/node_head.py, the page `ray status` data
+        comes from; Ray 2.46 and 2.60)."""
+        return list(self._request("GET", "/nodes?view=summary")["data"]["summary"])
+
     def get_version(self) -> dict[str, Any]:
         """`GET /api/version`: {"version", "ray_version", "ray_commit", ...} (job_head.py L345)."""
         return dict(self._request("GET", "/api/version"))

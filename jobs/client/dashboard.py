@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import http.client
+import logging
 import os
 import re
 import socket
@@ -105,6 +106,20 @@ def _translate_answer(what: str, e: RuntimeError) -> None:
 
 
 @contextmanager
+def _quiet_ray_logs() -> Iterator[None]:
+    """Ray's client logs every package it zips and uploads at INFO on stderr ("Uploading
+    package gcs://...", dashboard_sdk.py L371 and packaging.py L785, Ray 2.60), in its own
+    format between our lines; its warnings and errors still show. (dashboard_sdk.py sets its
+    logger to INFO itself, so the level is cut for the upload's duration, process-wide.)"""
+    before = logging.root.manager.disable
+    logging.disable(max(before, logging.INFO))
+    try:
+        yield
+    finally:
+        logging.disable(before)
+
+
+@contextmanager
 def _without_address_env() -> Iterator[None]:
     # JobSubmissionClient lets RAY_API_SERVER_ADDRESS / RAY_ADDRESS override the address it is
     # given (ray/dashboard/utils.py get_address_for_submission_client, Ray 2.60): with a stale
@@ -157,8 +172,9 @@ class Dashboard:
 
         with _without_address_env():
             client = JobSubmissionClient(self.url)
-        client._upload_working_dir_if_needed(env)
-        client._upload_py_modules_if_needed(env)
+        with _quiet_ray_logs():
+            client._upload_working_dir_if_needed(env)
+            client._upload_py_modules_if_needed(env)
         return env
 
     def submit(self, sub: Submission) -> str:
@@ -166,7 +182,9 @@ class Dashboard:
             env = self._upload(sub.runtime_env)
             return self.api.submit_job(entrypoint=sub.entrypoint, runtime_env=env,
                                        metadata=sub.metadata, submission_id=sub.submission_id,
-                                       entrypoint_num_cpus=sub.entrypoint_num_cpus)
+                                       entrypoint_num_cpus=sub.entrypoint_num_cpus,
+                                       entrypoint_num_gpus=sub.entrypoint_num_gpus,
+                                       entrypoint_resources=sub.entrypoint_resources)
 
     def upload_working_dir(self, runtime_env: dict[str, object]) -> dict[str, object]:
         """A copy of `runtime_env` whose local working_dir and py_modules are uploaded now and
@@ -182,6 +200,16 @@ class Dashboard:
         except (RuntimeError, OSError, ValueError, http.client.HTTPException):
             return None
         return value if isinstance(value, str) else None
+
+    def gpus(self) -> float | None:
+        """The GPUs of the cluster's live nodes, or None when the dashboard does not say."""
+        try:
+            nodes = self.api.get_node_summary()
+        except (RuntimeError, OSError, ValueError, KeyError, TypeError,
+                http.client.HTTPException):
+            return None
+        alive = [n.get("raylet", {}) for n in nodes if n.get("raylet", {}).get("state") == "ALIVE"]
+        return sum(float(r.get("resourcesTotal", {}).get("GPU", 0)) for r in alive)
 
     def status(self, job_id: str) -> JobStatus:
         with _translated(f"get the status of {job_id}"):

@@ -62,6 +62,11 @@ class Submission(BaseModel):
     # CPUs the driver (the entrypoint) reserves; None sends it to the head. The head starts
     # with num-cpus 0 (components/k8s/raycluster.py), so >= 1 puts the driver on a worker.
     entrypoint_num_cpus: float | None = None
+    # GPUs and custom resources the driver reserves (`ray job submit --entrypoint-num-gpus`,
+    # `--entrypoint-resources`): Ray places the entrypoint on a node that has them and sets
+    # CUDA_VISIBLE_DEVICES for it; None reserves none.
+    entrypoint_num_gpus: float | None = None
+    entrypoint_resources: dict[str, float] | None = None
 
     @property
     def run(self) -> str:

@@ -30,6 +30,9 @@ ABILITY = "coding-cp"
 TIERS: dict[str, tuple[int, int]] = {"easy": (800, 1000), "hard": (1100, 2200), "expert": (2300, 3500)}
 MIN_RATING = 800
 OUTPUT_FILE = "train.parquet"
+# Fields every deepmind/code_contests record has (its dataset card's schema) and `to_row` reads;
+# a record without them is another dataset's, not a problem to drop.
+REQUIRED = frozenset({"description", "cf_rating", "private_tests", "public_tests"})
 
 PROMPT = """Solve the following competitive programming problem in C++17.
 
@@ -115,11 +118,20 @@ def convert(input_dir: Path, out_dir: Path) -> Summary:
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TIERS}
     summary = Summary()
     for index, record in enumerate(read_records(input_dir)):
+        missing = REQUIRED - set(record)
+        if missing:
+            raise ValueError(f"record {index + 1} has no {', '.join(sorted(missing))}: these are "
+                             f"not deepmind/code_contests records (fields: "
+                             f"{', '.join(sorted(record)[:6])})")
         outcome = to_row(record, index)
         if isinstance(outcome, str):
             summary.dropped[outcome] += 1
         else:
             rows[outcome[0]].append(outcome[1])
+    if not any(rows.values()):
+        # Nothing is written (and no earlier output removed) when no record is usable.
+        why = ", ".join(f"{n} {r}" for r, n in sorted(summary.dropped.items())) or "no records"
+        raise ValueError(f"no problem falls in a tier ({why}); nothing written")
     for tier, tier_rows in rows.items():
         summary.written[tier] = len(tier_rows)
         path = out_dir / tier / OUTPUT_FILE

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.common import commands
 from jobs.common.errors import UsageError
+from jobs.recipes import value_types
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -131,6 +132,8 @@ def apply(framework: str, config_file: str, items: list[str]) -> DictConfig:
                              f"({config_file})",
                              f"{_closest(key, known)} (write +{item} to add a key the "
                              "config lacks)")
+        if present and not o.is_delete() and not o.is_sweep_override():
+            value_types.check(framework, item, key, o.value(), cfg)
         try:
             ConfigLoaderImpl._apply_overrides_to_config(overrides=parsed, cfg=cfg)
         except (HydraException, OmegaConfBaseException) as e:

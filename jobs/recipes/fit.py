@@ -10,6 +10,7 @@ sizes that fit are found without composing again. tests/jobs/recipes/test_fit.py
 from __future__ import annotations
 
 from math import gcd
+from collections.abc import Iterator
 from typing import Any
 
 from jobs.recipes import compose
@@ -50,6 +51,23 @@ ADAPTABLE = {"nemo-rl": ("prompts", "gbs"), "verl": ("train_bs", "mini")}
 
 def numbers(framework: str, cfg: Any) -> Numbers:
     return {name: compose.value(cfg, key) for name, key in KEYS[framework].items()}
+
+
+def _counts(framework: str, v: Numbers) -> list[str]:
+    """The names whose value the rules below count with, for this config's layout."""
+    if framework == "nemo-rl":
+        layout = ["m_tp", "m_pp", "m_cp"] if v["megatron"] else ["d_tp", "d_cp"]
+        return [*layout, "v_tp", "v_pp", "prompts", "gens", "gbs"]
+    micro = ["micro"] if v["micro"] is not None else ["micro_gpu"] if v["micro_gpu"] else []
+    return ["train_bs", "n", "mini", "sp", "ref_sp", "r_tp", "r_dp", "r_pp", *micro]
+
+
+def not_counts(framework: str, v: Numbers) -> list[str]:
+    """The config keys among the rules' counts that are not positive integers: the frameworks
+    divide and multiply by them (the files cited below), so no cluster size can make up for
+    one of them, and no size hint should suggest one."""
+    return [KEYS[framework][name] for name in _counts(framework, v)
+            if not isinstance(v[name], int) or isinstance(v[name], bool) or v[name] <= 0]
 
 
 def _nemo_problems(v: Numbers, world: int) -> list[str]:
@@ -145,35 +163,79 @@ def _round_up(x: int, step: int) -> int:
     return -(-x // step) * step
 
 
+def _first_fit(framework: str, candidates: Iterator[Numbers], nodes: int,
+               gpus_per_node: int) -> Numbers | None:
+    """The first candidate that passes every rule above: each is judged by `problems`, the same
+    checks a run at this size gets, not by the arithmetic that proposed it."""
+    return next((c for c in candidates if not problems(framework, c, nodes, gpus_per_node)), None)
+
+
+def _nemo_candidates(v: Numbers, dp: int, ceiling: int) -> Iterator[Numbers]:
+    """Prompt counts from the recipe's upwards (the fewest extra prompts first), each with the
+    smallest global batch at or above the recipe's that the data-parallel size divides and
+    that divides the step's samples (batched_data_dict.py L373-380)."""
+    for prompts in range(v["prompts"], ceiling + 1):
+        samples = prompts * v["gens"]
+        for gbs in range(_round_up(v["gbs"], dp), samples + 1, dp):
+            if samples % gbs == 0:
+                yield {**v, "prompts": prompts, "gbs": gbs}
+                break
+
+
+def _verl_candidates(v: Numbers, world: int, ceiling: tuple[int, int]) -> Iterator[Numbers]:
+    """Train batch sizes from the recipe's upwards on the steps the GPU count allows
+    (utils/config.py L109-113), each with mini-batch sizes from the recipe's upwards that split
+    into whole micro-batches on every GPU group without fsdp_workers.py L234-254's floor
+    division shrinking them (mini * n a multiple of groups * micro)."""
+    groups = world // v["sp"]
+    unit = groups * v["micro_gpu"] // gcd(v["n"], groups * v["micro_gpu"])
+    step = world // gcd(v["n"], world)
+    for train_bs in range(_round_up(v["train_bs"], step), ceiling[0] + 1, step):
+        for mini in range(_round_up(v["mini"], unit), min(train_bs, ceiling[1]) + 1, unit):
+            yield {**v, "train_bs": train_bs, "mini": mini}
+
+
+def _coarse(framework: str, v: Numbers, world: int, mp: int) -> Numbers:
+    """A size that always meets the batch rules (multiples all the way up); it bounds the
+    search for the nearest one and is never returned unless nothing smaller fits."""
+    new = dict(v)
+    if framework == "nemo-rl":
+        new["gbs"] = _round_up(v["gbs"], world // mp)
+        new["prompts"] = _round_up(v["prompts"], new["gbs"] // gcd(new["gbs"], v["gens"]))
+        return new
+    groups = world // v["sp"]
+    unit = groups * v["micro_gpu"] // gcd(v["n"], groups * v["micro_gpu"])
+    new["mini"] = _round_up(v["mini"], unit)
+    train_bs = _round_up(max(v["train_bs"], new["mini"]), new["mini"])
+    while (train_bs * v["n"]) % world:
+        train_bs += new["mini"]
+    new["train_bs"] = train_bs
+    return new
+
+
 def adapt(framework: str, v: Numbers, nodes: int, gpus_per_node: int) -> Numbers | None:
     """Batch sizes, as close above the recipe's as the rules allow, for this size; None when
     the model layout itself does not fit (then only another size helps)."""
     world = nodes * gpus_per_node
-    new = dict(v)
     if framework == "nemo-rl":
         if not v["colocated"] or bool(v["megatron"]) == bool(v["dtensor"]):
             return None
         mp = v["m_tp"] * v["m_pp"] * v["m_cp"] if v["megatron"] else v["d_tp"] * v["d_cp"]
         if world < mp or world % mp:
             return None
-        new["gbs"] = _round_up(v["gbs"], world // mp)
-        # The smallest prompt count at or above the recipe's whose samples split into whole
-        # global batches: p * gens must be a multiple of gbs.
-        step = new["gbs"] // gcd(new["gbs"], v["gens"])
-        new["prompts"] = _round_up(v["prompts"], step)
+        bound = _coarse(framework, v, world, mp)
+        found = _first_fit(framework, _nemo_candidates(v, world // mp, bound["prompts"]),
+                           nodes, gpus_per_node)
     else:
         if v["dynamic"] or v["micro"] is not None or not v["micro_gpu"] or world % v["sp"]:
             return None  # (world % sp: the model layout does not fit; batch sizes cannot help)
-        groups = world // v["sp"]
-        # mini * n must be a multiple of groups * micro so every GPU group gets whole
-        # micro-batches (fsdp_workers.py L234-254).
-        unit = groups * v["micro_gpu"] // gcd(v["n"], groups * v["micro_gpu"])
-        new["mini"] = _round_up(v["mini"], unit)
-        train_bs = _round_up(max(v["train_bs"], new["mini"]), new["mini"])
-        while (train_bs * v["n"]) % world:
-            train_bs += new["mini"]
-        new["train_bs"] = train_bs
-    return new if not problems(framework, new, nodes, gpus_per_node) else None
+        bound = _coarse(framework, v, world, 1)
+        found = _first_fit(framework, _verl_candidates(v, world, (bound["train_bs"],
+                                                                  bound["mini"])),
+                           nodes, gpus_per_node)
+    if found is None and not problems(framework, bound, nodes, gpus_per_node):
+        found = bound
+    return found
 
 
 def nearest_fits(framework: str, v: Numbers, nodes: int, gpus_per_node: int, can_adapt: bool,

@@ -67,11 +67,32 @@ def _as_settings(framework: str, v: fit.Numbers, recipe: Recipe) -> dict[str, st
             if str(v[name]) != recipe.defaults.get(keys[name])}
 
 
+def _sizing_sets(recipe: Recipe, ctx: RunContext, user: dict[str, tuple[str, str]]) -> str:
+    """The user's `--set`s that feed the size rules, when the recipe fits this size without
+    any of them (so they, not the node count, are what to change); "" otherwise."""
+    rule_keys = set(fit.KEYS[recipe.framework].values())
+    mine = [k for k in user if any(r == k or r.startswith(f"{k}.") for r in rule_keys)]
+    if not mine:
+        return ""
+    rest = {k: val for k, val in user.items() if k not in mine}
+    try:
+        compose_run(recipe, ctx, rest)
+    except UsageError:
+        return ""
+    return ", ".join(f"--set {user[k][0]}{k}={user[k][1]}" for k in mine)
+
+
 def compose_run(recipe: Recipe, ctx: RunContext, user: dict[str, tuple[str, str]]) -> Composed:
     """Compose and check; returns the config and any resized defaults, or raises UsageError."""
     cfg = compose.apply(recipe.framework, recipe.config_file, recipe.args(ctx, user))
     _guard(recipe, cfg, recipe.settings(ctx, user), user)
     v = fit.numbers(recipe.framework, cfg)
+    for key in fit.not_counts(recipe.framework, v):
+        said = _culprit(key, user)
+        got = "" if key in user else f" sets {key}={compose.value(cfg, key)}"
+        raise UsageError(f"{said}{got}: {key} must be a positive integer (the "
+                         f"{recipe.framework} batch and parallelism rules count with it)",
+                         "no cluster size makes up for it; change or drop that --set")
     found = fit.problems(recipe.framework, v, ctx.nodes, ctx.gpus_per_node)
     if not found:
         return Composed(cfg)
@@ -97,5 +118,8 @@ def compose_run(recipe: Recipe, ctx: RunContext, user: dict[str, tuple[str, str]
     hint = f"sizes that fit at {ctx.gpus_per_node} GPUs per node: {sizes}"
     if user_fixed:
         hint += f"; or drop --set {', '.join(user_fixed)} so the batch sizes can be derived"
+    elif not near and (blamed := _sizing_sets(recipe, ctx, user)):
+        hint = (f"the cause is {blamed}: recipe {recipe.name} fits {ctx.nodes} x "
+                f"{ctx.gpus_per_node} GPUs without it, and no node count fits with it")
     raise UsageError(f"recipe {recipe.name} does not fit {ctx.nodes} node(s) x "
                      f"{ctx.gpus_per_node} GPU(s): {found[0]}", hint)

@@ -105,13 +105,14 @@ def prepare(dashboard: Dashboard, run: str, step: int | None, out_template: str,
             stack: str | None, where: str) -> tuple[Submission, Recipe]:
     """The export job of `run`, once its latest attempt is known to have ended: a checkpoint
     still being written may be half-written."""
-    latest = listing.latest_attempt(dashboard, run)
+    latest = listing.latest_attempt(dashboard, run, where)
     job_id = latest.submission_id or run
     kind = listing.metadata_of(latest).kind
     if kind != protocol.RECIPE:
-        raise UsageError(f"run {run} was started with `{commands.command(kind or 'an unknown tool')}`"
+        raise UsageError(f"run {run} was started with {commands.started_with(kind)}"
                          ", not from a recipe; export converts recipe runs' checkpoints",
-                         f"export a run started with {commands.command('submit', 'RECIPE')}")
+                         "export a run started with "
+                         f"{commands.command('submit', 'RECIPE', where=where)}")
     if not latest.status.is_terminal():
         raise UsageError(f"run {run} is {latest.status.value} ({job_id}): the checkpoint it "
                          "is writing may be half-written",

@@ -78,13 +78,16 @@ class Watcher:
     def status(self, job_id: str) -> JobStatus:
         return self.retrying(job_id, lambda: self.cluster.status(job_id))
 
-    def wait_for(self, job_id: str, done: Callable[[JobStatus], bool], what: str) -> JobStatus:
-        """Poll until `done(status)`, shown as a visible wait."""
+    def wait_for(self, job_id: str, done: Callable[[JobStatus], bool], what: str,
+                 limit_s: float | None = None) -> JobStatus:
+        """Poll until `done(status)`, shown as a visible wait; with `limit_s`, for that long at
+        most (then the last status is returned, not done)."""
         status = self.status(job_id)
         if done(status):
             return status
+        deadline = None if limit_s is None else time.monotonic() + limit_s
         with self.reporter.waiting(f"{job_id}: {what} ({status.value})") as update:
-            while not done(status):
+            while not done(status) and (deadline is None or time.monotonic() < deadline):
                 time.sleep(POLL_S)
                 status = self.status(job_id)
                 update(f"{job_id}: {what} ({status.value})")

@@ -125,11 +125,16 @@ def hand_off(cluster: Dashboard, sub: Submission, *, max_restarts: int, gpus: in
         raise UsageError(f"{sid} already exists on this cluster",
                          f"another command armed run {run} first; follow it with "
                          f"{commands.command('logs', run, '--follow', where=hint_where)}") from None
-    _wait_armed(cluster, sid)
+    _wait_armed(cluster, sid, hint_where)
     return sid
 
 
-def _wait_armed(cluster: Dashboard, sid: str) -> None:
+def _no_ray_on_head(log: str) -> bool:
+    """The supervisor died importing Ray: the head's `python` is not the one Ray runs in."""
+    return "ModuleNotFoundError: No module named 'ray'" in log
+
+
+def _wait_armed(cluster: Dashboard, sid: str, where: str = "") -> None:
     deadline = time.monotonic() + float(os.environ.get("JOBS_HANDOFF_TIMEOUT", HANDOFF_TIMEOUT_S))
     while True:
         status = cluster.status(sid)
@@ -137,12 +142,20 @@ def _wait_armed(cluster: Dashboard, sid: str) -> None:
             if any(e["event"] == run_events.ARMED for e in run_events.parse(cluster.logs(sid))):
                 return
             if status.is_terminal():
-                tail = " | ".join(cluster.logs(sid).strip().splitlines()[-3:])
+                log = cluster.logs(sid)
+                if _no_ray_on_head(log):
+                    raise UsageError(
+                        f"the supervisor {sid} could not start: the Ray head's `python` has no "
+                        f"`ray` module (it runs `{protocol.supervisor_entrypoint(sid)}` there)",
+                        "start the head with the Python environment Ray is installed in first "
+                        "on PATH (a local `ray start --head` from its virtualenv), or drop "
+                        "--max-restarts to submit without a supervisor")
+                tail = " | ".join(log.strip().splitlines()[-3:])
                 raise UsageError(f"the supervisor {sid} ended {status.value} before it took the "
-                                 f"run: {tail}", f"see {commands.command('logs', sid)}")
+                                 f"run: {tail}", f"see {commands.command('logs', sid, where=where)}")
         if time.monotonic() > deadline:
             raise Unreachable(f"the supervisor {sid} did not start within the hand-off timeout "
-                              f"({status.value})", f"check it with {commands.command('status', sid)}")
+                              f"({status.value})", f"check it with {commands.command('status', sid, where=where)}")
         time.sleep(POLL_S)
 
 

@@ -85,7 +85,7 @@ def group(jobs: list[JobDetails]) -> list[dict[str, Any]]:
     return out
 
 
-def find(cluster: Dashboard, ident: str) -> JobDetails:
+def find(cluster: Dashboard, ident: str, where: str = "") -> JobDetails:
     """The job with submission id `ident`, else the latest attempt of the run named `ident`."""
     jobs = cluster.jobs()
     for job in jobs:
@@ -95,14 +95,21 @@ def find(cluster: Dashboard, ident: str) -> JobDetails:
     if attempts:
         return max(attempts, key=lambda j: attempt_of(j) or 0)
     raise UsageError(f"no job or run named {ident!r} on this cluster",
-                     f"list them with `{commands.command('list')}`")
+                     f"list them with `{commands.command('list', where=where)}`")
 
 
-def latest_attempt(cluster: Dashboard, run: str) -> JobDetails:
+def attempts(jobs: list[JobDetails], run: str) -> list[JobDetails]:
+    """The attempts of the run named `run`, first to last."""
+    found = [j for j in jobs if run_of(j) == run and attempt_of(j) is not None]
+    return sorted(found, key=lambda j: attempt_of(j) or 0)
+
+
+def latest_attempt(cluster: Dashboard, run: str, where: str = "") -> JobDetails:
     """The highest-numbered attempt of the run named `run` (its metadata `run`)."""
     attempts = [j for j in cluster.jobs() if run_of(j) == run and attempt_of(j) is not None]
     if not attempts:
         raise UsageError(f"no run named {run!r} on this cluster",
-                         f"list runs with `{commands.command('list')}` (a run name has no -aN "
+                         f"list runs with `{commands.command('list', where=where)}` (a run "
+                         "name has no -aN "
                          "suffix)")
     return max(attempts, key=lambda j: attempt_of(j) or 0)

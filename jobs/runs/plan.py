@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import secrets
 import shlex
 import subprocess
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from jobs.common.redact import command_secret
 from jobs.recipes.catalogue import Recipe, RunContext
 
 # Run names become a Lustre directory and a Ray submission id: keep them to safe characters.
+_TAG_LETTERS = "abcdefghijkmnpqrstuvwxyz"  # no l or o: not mistaken for 1 or 0
 _RUN_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 
 
@@ -29,10 +32,13 @@ def for_attempt(sub: Submission, attempt: int) -> Submission:
     return sub.model_copy(update={"submission_id": attempt_id(sub.run, attempt), "metadata": meta})
 
 
-def default_run_name(prefix: str, now: datetime | None = None) -> str:
-    """`<prefix>-YYYYMMDD-HHMMSS` in UTC: readable, sortable, unique per second."""
+def default_run_name(prefix: str, now: datetime | None = None, tag: str | None = None) -> str:
+    """`<prefix>-YYYYMMDD-HHMMSS-mmmxx` in UTC: readable, sorts by time to the millisecond, and
+    two random letters so runs started in the same millisecond (a shell loop, a sweep, two
+    users) still differ; a name is its checkpoint directory, so it must never repeat."""
     now = now or datetime.now(timezone.utc)
-    return f"{prefix}-{now:%Y%m%d-%H%M%S}"
+    tag = tag if tag is not None else "".join(secrets.choice(_TAG_LETTERS) for _ in range(2))
+    return f"{prefix}-{now:%Y%m%d-%H%M%S}-{now.microsecond // 1000:03d}{tag}"
 
 
 def check_run_name(name: str) -> str:
@@ -98,8 +104,41 @@ def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
                       runtime_env=runtime_env, metadata=meta.to_ray())
 
 
+@dataclass(frozen=True)
+class Reserve:
+    """What the command itself reserves on the cluster (Ray's entrypoint_num_cpus,
+    entrypoint_num_gpus and entrypoint_resources); none of it by default."""
+
+    cpus: float | None = None
+    gpus: float | None = None
+    resources: dict[str, float] | None = None
+
+
+def parse_resources(items: list[str]) -> dict[str, float] | None:
+    """`NAME=AMOUNT` items (`--resource`) as Ray's entrypoint_resources."""
+    found: dict[str, float] = {}
+    for item in items:
+        name, sep, amount = item.partition("=")
+        try:
+            value = float(amount) if sep and name.strip() else -1.0
+        except ValueError:
+            value = -1.0
+        if value <= 0:
+            raise UsageError(f"--resource {item!r} is not NAME=AMOUNT with a positive amount",
+                             "e.g. --resource accel_slot=1 (a custom resource the nodes declare)")
+        if name.strip() in ("CPU", "GPU"):
+            # Ray refuses these as custom resources (ray/_common/ray_option_utils.py L122-125,
+            # Ray 2.60): they have their own fields.
+            raise UsageError(f"--resource {item!r}: {name.strip()} has its own option",
+                             "use --cpus N or --gpus N")
+        found[name.strip()] = value
+    return found or None
+
+
 def for_command(command: list[str], run: str, working_dir: Path | None, stack: str | None,
-                commit: str) -> Submission:
+                commit: str, reserve: Reserve | None = None) -> Submission:
+    """The attempt-1 submission of a command; `commit` is the caller's code, replaced by the
+    working directory's own commit when one is uploaded."""
     if not command:
         raise UsageError("no command given", "write the command after --, e.g. -- nvidia-smi")
     # The command becomes the job's entrypoint, which Ray stores in the job record, shows on
@@ -112,8 +151,14 @@ def for_command(command: list[str], run: str, working_dir: Path | None, stack: s
     if working_dir is not None:
         workdir.check(working_dir)
         runtime_env.update(workdir.runtime_env(working_dir))
+        # The code that runs is the uploaded directory's: record its repository's commit
+        # (or "unknown"), not that of wherever this command was started.
+        commit = git_commit(working_dir.resolve())
+    reserve = reserve or Reserve()
     return Submission(submission_id=attempt_id(run, 1), entrypoint=shlex.join(command),
-                      runtime_env=runtime_env,
+                      runtime_env=runtime_env, entrypoint_num_cpus=reserve.cpus,
+                      entrypoint_num_gpus=reserve.gpus or None,
+                      entrypoint_resources=reserve.resources,
                       metadata=RunMetadata(run=run, attempt=1, kind=COMMAND, stack=stack or "",
                                            git_commit=commit, jobs_commit=jobs_commit(),
                                            submitted_by=SUBMITTED_BY).to_ray())

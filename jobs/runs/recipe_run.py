@@ -18,6 +18,7 @@ from jobs.recipes import ckpt_size, compose, frameworks, overrides, prepare, rew
 from jobs.recipes.catalogue import Recipe, RunContext
 from jobs.recipes.overrides import Override
 from jobs.runs import plan
+from jobs.runs import stack as stack_module
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class Planned:
 
 
 def check_stack_nodes(nodes: int | None, outputs: StackOutputs, stack: str | None) -> None:
+    stack_module.require_gpus(stack or "", outputs)  # a new attempt: refused on a parked stack
     if nodes is not None and nodes > outputs.gpu_node_count:
         raise UsageError(f"--nodes {nodes} but stack {stack} has {outputs.gpu_node_count} "
                          "GPU node(s)", "lower --nodes or grow the stack's GPU pool")

@@ -43,12 +43,14 @@ def recorded_run(latest: JobDetails, run: str, where: str) -> RecipeRun:
                          "start a new run with another --name")
     kind = listing.metadata_of(latest).kind
     if kind != protocol.RECIPE:
-        raise UsageError(f"run {run} was started with `{commands.command(kind or 'an unknown tool')}`"
-                         "; --resume continues recipe runs", "resubmit the command with `run`")
+        raise UsageError(f"run {run} was started with {commands.started_with(kind)}"
+                         "; --resume continues recipe runs",
+                         f"start the command again with {commands.command('run', where=where)}"
+                         " -- COMMAND ...")
     recorded = RecipeRun.of_job(latest.metadata)
     if recorded is None:
         raise UsageError(f"{job_id} has unreadable or incomplete metadata, so it cannot be "
-                         "resumed", f"start a new run with {commands.command('submit', 'RECIPE')}")
+                         "resumed", f"start a new run with {commands.command('submit', 'RECIPE', where=where)}")
     return recorded
 
 
@@ -66,7 +68,7 @@ def resume(dashboard: Dashboard, run: str, recipe_name: str | None, framework: s
            allow_unsandboxed: bool, place: Place, where: str) -> Resumed:
     """The next attempt of `run` exactly as its metadata records it."""
     plan.check_run_name(run)
-    latest = listing.latest_attempt(dashboard, run)
+    latest = listing.latest_attempt(dashboard, run, where)
     recorded = recorded_run(latest, run, where)
     recipe = recipe_named(recorded.recipe)
     if recipe_name is not None and recipe_name != recipe.name:

@@ -59,18 +59,24 @@ def parse(stack: str, data: object) -> StackOutputs:
 
 
 def _check_gpus(stack: str, outputs: StackOutputs) -> None:
-    # A run needs at least one GPU node with at least one GPU; 0 would render
-    # cluster.num_nodes=0 and the framework would fail on the cluster instead of here.
+    # A GPU node count below 0 or no GPUs per node is a broken output, whatever the command.
+    # 0 nodes is a parked stack, readable by every command: only a new attempt needs GPUs
+    # (`require_gpus`), while list, status, logs, stop and export must still reach the head.
     for field in ("gpu_node_count", "gpus_per_node"):
         value = getattr(outputs, field)
-        if field == "gpu_node_count" and value == 0:
-            # gpu.nodeCount 0 is how a stack parks its GPUs (README "Park the GPUs").
-            raise UsageError(
-                f"stack {stack!r} is parked: its GPU node pool has 0 nodes (gpuNodeCount=0)",
-                f"unpark it: pulumi config set --path 'rl-on-gke:gpu.nodeCount' <nodes> --type int "
-                f"--stack {stack} && pulumi up --stack {stack}")
-        if value < 1:
+        if value < 1 and not (field == "gpu_node_count" and value == 0):
             raise UsageError(
                 f"stack {stack!r} output {StackOutputs.output_name(field)}={value!r} is not "
                 "usable: a run needs at least one GPU node with at least one GPU",
                 f"grow the stack's GPU node pool (pulumi up --stack {stack})")
+
+
+def require_gpus(stack: str, outputs: StackOutputs) -> None:
+    """Refuse a new attempt on a parked stack: it would render cluster.num_nodes=0 and the
+    framework would fail on the cluster instead of here."""
+    if outputs.gpu_node_count == 0:
+        # gpu.nodeCount 0 is how a stack parks its GPUs (README "Park the GPUs").
+        raise UsageError(
+            f"stack {stack!r} is parked: its GPU node pool has 0 nodes (gpuNodeCount=0)",
+            f"unpark it: pulumi config set --path 'rl-on-gke:gpu.nodeCount' <nodes> --type int "
+            f"--stack {stack} && pulumi up --stack {stack}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -18,11 +19,12 @@ def _plan(*args: str) -> subprocess.CompletedProcess[str]:
 def test_plan_says_it_is_offline_and_lists_resources_with_counts() -> None:
     result = _plan("--stack", "dev")
     assert result.returncode == 0, result.stderr
-    assert "OFFLINE PLAN" in result.stdout and "not a cloud" in result.stdout
+    words = " ".join(result.stdout.split())  # lines wrap at the reader's width
+    assert "OFFLINE PLAN" in words and "not a cloud" in words
     assert "rl-dev-rdma-net" in result.stdout
     assert "gcp:lustre/instance:Instance" in result.stdout
     assert 'kubeconfig: "[secret]"' in result.stdout
-    assert "gcp:project is not set" in result.stdout
+    assert "gcp:project is not set" in words
 
 
 def test_plan_json_counts_match_the_rendered_resources() -> None:
@@ -66,3 +68,19 @@ def test_plan_json_records_each_resources_dependencies() -> None:
     by_name = {r["name"]: r for r in plan["resources"]}
     job = by_name["rl-dev-k8s-crd-gate-job"]
     assert job["urn"] in by_name["rl-dev-k8s-ray-raycluster"]["dependencies"]
+
+
+def test_plan_fits_the_readers_80_columns_and_keeps_wrapped_settings_under_their_resource() -> None:
+    """Issue 19 (polish): the plan was laid out at a fixed 160 columns, so an 80-column
+    terminal broke every long line through the tree's guides."""
+    result = subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "dev"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "COLUMNS": "80"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    # The firewall's settings wrap; each wrapped line keeps the settings' indent in the tree.
+    at = next(i for i, line in enumerate(lines) if "rl-dev-gvnic-internal gcp:compute/firewall" in line)
+    settings = lines[at + 1:at + 4]
+    assert all(line.startswith("│   │     ") for line in settings), settings
+    assert "allows=" in "".join(settings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -195,6 +196,8 @@ def test_small_working_dir_is_uploaded_and_runs(ray_url, tmp_path):
                    "print('git shipped' if os.path.exists('.git') else 'no git')")
     assert done.returncode == 0, done.stderr
     assert "from the uploaded dir" in done.stdout and "no git" in done.stdout
+    # Issue 19: Ray's client logged "INFO dashboard_sdk.py:371 -- Uploading package ..." here.
+    assert "Uploading package" not in done.stderr and "Creating a file package" not in done.stderr
 
 
 def test_recipe_submit_on_a_bare_address_notes_a_ray_version_no_framework_pins(ray_url, ray_client):
@@ -205,6 +208,9 @@ def test_recipe_submit_on_a_bare_address_notes_a_ray_version_no_framework_pins(r
     assert result.exit_code == 0, result.stderr
     assert (f"note: framework not checked: {ray_url} runs Ray {ray.__version__}, which no "
             "framework image pins") in result.stderr
+    # Issue 19: no word that the CPU-only cluster cannot hold the recipe's 8 x 8 GPUs.
+    assert re.search(r"warning: the cluster has \d+ GPU\(s\) now and this run needs 64;",
+                     result.stderr), result.stderr
     info = ray_client.get_job_info(f"{run}-a1")
     assert info.metadata["recipe"] == "nemo-rl-grpo-math" and info.metadata["run"] == run
     assert info.runtime_env["env_vars"]["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"

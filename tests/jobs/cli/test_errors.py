@@ -24,6 +24,18 @@ def test_an_unexpected_error_is_one_line_with_exit_4(monkeypatch):
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 
+def test_jobs_debug_shows_the_traceback_and_keeps_exit_4(monkeypatch):
+    """Issue 19: JOBS_DEBUG=1 turned exit 4 into 1, which a script reads as "the job failed"."""
+    def broken(_recipe: object) -> dict:
+        raise ValueError("boom")
+
+    monkeypatch.setattr(cli, "_recipe_view", broken)
+    monkeypatch.setenv("JOBS_DEBUG", "1")
+    result = runner.invoke(cli.app, ["recipes"])
+    assert result.exit_code == ExitCode.INTERNAL == 4
+    assert "Traceback" in result.stderr and "ValueError: boom" in result.stderr
+
+
 def test_run_with_a_token_in_the_command_exits_2_before_contacting_anything():
     from jobs.client.net import free_port
     from tests.jobs.conftest import run_cli

@@ -95,9 +95,21 @@ def test_command_runs_and_unknown_runs_are_refused(ray_url, ray_client):
                    "true").returncode == 0
     done = run_cli("export", cmd, "--address", ray_url)
     assert done.returncode == 2
-    assert done.stderr.startswith(f"error: run {cmd} was started with `python -m jobs command`")
+    # Issue 19: this said "started with `python -m jobs command`", and hints dropped --address.
+    assert done.stderr.startswith(f"error: run {cmd} was started with `python -m jobs run`")
+    assert f"python -m jobs submit RECIPE --address {ray_url}" in done.stderr
+    failed = name("cmdfail")
+    assert run_cli("run", "--address", ray_url, "--name", failed, "--follow", "--",
+                   "false").returncode == 1
+    done = run_cli("submit", "--resume", failed, "--address", ray_url)
+    assert done.returncode == 2
+    assert f"run {failed} was started with `python -m jobs run`; --resume continues" in done.stderr
+    assert f"python -m jobs run --address {ray_url} -- COMMAND" in done.stderr
     done = run_cli("export", "no-such-run", "--address", ray_url)
     assert done.returncode == 2 and "no run named 'no-such-run'" in done.stderr
+    assert f"python -m jobs list --address {ray_url}" in done.stderr
+    done = run_cli("logs", "no-such-job", "--address", ray_url)
+    assert done.returncode == 2 and f"python -m jobs list --address {ray_url}" in done.stderr
     assert f"{cmd}-export-1" not in {j.submission_id for j in ray_client.list_jobs()}
 
 

@@ -115,3 +115,26 @@ def test_cli_rejects_a_bad_record_and_writes_nothing(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "record 'bad': 1 test inputs but 0 outputs" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.subprocess_cli
+def test_cli_refuses_records_of_another_dataset_and_writes_nothing(tmp_path: Path) -> None:
+    """Issue 19 #6: a GSM8K folder passed as --input exited 0 ("dropped: rating below 800")."""
+    (tmp_path / "in").mkdir()
+    gsm8k_rows = [{"question": "What is 2 + 3?", "answer": "2 + 3 = 5\n#### 5"}]
+    (tmp_path / "in/train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in gsm8k_rows))
+    done = run_cli("data", "code-contests", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    assert "not deepmind/code_contests records" in done.stderr
+    assert "cf_rating" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.subprocess_cli
+def test_cli_refuses_input_where_no_problem_is_in_a_tier(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in/a.jsonl").write_text(json.dumps(record("low", 700)) + "\n")
+    done = run_cli("data", "code-contests", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    assert "no problem falls in a tier (1 rating below 800); nothing written" in done.stderr
+    assert not (tmp_path / "out").exists()

@@ -160,3 +160,15 @@ def test_on_a_real_ray_cluster_the_payload_imports_the_shipped_jobs_package(
                what="the preparation job")
     assert ray_client.get_job_status(job).value == "SUCCEEDED", ray_client.get_job_logs(job)
     assert gsm8k.is_prepared(out, "nemo")
+
+
+@pytest.mark.subprocess_cli
+@pytest.mark.parametrize("under", [False, True])
+def test_an_out_that_is_a_file_is_refused_naming_out(tmp_path: Path, under: bool) -> None:
+    """Issue 19 #6: exit 4 with NotADirectoryError reported as "a bug"."""
+    (tmp_path / "taken").write_text("mine\n")
+    out = tmp_path / "taken" / "gsm8k" if under else tmp_path / "taken"
+    done = run_cli("data", "gsm8k", "--input", str(hub_folder(tmp_path / "in")), "--out", str(out))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"error: --out {out}: {tmp_path / 'taken'} exists and is not a directory")
+    assert (tmp_path / "taken").read_text() == "mine\n"

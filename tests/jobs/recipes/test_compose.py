@@ -107,3 +107,64 @@ def test_new_keys_are_exactly_the_recipe_defaults_the_framework_config_lacks(nam
     base = compose.base_config(recipe.framework, recipe.config_file)
     lacking = {k for k in recipe.defaults if not compose._has_key(base, k)}
     assert lacking == set(recipe.new_keys)
+
+
+@pytest.mark.parametrize("framework, config, item, key, wanted", [
+    ("nemo-rl", "grpo_math_1B.yaml", "grpo.num_prompts_per_step=abc", "grpo.num_prompts_per_step",
+     "takes a number (int"),
+    ("nemo-rl", "grpo_math_1B.yaml", "grpo.max_num_epochs=abc", "grpo.max_num_epochs",
+     "takes a number (int"),
+    ("nemo-rl", "grpo_math_1B.yaml", "policy.dtensor_cfg.enabled=yes", "policy.dtensor_cfg.enabled",
+     "takes true or false (bool"),
+    ("nemo-rl", "grpo_math_1B.yaml", "++checkpointing={save_period:x}", "checkpointing.save_period",
+     "takes a number (int"),
+    ("verl", "ppo_trainer", "actor_rollout_ref.rollout.n=five", "actor_rollout_ref.rollout.n",
+     "takes an integer (veRL 0.6.0 declares it int)"),
+    ("verl", "ppo_trainer", "trainer.logger=console", "trainer.logger", "takes a list"),
+])
+def test_an_override_of_another_type_than_the_config_holds_is_refused(framework, config, item,
+                                                                       key, wanted):
+    """Issue 19 #5: `abc` for a count crashed later (exit 4) or was taken silently."""
+    with pytest.raises(UsageError) as e:
+        compose.apply(framework, config, [item])
+    assert f"--set {item}: {key} {wanted}" in e.value.message
+    assert item.rsplit("=", 1)[1].split(":")[-1].rstrip("}") in e.value.message
+
+
+@pytest.mark.parametrize("item", ["grpo.max_num_epochs=2", "policy.optimizer.kwargs.lr=1e-6",
+                                  "policy.optimizer.kwargs.weight_decay=0",
+                                  "checkpointing.metric_name=null", "grpo.val_period=${grpo.max_num_steps}",
+                                  "policy.model_name=Qwen/Qwen2.5-1.5B"])
+def test_overrides_of_the_config_types_pass(item):
+    compose.apply("nemo-rl", "grpo_math_1B.yaml", [item])
+
+
+def test_verl_field_types_snapshot_equals_a_live_reading_of_the_installed_verl():
+    import json
+
+    from tools.verl_snapshot import TYPES_OUT, live_field_types
+
+    assert json.loads(TYPES_OUT.read_text()) == live_field_types()
+    assert live_field_types()["actor_rollout_ref.actor.ppo_micro_batch_size"] == "Optional[int]"
+
+
+@pytest.mark.parametrize("item, words", [
+    # null in the YAML, Optional[int] in veRL's FSDPActorConfig: the YAML alone could not tell.
+    ("actor_rollout_ref.actor.ppo_micro_batch_size=abc",
+     "takes an integer or null (veRL 0.6.0 declares it Optional[int]), not 'abc'"),
+    ("actor_rollout_ref.actor.ppo_epochs=1.5", "takes an integer (veRL 0.6.0 declares it int)"),
+    ("actor_rollout_ref.actor.use_dynamic_bsz=1", "takes true or false (veRL 0.6.0 declares it bool)"),
+    ("actor_rollout_ref.rollout.n=null", "takes an integer (veRL 0.6.0 declares it int), not null"),
+])
+def test_verl_overrides_are_checked_against_its_dataclass_types(item, words):
+    with pytest.raises(UsageError) as e:
+        compose.apply("verl", "ppo_trainer", [item])
+    assert words in e.value.message
+
+
+@pytest.mark.parametrize("item", ["actor_rollout_ref.actor.ppo_micro_batch_size=null",
+                                  "actor_rollout_ref.actor.ppo_micro_batch_size=4",
+                                  "actor_rollout_ref.actor.clip_ratio=1",
+                                  "actor_rollout_ref.rollout.temperature=0.7"])
+def test_verl_overrides_of_the_declared_types_pass(item):
+    compose.apply("verl", "ppo_trainer", [item])

@@ -184,3 +184,57 @@ def test_codelab_recipe_is_the_codelabs_short_run():
     cfg = compose.apply("nemo-rl", "grpo_math_70B_megatron.yaml",
                         RECIPES["nemo-rl-grpo-math-codelab"].args(RunContext(run="c", nodes=8, gpus_per_node=8), {}))
     assert cfg.checkpointing.metric_name is None and cfg.grpo.max_num_steps == 20
+
+
+@pytest.mark.parametrize("nodes, gpus, prompts, gbs", [(3, 4, 33, 528), (5, 8, 35, 560)])
+def test_nemo_batch_adaptation_lands_on_the_fewest_extra_prompts(nodes, gpus, prompts, gbs):
+    """Issue 19 #4: 3 x 4 GPUs raised 32 prompts to 129 (batch 516) where 33 (batch 528) fits."""
+    recipe = RECIPES["nemo-rl-grpo-gsm8k"]
+    composed = validate.compose_run(recipe, RunContext(run="a", nodes=nodes, gpus_per_node=gpus), {})
+    assert composed.adapted == {"grpo.num_prompts_per_step": str(prompts),
+                                "policy.train_global_batch_size": str(gbs)}
+    assert nemo_accepts(composed.config, nodes * gpus)
+    # Nothing nearer fits: one prompt fewer, whatever the global batch, breaks the rules.
+    below = OmegaConf.create(OmegaConf.to_container(composed.config))
+    below.grpo.num_prompts_per_step = prompts - 1
+    assert not any(nemo_accepts(_with_gbs(below, g), nodes * gpus)
+                   for g in range(512, (prompts - 1) * 16 + 1))
+
+
+def _with_gbs(cfg, gbs):
+    cfg.policy.train_global_batch_size = gbs
+    return cfg
+
+
+def test_verl_train_batch_grows_on_the_gpu_steps_not_the_mini_batch_steps():
+    """3 x 4 GPUs: 264 (the first multiple of 12 / gcd(5, 12) above 256), not 288."""
+    composed = validate.compose_run(RECIPES["verl-grpo-gsm8k"],
+                                    RunContext(run="v", nodes=3, gpus_per_node=4), {})
+    assert composed.adapted == {"data.train_batch_size": "264",
+                                "actor_rollout_ref.actor.ppo_mini_batch_size": "96"}
+    assert verl_accepts(composed.config, 12)
+
+
+@pytest.mark.parametrize("recipe, setting, words", [
+    ("nemo-rl-grpo-gsm8k", "grpo.num_prompts_per_step=abc",
+     "grpo.num_prompts_per_step takes a number (int 32 in the nemo-rl config), not 'abc'"),
+    ("nemo-rl-grpo-gsm8k", "grpo.max_num_epochs=abc", "grpo.max_num_epochs takes a number"),
+    ("nemo-rl-grpo-math", "policy.train_global_batch_size=1.5",
+     "policy.train_global_batch_size must be a positive integer"),
+    ("verl-grpo-gsm8k", "actor_rollout_ref.rollout.n=0",
+     "actor_rollout_ref.rollout.n must be a positive integer"),
+])
+def test_a_bad_batch_override_exits_2_naming_it_not_4_or_a_size(recipe, setting, words):
+    """Issue 19 #5: exit 4 ("a bug"), silent acceptance, or "sizes that fit: none" before."""
+    result = runner.invoke(app, ["submit", recipe, "--dry-run", "--nodes", "2", "--set", setting])
+    assert result.exit_code == 2, result.stderr
+    assert words in result.stderr
+    assert "sizes that fit" not in result.stderr
+
+
+def test_a_size_refusal_caused_by_an_override_blames_the_override():
+    result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run",
+                                 "--set", "++grpo.num_generations_per_prompt=4"])
+    assert result.exit_code == 2, result.stderr
+    assert "the cause is --set ++grpo.num_generations_per_prompt=4" in result.stderr
+    assert "sizes that fit" not in result.stderr

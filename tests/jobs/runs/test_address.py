@@ -218,6 +218,8 @@ def test_hangup_quit_or_term_closes_the_port_forward(fakes, ray_client, tmp_path
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 128 + sig, err
+        # Issue 19: it exited 143 silently; it says it detached, and how to stop the job.
+        assert f"detached; {job} keeps running. Stop it with: python -m jobs stop {job} --stack dev" in err
         wait_until(lambda: not pid_alive(kubectl), 10, "kubectl to end")
         assert ray_client.get_job_status(job).value == "RUNNING"
     finally:
@@ -254,3 +256,34 @@ def test_a_parked_stack_is_refused_in_one_line_with_the_unpark_command(fakes):
     assert done.stderr.startswith("error: stack 'dev' is parked: its GPU node pool has 0 nodes")
     assert "pulumi config set --path 'rl-on-gke:gpu.nodeCount' <nodes> --type int --stack dev" in done.stderr
     assert done.stderr.count("\n") == 1 and not fakes.pidfile.exists()
+
+
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
+def test_a_parked_stack_blocks_only_new_attempts(fakes, ray_client):
+    """Issue 19 #1: with gpuNodeCount 0 (served by the stand-in `pulumi` above) every command
+    exited 2 "parked", so a run waiting for GPUs could not even be stopped."""
+    from tests.jobs.cli.test_export_command import ended, recipe_run
+
+    fakes.env["FAKE_PULUMI_OUTPUTS"] = json.dumps({**OUTPUTS, "gpuNodeCount": 0})
+    finished = recipe_run(ray_client)  # a recipe run whose attempt 1 has FAILED
+    ended(ray_client, f"{finished}-a1")
+    busy = recipe_run(ray_client, entrypoint="sleep 120")
+    wait_until(lambda: ray_client.get_job_status(f"{busy}-a1").value == "RUNNING", 60,
+               f"{busy}-a1 to run")
+    for args in (["list", "--json"], ["status", busy], ["logs", busy],
+                 ["export", finished, "--dry-run", "--json"]):
+        done = run_cli(*args, "--stack", "dev", env=fakes.env)
+        assert done.returncode == 0, (args, done.stderr)
+        assert "parked" not in done.stderr
+    # --resume reads the run first: a running one is refused for being busy, not for parking.
+    done = run_cli("submit", "--resume", busy, "--stack", "dev", env=fakes.env)
+    assert done.returncode == 2 and f"run {busy} is still RUNNING" in done.stderr, done.stderr
+    done = run_cli("stop", busy, "--json", "--stack", "dev", env=fakes.env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "STOPPED"
+    # New attempts are what needs GPUs: refused, naming the parking and how to undo it.
+    for args in (["submit", "nemo-rl-grpo-math"], ["submit", "--resume", finished]):
+        done = run_cli(*args, "--stack", "dev", env=fakes.env)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "stack 'dev' is parked" in done.stderr

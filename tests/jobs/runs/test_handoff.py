@@ -254,10 +254,12 @@ def test_resume_re_arms_a_run_whose_supervisor_is_gone_and_one_supervisor_at_a_t
     assert {f"{run}-s1", f"{run}-s2", f"{run}-a1"} <= ids and f"{run}-a2" not in ids
 
 
-def test_gpus_without_restarts_is_refused_before_contacting_anything():
-    done = cli("run", "--address", "http://127.0.0.1:9", "--gpus", "2", "--", "true")
+def test_cpus_or_resources_with_restarts_are_refused_before_contacting_anything():
+    """The supervisor's attempts carry no entrypoint resources yet: refused, not dropped."""
+    done = cli("run", "--address", "http://127.0.0.1:9", "--resource", "slot=1",
+               "--max-restarts", "1", "--", "true")
     assert done.returncode == 2
-    assert "--gpus 2 needs --max-restarts 1 or more" in done.stderr
+    assert "--cpus and --resource cannot be combined with --max-restarts yet" in done.stderr
 
 
 def test_a_relative_checkpoint_dir_is_refused():
@@ -303,3 +305,18 @@ def test_ctrl_c_while_following_detaches_only_the_cli(ray_url, ray_client):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_head_whose_python_lacks_ray_is_named_as_the_cause(ray_url, ray_client):
+    """Issue 19: the hand-off failed with a bare ModuleNotFoundError. The system python3 here
+    has no Ray: a real interpreter failing the import the supervisor's first line makes."""
+    from jobs.client.dashboard import Dashboard
+    from jobs.common.errors import UsageError
+    from jobs.runs import handoff
+
+    sid = f"{name('noray')}-s1"
+    ray_client.submit_job(entrypoint="/usr/bin/python3 -c 'import ray'", submission_id=sid)
+    with pytest.raises(UsageError) as e:
+        handoff._wait_armed(Dashboard(ray_url), sid, f" --address {ray_url}")
+    assert "the Ray head's `python` has no `ray` module" in e.value.message
+    assert "Python environment Ray is installed in first on PATH" in (e.value.hint or "")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from datetime import datetime, timezone
 
 import pytest
@@ -10,9 +12,40 @@ from jobs.runs import plan as submission
 from jobs.common.errors import UsageError
 
 
-def test_default_run_name_is_readable_utc_time():
+def test_default_run_name_is_readable_utc_time_to_the_millisecond_and_a_tag():
+    when = datetime(2026, 11, 30, 4, 52, 7, 83_000, tzinfo=timezone.utc)
+    assert submission.default_run_name("grpo-math", when, "xy") == "grpo-math-20261130-045207-083xy"
+
+
+def test_default_run_names_in_one_millisecond_differ_and_sort_by_time():
+    """Issue 19 #3: names were unique per second only, so a shell loop's second `run` failed."""
     when = datetime(2026, 11, 30, 4, 52, 7, tzinfo=timezone.utc)
-    assert submission.default_run_name("grpo-math", when) == "grpo-math-20261130-045207"
+    names = {submission.default_run_name("run", when) for _ in range(50)}
+    assert len(names) >= 45  # 24 x 24 tags: a few collisions in 50 draws at most
+    later = submission.default_run_name("run", when.replace(microsecond=1000))
+    assert all(n < later for n in names)
+    assert all(submission.check_run_name(n) for n in names | {later})
+
+
+def test_command_run_records_the_working_dirs_commit_not_the_callers(tmp_path):
+    """Issue 19 #7: `run --working-dir DIR` recorded rl-on-gke's own HEAD."""
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(tmp_path), "PATH": os.environ["PATH"]}
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text("print(1)\n")
+    for args in (["init", "-q"], ["add", "train.py"], ["commit", "-qm", "c"]):
+        subprocess.run(["git", *args], cwd=code, env=env, check=True)
+    theirs = subprocess.run(["git", "rev-parse", "HEAD"], cwd=code, env=env, check=True,
+                            capture_output=True, text=True).stdout.strip()
+    ours = submission.git_commit()
+    sub = submission.for_command(["python", "train.py"], "r", code, None, ours)
+    assert sub.metadata["git_commit"] == theirs != ours
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "x.py").write_text("")
+    sub = submission.for_command(["python", "x.py"], "r", plain, None, ours)
+    assert sub.metadata["git_commit"] == "unknown"
 
 
 @pytest.mark.parametrize("name", ["Has Space", "../up", "", "x" * 64, "-lead"])

@@ -43,9 +43,10 @@ def test_missing_outputs_are_named():
     assert e.value.message == "stack 'dev' lacks outputs rayHeadService"
 
 
-def test_a_parked_stack_is_refused_with_the_command_that_unparks_it():
+def test_a_parked_stack_is_read_but_refused_for_new_attempts_with_the_unpark_command():
+    outputs = stack.parse("dev", {**BASE, "gpuNodeCount": 0})
     with pytest.raises(UsageError) as e:
-        stack.parse("dev", {**BASE, "gpuNodeCount": 0})
+        stack.require_gpus("dev", outputs)
     line = e.value.line()
     assert "stack 'dev' is parked" in line and "gpuNodeCount=0" in line
     assert "pulumi config set --path 'rl-on-gke:gpu.nodeCount' <nodes> --type int --stack dev && pulumi up --stack dev" in line

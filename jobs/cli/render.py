@@ -1,0 +1,63 @@
+"""How `recipes` and `list` lay out on a terminal: blocks that wrap at spaces, ids never cut.
+
+Wide multi-column tables broke recipe names, run names and submission ids mid-word below 120
+columns. Each recipe and each run is a block instead: its name on a line of its own, details
+indented under it (wrapped at spaces), and attempts in a two-column table (submission id,
+status) that fits 80 columns with any run name the CLI accepts (63 characters).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+
+def _indented(text: str | Text, level: int = 1) -> Padding:
+    return Padding(text if isinstance(text, Text) else Text(text), (0, 0, 0, 2 * level),
+                   expand=False)
+
+
+def recipes(views: list[dict[str, Any]]) -> RenderableType:
+    """One block per recipe: name, framework and size, image, summary, defaults."""
+    blocks: list[RenderableType] = []
+    for v in views:
+        head = Text(v["name"], style="bold")
+        head.append(f"  {v['framework']} {v['framework_version']}, {v['default_nodes']} x "
+                    f"{v['default_gpus_per_node']} GPU"
+                    + (", batch sizes adapt" if v["adapts_batch_sizes"] else ""))
+        blocks += [head, _indented(f"image {v['image']}"), _indented(v["summary"]),
+                   _indented("defaults:")]
+        blocks += [_indented(f"{k}={val}", 2) for k, val in v["defaults"].items()]
+        blocks.append(Text(""))
+    return Group(*blocks)
+
+
+def runs(views: list[dict[str, Any]]) -> RenderableType:
+    """One block per run: name, status and recipe; its attempts; its supervisor."""
+    if not views:
+        return Text("no runs on this cluster")
+    blocks: list[RenderableType] = []
+    for r in views:
+        head = Text(r["run"], style="bold")
+        head.append(f"  {r['status']}" + (f"  recipe {r['recipe']}" if r["recipe"] else ""))
+        blocks.append(head)
+        if r["attempts"]:
+            table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
+            for col in ("submission id", "status"):
+                # Ids are copied into other commands: never wrapped or cut. The attempt number
+                # is the id's -aN, so no column of its own: 2 + 66 + 1 + 9 columns fit 80.
+                table.add_column(col, no_wrap=True)
+            for a in r["attempts"]:
+                table.add_row(a["submission_id"] or "", a["status"])
+            blocks.append(Padding(table, (0, 0, 0, 2), expand=False))
+        sup = r.get("supervisor")
+        if sup:
+            last = sup.get("last_event")
+            note = f"supervisor {sup['submission_id']} {sup['status']}" + (
+                f": {last['message']}" if last else "")
+            blocks.append(_indented(note))
+    return Group(*blocks)
