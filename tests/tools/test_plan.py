@@ -10,9 +10,13 @@ import sys
 from tools.render import ROOT
 
 
-def _plan(*args: str) -> subprocess.CompletedProcess[str]:
+def _plan(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
     return subprocess.run(
-        [sys.executable, "-m", "tools.plan", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "tools.plan", *args], cwd=ROOT, capture_output=True, text=True,
+        timeout=300, env=env
     )
 
 
@@ -49,7 +53,8 @@ def test_plans_of_both_stacks_show_the_day_two_settings() -> None:
     import re
 
     for stack in ("dev", "h200"):
-        result = _plan("--stack", stack)
+        # Wide enough that no value is folded mid-word; only the tree's own line breaks remain.
+        result = _plan("--stack", stack, columns=2000)
         assert result.returncode == 0, result.stderr
         text = re.sub(r"\s*\n[│├└─ ]*", " ", result.stdout)  # undo the tree's line wrapping
         assert 'upgradeSettings={"maxSurge":0,"strategy":"SURGE","maxUnavailable":1}' in text, stack
