@@ -28,7 +28,7 @@ from jobs.data import code_contests as data
 from jobs.common.errors import UsageError
 from jobs.recipes.catalogue import CODE_CONTESTS_REWARD, CODE_SANDBOX_URL_ENV, RECIPES, RunContext
 from jobs.rewards import code_contests as cc
-from jobs.rewards import service
+from jobs.rewards import SANDBOX_TOKEN_ENV, service
 from tests.jobs.recipes.test_fit import verl_accepts
 from tools import verl_snapshot
 
@@ -198,9 +198,16 @@ def _batch() -> dict:
             "extra_infos": [dict(row["extra_info"]) for _ in range(n)]}
 
 
-def _submit_as_the_recipe(ray_client, sandbox_url: str | None) -> dict:
+def _submit_as_the_recipe(ray_client, sandbox_url: str | None, pod_env: dict[str, str] | None = None) -> dict:
     run = f"cc-e2e-{uuid.uuid4().hex[:8]}"
     sub = submission.for_recipe(RECIPE, run, 1, 8, [], {}, None, "test", code_sandbox_url=sandbox_url)
+    # The recipe never puts the service token in the job's runtime env: on the cluster it is in the
+    # Ray pods' own environment (the token Secret by secretKeyRef).
+    assert SANDBOX_TOKEN_ENV not in json.dumps(sub.runtime_env)
+    runtime_env = dict(sub.runtime_env)
+    if pod_env:
+        # Stands in for that pod environment: the local test head was not started with it.
+        runtime_env["env_vars"] = {**runtime_env.get("env_vars", {}), **pod_env}
     cfg = OmegaConf.create(verl_snapshot.compose_yaml(RECIPE.args(RunContext(run=run, nodes=1, gpus_per_node=8), {})))
     config = {"custom_reward_function": OmegaConf.to_container(cfg.custom_reward_function),
               "reward_model": {"reward_manager": cfg.reward_model.reward_manager}}
@@ -209,7 +216,7 @@ def _submit_as_the_recipe(ray_client, sandbox_url: str | None) -> dict:
     # The recipe's runtime_env exactly (working_dir payload, py_modules jobs, env vars); only the
     # entrypoint stands in for `python3 -m verl.trainer.main_ppo`.
     job = ray_client.submit_job(entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
-                                runtime_env=sub.runtime_env, submission_id=sub.submission_id)
+                                runtime_env=runtime_env, submission_id=sub.submission_id)
     deadline = time.monotonic() + 240
     while (status := ray_client.get_job_status(job)) not in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):
         assert time.monotonic() < deadline, f"{job} still {status}"
@@ -232,7 +239,8 @@ def test_a_job_submitted_as_the_recipe_loads_the_reward_by_its_path_and_scores_w
 
 
 def test_with_the_stacks_sandbox_url_the_job_scores_through_the_service(ray_client):
-    server = service.serve("127.0.0.1", 0, concurrency=8, max_body_bytes=1 << 20)
+    token = "service-token-" + uuid.uuid4().hex  # 46 characters, above the service's minimum
+    server = service.serve("127.0.0.1", 0, concurrency=8, max_body_bytes=1 << 20, token=token)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     calls = []
@@ -245,7 +253,7 @@ def test_with_the_stacks_sandbox_url_the_job_scores_through_the_service(ray_clie
     server.RequestHandlerClass = type("Counting", (server.RequestHandlerClass,), {"do_POST": counting})
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
-        result = _submit_as_the_recipe(ray_client, url)
+        result = _submit_as_the_recipe(ray_client, url, {SANDBOX_TOKEN_ENV: token})
     finally:
         server.shutdown()
         server.server_close()
