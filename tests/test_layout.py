@@ -110,3 +110,19 @@ def test_the_shipped_sandbox_names_match_the_stacks():
     from jobs import rewards
 
     assert rewards.SANDBOX_TOKEN_ENV == CODE_SANDBOX_TOKEN_ENV
+
+
+def _args_fields_naming_stack_config() -> list[str]:
+    found = []
+    for path in _modules(REPO / "components"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Args"):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and "StackConfig" in ast.unparse(item.annotation):
+                        found.append(f"{path.relative_to(REPO)} {node.name}.{ast.unparse(item.target)}")
+    return found
+
+
+def test_no_component_args_holds_the_whole_stack_config():
+    # A component's signature shows what it reads: narrow Args built by `for_stack(config)`.
+    assert _args_fields_naming_stack_config() == []
