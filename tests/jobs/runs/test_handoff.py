@@ -254,12 +254,13 @@ def test_resume_re_arms_a_run_whose_supervisor_is_gone_and_one_supervisor_at_a_t
     assert {f"{run}-s1", f"{run}-s2", f"{run}-a1"} <= ids and f"{run}-a2" not in ids
 
 
-def test_cpus_or_resources_with_restarts_are_refused_before_contacting_anything():
+@pytest.mark.parametrize("supervised", [["--max-restarts", "1"], ["--max-preemptions", "3"]])
+def test_cpus_or_resources_with_restarts_are_refused_before_contacting_anything(supervised):
     """The supervisor's attempts carry no entrypoint resources yet: refused, not dropped."""
     done = cli("run", "--address", "http://127.0.0.1:9", "--resource", "slot=1",
-               "--max-restarts", "1", "--", "true")
+               *supervised, "--", "true")
     assert done.returncode == 2
-    assert "--cpus and --resource cannot be combined with --max-restarts yet" in done.stderr
+    assert "--cpus and --resource cannot be combined with a supervised run" in done.stderr
 
 
 def test_a_relative_checkpoint_dir_is_refused():
