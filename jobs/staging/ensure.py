@@ -1,0 +1,71 @@
+"""An attempt's first step: its model and datasets are staged, and a partial conversion is gone.
+
+`python -m jobs.staging.ensure --model M [--dataset D ...] [--megatron]` runs in the job's
+driver before the framework starts. A model staged by `jobs stage` (its record intact) is used
+as it is, without contacting the Hub; one that is not is staged here, once, by this one process,
+so the framework's workers (offline) never download it. With --megatron, a conversion directory
+without our completion marker is removed (jobs.staging.megatron) so it is never reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from jobs.staging import datasets_cache, entry, layout, megatron, record
+from jobs.staging.download import StageError, download
+
+
+def _model(args: argparse.Namespace) -> str | None:
+    home = entry.home_of(args)
+    if os.path.isdir(args.model):
+        entry.say(f"model {args.model} is a directory: loaded from there, nothing to stage")
+        return None
+    staged = record.load(home, args.model)
+    if staged is not None and staged.is_intact(home):
+        entry.say(f"model {args.model} staged at commit {staged.commit} ({staged.staged_at}): "
+                  "this attempt loads it offline")
+        return staged.commit
+    why = "is not staged" if staged is None else "has files missing from its staged snapshot"
+    entry.say(f"model {args.model} {why}: staging it now, once, from this process (stage it "
+              "ahead of time with `python -m jobs stage`)")
+    return download(args.model, "main", home, entry.say).commit
+
+
+def _conversion(args: argparse.Namespace, commit: str | None) -> None:
+    target = layout.megatron_dir(entry.home_of(args), args.model)
+    found = megatron.guard(target, entry.say, commit)
+    if found == "complete":
+        entry.say(f"Megatron conversion of {args.model} complete at {target}: reused")
+    else:
+        entry.say(f"no complete Megatron conversion of {args.model}: NeMo RL converts it in "
+                  "this attempt, and every later attempt converts again, since nothing marks "
+                  f"the end of an in-run conversion; convert it once with `python -m jobs stage "
+                  f"{args.model}`")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jobs.staging.ensure",
+                                     description=__doc__.splitlines()[0])
+    entry.common_arguments(parser)
+    parser.add_argument("--megatron", action="store_true",
+                        help="the run converts the model for Megatron (NeMo RL)")
+    args = parser.parse_args(argv)
+    if (problem := entry.check_model(args.model)) is not None:
+        return entry.fail(problem)
+    entry.go_online()
+    try:
+        commit = _model(args)
+        for spec in args.dataset:
+            datasets_cache.stage(entry.home_of(args), spec, entry.say)
+        if args.megatron:
+            _conversion(args, commit)
+    except StageError as e:
+        return entry.fail(f"{e} (the run's workers are offline, HF_HUB_OFFLINE=1, so they "
+                          "cannot fetch it either)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
