@@ -61,7 +61,8 @@ def test_typer_and_rich_are_imported_only_by_the_cli(path):
     assert not ui, f"{path.relative_to(REPO)} imports {sorted(ui)}: only jobs/cli/ prints"
 
 
-SHIPPED = [p for room in ("head", "rewards", "payloads") for p in _modules(JOBS / room)]
+SHIPPED = [p for room in ("head", "rewards", "payloads", "staging")
+           for p in _modules(JOBS / room)]
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(REPO)))
@@ -126,3 +127,11 @@ def _args_fields_naming_stack_config() -> list[str]:
 def test_no_component_args_holds_the_whole_stack_config():
     # A component's signature shows what it reads: narrow Args built by `for_stack(config)`.
     assert _args_fields_naming_stack_config() == []
+
+
+def test_the_stage_jobs_copy_of_nemo_rls_home_matches_the_recipes():
+    # jobs/staging/stage.py runs the conversion from NeMo RL's code directory on the cluster.
+    from jobs.recipes.catalogue import NEMO_RL_HOME
+    from jobs.staging.stage import NEMO_RL_HOME as STAGED
+
+    assert STAGED == NEMO_RL_HOME

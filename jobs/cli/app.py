@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from jobs.cli import inspect, render, runs
+from jobs.cli import inspect, render, runs, stage
 from jobs.cli import options as opt
 from jobs.cli.console import Terminated, emit_json, handled, out
 from jobs.cli.data import data_app
@@ -48,6 +48,7 @@ def recipes_cmd(as_json: opt.JsonOpt = False) -> None:
 
 # After `recipes`, in the order a run meets them: start it, then look at it.
 app.registered_commands += runs.app.registered_commands
+app.registered_commands += stage.app.registered_commands
 app.registered_commands += inspect.app.registered_commands
 app.add_typer(data_app, name="data")
 

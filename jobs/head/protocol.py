@@ -15,11 +15,12 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 # Every Ray job this tool submits records one of these as its metadata `kind`.
-Kind = Literal["recipe", "command", "export", "supervisor"]
+Kind = Literal["recipe", "command", "export", "supervisor", "stage"]
 RECIPE: Kind = "recipe"
 COMMAND: Kind = "command"
 EXPORT: Kind = "export"
 SUPERVISOR: Kind = "supervisor"
+STAGE: Kind = "stage"
 
 # The module the supervisor job runs: `python -m jobs.head.supervisor <its own submission id>`.
 SUPERVISOR_MODULE = "jobs.head.supervisor"

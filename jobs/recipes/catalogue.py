@@ -99,6 +99,18 @@ class Recipe(BaseModel):
     payload: str | None = None
     # The reward compiles and runs model-written code: jobs.recipes.reward_placement decides where.
     runs_model_code: bool = False
+    # Hub datasets the framework loads by name (`name` or `name:config`): staged before the
+    # trainer starts, since the run is offline (HF_HUB_OFFLINE=1, jobs.staging).
+    hub_datasets: tuple[str, ...] = ()
+
+    @property
+    def model(self) -> str:
+        return self.defaults[self.model_key]
+
+    @property
+    def megatron(self) -> bool:
+        """NeMo RL with the Megatron backend: converts the model once (jobs.staging.megatron)."""
+        return self.framework == "nemo-rl" and "megatron" in self.config_file
 
     @property
     def spec(self) -> FrameworkSpec:
@@ -145,7 +157,9 @@ class Recipe(BaseModel):
         return " && ".join(steps)
 
     def env(self, ctx: RunContext | None = None) -> dict[str, str]:
-        env = {HF_HOME_ENV: HF_HOME_PATH, **self.env_vars}
+        # Offline: the model (and the datasets the framework fetches by name) are staged on
+        # Lustre by the job's first step or `jobs stage`, so no worker downloads anything.
+        env = {HF_HOME_ENV: HF_HOME_PATH, "HF_HUB_OFFLINE": "1", **self.env_vars}
         if ctx is None:
             return env
         env = {k: ctx.fill(v) for k, v in env.items()}
@@ -215,6 +229,9 @@ def _math_72b(name: str, summary: str, extra: dict[str, str]) -> Recipe:
                   "--config", "examples/configs/grpo_math_70B_megatron.yaml"),
         config_file="grpo_math_70B_megatron.yaml",
         defaults={**_MATH_72B, **_NEMO_COMMON, **extra},
+        # dataset_name DeepScaler loads these two by name
+        # (nemo_rl/data/datasets/response_datasets/deepscaler.py L43-46 @v0.4.0).
+        hub_datasets=("agentica-org/DeepScaleR-Preview-Dataset", "HuggingFaceH4/aime_2024"),
         default_nodes=8, **_NEMO_RUN)
 
 
@@ -404,6 +421,8 @@ RECIPES: dict[str, Recipe] = {
             default_nodes=1,
             adapt_batch=True,
             payload="gsm8k",
+            # prepare_gsm8k.py loads it by name (jobs/payloads/gsm8k).
+            hub_datasets=("openai/gsm8k:main",),
             **_NEMO_RUN,
         ),
         Recipe(
@@ -447,6 +466,8 @@ RECIPES: dict[str, Recipe] = {
             default_nodes=1,
             adapt_batch=True,
             payload="gsm8k",
+            # prepare_gsm8k.py loads it by name (jobs/payloads/gsm8k).
+            hub_datasets=("openai/gsm8k:main",),
             **_VERL_RUN,
         ),
         _codecontests(),

@@ -98,6 +98,16 @@ class ExportRun(RunMetadata):
     step: str = ""
 
 
+class StageRun(RunMetadata):
+    """A stage job (`python -m jobs stage`): a model's snapshot, and its conversion, onto Lustre."""
+
+    kind: Literal["stage"] = protocol.STAGE
+    attempt: None = None
+    model: str
+    revision: str
+    convert: bool = False
+
+
 def _encode(values: Mapping[str, object]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in values.items():

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import jobs
+from jobs.recipes import compose
 from jobs.recipes import prepare as validate
 from jobs.runs import workdir
 from jobs.client.types import Submission
@@ -87,10 +88,11 @@ def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
     if payload is not None:
         workdir.check(payload)
         runtime_env.update(workdir.runtime_env(payload))
-        # Payloads import shared code (e.g. jobs.data.gsm8k, the same conversion as
-        # `python -m jobs data`): ship this package, importable as `jobs` on the cluster.
-        workdir.check(JOBS_PACKAGE)
-        runtime_env["py_modules"] = [str(JOBS_PACKAGE)]
+    # The first step (jobs.staging.ensure) and payloads (e.g. jobs.data.gsm8k, the same
+    # conversion as `python -m jobs data`) import shared code: ship this package, importable
+    # as `jobs` on the cluster.
+    workdir.check(JOBS_PACKAGE)
+    runtime_env["py_modules"] = [str(JOBS_PACKAGE)]
     checkpoint_dir = ctx.fill(recipe.defaults.get(recipe.checkpoint_key, ""))
     if recipe.checkpoint_key in checked:
         checkpoint_dir = checked[recipe.checkpoint_key][1]
@@ -100,8 +102,21 @@ def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
         framework_version=recipe.spec.version, nodes=nodes, gpus_per_node=gpus_per_node,
         checkpoint_dir=checkpoint_dir, overrides=[str(o) for o in overrides],
     )
-    return Submission(submission_id=attempt_id(run, 1), entrypoint=recipe.render(ctx, checked, composed.adapted),
+    model = recipe.settings(ctx, checked, composed.adapted)[recipe.model_key]
+    megatron = recipe.framework == "nemo-rl" and bool(
+        compose.value(composed.config, "policy.megatron_cfg.enabled"))
+    entrypoint = " && ".join([staging_step(model, megatron, recipe.hub_datasets),
+                              recipe.render(ctx, checked, composed.adapted)])
+    return Submission(submission_id=attempt_id(run, 1), entrypoint=entrypoint,
                       runtime_env=runtime_env, metadata=meta.to_ray())
+
+
+def staging_step(model: str, megatron: bool, datasets: tuple[str, ...]) -> str:
+    """Every attempt's first step: the model and datasets staged, a partial conversion gone."""
+    argv = ["python3", "-m", "jobs.staging.ensure", "--model", model]
+    for spec in datasets:
+        argv += ["--dataset", spec]
+    return shlex.join([*argv, "--megatron"] if megatron else argv)
 
 
 @dataclass(frozen=True)

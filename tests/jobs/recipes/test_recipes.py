@@ -127,13 +127,17 @@ def test_math_recipe_is_the_codelab_run():
 
 def test_gsm8k_recipes_prepare_data_on_lustre_first():
     nemo = dry_run("nemo-rl-grpo-gsm8k", "--name", "g")
-    assert nemo["entrypoint"].startswith("python3 prepare_gsm8k.py --format nemo "
+    staging = ("python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-1.5B-Instruct --dataset "
+               "openai/gsm8k:main && ")
+    assert nemo["entrypoint"].startswith(staging + "python3 prepare_gsm8k.py --format nemo "
                                          "--out /lustre/datasets/gsm8k && cd /opt/nemo-rl")
     assert "data.dataset_name=ResponseDataset" in nemo["entrypoint"]
     assert "+data.train_data_path=/lustre/datasets/gsm8k/nemo/train.jsonl" in nemo["entrypoint"]
     assert "+data.input_key=question +data.output_key=answer" in nemo["entrypoint"]
     verl = dry_run("verl-grpo-gsm8k", "--name", "v")
-    assert verl["entrypoint"].startswith("python3 prepare_gsm8k.py --format verl ")
+    assert verl["entrypoint"].startswith(
+        "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-3B-Instruct --dataset "
+        "openai/gsm8k:main && python3 prepare_gsm8k.py --format verl ")
     assert "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo" in verl["entrypoint"]
     assert "actor_rollout_ref.rollout.name=vllm" in verl["entrypoint"]
     n = int(verl["entrypoint"].split("actor_rollout_ref.rollout.n=")[1].split()[0])
@@ -227,3 +231,23 @@ def test_metrics_go_to_tensorboard_under_the_run_dir_and_to_wandb_only_with_a_ke
     # A user's own choice still wins over the stack's W&B default.
     key = next(iter(recipe.wandb_settings))
     assert recipe.settings(ctx.model_copy(update={"wandb": True}), {key: ("", "x")})[key] == "x"
+
+
+def test_every_attempt_stages_first_and_runs_offline():
+    """The staging step comes first, names the model the run actually loads (overrides
+    included), converts for Megatron only where NeMo RL's Megatron worker runs, and the job's
+    workers are offline."""
+    math = dry_run("nemo-rl-grpo-math", "--name", "m")
+    assert math["entrypoint"].startswith(
+        "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-72B-Instruct --dataset "
+        "agentica-org/DeepScaleR-Preview-Dataset --dataset HuggingFaceH4/aime_2024 --megatron && ")
+    assert math["runtime_env"]["env_vars"]["HF_HUB_OFFLINE"] == "1"
+    assert math["runtime_env"]["py_modules"]
+    own = dry_run("verl-grpo-gsm8k", "--name", "v", "--set",
+                  "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct")
+    assert own["entrypoint"].startswith("python3 -m jobs.staging.ensure --model "
+                                        "Qwen/Qwen2.5-7B-Instruct --dataset")
+    assert "--megatron" not in own["entrypoint"].split(" && ")[0]
+    code = dry_run("verl-grpo-codecontests", "--name", "c")
+    assert code["entrypoint"].split(" && ")[0] == (
+        "python3 -m jobs.staging.ensure --model deepseek-ai/DeepSeek-R1-Distill-Qwen-7B")

@@ -1,0 +1,93 @@
+"""`stage`: a model's pinned snapshot (and NeMo RL's Megatron conversion) onto the stack's Lustre, once."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from jobs.cli import options as opt
+from jobs.cli.console import detached, emit_json, err, handled, out
+from jobs.client.dashboard import AlreadySubmitted
+from jobs.common import commands
+from jobs.common.errors import ExitCode, UsageError
+from jobs.runs import address, follow, stack
+from jobs.runs import stage as staging
+
+app = typer.Typer()
+
+TargetArg = Annotated[str, typer.Argument(metavar="MODEL", help="A Hugging Face model id (org/name), or a recipe name: stage what it loads.")]
+RevisionOpt = Annotated[str, typer.Option("--revision", metavar="REV", help="Branch, tag or commit; resolved to a commit when staged, and runs load that commit.")]
+ConvertOpt = Annotated[bool | None, typer.Option("--convert/--no-convert", help="Also run NeMo RL's one-time Megatron conversion (default: when a Megatron recipe uses the model).")]
+GpusOpt = Annotated[int | None, typer.Option("--gpus", min=1, metavar="N", help="GPUs of one node the conversion spreads the model over (default: the stack's GPUs per node, else 8).")]
+HfHomeOpt = Annotated[str | None, typer.Option("--hf-home", metavar="DIR", help="The model cache as the cluster sees it (default: the stack's, on Lustre).")]
+FollowStageOpt = Annotated[bool, typer.Option("--follow/--no-follow", help="Show the stage's progress until it ends (default), or only submit it.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", metavar="", help="Print the stage job; contact nothing.")]
+
+
+def _ask(name: str, revision: str, convert: bool | None, gpus: int | None,
+         hf_home: str | None, where: address.Where, number: int) -> staging.Ask:
+    target = staging.target_of(name)
+    if convert and not target.converts:
+        raise UsageError(f"--convert: no Megatron recipe uses {target.model}, so there is no "
+                         "conversion NeMo RL would read", "stage it without --convert")
+    converting = target.converts if convert is None else convert
+    outputs = stack.read(where.stack) if where.stack else None
+    n = staging.conversion_gpus(gpus, outputs, where.stack) if converting else 0
+    return staging.Ask(target, revision, converting, n, hf_home, number)
+
+
+@app.command("stage")
+@handled
+def stage_cmd(target: TargetArg, revision: RevisionOpt = "main", convert: ConvertOpt = None,
+              gpus: GpusOpt = None, hf_home: HfHomeOpt = None, dry_run: DryRunOpt = False,
+              follow_logs: FollowStageOpt = True, as_json: opt.JsonOpt = False,
+              addr: opt.AddressOpt = None, stack_name: opt.StackOpt = None) -> None:
+    """Download a model once onto Lustre, pinned to a commit, and convert it for NeMo RL's
+    Megatron recipes; runs then load it offline.
+
+    Runs again safely: a complete snapshot or conversion is reused, a stopped download resumes
+    and a partial conversion is redone. Recipes stage their model in their first step when it
+    is not staged; this does it ahead of time, and is the only place the conversion runs once."""
+    if dry_run:
+        where = address.choose(addr, stack_name) if (addr or stack_name) else None
+        ask = _ask(target, revision, convert, gpus, hf_home,
+                   where or address.Where(None, None, "a dry run"), 1)
+        sub = staging.for_stage(ask, where.stack if where else None)
+        if as_json:
+            emit_json(sub.model_dump())
+        else:
+            out().print_json(sub.model_dump_json())
+        return
+    where = address.choose(addr, stack_name)
+    with address.reach(where, stack.read(where.stack) if where.stack else None,
+                       spinner=opt.spinner) as dashboard:
+        ids = [j.submission_id or "" for j in dashboard.jobs()]
+        ask = _ask(target, revision, convert, gpus, hf_home, where,
+                   staging.next_number(ids, staging.target_of(target).model))
+        sub = staging.for_stage(ask, where.stack)
+        try:
+            job_id = dashboard.submit(sub)
+        except AlreadySubmitted:
+            raise UsageError(f"{sub.submission_id} already exists on this cluster",
+                             "another stage of this model started at the same time") from None
+        what = " and its Megatron conversion" if ask.convert else ""
+        err().print(f"submitted {job_id}: {ask.target.model}@{revision}{what}", markup=False)
+        if not follow_logs:
+            if as_json:
+                emit_json({"submission_id": job_id, "status": "SUBMITTED"})
+            else:
+                out().print(job_id, markup=False)
+                err().print("follow: " + commands.command("logs", job_id, "--follow",
+                                                          where=opt.where_flags(where)),
+                            markup=False)
+            return
+        try:
+            status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
+        except KeyboardInterrupt as stop:
+            err().print(f"detached; {job_id} keeps running (a stage resumes if stopped). Stop "
+                        f"it with: {opt.stop_hint(job_id, where)}", markup=False)
+            raise typer.Exit(detached(stop)) from None
+    if as_json:
+        emit_json({"submission_id": job_id, "status": status.value})
+    raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))

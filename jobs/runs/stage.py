@@ -1,0 +1,116 @@
+"""The stage job of a model: what `jobs stage` sends, decided before anything is contacted.
+
+A model is staged once per stack (jobs/staging/ does the work on the cluster: the CLI's machine
+cannot see Lustre). Given a recipe name, the model, the Hub datasets and whether NeMo RL's
+Megatron conversion is needed come from the recipe; given a model id, from every recipe that
+uses it. The download runs on the head (no reservation, so no spot GPU node can take it down
+with it); a conversion reserves a GPU node's GPUs for its driver, in NeMo RL's image.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass
+
+from components.contract import HF_HOME_ENV, HF_HOME_PATH, StackOutputs
+from jobs.client.types import Submission
+from jobs.common.errors import UsageError
+from jobs.recipes import compose
+from jobs.recipes.catalogue import RECIPES, Recipe
+from jobs.runs import plan, workdir
+from jobs.runs.metadata import SUBMITTED_BY, StageRun
+from jobs.runs.plan import JOBS_PACKAGE, jobs_commit
+from jobs.staging import layout
+
+# Forwarded when the caller sets it: a Hub mirror or proxy the cluster reaches too.
+FORWARDED_ENV = ("HF_ENDPOINT",)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to stage: a model, the datasets its recipes load, and whether to convert it."""
+
+    model: str
+    datasets: tuple[str, ...]
+    megatron_recipes: tuple[Recipe, ...]
+
+    @property
+    def converts(self) -> bool:
+        return bool(self.megatron_recipes)
+
+
+def target_of(name: str) -> Target:
+    """A recipe name or a Hugging Face model id, as the user typed it."""
+    if name in RECIPES:
+        recipe = RECIPES[name]
+        return Target(recipe.model, recipe.hub_datasets, (recipe,) if recipe.megatron else ())
+    if not layout.is_model_id(name):
+        raise UsageError(f"MODEL {name!r} is neither a recipe nor a Hugging Face model id",
+                         "give org/name as the Hub spells it, or a recipe from "
+                         "`python -m jobs recipes`")
+    users = [r for r in RECIPES.values() if r.model == name]
+    datasets = tuple(dict.fromkeys(d for r in users for d in r.hub_datasets))
+    return Target(name, datasets, tuple(r for r in users if r.megatron))
+
+
+def stage_id(model: str, number: int) -> str:
+    slug = re.sub(r"[^a-z0-9._-]+", "-", model.lower().replace("/", "--")).strip("-.")
+    return f"stage-{slug[:48]}-{number}"
+
+
+def next_number(submission_ids: list[str], model: str) -> int:
+    prefix = stage_id(model, 0)[:-1]
+    numbers = [int(s[len(prefix):]) for s in submission_ids
+               if s.startswith(prefix) and s[len(prefix):].isdigit()]
+    return max(numbers, default=0) + 1
+
+
+def conversion_gpus(gpus: int | None, outputs: StackOutputs | None, stack: str | None) -> int:
+    if outputs is not None and outputs.ray_framework not in ("", "nemo-rl"):
+        raise UsageError(f"the Megatron conversion runs NeMo RL's code, and stack {stack} runs "
+                         f"{outputs.ray_framework}", "pass --no-convert to stage the snapshot only")
+    if gpus is None:
+        return outputs.gpus_per_node if outputs is not None and outputs.gpus_per_node else 8
+    if outputs is not None and gpus > outputs.gpus_per_node:
+        raise UsageError(f"--gpus {gpus} but stack {stack}'s nodes have "
+                         f"{outputs.gpus_per_node} GPU(s)", "the conversion runs on one node")
+    return gpus
+
+
+def precision(recipe: Recipe) -> str:
+    # The dtype NeMo RL passes as pipeline_dtype (`${policy.precision}`, grpo_math_1B_megatron
+    # .yaml L90 @v0.4.0).
+    return str(compose.value(compose.base_config(recipe.framework, recipe.config_file),
+                             "policy.precision") or "bfloat16")
+
+
+@dataclass(frozen=True)
+class Ask:
+    target: Target
+    revision: str
+    convert: bool
+    gpus: int
+    hf_home: str | None
+    number: int
+
+
+def for_stage(ask: Ask, stack: str | None) -> Submission:
+    t = ask.target
+    argv = ["python3", "-m", "jobs.staging.stage", "--model", t.model, "--revision", ask.revision]
+    for spec in t.datasets:
+        argv += ["--dataset", spec]
+    if ask.convert:
+        argv += ["--convert", "--gpus", str(ask.gpus), "--dtype", precision(t.megatron_recipes[0])]
+    env = {HF_HOME_ENV: ask.hf_home or HF_HOME_PATH}
+    env.update({k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k)})
+    workdir.check(JOBS_PACKAGE)
+    meta = StageRun(run=stage_id(t.model, ask.number)[: -len(str(ask.number)) - 1],
+                    stack=stack or "", git_commit=plan.git_commit(), jobs_commit=jobs_commit(),
+                    submitted_by=SUBMITTED_BY, model=t.model, revision=ask.revision,
+                    convert=ask.convert)
+    return Submission(submission_id=stage_id(t.model, ask.number), entrypoint=shlex.join(argv),
+                      runtime_env={"env_vars": env, "py_modules": [str(JOBS_PACKAGE)]},
+                      metadata=meta.to_ray(),
+                      entrypoint_num_gpus=float(ask.gpus) if ask.convert else None)
