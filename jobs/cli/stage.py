@@ -43,12 +43,13 @@ def stage_cmd(target: TargetArg, revision: RevisionOpt = "main", convert: Conver
               gpus: GpusOpt = None, hf_home: HfHomeOpt = None, dry_run: DryRunOpt = False,
               follow_logs: FollowStageOpt = True, as_json: opt.JsonOpt = False,
               addr: opt.AddressOpt = None, stack_name: opt.StackOpt = None) -> None:
-    """Download a model once onto Lustre, pinned to a commit, and convert it for NeMo RL's
-    Megatron recipes; runs then load it offline.
+    """Put a model on Lustre once, pinned, so runs load it offline.
 
-    Runs again safely: a complete snapshot or conversion is reused, a stopped download resumes
-    and a partial conversion is redone. Recipes stage their model in their first step when it
-    is not staged; this does it ahead of time, and is the only place the conversion runs once."""
+    Downloads MODEL at a commit (resumable, with progress), the Hub datasets its recipes load,
+    and runs NeMo RL's one-time Megatron conversion where a Megatron recipe uses it. Safe to run
+    again: a complete snapshot or conversion is reused, a stopped download resumes and a partial
+    conversion is redone. A recipe's first step stages its model when it is not staged; only
+    this command converts it once for every attempt."""
     if dry_run:
         where = address.choose(addr, stack_name) if (addr or stack_name) else None
         ask = _ask(target, revision, convert, gpus, hf_home,

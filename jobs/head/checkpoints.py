@@ -69,10 +69,11 @@ def complete_steps(framework: str, checkpoint_dir: Path) -> dict[int, Path]:
     if framework == "verl":
         steps = {n: p for n, p in _numbered(checkpoint_dir, VERL_STEP).items()
                  if (p / "actor").is_dir()}
+        # veRL writes the tracker last, after the step's files (ray_trainer.py L819-824 @0.6.0):
+        # a step beyond it, or any step with no tracker at all, may be half-written. The
+        # supervisor's pruning reads completion the same way (jobs/head/hygiene.py).
         tracker = verl_tracker(checkpoint_dir)
-        if tracker is not None:
-            steps = {n: p for n, p in steps.items() if n <= tracker}
-        return steps
+        return {n: p for n, p in steps.items() if tracker is not None and n <= tracker}
     raise ValueError(f"unknown framework {framework!r}")
 
 
@@ -92,6 +93,10 @@ def pick(framework: str, checkpoint_dir: Path, step: int | None = None) -> Check
         if not checkpoint_dir.is_dir():
             raise NoCheckpoint(f"no checkpoint in {checkpoint_dir}: the directory does not exist "
                                "(did the run save one? checkpoints come every save period)")
+        if framework == "verl" and verl_tracker(checkpoint_dir) is None:
+            raise NoCheckpoint(f"no checkpoint in {checkpoint_dir} is known complete: no "
+                               f"{VERL_TRACKER} (veRL writes it after a step's files; found: "
+                               f"{_listing(checkpoint_dir)})")
         raise NoCheckpoint(f"no checkpoint in {checkpoint_dir}: no complete "
                            f"{'step_N' if framework == 'nemo-rl' else 'global_step_N'} folder "
                            f"(found: {_listing(checkpoint_dir)})")

@@ -1,9 +1,9 @@
-"""Hub datasets a recipe's framework loads by name, loaded once into HF_HOME so offline runs find them.
+"""Hub datasets a recipe's framework loads by name, loaded once into the Hugging Face home so offline runs find them.
 
 With HF_HUB_OFFLINE=1, `datasets.load_dataset(name, config)` serves the newest cached copy of
-that dataset (the `datasets` library's cache under `$HF_HOME/datasets`), so loading each one once
+that dataset (the `datasets` library's cache under `<hf home>/datasets`), so loading each one once
 here, online, with the same name and config the framework uses, is what lets the run stay
-offline. A record per dataset under `$HF_HOME/rl-on-gke/staged-datasets/` says it was done.
+offline. A record per dataset under `<hf home>/rl-on-gke/staged-datasets/` says it was done.
 """
 
 from __future__ import annotations

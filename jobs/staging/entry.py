@@ -29,7 +29,7 @@ def go_online() -> None:
 def common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="the Hugging Face model id")
     parser.add_argument("--hf-home", default=None,
-                        help="the model cache (default: $HF_HOME, on Lustre in the cluster)")
+                        help="the Hugging Face home (default: the job's, on Lustre in the cluster)")
     parser.add_argument("--dataset", action="append", default=[], metavar="NAME[:CONFIG]",
                         help="a Hub dataset the framework loads by name (repeatable)")
 

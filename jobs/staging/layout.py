@@ -1,13 +1,13 @@
-"""Where a staged model lives under HF_HOME, in the layouts Hugging Face and NeMo RL read.
+"""Where a staged model lives in the Hugging Face home, in the layouts Hugging Face and NeMo RL read.
 
 - The snapshot is Hugging Face's own cache (huggingface_hub `constants.HF_HUB_CACHE` =
-  `$HF_HOME/hub`; a repo is `models--<org>--<name>`, its files under `snapshots/<commit>/`, and
+  `<hf home>/hub`; a repo is `models--<org>--<name>`, its files under `snapshots/<commit>/`, and
   `refs/<branch>` holds a commit), so transformers, vLLM and Megatron-Bridge find it by name.
 - NeMo RL v0.4.0 converts a model for Megatron once into `get_megatron_checkpoint_dir()/<name>`
   (nemo_rl/models/policy/utils.py L231-254: `$NRL_MEGATRON_CHECKPOINT_DIR`, else
-  `$HF_HOME/nemo_rl`) and skips the conversion whenever `iter_0000000` exists there
+  `<hf home>/nemo_rl`) and skips the conversion whenever `iter_0000000` exists there
   (megatron_policy_worker.py L486-508); a local path becomes `model_<path with / as _>`.
-- Our own records sit apart, under `$HF_HOME/rl-on-gke/staged/`.
+- Our own records sit apart, under `<hf home>/rl-on-gke/staged/`.
 """
 
 from __future__ import annotations
@@ -28,10 +28,12 @@ def is_model_id(model: str) -> bool:
     return bool(_MODEL_ID.match(model)) and ".." not in model
 
 
-def hf_home(env: dict[str, str] | os._Environ[str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    value = (env.get("HF_HOME") or "").strip()
-    return Path(value) if value else Path.home() / ".cache" / "huggingface"
+def hf_home() -> Path:
+    """The Hugging Face home as the frameworks resolve it (huggingface_hub reads the job's
+    environment once, at import: this process's, as each framework process does)."""
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME)
 
 
 def repo_folder(home: Path, model: str) -> Path:

@@ -18,7 +18,7 @@ from jobs.staging import layout
 
 @dataclass(frozen=True)
 class StagedModel:
-    """A model snapshot staged under HF_HOME, pinned to one commit."""
+    """A model snapshot staged in the Hugging Face home, pinned to one commit."""
 
     model: str
     revision: str  # what was asked for: a branch, a tag or a commit

@@ -86,9 +86,14 @@ def test_verl_follows_its_tracker_file(tmp_path):
         pick("verl", tmp_path, step=60)
 
 
-def test_verl_without_tracker_takes_the_highest_step_with_an_actor(tmp_path):
+def test_verl_without_tracker_has_no_complete_checkpoint(tmp_path):
+    # veRL writes latest_checkpointed_iteration.txt after the step's files: without it, even a
+    # step with an actor/ folder may be half-written (the supervisor's pruning agrees).
     verl_step(tmp_path, 20)
     (tmp_path / "global_step_40").mkdir()  # no actor/ in it
+    with pytest.raises(NoCheckpoint, match="no latest_checkpointed_iteration.txt"):
+        pick("verl", tmp_path)
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("20")
     assert pick("verl", tmp_path).step == 20
 
 

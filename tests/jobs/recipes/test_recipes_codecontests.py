@@ -117,7 +117,9 @@ def test_dry_run_json_carries_the_reward_path_its_kwargs_and_the_payload():
     result = runner.invoke(app, ["submit", NAME, "--dry-run", "--json", "--name", "d"])
     assert result.exit_code == 0, result.stderr
     out = json.loads(result.stdout)
-    entry = shlex.split(out["entrypoint"])
+    staging, trainer = out["entrypoint"].split(" && ")
+    assert shlex.split(staging)[:3] == ["python3", "-m", "jobs.staging.ensure"]
+    entry = shlex.split(trainer)
     assert entry[:3] == ["python3", "-m", "verl.trainer.main_ppo"]
     for item in (f"custom_reward_function.path={CODE_CONTESTS_REWARD}",
                  "custom_reward_function.name=compute_score_batch",
