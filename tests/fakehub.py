@@ -1,9 +1,10 @@
 """A stand-in for the Hugging Face Hub on loopback, for the staging tests.
 
-It serves what huggingface_hub 2.4's `model_info`, `snapshot_download` and `hf_hub_download`
-ask for (`/api/models/<repo>/revision/<rev>`, `/api/models/<repo>/tree/<rev>`, and
-`/<repo>/resolve/<rev>/<file>` with HEAD, GET and Range), so the real client does the real
-download, resume and cache layout against files the test controls. It can cut a file's first
+It serves what huggingface_hub 2.4's `model_info`, `snapshot_download` and `hf_hub_download`,
+and `datasets.load_dataset` (through HfFileSystem) ask for: `/api/{models,datasets}/<repo>/`
+`revision/<rev>`, `tree/<rev>[/<path>]`, `paths-info/<rev>` and `[datasets/]<repo>/resolve/<rev>/
+<file>` with HEAD, GET and Range; so the real clients do the real download, resume and cache
+layout against files the test controls. It can cut a file's first
 transfer half-way (a dropped connection) and records every request.
 """
 
@@ -16,11 +17,13 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
-_INFO = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)/revision/(?P<rev>[^/]+)$")
-_TREE = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)/tree/(?P<rev>[^/]+)(?:/.*)?$")
-_RESOLVE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
+_API = r"^/api/(?:models|datasets)/(?P<repo>[^/]+/[^/]+)"
+_INFO = re.compile(_API + r"/revision/(?P<rev>[^/]+)$")
+_TREE = re.compile(_API + r"/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?$")
+_PATHS_INFO = re.compile(_API + r"/paths-info/(?P<rev>[^/]+)$")
+_RESOLVE = re.compile(r"^/(?:datasets/)?(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
 
 
 @dataclass
@@ -70,6 +73,24 @@ class FakeHub:
 
     def file_gets(self) -> list[tuple[str, str]]:
         return [(p, r) for m, p, r in self.requests if m == "GET" and "/resolve/" in p]
+
+
+def _listing(files: dict[str, bytes], base: str, recursive: bool,
+             dirs: bool = True) -> list[dict[str, object]]:
+    """The Hub's tree entries under `base`: files, and the folders on the way to them."""
+    entries: dict[str, dict[str, object]] = {}
+    prefix = f"{base}/" if base else ""
+    for name, data in files.items():
+        if not name.startswith(prefix):
+            continue
+        rest = name[len(prefix):].split("/")
+        for depth in range(1, len(rest)):
+            folder = prefix + "/".join(rest[:depth])
+            if dirs and (recursive or depth == 1):
+                entries[folder] = {"type": "directory", "path": folder, "oid": _etag(folder.encode())}
+        if recursive or len(rest) == 1:
+            entries[name] = {"type": "file", "path": name, "size": len(data), "oid": _etag(data)}
+    return list(entries.values())
 
 
 def _etag(data: bytes) -> str:
@@ -127,8 +148,26 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
 
         def _tree(self, m: re.Match[str], name: str, commit: str,
                   files: dict[str, bytes]) -> None:
-            self._json([{"type": "file", "path": f, "size": len(b), "oid": _etag(b)}
-                        for f, b in files.items()])
+            base = (m["path"] or "").strip("/")
+            recursive = "recursive=true" in (urlparse(self.path).query or "").lower()
+            self._json(_listing(files, base, recursive))
+
+        def _paths_info(self, m: re.Match[str], name: str, commit: str,
+                        files: dict[str, bytes]) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            form = parse_qs(self.rfile.read(length).decode()) if length else {}
+            wanted = form.get("paths", [])
+            found = [e for e in _listing(files, "", True, dirs=True) if e["path"] in wanted]
+            self._json(found)
+
+        def do_POST(self) -> None:
+            path = unquote(urlparse(self.path).path)
+            hub.note("POST", path, "")
+            if (m := _PATHS_INFO.match(path)) and (repo := hub.repos.get(m["repo"])):
+                commit = repo.resolve(m["rev"])
+                if commit is not None:
+                    return self._paths_info(m, m["repo"], commit, repo.commits[commit])
+            self._missing("RepoNotFound")
 
         def _resolve(self, m: re.Match[str], name: str, commit: str,
                      files: dict[str, bytes]) -> None:

@@ -50,3 +50,38 @@ def test_a_local_directory_needs_no_staging(tmp_path: Path, hub: FakeHub) -> Non
     done = run_module(ENSURE, ["--model", str(weights)], tmp_path / "hf", hub.url)
     assert done.returncode == 0 and "nothing to stage" in done.stdout
     assert hub.requests == []
+
+
+def test_a_recipes_hub_dataset_is_staged_once_and_loads_offline(tmp_path: Path, hub: FakeHub,
+                                                               tiny: Repo) -> None:
+    """The attempt's first step loads the dataset online once; the framework's own
+    `load_dataset(name, config)` then works with HF_HUB_OFFLINE=1 and the Hub gone."""
+    import io
+    import os
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = io.BytesIO()
+    pq.write_table(pa.table({"question": ["1+1?", "2+2?"], "answer": ["2", "4"]}), table)
+    data = Repo()
+    hub.repos["org/qa"] = data
+    data.push({"README.md": b"---\nconfigs:\n- config_name: main\n  data_files:\n  - split: train"
+                            b"\n    path: main/train-*\n---\n",
+               "main/train-00000-of-00001.parquet": table.getvalue()})
+    home = tmp_path / "hf"
+    done = run_module(ENSURE, ["--model", "org/tiny", "--dataset", "org/qa:main"], home, hub.url)
+    assert done.returncode == 0, done.stderr
+    assert "dataset org/qa:main staged: train 2 rows" in done.stdout
+    hub.requests.clear()
+    again = run_module(ENSURE, ["--model", "org/tiny", "--dataset", "org/qa:main"], home, hub.url)
+    assert again.returncode == 0 and hub.requests == []
+    hub.__exit__()
+    env = {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    loaded = subprocess.run([sys.executable, "-c", "from datasets import load_dataset; "
+                             "print(load_dataset('org/qa', 'main')['train'][1]['answer'])"],
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip().endswith("4")
