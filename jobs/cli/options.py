@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from components.contract import RUNS_ROOT, StackOutputs
-from jobs.cli.console import ConsoleReporter, err
+from jobs.cli.console import ConsoleReporter, detached, err
 from jobs.common import commands
 from jobs.common.errors import UsageError
 from jobs.recipes.reward_placement import ALLOW_FLAG
@@ -65,3 +65,15 @@ def supervision(max_preemptions: int | None, stall_timeout: float | None,
         raise UsageError(f"--runs-root {runs_root!r} is not an absolute path",
                          f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}")
     return handoff.Options(max_preemptions, stall_timeout, runs_root or "")
+
+
+def follow_or_detach(dashboard: address.Dashboard, where: address.Where, job_id: str,
+                     to_stderr: bool, detached_note: str = "") -> follow.JobStatus:
+    """Follow `job_id` to its end; Ctrl-C detaches (the job keeps running) and says how to stop."""
+    try:
+        return watcher(dashboard, where).follow(job_id, to_stderr=to_stderr)
+    except KeyboardInterrupt as stop:
+        err().print(f"detached; {job_id} keeps running{detached_note}. Stop it with: "
+                    f"{stop_hint(job_id, where)}", markup=False)
+        raise typer.Exit(detached(stop)) from None
+

@@ -351,12 +351,7 @@ def export_cmd(
                             f"{commands.command('logs', job_id, '--follow', where=opt.where_flags(where))}",
                             markup=False)
             return
-        try:
-            status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
-        except KeyboardInterrupt as stop:
-            err().print(f"detached; {job_id} keeps running. Stop it with: "
-                        f"{opt.stop_hint(job_id, where)}", markup=False)
-            raise typer.Exit(detached(stop)) from None
+        status = opt.follow_or_detach(dashboard, where, job_id, to_stderr=as_json)
     if as_json:
         emit_json({"run": run, "submission_id": job_id, "status": status.value,
                    "out": out_template})

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from jobs.cli import options as opt
-from jobs.cli.console import detached, emit_json, err, handled, out
+from jobs.cli.console import emit_json, err, handled, out
 from jobs.client.dashboard import AlreadySubmitted
 from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
@@ -83,12 +83,8 @@ def stage_cmd(target: TargetArg, revision: RevisionOpt = "main", convert: Conver
                                                           where=opt.where_flags(where)),
                             markup=False)
             return
-        try:
-            status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
-        except KeyboardInterrupt as stop:
-            err().print(f"detached; {job_id} keeps running (a stage resumes if stopped). Stop "
-                        f"it with: {opt.stop_hint(job_id, where)}", markup=False)
-            raise typer.Exit(detached(stop)) from None
+        status = opt.follow_or_detach(dashboard, where, job_id, to_stderr=as_json,
+                                      detached_note=" (a stopped stage resumes when run again)")
     if as_json:
         emit_json({"submission_id": job_id, "status": status.value})
     raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))
