@@ -82,8 +82,10 @@ def for_run(recipe: Recipe, recorded: RecipeRun, backend_name: str, out: str, st
     workdir.check(JOBS_PACKAGE)
     runtime_env: dict[str, object] = {
         # The converters read the model's config (and NeMo RL's DCP one its tokenizer) by name
-        # from the shared model cache; tokens come from the pod's Secret, never from here.
-        "env_vars": {HF_HOME_ENV: HF_HOME_PATH},
+        # from the shared model cache, offline: the run staged that commit (jobs/staging), and
+        # an online read could move the cache's refs/main to a commit no run staged. Tokens
+        # come from the pod's Secret, never from here.
+        "env_vars": {HF_HOME_ENV: HF_HOME_PATH, "HF_HUB_OFFLINE": "1"},
         **workdir.runtime_env(PAYLOAD),
         "py_modules": [str(JOBS_PACKAGE)],
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -50,6 +51,15 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
     """`python -m jobs ...` as a real process, so exit codes and stderr are the real ones."""
     return subprocess.run([sys.executable, "-m", "jobs", *args], cwd=cwd, env=env or clean_env(),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def as_in_a_terminal() -> None:
+    """`preexec_fn` for a CLI a test interrupts as a person would with Ctrl-C: SIGINT at its
+    default, so Python turns it into KeyboardInterrupt. A shell without job control starts
+    background commands with SIGINT and SIGQUIT ignored (`nohup make test &`), the ignore is
+    inherited through exec, and such a CLI would never see the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 60, what: str = "condition") -> None:

@@ -19,7 +19,7 @@ from jobs.cli.app import app
 from jobs.client.net import free_port
 import ray
 
-from tests.jobs.conftest import REPO, Proxy, clean_env, run_cli, wait_until
+from tests.jobs.conftest import as_in_a_terminal, REPO, Proxy, clean_env, run_cli, wait_until
 
 runner = CliRunner()
 
@@ -116,7 +116,8 @@ def test_ctrl_c_detaches_without_stopping_the_job(ray_url, ray_client):
     follower = subprocess.Popen(
         [sys.executable, "-m", "jobs", "run", "--address", ray_url, "--name", run, "--follow",
          "--", "python", "-c", "import time; print('tick', flush=True); time.sleep(600)"],
-        cwd=REPO, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=as_in_a_terminal)
     try:
         wait_until(lambda: _status(ray_client, f"{run}-a1") == JobStatus.RUNNING, 60, "RUNNING")
         follower.send_signal(signal.SIGINT)

@@ -18,7 +18,7 @@ import pytest
 
 from jobs.runs import address
 from jobs.common.errors import UsageError
-from tests.jobs.conftest import REPO, clean_env, pid_alive, run_cli, wait_until
+from tests.jobs.conftest import as_in_a_terminal, REPO, clean_env, pid_alive, run_cli, wait_until
 
 OUTPUTS = {
     "rayClusterName": "rl-dev-ray", "rayNamespace": "ray", "rayHeadService": "rl-dev-ray-head-svc",
@@ -182,7 +182,8 @@ def test_ctrl_c_while_following_closes_the_port_forward(fakes, ray_client, tmp_p
         with streamed.open("w") as sink:
             proc = subprocess.Popen([sys.executable, "-m", "jobs", "logs", job, "--follow",
                                      "--stack", "dev"], cwd=REPO, env=fakes.env, stdout=sink,
-                                    stderr=subprocess.PIPE, text=True)
+                                    stderr=subprocess.PIPE, text=True,
+                                    preexec_fn=as_in_a_terminal)
         # Interrupt only once the CLI is streaming through the port-forward.
         wait_until(lambda: "up" in streamed.read_text(), 60, "the CLI to stream the job's output")
         kubectl = fakes.kubectl_pid()

@@ -72,7 +72,8 @@ def test_the_submission_runs_the_payload_on_a_worker_without_secrets():
     assert sub.runtime_env["working_dir"] == str(export.PAYLOAD)
     assert sub.runtime_env["py_modules"] == [str(submission.JOBS_PACKAGE)]
     env = sub.runtime_env["env_vars"]
-    assert env == {"HF_HOME": "/lustre/huggingface_cache"}
+    # Offline: the run staged the model; an online read could move refs/main (jobs/staging).
+    assert env == {"HF_HOME": "/lustre/huggingface_cache", "HF_HUB_OFFLINE": "1"}
     assert not set(SECRET_ENV_NAMES) & set(env)
     # The head has num-cpus 0: one CPU sends the driver to a worker with the host memory.
     assert sub.entrypoint_num_cpus == 1.0

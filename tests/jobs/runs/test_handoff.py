@@ -23,7 +23,7 @@ from ray.job_submission import JobStatus
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
-from tests.jobs.conftest import REPO, clean_env, wait_until
+from tests.jobs.conftest import as_in_a_terminal, REPO, clean_env, wait_until
 from tests.jobs.gpu_node import GpuNode, wait_gpus
 
 FAST = dict(JOBS_SUPERVISOR_POLL_S="0.5", JOBS_SUPERVISOR_SETTLE_S="1",
@@ -288,7 +288,8 @@ def test_ctrl_c_while_following_detaches_only_the_cli(ray_url, ray_client):
         [sys.executable, "-m", "jobs", "run", "--address", ray_url, "--name", run,
          "--max-restarts", "1", "--follow", "--", "python", "-c",
          "import time; print('tick', flush=True); time.sleep(600)"],
-        cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=as_in_a_terminal)
     try:
         wait_until(lambda: _status(ray_client, f"{run}-a1") == JobStatus.RUNNING, 60, "a1 runs")
         proc.send_signal(signal.SIGINT)
