@@ -13,7 +13,7 @@ from jobs.recipes.catalogue import RECIPES
 
 NARROW = {"COLUMNS": "80", "RAY_ADDRESS": None, "JOBS_DEBUG": None}
 COMMANDS = [["submit"], ["run"], ["export"], ["status"], ["logs"], ["stop"], ["list"],
-            ["recipes"], ["data", "gsm8k"], ["data", "code-contests"], ["data"], []]
+            ["recipes"], ["data", "gsm8k"], ["data", "code-contests"], ["data"], ["stage"], []]
 
 
 def _lines(text: str) -> list[str]:
