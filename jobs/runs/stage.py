@@ -55,13 +55,18 @@ def target_of(name: str) -> Target:
     return Target(name, datasets, tuple(r for r in users if r.megatron))
 
 
-def stage_id(model: str, number: int) -> str:
+def stage_run(model: str) -> str:
+    """The run name a model's stage jobs are grouped under: `stage-<model as a job id>`."""
     slug = re.sub(r"[^a-z0-9._-]+", "-", model.lower().replace("/", "--")).strip("-.")
-    return f"stage-{slug[:48]}-{number}"
+    return f"stage-{slug[:48]}"
+
+
+def stage_id(model: str, number: int) -> str:
+    return f"{stage_run(model)}-{number}"
 
 
 def next_number(submission_ids: list[str], model: str) -> int:
-    prefix = stage_id(model, 0)[:-1]
+    prefix = f"{stage_run(model)}-"
     numbers = [int(s[len(prefix):]) for s in submission_ids
                if s.startswith(prefix) and s[len(prefix):].isdigit()]
     return max(numbers, default=0) + 1
@@ -106,7 +111,7 @@ def for_stage(ask: Ask, stack: str | None) -> Submission:
     env = {HF_HOME_ENV: ask.hf_home or HF_HOME_PATH}
     env.update({k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k)})
     workdir.check(JOBS_PACKAGE)
-    meta = StageRun(run=stage_id(t.model, ask.number)[: -len(str(ask.number)) - 1],
+    meta = StageRun(run=stage_run(t.model),
                     stack=stack or "", git_commit=plan.git_commit(), jobs_commit=jobs_commit(),
                     submitted_by=SUBMITTED_BY, model=t.model, revision=ask.revision,
                     convert=ask.convert)
