@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STACK ?= dev
 BASE ?= HEAD
 
-.PHONY: test test-fast plan plan-diff venv clean
+.PHONY: test test-fast lint format plan plan-diff venv clean
 
 venv: $(VENV)/.installed
 
@@ -34,6 +34,15 @@ test: venv
 # a real kubectl): seconds, for a change to recipes, components or policy.
 test-fast: venv
 	$(BIN)/python -m pytest -q -m "not ray and not compiler and not subprocess_cli and not kubectl"
+
+# ruff, configured in pyproject.toml: lint rules, then the formatter in check mode (no rewrite).
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: venv
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 plan: venv
 	@$(BIN)/python -m tools.plan --stack $(STACK) $(if $(JSON),--json)
