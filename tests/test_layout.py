@@ -74,11 +74,13 @@ def test_code_shipped_to_the_cluster_reaches_no_cli_hydra_or_recipe_module(path)
 
 
 def _long_functions(root: Path) -> list[str]:
+    """Functions whose body (first statement to last line) is over the limit. The signature is
+    not counted: a typer command declares each option there, one formatted line per argument."""
     out = []
     for path in _modules(root):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                length = node.end_lineno - node.lineno + 1
+                length = node.end_lineno - node.body[0].lineno + 1
                 if length > MAX_FUNCTION_LINES:
                     out.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({length})")
     return out

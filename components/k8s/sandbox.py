@@ -114,7 +114,7 @@ def config_map_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
             "data": {source_key(p): inputs.sources[p] for p in SOURCE_FILES}}
 
 
-def deployment_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
+def _executor_container(inputs: SandboxServiceInputs) -> dict[str, Any]:
     resources = {"cpu": inputs.cpu, "memory": inputs.memory, "ephemeral-storage": inputs.scratch}
     container = {
         "name": "executor",
@@ -142,6 +142,11 @@ def deployment_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
                          *({"name": "code", "mountPath": f"{CODE_DIR}/{p}", "subPath": source_key(p), "readOnly": True}
                            for p in SOURCE_FILES)],
     }
+    return container
+
+
+def deployment_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
+    container = _executor_container(inputs)
     pod_spec = {
         "runtimeClassName": GVISOR_RUNTIME_CLASS,
         "automountServiceAccountToken": False,

@@ -127,20 +127,30 @@ def plan(framework: str, backend: str, ckpt: Checkpoint, out: Path) -> Plan:
         # and tokenizer from `<local_dir>/huggingface`, which the actor checkpoint holds.
         return Plan(argv=("python3", "-m", "verl.model_merger", "merge", "--backend", backend,
                           "--local_dir", str(ckpt.path / "actor"), "--target_dir", str(out)))
+    if backend == "megatron":
+        return _nemo_rl_megatron_plan(ckpt, out)
+    return _nemo_rl_dtensor_plan(ckpt, out)
+
+
+def _nemo_rl_megatron_plan(ckpt: Checkpoint, out: Path) -> Plan:
     weights = ckpt.path / "policy" / "weights"
     config = str(ckpt.path / "config.yaml")
-    if backend == "megatron":
-        iters = _numbered(weights, MEGATRON_ITER) if weights.is_dir() else {}
-        if not iters:
-            raise NoCheckpoint(f"{weights} holds no Megatron iter_NNNNNNN folder (found: "
-                               f"{_listing(weights)}); is this a Megatron run?")
-        # examples/converters/convert_megatron_to_hf.py (v0.4.0) needs the mcore extra; it
-        # takes the tokenizer from policy.tokenizer.name in config.yaml.
-        return Plan(argv=("uv", "run", "--extra", "mcore", "python",
-                          "examples/converters/convert_megatron_to_hf.py", "--config", config,
-                          "--megatron-ckpt-path", str(iters[max(iters)]),
-                          "--hf-ckpt-path", str(out)),
-                    cwd=NEMO_RL_HOME)
+    iters = _numbered(weights, MEGATRON_ITER) if weights.is_dir() else {}
+    if not iters:
+        raise NoCheckpoint(f"{weights} holds no Megatron iter_NNNNNNN folder (found: "
+                           f"{_listing(weights)}); is this a Megatron run?")
+    # examples/converters/convert_megatron_to_hf.py (v0.4.0) needs the mcore extra; it
+    # takes the tokenizer from policy.tokenizer.name in config.yaml.
+    return Plan(argv=("uv", "run", "--extra", "mcore", "python",
+                      "examples/converters/convert_megatron_to_hf.py", "--config", config,
+                      "--megatron-ckpt-path", str(iters[max(iters)]),
+                      "--hf-ckpt-path", str(out)),
+                cwd=NEMO_RL_HOME)
+
+
+def _nemo_rl_dtensor_plan(ckpt: Checkpoint, out: Path) -> Plan:
+    weights = ckpt.path / "policy" / "weights"
+    config = str(ckpt.path / "config.yaml")
     tokenizer = ckpt.path / "policy" / "tokenizer"
     tokenizer_from = tokenizer if tokenizer.is_dir() else None
     if (weights / ".metadata").is_file():

@@ -75,17 +75,7 @@ def hand_off(cluster: Dashboard, sub: Submission, *, max_restarts: int, gpus: in
              stall_default_s: float = 0.0) -> str:
     """Submit the run's supervisor and wait until it has the run; returns its submission id."""
     run = sub.run
-    existing = cluster.jobs()
-    sups = supervisors(existing, run)
-    driving = live(sups)
-    if driving is not None:
-        raise UsageError(f"run {run} is already driven by its supervisor "
-                         f"{driving.submission_id} ({driving.status.value})",
-                         f"follow it with {commands.command('logs', run, '--follow', where=hint_where)}"
-                         f", or stop it with {commands.command('stop', run, where=hint_where)}")
-    if sub.attempt == 1 and any(listing.run_of(j) == run for j in existing):
-        raise UsageError(f"run {run!r} already exists on this cluster",
-                         "pick another --name; a run's name is its checkpoint directory")
+    sups = _refuse_if_taken(cluster, sub, hint_where)
     # The attempt's working dir is uploaded now, from here: the supervisor submits attempts
     # from the head, where the caller's files are not. Ray's client turns the local path into
     # a gcs:// package URI (dashboard_sdk.py `_upload_working_dir_if_needed`, Ray 2.60).
@@ -99,17 +89,7 @@ def hand_off(cluster: Dashboard, sub: Submission, *, max_restarts: int, gpus: in
         stall_timeout_s=(stall_default_s if options.stall_timeout_s is None
                          else options.stall_timeout_s),
         runs_root=options.runs_root, keep=options.keep)
-    env_vars = protocol.Settings.forwarded()
-    # `python -m` puts the working dir first on sys.path: a `jobs/` folder in the user's code
-    # must not shadow ours (PYTHONSAFEPATH, Python 3.11+).
-    env_vars["PYTHONSAFEPATH"] = "1"
-    sup_env: dict[str, object] = {"py_modules": [str(JOBS_DIR)],
-                                  "excludes": list(DEFAULT_EXCLUDES), "env_vars": env_vars}
-    if attempt_env.get("working_dir"):
-        # Ray deletes an uploaded package once no job refers to it (after a 10 min grace,
-        # RAY_RUNTIME_ENV_TEMPORARY_REFERENCE_EXPIRATION_S): the supervisor refers to it for
-        # as long as it may resubmit, so a restart after a long wait still finds it.
-        sup_env["working_dir"] = attempt_env["working_dir"]
+    sup_env = _supervisor_env(attempt_env)
     n = 1 + max((protocol.supervisor_number(s.submission_id or "") for s in sups), default=0)
     sid = protocol.supervisor_id(run, n)
     meta = {"run": run, "kind": protocol.SUPERVISOR, "supervisor": str(n),
@@ -127,6 +107,39 @@ def hand_off(cluster: Dashboard, sub: Submission, *, max_restarts: int, gpus: in
                          f"{commands.command('logs', run, '--follow', where=hint_where)}") from None
     _wait_armed(cluster, sid, hint_where)
     return sid
+
+
+def _refuse_if_taken(cluster: Dashboard, sub: Submission, hint_where: str) -> list[JobDetails]:
+    """The run's supervisors so far; refused when one drives it or a first attempt's name is taken."""
+    run = sub.run
+    existing = cluster.jobs()
+    sups = supervisors(existing, run)
+    driving = live(sups)
+    if driving is not None:
+        raise UsageError(f"run {run} is already driven by its supervisor "
+                         f"{driving.submission_id} ({driving.status.value})",
+                         f"follow it with {commands.command('logs', run, '--follow', where=hint_where)}"
+                         f", or stop it with {commands.command('stop', run, where=hint_where)}")
+    if sub.attempt == 1 and any(listing.run_of(j) == run for j in existing):
+        raise UsageError(f"run {run!r} already exists on this cluster",
+                         "pick another --name; a run's name is its checkpoint directory")
+    return sups
+
+
+def _supervisor_env(attempt_env: dict[str, Any]) -> dict[str, object]:
+    """The supervisor's runtime env: our jobs package, the forwarded settings, the attempt's files."""
+    env_vars = protocol.Settings.forwarded()
+    # `python -m` puts the working dir first on sys.path: a `jobs/` folder in the user's code
+    # must not shadow ours (PYTHONSAFEPATH, Python 3.11+).
+    env_vars["PYTHONSAFEPATH"] = "1"
+    sup_env: dict[str, object] = {"py_modules": [str(JOBS_DIR)],
+                                  "excludes": list(DEFAULT_EXCLUDES), "env_vars": env_vars}
+    if attempt_env.get("working_dir"):
+        # Ray deletes an uploaded package once no job refers to it (after a 10 min grace,
+        # RAY_RUNTIME_ENV_TEMPORARY_REFERENCE_EXPIRATION_S): the supervisor refers to it for
+        # as long as it may resubmit, so a restart after a long wait still finds it.
+        sup_env["working_dir"] = attempt_env["working_dir"]
+    return sup_env
 
 
 def _no_ray_on_head(log: str) -> bool:
