@@ -11,7 +11,12 @@ from components.contract import SECRET_ENV, export_stack_outputs
 from components.gpu_capacity import GpuCapacityArgs, check_gpu_capacity
 from components.gpu_pool import GpuNodePool, GpuNodePoolArgs
 from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
-from components.lustre import ManagedLustre, ManagedLustreArgs, PrivateServiceAccess, PrivateServiceAccessArgs
+from components.lustre import (
+    ManagedLustre,
+    ManagedLustreArgs,
+    PrivateServiceAccess,
+    PrivateServiceAccessArgs,
+)
 from components.network import Network, NetworkArgs
 from components.sandbox_pool import SandboxNodePool, SandboxNodePoolArgs
 from components.stack_inputs import load_stack

@@ -46,10 +46,11 @@ def main(argv: list[str]) -> int:
     api = JobsAPI(args.address)
     attempt, restarts_left = 1, args.max_restarts
     while True:
-        job_id = api.submit_job(entrypoint=shlex.join(command),
-                                submission_id=attempt_id(args.name, attempt),
-                                metadata={"run": args.name, "attempt": str(attempt),
-                                          "kind": COMMAND})
+        job_id = api.submit_job(
+            entrypoint=shlex.join(command),
+            submission_id=attempt_id(args.name, attempt),
+            metadata={"run": args.name, "attempt": str(attempt), "kind": COMMAND},
+        )
         status = watch(api, job_id)
         if not should_restart(status, restarts_left):
             return 0 if status == JobStatus.SUCCEEDED else 1

@@ -56,9 +56,11 @@ PREEMPT_TIMEOUT_S = 300.0
 
 
 def script(marker: Path) -> str:
-    return (f"import os, sys, time; p = {str(marker)!r}\n"
-            "if os.path.exists(p): time.sleep(120); sys.exit(0)\n"
-            "open(p, 'w').close(); sys.exit(1)")
+    return (
+        f"import os, sys, time; p = {str(marker)!r}\n"
+        "if os.path.exists(p): time.sleep(120); sys.exit(0)\n"
+        "open(p, 'w').close(); sys.exit(1)"
+    )
 
 
 def status(client: JobSubmissionClient, job_id: str) -> JobStatus | None:
@@ -88,8 +90,10 @@ def restart_latency(client: JobSubmissionClient, run: str) -> float:
 
 def stop_run(client: JobSubmissionClient, run: str) -> None:
     """Supervisor first (nothing is resubmitted after it), then the attempts; wait for all."""
-    ids = sorted((j.submission_id for j in client.list_jobs()
-                  if (j.metadata or {}).get("run") == run), key=lambda i: "-s" not in i)
+    ids = sorted(
+        (j.submission_id for j in client.list_jobs() if (j.metadata or {}).get("run") == run),
+        key=lambda i: "-s" not in i,
+    )
     for job_id in ids:
         if not client.get_job_status(job_id).is_terminal():
             client.stop_job(job_id)
@@ -121,6 +125,7 @@ except Exception: sys.exit(1)
 
 def kill_tree(node: Any) -> None:
     import psutil
+
     root = psutil.Process(node.process.pid)
     for p in [root, *root.children(recursive=True)]:
         try:
@@ -131,10 +136,12 @@ def kill_tree(node: Any) -> None:
     node.process = None
 
 
-def preemption_latency(client: JobSubmissionClient, run: str, marks: Path, head: Any,
-                       nodes: list[Any]) -> float:
+def preemption_latency(
+    client: JobSubmissionClient, run: str, marks: Path, head: Any, nodes: list[Any]
+) -> float:
     """Seconds from the GPU raylet's SIGKILL to attempt 2 first seen RUNNING."""
     from tests.jobs.gpu_node import GpuNode
+
     deadline = time.monotonic() + PREEMPT_TIMEOUT_S
     while not (marks / "running").exists():
         if time.monotonic() > deadline:
@@ -157,14 +164,16 @@ def baseline_tree(tmp: Path) -> Path:
     """A checkout of the present supervisor (main before issue 16), to run its CLI from."""
     target = tmp / "baseline"
     target.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE_COMMIT],
-                             check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", BASELINE_COMMIT], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     return target
 
 
 def main_preemption(reps: int, base_env: dict[str, str]) -> int:
     from tests.jobs.gpu_node import GpuNode, wait_gpus
+
     head = localray.start()
     client = JobSubmissionClient(head.dashboard_url)
     tmp = Path(tempfile.mkdtemp(prefix="preempt-bench-"))
@@ -175,15 +184,34 @@ def main_preemption(reps: int, base_env: dict[str, str]) -> int:
     try:
         trees = {"new": ROOT, "old": baseline_tree(tmp)}
         for i in range(1, reps + 1):
-            for kind in (["new", "old"] if i % 2 else ["old", "new"]):
+            for kind in ["new", "old"] if i % 2 else ["old", "new"]:
                 wait_gpus(head.dashboard_url, 2, timeout=120)
                 run = f"pb-{kind}-{uuid.uuid4().hex[:6]}"
                 marks = tmp / run
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "jobs", "run", "--address", head.dashboard_url,
-                     "--name", run, "--gpus", "2", "--max-restarts", "1", "--", "python", "-c",
-                     gpu_script(marks)], cwd=trees[kind], env=base_env,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    [
+                        sys.executable,
+                        "-m",
+                        "jobs",
+                        "run",
+                        "--address",
+                        head.dashboard_url,
+                        "--name",
+                        run,
+                        "--gpus",
+                        "2",
+                        "--max-restarts",
+                        "1",
+                        "--",
+                        "python",
+                        "-c",
+                        gpu_script(marks),
+                    ],
+                    cwd=trees[kind],
+                    env=base_env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
                 procs.append(proc)
                 results[kind].append(preemption_latency(client, run, marks, head, nodes))
                 stop_run(client, run)
@@ -197,8 +225,10 @@ def main_preemption(reps: int, base_env: dict[str, str]) -> int:
         head.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     settle = base_env.get("JOBS_SUPERVISOR_SETTLE_S", "60 (default)")
-    print(f"repetitions: {reps}, alternating order (seconds; median / min / max); "
-          f"{os.cpu_count()} CPUs, Ray {ray_version}; JOBS_SUPERVISOR_SETTLE_S={settle}")
+    print(
+        f"repetitions: {reps}, alternating order (seconds; median / min / max); "
+        f"{os.cpu_count()} CPUs, Ray {ray_version}; JOBS_SUPERVISOR_SETTLE_S={settle}"
+    )
     print(f"| {'GPU raylet SIGKILLed -> a2 RUNNING':<44} | median |    min |    max |")
     print(f"|{'-' * 46}|--------|--------|--------|")
     print(row("new supervisor (node events + settle)", results["new"]))
@@ -209,8 +239,7 @@ def main_preemption(reps: int, base_env: dict[str, str]) -> int:
 
 
 def row(label: str, xs: list[float]) -> str:
-    return (f"| {label:<44} | {statistics.median(xs):6.2f} | {min(xs):6.2f} | "
-            f"{max(xs):6.2f} |")
+    return f"| {label:<44} | {statistics.median(xs):6.2f} | {min(xs):6.2f} | {max(xs):6.2f} |"
 
 
 def main() -> int:
@@ -219,9 +248,12 @@ def main() -> int:
     parser.add_argument("--scenario", choices=("preemption", "failure"), default="preemption")
     args = parser.parse_args()
     reps = args.reps
-    base_env = {k: v for k, v in os.environ.items()
-                if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")
-                and (args.scenario == "preemption" or not k.startswith("JOBS_SUPERVISOR_"))}
+    base_env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")
+        and (args.scenario == "preemption" or not k.startswith("JOBS_SUPERVISOR_"))
+    }
     if args.scenario == "preemption":
         return main_preemption(reps, base_env)
     head = localray.start()
@@ -230,16 +262,32 @@ def main() -> int:
     results: dict[str, list[float]] = {"supervisor": [], "cli": []}
     procs: list[subprocess.Popen[bytes]] = []
     try:
+
         def measure(kind: str) -> None:
             run = f"rb-{kind}-{uuid.uuid4().hex[:6]}"
             env = dict(base_env)
-            program = (["-m", "jobs", "run"] if kind == "supervisor"
-                       else [str(ROOT / "bench" / "cli_restart_loop.py")])
-            args = [sys.executable, *program, "--address", head.dashboard_url,
-                    "--name", run, "--max-restarts", "1", "--", "python", "-c",
-                    script(tmp / run)]
-            proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
+            program = (
+                ["-m", "jobs", "run"]
+                if kind == "supervisor"
+                else [str(ROOT / "bench" / "cli_restart_loop.py")]
+            )
+            args = [
+                sys.executable,
+                *program,
+                "--address",
+                head.dashboard_url,
+                "--name",
+                run,
+                "--max-restarts",
+                "1",
+                "--",
+                "python",
+                "-c",
+                script(tmp / run),
+            ]
+            proc = subprocess.Popen(
+                args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
             procs.append(proc)
             results[kind].append(restart_latency(client, run))
             stop_run(client, run)
@@ -258,8 +306,10 @@ def main() -> int:
             f.unlink()
         tmp.rmdir()
 
-    print(f"repetitions: {reps}, alternating order (seconds; median / min / max); "
-          f"{os.cpu_count()} CPUs, Ray {ray_version}")
+    print(
+        f"repetitions: {reps}, alternating order (seconds; median / min / max); "
+        f"{os.cpu_count()} CPUs, Ray {ray_version}"
+    )
     print(f"| {'a1 FAILED -> a2 RUNNING':<44} | median |    min |    max |")
     print(f"|{'-' * 46}|--------|--------|--------|")
     print(row("supervisor on the head (poll 1 s)", results["supervisor"]))

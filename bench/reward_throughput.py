@@ -52,17 +52,29 @@ def tests(t: int) -> list[tuple[str, str]]:
 def bare_judge(code: str, cases: list[tuple[str, str]]) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "main.cpp").write_text(code)
-        if subprocess.run(["g++", "-std=c++17", "-O2", "-pipe", "-o", "prog", "main.cpp"], cwd=tmp).returncode:
+        if subprocess.run(
+            ["g++", "-std=c++17", "-O2", "-pipe", "-o", "prog", "main.cpp"], cwd=tmp
+        ).returncode:
             return -0.5
-        passed = sum(subprocess.run(["./prog"], cwd=tmp, input=i, capture_output=True, text=True, timeout=10)
-                     .stdout.strip() == o for i, o in cases)
+        passed = sum(
+            subprocess.run(
+                ["./prog"], cwd=tmp, input=i, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            == o
+            for i, o in cases
+        )
     return passed / len(cases)
 
 
 def load_before(tmp: Path):
     """The pre-issue-17 executor module, from git, as `before_sandbox`."""
-    source = subprocess.run(["git", "show", f"{BEFORE_COMMIT}:jobs/rewards/sandbox.py"], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{BEFORE_COMMIT}:jobs/rewards/sandbox.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     path = tmp / "before_sandbox.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("before_sandbox", path)
@@ -74,12 +86,17 @@ def load_before(tmp: Path):
 
 def executor_judge(module, executor) -> Judge:
     def judge(code: str, cases: list[tuple[str, str]]) -> float:
-        result = executor.run(code, [module.Case(input=i, output=o) for i, o in cases], module.Limits(time_s=1))
+        result = executor.run(
+            code, [module.Case(input=i, output=o) for i, o in cases], module.Limits(time_s=1)
+        )
         return result.passed / len(cases) if result.compiled else -0.5
+
     return judge
 
 
-def timed(judge: Judge, codes: list[str], cases: list[tuple[str, str]], concurrency: int) -> tuple[float, list[float]]:
+def timed(
+    judge: Judge, codes: list[str], cases: list[tuple[str, str]], concurrency: int
+) -> tuple[float, list[float]]:
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         scores = list(pool.map(lambda c: judge(c, cases), codes))
@@ -99,14 +116,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         before = load_before(Path(tmp))
         # Its work dirs must sit under directories the pool uids can traverse (not the 0700 temp dir).
-        before_ex = before.Executor(workers=args.concurrency, root=Path(tempfile.gettempdir()) / "rl-sandbox-before")
-        after_ex = sandbox.Executor(workers=args.concurrency)  # builds bits/stdc++.h.gch once, untimed
-        judges = {"bare": bare_judge, "before": executor_judge(before, before_ex),
-                  "after": executor_judge(sandbox, after_ex)}
+        before_ex = before.Executor(
+            workers=args.concurrency, root=Path(tempfile.gettempdir()) / "rl-sandbox-before"
+        )
+        after_ex = sandbox.Executor(
+            workers=args.concurrency
+        )  # builds bits/stdc++.h.gch once, untimed
+        judges = {
+            "bare": bare_judge,
+            "before": executor_judge(before, before_ex),
+            "after": executor_judge(sandbox, after_ex),
+        }
         times: dict[str, list[float]] = {k: [] for k in judges}
         try:
             for r in range(args.rounds):
-                names = list(judges)[r % 3:] + list(judges)[:r % 3]
+                names = list(judges)[r % 3 :] + list(judges)[: r % 3]
                 for name in names:
                     # Fresh sources each round (a comment differs), so no judge reuses a binary across rounds.
                     codes = [c + f"\n// round {r}\n" for c in solutions(args.solutions)]
@@ -118,10 +142,14 @@ def main() -> None:
             before_ex.close()
             after_ex.close()
     rate = {k: args.solutions / statistics.median(v) / cpus for k, v in times.items()}
-    print(f"\n{args.solutions} distinct solutions x {args.tests} tests, {cpus} CPUs, concurrency {args.concurrency}, "
-          f"isolation after: {after_ex.isolation}, load avg {os.getloadavg()[0]:.1f}")
+    print(
+        f"\n{args.solutions} distinct solutions x {args.tests} tests, {cpus} CPUs, concurrency {args.concurrency}, "
+        f"isolation after: {after_ex.isolation}, load avg {os.getloadavg()[0]:.1f}"
+    )
     for name in judges:
-        print(f"{name:6s} {rate[name]:6.3f} judged solutions/s per core  (median {statistics.median(times[name]):.2f} s)")
+        print(
+            f"{name:6s} {rate[name]:6.3f} judged solutions/s per core  (median {statistics.median(times[name]):.2f} s)"
+        )
     print(f"ratio after/bare:   {rate['after'] / rate['bare']:.2f}")
     print(f"ratio before/bare:  {rate['before'] / rate['bare']:.2f}")
     print(f"ratio after/before: {rate['after'] / rate['before']:.2f}")

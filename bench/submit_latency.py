@@ -40,8 +40,9 @@ def timed(args: list[str], env: dict[str, str]) -> float:
 RUNNING_TIMEOUT_S = 60.0
 
 
-def until_running(client: JobSubmissionClient, job_id: str, since: float,
-                  timeout_s: float = RUNNING_TIMEOUT_S) -> float:
+def until_running(
+    client: JobSubmissionClient, job_id: str, since: float, timeout_s: float = RUNNING_TIMEOUT_S
+) -> float:
     """Seconds from `since` until the job is RUNNING; fails on a terminal state or timeout,
     so a job that died at once cannot hang the benchmark or count as a time."""
     deadline = time.monotonic() + timeout_s
@@ -68,47 +69,84 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=5)
     reps = parser.parse_args().reps
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")
+    }
     t0 = time.perf_counter()
     head = localray.start()
-    print(f"ray head up in {time.perf_counter() - t0:.1f} s at {head.dashboard_url}", file=sys.stderr)
+    print(
+        f"ray head up in {time.perf_counter() - t0:.1f} s at {head.dashboard_url}", file=sys.stderr
+    )
     client = JobSubmissionClient(head.dashboard_url)
     ours_cli, ours_running, ray_cli, ray_running = [], [], [], []
     try:
+
         def ours(run: str) -> str:
             start = time.perf_counter()
-            ours_cli.append(timed([sys.executable, "-m", "jobs", "run", "--address",
-                                   head.dashboard_url, "--name", run, "--", *ENTRY], env))
+            ours_cli.append(
+                timed(
+                    [
+                        sys.executable,
+                        "-m",
+                        "jobs",
+                        "run",
+                        "--address",
+                        head.dashboard_url,
+                        "--name",
+                        run,
+                        "--",
+                        *ENTRY,
+                    ],
+                    env,
+                )
+            )
             ours_running.append(until_running(client, f"{run}-a1", start))
             client.stop_job(f"{run}-a1")
             return f"{run}-a1"
 
         def rays(sid: str) -> str:
             start = time.perf_counter()
-            ray_cli.append(timed([str(localray.venv_bin() / "ray"), "job", "submit",
-                                  "--address", head.dashboard_url, "--submission-id", sid,
-                                  "--no-wait", "--", *ENTRY], env))
+            ray_cli.append(
+                timed(
+                    [
+                        str(localray.venv_bin() / "ray"),
+                        "job",
+                        "submit",
+                        "--address",
+                        head.dashboard_url,
+                        "--submission-id",
+                        sid,
+                        "--no-wait",
+                        "--",
+                        *ENTRY,
+                    ],
+                    env,
+                )
+            )
             ray_running.append(until_running(client, sid, start))
             client.stop_job(sid)
             return sid
 
         for i in range(1, reps + 1):
-            pair = [(ours, f"bench-{uuid.uuid4().hex[:6]}"),
-                    (rays, f"raybench-{uuid.uuid4().hex[:6]}")]
+            pair = [
+                (ours, f"bench-{uuid.uuid4().hex[:6]}"),
+                (rays, f"raybench-{uuid.uuid4().hex[:6]}"),
+            ]
             # Alternate who goes first (ours on odd repetitions, Ray's on even ones): the second
             # submission of a pair meets a head still busy with the first, and that must not
             # always be the same tool.
-            for measure, ident in (pair if i % 2 else pair[::-1]):
+            for measure, ident in pair if i % 2 else pair[::-1]:
                 until_terminal(client, measure(ident))
     finally:
         head.stop()
 
     def row(label: str, xs: list[float]) -> str:
-        return (f"| {label:<40} | {statistics.median(xs):6.2f} | {min(xs):6.2f} | "
-                f"{max(xs):6.2f} |")
+        return f"| {label:<40} | {statistics.median(xs):6.2f} | {min(xs):6.2f} | {max(xs):6.2f} |"
 
-    print(f"repetitions: {reps}, alternating order (seconds; median / min / max); "
-          f"{os.cpu_count()} CPUs, Ray {ray_version}")
+    print(
+        f"repetitions: {reps}, alternating order (seconds; median / min / max); "
+        f"{os.cpu_count()} CPUs, Ray {ray_version}"
+    )
     print(f"| {'measure':<40} | median |    min |    max |")
     print(f"|{'-' * 42}|--------|--------|--------|")
     print(row("python -m jobs run: CLI wall time", ours_cli))

@@ -57,7 +57,9 @@ class ProjectApis(pulumi.ComponentResource):
     services: list[gcp.projects.Service]
     provider: gcp.Provider
 
-    def __init__(self, name: str, args: ProjectApisArgs, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self, name: str, args: ProjectApisArgs, opts: pulumi.ResourceOptions | None = None
+    ):
         super().__init__("rl-on-gke:gcp:ProjectApis", name, None, opts)
         self.services = [
             gcp.projects.Service(

@@ -59,17 +59,21 @@ def _reserved(amount: float, tiers: tuple[tuple[float, float], ...]) -> float:
     return reserved
 
 
-def executor_pods_per_node(vcpus: int, memory_gb: int, pod_cpu: float, pod_memory_gib: float) -> int:
+def executor_pods_per_node(
+    vcpus: int, memory_gb: int, pod_cpu: float, pod_memory_gib: float
+) -> int:
     """How many pods of this size one node holds after GKE's reservations and its DaemonSets."""
     memory_gib = memory_gb * 1000**3 / 1024**3
     cpu = vcpus - _reserved(vcpus, _CPU_RESERVED) - DAEMON_CPU
-    memory = memory_gib - _reserved(memory_gib, _MEMORY_RESERVED_GIB) - _EVICTION_GIB - DAEMON_MEMORY_GIB
+    memory = (
+        memory_gib - _reserved(memory_gib, _MEMORY_RESERVED_GIB) - _EVICTION_GIB - DAEMON_MEMORY_GIB
+    )
     return max(0, min(math.floor(cpu / pod_cpu), math.floor(memory / pod_memory_gib)))
 
 
 @dataclass(frozen=True)
 class CapacityProblem:
-    field: str          # dotted snake_case path inside StackConfig, e.g. "network.rdma_cidr"
+    field: str  # dotted snake_case path inside StackConfig, e.g. "network.rdma_cidr"
     value: str
     allowed: str
 
@@ -93,15 +97,21 @@ def capacity_problems(
         if nodes > fits:
             need = smallest_subnet_prefix(nodes) - split_bits
             each = f"each of its 8 subnets (/{prefix})" if split_bits else f"a /{prefix}"
-            problems.append(CapacityProblem(
-                field, cidr,
-                f"{each} holds {fits} nodes (GCP reserves {RESERVED_PER_SUBNET} addresses per subnet) "
-                f"but {who}; use a /{need} or larger",
-            ))
+            problems.append(
+                CapacityProblem(
+                    field,
+                    cidr,
+                    f"{each} holds {fits} nodes (GCP reserves {RESERVED_PER_SUBNET} addresses per subnet) "
+                    f"but {who}; use a /{need} or larger",
+                )
+            )
 
     subnet("network.gvnic_subnet_cidr", gvnic_subnet_cidr, gpu_nodes, f"{gpu_key} is {gpu_nodes}")
     subnet(
-        "network.rdma_cidr", rdma_cidr, gpu_nodes, f"{gpu_key} is {gpu_nodes}",
+        "network.rdma_cidr",
+        rdma_cidr,
+        gpu_nodes,
+        f"{gpu_key} is {gpu_nodes}",
         split_bits=RDMA_SUBNET_SPLIT_BITS,
     )
     total = gpu_nodes + system_nodes + sandbox_nodes
@@ -110,11 +120,18 @@ def capacity_problems(
     both = f"{gpu_key} + rl-on-gke:cluster.systemNodeCount{sandbox} is {total}"
     subnet("network.main_subnet_cidr", main_subnet_cidr, total, both)
     pods_prefix = ipaddress.IPv4Network(pods_cidr).prefixlen
-    pod_nodes = 2 ** (POD_RANGE_PER_NODE_PREFIX - pods_prefix) if pods_prefix <= POD_RANGE_PER_NODE_PREFIX else 0
+    pod_nodes = (
+        2 ** (POD_RANGE_PER_NODE_PREFIX - pods_prefix)
+        if pods_prefix <= POD_RANGE_PER_NODE_PREFIX
+        else 0
+    )
     if total > pod_nodes:
-        problems.append(CapacityProblem(
-            "network.pods_cidr", pods_cidr,
-            f"gives {pod_nodes} nodes a /{POD_RANGE_PER_NODE_PREFIX} each ({MAX_PODS_PER_NODE} pods per "
-            f"node) but {both}; use a /{smallest_pods_prefix(total)} or larger",
-        ))
+        problems.append(
+            CapacityProblem(
+                "network.pods_cidr",
+                pods_cidr,
+                f"gives {pod_nodes} nodes a /{POD_RANGE_PER_NODE_PREFIX} each ({MAX_PODS_PER_NODE} pods per "
+                f"node) but {both}; use a /{smallest_pods_prefix(total)} or larger",
+            )
+        )
     return problems

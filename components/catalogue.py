@@ -197,8 +197,10 @@ FRAMEWORKS: dict[str, FrameworkSpec] = {
         # Dockerfile.stable.vllm: the image carries veRL's dependencies but not veRL. The hash
         # is that of verl-0.6.0-py3-none-any.whl as PyPI serves it (`pip download verl==0.6.0
         # --no-deps` + `pip hash`, 2026-12-01).
-        install=("verl==0.6.0 --hash=sha256:"
-                 "2666528b8ab4494e2ac40c282a99281296c2d9dc9675ceac6bea8d41fb69b321",),
+        install=(
+            "verl==0.6.0 --hash=sha256:"
+            "2666528b8ab4494e2ac40c282a99281296c2d9dc9675ceac6bea8d41fb69b321",
+        ),
     ),
 }
 

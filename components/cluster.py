@@ -81,7 +81,10 @@ def node_security(service_account: pulumi.Input[str]) -> dict[str, Any]:
         "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
         # GKE metadata server: pods see their Workload Identity, never the node's credentials.
         "workload_metadata_config": {"mode": "GKE_METADATA"},
-        "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
+        "shielded_instance_config": {
+            "enable_secure_boot": True,
+            "enable_integrity_monitoring": True,
+        },
         "metadata": {"disable-legacy-endpoints": "true"},
         "image_type": "COS_CONTAINERD",
         "gvnic": {"enabled": True},
@@ -277,7 +280,9 @@ class GkeCluster(pulumi.ComponentResource):
         ]
         self.cluster = gcp.container.Cluster(
             f"{name}-cluster",
-            **cluster_args(args, args.network.id, args.subnetwork.id, self.node_service_account.email),
+            **cluster_args(
+                args, args.network.id, args.subnetwork.id, self.node_service_account.email
+            ),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 # Nodes log and pull images from their first boot.
@@ -302,7 +307,9 @@ class GkeCluster(pulumi.ComponentResource):
             access = pulumi.Output.all(self.cluster.name, dns_endpoint, None)
         else:
             access = pulumi.Output.all(
-                self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate
+                self.cluster.name,
+                self.cluster.endpoint,
+                self.cluster.master_auth.cluster_ca_certificate,
             )
         self.kubeconfig = pulumi.Output.secret(access.apply(lambda parts: kubeconfig(*parts)))
         self.get_credentials_command = self.cluster.name.apply(

@@ -43,7 +43,14 @@ _RESERVATION = re.compile(
     r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
     r"(/reservationBlocks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)?$"
 )
-_SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease", "gmp-system", "gmp-public"}
+_SYSTEM_NAMESPACES = {
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "gmp-system",
+    "gmp-public",
+}
 _GKE_VERSION = re.compile(r"^1\.(\d+)(\.(\d+)(-gke\.(\d+))?)?$")
 
 
@@ -124,7 +131,9 @@ class LustreSettings(Settings):
     @classmethod
     def _known_tier(cls, value: int) -> int:
         if value not in LUSTRE_TIERS:
-            raise ValueError(f"must be one of {', '.join(map(str, sorted(LUSTRE_TIERS)))} (MB/s per TiB)")
+            raise ValueError(
+                f"must be one of {', '.join(map(str, sorted(LUSTRE_TIERS)))} (MB/s per TiB)"
+            )
         return value
 
     @field_validator("capacity_gib")
@@ -154,7 +163,9 @@ class AuthorizedNetwork(Settings):
     def _not_the_internet(cls, value: str) -> str:
         network = _parse_cidr(value)
         if network.prefixlen == 0:
-            raise ValueError("must not open the control plane to the whole internet; use your own CIDR")
+            raise ValueError(
+                "must not open the control plane to the whole internet; use your own CIDR"
+            )
         return str(network)
 
 
@@ -217,7 +228,9 @@ class NetworkSettings(Settings):
         return self
 
     def named_ranges(self) -> dict[str, ipaddress.IPv4Network]:
-        return {name: ipaddress.IPv4Network(getattr(self, name)) for name in type(self).model_fields}
+        return {
+            name: ipaddress.IPv4Network(getattr(self, name)) for name in type(self).model_fields
+        }
 
     def rdma_subnet_cidrs(self) -> list[str]:
         return [str(s) for s in ipaddress.IPv4Network(self.rdma_cidr).subnets(prefixlen_diff=3)]
@@ -311,7 +324,9 @@ class StackConfig(Settings):
     @classmethod
     def _project_id(cls, value: str) -> str:
         if not _PROJECT_ID.match(value):
-            raise ValueError("must be a GCP project id: 6-30 lowercase letters, digits or '-', starting with a letter")
+            raise ValueError(
+                "must be a GCP project id: 6-30 lowercase letters, digits or '-', starting with a letter"
+            )
         return value
 
     @field_validator("region")
@@ -336,7 +351,9 @@ class StackConfig(Settings):
     def _prefix(cls, value: str) -> str:
         # Longest derived name is "<prefix>-rdma-sub-7" and GKE cluster names stop at 40 chars.
         if not _GCP_NAME.match(value) or len(value) > 20:
-            raise ValueError("must be 1-20 lowercase letters, digits or '-', starting with a letter")
+            raise ValueError(
+                "must be 1-20 lowercase letters, digits or '-', starting with a letter"
+            )
         return value
 
     @model_validator(mode="after")
@@ -432,8 +449,7 @@ def config_keys(model: type[StackConfig] = StackConfig) -> dict[str, tuple[str, 
     edit anywhere else.
     """
     return {
-        name: _FOREIGN_KEYS.get(name, (NAMESPACE, to_camel(name)))
-        for name in model.model_fields
+        name: _FOREIGN_KEYS.get(name, (NAMESPACE, to_camel(name))) for name in model.model_fields
     }
 
 

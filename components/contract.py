@@ -64,8 +64,11 @@ GVISOR_RUNTIME_CLASS = "gvisor"
 # Stack secret config key -> the env var training pods read it as (from a Kubernetes Secret).
 # codeSandboxToken: the bearer token of the code-execution service (rewards.codeSandbox); the Ray pods
 # and the service read it from the same Secret (components/k8s/sandbox.py TOKEN_ENV).
-SECRET_ENV: Mapping[str, str] = {"hfToken": "HF_TOKEN", "wandbApiKey": "WANDB_API_KEY",
-                                 "codeSandboxToken": "CODE_SANDBOX_TOKEN"}
+SECRET_ENV: Mapping[str, str] = {
+    "hfToken": "HF_TOKEN",
+    "wandbApiKey": "WANDB_API_KEY",
+    "codeSandboxToken": "CODE_SANDBOX_TOKEN",
+}
 SECRET_CONFIG_KEYS: tuple[str, ...] = tuple(SECRET_ENV)
 SECRET_ENV_NAMES: tuple[str, ...] = tuple(SECRET_ENV.values())
 # The bearer token the code sandbox service and the Ray pods share (jobs/rewards reads the same
@@ -88,11 +91,15 @@ def parse_mount_point(mount_point: str) -> LustreMount:
     mountPoint). The filesystem is the bare fsname, as the Lustre CSI examples use it."""
     match = _MOUNT_POINT.match(mount_point)
     if not match:
-        raise ValueError(f"Lustre mount point {mount_point!r} is not of the form IP@tcp:/FILESYSTEM")
+        raise ValueError(
+            f"Lustre mount point {mount_point!r} is not of the form IP@tcp:/FILESYSTEM"
+        )
     try:
         ip = str(ipaddress.IPv4Address(match["ip"]))
     except ValueError:
-        raise ValueError(f"Lustre mount point {mount_point!r} does not start with an IPv4 address") from None
+        raise ValueError(
+            f"Lustre mount point {mount_point!r} does not start with an IPv4 address"
+        ) from None
     return LustreMount(ip=ip, filesystem=match["filesystem"])
 
 
@@ -102,8 +109,10 @@ def parse_mount_point(mount_point: str) -> LustreMount:
 def get_credentials_command(cluster: str, location: str, project: str, dns_endpoint: bool) -> str:
     """What a person runs for kubectl access; --dns-endpoint writes the IAM-gated endpoint."""
     flag = " --dns-endpoint" if dns_endpoint else ""
-    return (f"gcloud container clusters get-credentials {cluster} --location {location} "
-            f"--project {project}{flag}")
+    return (
+        f"gcloud container clusters get-credentials {cluster} --location {location} "
+        f"--project {project}{flag}"
+    )
 
 
 def port_forward_command(namespace: str, service: str, port: int) -> str:
@@ -128,8 +137,9 @@ class StackOutputs(BaseModel):
     the user's own kubeconfig instead.
     """
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True,
-                              extra="ignore")
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore"
+    )
 
     cluster_name: str
     cluster_location: str
@@ -166,8 +176,9 @@ class StackOutputs(BaseModel):
     def get_credentials_command(self) -> str:
         if self.get_credentials:
             return self.get_credentials
-        return get_credentials_command(self.cluster_name, self.cluster_location,
-                                       self.cluster_project, dns_endpoint=False)
+        return get_credentials_command(
+            self.cluster_name, self.cluster_location, self.cluster_project, dns_endpoint=False
+        )
 
     def kube_context(self) -> str:
         return kube_context(self.cluster_project, self.cluster_location, self.cluster_name)

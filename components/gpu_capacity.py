@@ -35,7 +35,9 @@ class CapacityError(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = problems
         lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"the stack's GPU capacity is not available ({len(problems)} problem(s)):\n{lines}")
+        super().__init__(
+            f"the stack's GPU capacity is not available ({len(problems)} problem(s)):\n{lines}"
+        )
 
 
 @dataclass(frozen=True)
@@ -86,19 +88,29 @@ def reservation_problems(args: GpuCapacityArgs, reservation: Any) -> list[str]:
     project, name = args.reservation_path()
     key = f"rl-on-gke:gpu.reservation = {args.reservation!r}"
     if not _get(reservation, "self_link"):
-        return [f"{key}: no reservation {name} in zone {args.zone} (rl-on-gke:zone) of project {project} "
-                "(gcp.compute.getReservation)"]
+        return [
+            f"{key}: no reservation {name} in zone {args.zone} (rl-on-gke:zone) of project {project} "
+            "(gcp.compute.getReservation)"
+        ]
     problems = []
     specific = list(_get(reservation, "specific_reservations") or [])
     count = sum(int(_get(s, "count") or 0) for s in specific)
-    types = sorted({
-        str(_get(p, "machine_type")) for s in specific for p in (_get(s, "instance_properties") or [])
-    })
+    types = sorted(
+        {
+            str(_get(p, "machine_type"))
+            for s in specific
+            for p in (_get(s, "instance_properties") or [])
+        }
+    )
     if args.machine_type not in types:
-        problems.append(f"{key}: reserves {', '.join(types) or 'no machine type'}, not {args.machine_type} "
-                        "(rl-on-gke:gpu.machineType)")
+        problems.append(
+            f"{key}: reserves {', '.join(types) or 'no machine type'}, not {args.machine_type} "
+            "(rl-on-gke:gpu.machineType)"
+        )
     if count < args.node_count:
-        problems.append(f"{key}: holds {count} VM(s) but rl-on-gke:gpu.nodeCount is {args.node_count}")
+        problems.append(
+            f"{key}: holds {count} VM(s) but rl-on-gke:gpu.nodeCount is {args.node_count}"
+        )
     return problems
 
 

@@ -170,7 +170,9 @@ class GpuNodePool(pulumi.ComponentResource):
 
     node_pool: gcp.container.NodePool
 
-    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ):
         super().__init__("rl-on-gke:gcp:GpuNodePool", name, None, opts)
         extra = additional_networks(args.nics)
         self.node_pool = gcp.container.NodePool(

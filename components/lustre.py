@@ -32,7 +32,9 @@ class PrivateServiceAccessArgs:
     network: gcp.compute.Network
 
     @classmethod
-    def for_stack(cls, config: StackConfig, network: gcp.compute.Network) -> PrivateServiceAccessArgs:
+    def for_stack(
+        cls, config: StackConfig, network: gcp.compute.Network
+    ) -> PrivateServiceAccessArgs:
         return cls(
             project=config.project,
             name_prefix=config.name_prefix,
@@ -84,7 +86,9 @@ def psa_address_args(args: PrivateServiceAccessArgs, network: pulumi.Input[str])
     }
 
 
-def psa_connection_args(network: pulumi.Input[str], address_name: pulumi.Input[str]) -> dict[str, Any]:
+def psa_connection_args(
+    network: pulumi.Input[str], address_name: pulumi.Input[str]
+) -> dict[str, Any]:
     return {
         "network": network,
         "service": "servicenetworking.googleapis.com",
@@ -136,7 +140,9 @@ class PrivateServiceAccess(pulumi.ComponentResource):
     address: gcp.compute.GlobalAddress
     connection: gcp.servicenetworking.Connection
 
-    def __init__(self, name: str, args: PrivateServiceAccessArgs, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self, name: str, args: PrivateServiceAccessArgs, opts: pulumi.ResourceOptions | None = None
+    ):
         super().__init__("rl-on-gke:gcp:PrivateServiceAccess", name, None, opts)
         keep = data_protection(args.protect)
         self.address = gcp.compute.GlobalAddress(
@@ -159,7 +165,9 @@ class ManagedLustre(pulumi.ComponentResource):
     mount_point: pulumi.Output[str]
     ip: pulumi.Output[str]
 
-    def __init__(self, name: str, args: ManagedLustreArgs, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self, name: str, args: ManagedLustreArgs, opts: pulumi.ResourceOptions | None = None
+    ):
         super().__init__("rl-on-gke:gcp:ManagedLustre", name, None, opts)
         self.instance = gcp.lustre.Instance(
             f"{name}-instance",
@@ -181,7 +189,9 @@ class ManagedLustre(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.mount_point = self.instance.mount_point
-        self.ip = self.instance.mount_point.apply(lambda mount_point: parse_mount_point(mount_point).ip)
+        self.ip = self.instance.mount_point.apply(
+            lambda mount_point: parse_mount_point(mount_point).ip
+        )
         self.register_outputs(
             {
                 "instanceId": self.instance.instance_id,

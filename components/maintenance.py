@@ -33,16 +33,29 @@ NO_UPGRADES_MAX_DAYS = 30
 _ROLLING_DAYS = 32
 _WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
 _RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
-_WEEKLY = re.compile(r"^FREQ=WEEKLY;BYDAY=((?:MO|TU|WE|TH|FR|SA|SU)(?:,(?:MO|TU|WE|TH|FR|SA|SU))*)$")
+_WEEKLY = re.compile(
+    r"^FREQ=WEEKLY;BYDAY=((?:MO|TU|WE|TH|FR|SA|SU)(?:,(?:MO|TU|WE|TH|FR|SA|SU))*)$"
+)
 
 # Standard-time UTC offset (hours) of a region's location, by name prefix (longest match wins).
 # Only used to place the default window at local night; DST shifts it by an hour, which the
 # six-hour window absorbs. Unknown regions fall back to UTC.
 _REGION_UTC_OFFSETS: tuple[tuple[str, int], ...] = (
-    ("us-west", -8), ("us-central", -6), ("us-south", -6), ("us-east", -5),
-    ("northamerica-northeast", -5), ("northamerica-south", -6), ("southamerica", -3),
-    ("europe-west2", 0), ("europe", 1), ("me-", 3), ("africa", 2),
-    ("asia-south", 5), ("asia-southeast", 8), ("asia-east", 8), ("asia-northeast", 9),
+    ("us-west", -8),
+    ("us-central", -6),
+    ("us-south", -6),
+    ("us-east", -5),
+    ("northamerica-northeast", -5),
+    ("northamerica-south", -6),
+    ("southamerica", -3),
+    ("europe-west2", 0),
+    ("europe", 1),
+    ("me-", 3),
+    ("africa", 2),
+    ("asia-south", 5),
+    ("asia-southeast", 8),
+    ("asia-east", 8),
+    ("asia-northeast", 9),
     ("australia", 10),
 )
 # Default: Saturday and Sunday, 02:00-08:00 local time.
@@ -81,7 +94,8 @@ def min_hours_in_rolling_window(recurrence: str, duration: timedelta) -> float:
     assert match is not None  # validated before
     days = {_WEEKDAYS.index(d) for d in match.group(1).split(",")}
     fewest = min(
-        sum(1 for offset in range(_ROLLING_DAYS) if (start + offset) % 7 in days) for start in range(7)
+        sum(1 for offset in range(_ROLLING_DAYS) if (start + offset) % 7 in days)
+        for start in range(7)
     )
     return fewest * hours
 
@@ -103,7 +117,9 @@ class MaintenanceWindow(Settings):
     @classmethod
     def _recurrence(cls, value: str) -> str:
         if value != "FREQ=DAILY" and not _WEEKLY.match(value):
-            raise ValueError("must be FREQ=DAILY or FREQ=WEEKLY;BYDAY=<days> (days MO,TU,WE,TH,FR,SA,SU)")
+            raise ValueError(
+                "must be FREQ=DAILY or FREQ=WEEKLY;BYDAY=<days> (days MO,TU,WE,TH,FR,SA,SU)"
+            )
         return value
 
     @model_validator(mode="after")
@@ -113,7 +129,11 @@ class MaintenanceWindow(Settings):
         if duration <= timedelta(0):
             raise rule("end_time", self.end_time, f"must be after startTime {self.start_time}")
         if duration > timedelta(hours=24):
-            raise rule("end_time", self.end_time, "must be at most 24 hours after startTime (one occurrence)")
+            raise rule(
+                "end_time",
+                self.end_time,
+                "must be at most 24 hours after startTime (one occurrence)",
+            )
         if duration < timedelta(hours=MIN_CONTIGUOUS_HOURS):
             raise rule(
                 "end_time",
@@ -141,7 +161,9 @@ class MaintenanceExclusion(Settings):
     end_time: str | None = None
     # NO_MINOR_OR_NODE_UPGRADES keeps node versions still while still allowing control-plane
     # patches (cluster-toolkit gke-a4 / gke-a3-ultragpu blueprints use it).
-    scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = "NO_MINOR_OR_NODE_UPGRADES"
+    scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = (
+        "NO_MINOR_OR_NODE_UPGRADES"
+    )
     end_time_behavior: Literal["UNTIL_END_OF_SUPPORT"] | None = None
 
     @field_validator("start_time", "end_time")
@@ -213,10 +235,14 @@ class MaintenanceSettings(Settings):
     def all_exclusions(self) -> list[MaintenanceExclusion]:
         """The stack's exclusions, after the default hold when it is on."""
         held = (
-            [MaintenanceExclusion(
-                name=HOLD_EXCLUSION_NAME, start_time=HOLD_EXCLUSION_START,
-                scope=HOLD_EXCLUSION_SCOPE, end_time_behavior="UNTIL_END_OF_SUPPORT",
-            )]
+            [
+                MaintenanceExclusion(
+                    name=HOLD_EXCLUSION_NAME,
+                    start_time=HOLD_EXCLUSION_START,
+                    scope=HOLD_EXCLUSION_SCOPE,
+                    end_time_behavior="UNTIL_END_OF_SUPPORT",
+                )
+            ]
             if self.hold_node_versions
             else []
         )
@@ -227,7 +253,9 @@ class MaintenanceSettings(Settings):
 
 
 def region_utc_offset(region: str) -> int:
-    matches = [(len(prefix), offset) for prefix, offset in _REGION_UTC_OFFSETS if region.startswith(prefix)]
+    matches = [
+        (len(prefix), offset) for prefix, offset in _REGION_UTC_OFFSETS if region.startswith(prefix)
+    ]
     # The most specific prefix wins: asia-southeast1 is not asia-south.
     return max(matches)[1] if matches else 0
 
@@ -259,7 +287,10 @@ def maintenance_policy_args(settings: MaintenanceSettings, region: str) -> dict[
         exclusions = []
         for exclusion in settings.all_exclusions():
             options: dict[str, Any] = {"scope": exclusion.scope}
-            entry: dict[str, Any] = {"exclusion_name": exclusion.name, "start_time": exclusion.start_time}
+            entry: dict[str, Any] = {
+                "exclusion_name": exclusion.name,
+                "start_time": exclusion.start_time,
+            }
             if exclusion.end_time is not None:
                 entry["end_time"] = exclusion.end_time
             if exclusion.end_time_behavior is not None:

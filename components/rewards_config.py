@@ -77,8 +77,10 @@ class CodeSandboxSettings(Settings):
     @classmethod
     def _image(cls, value: str | None) -> str | None:
         if value is not None and not _IMAGE.match(value):
-            raise ValueError("must be a container image reference such as "
-                             "us-docker.pkg.dev/PROJECT/REPO/code-sandbox:TAG (digest form preferred)")
+            raise ValueError(
+                "must be a container image reference such as "
+                "us-docker.pkg.dev/PROJECT/REPO/code-sandbox:TAG (digest form preferred)"
+            )
         return value
 
     @model_validator(mode="after")
@@ -87,7 +89,8 @@ class CodeSandboxSettings(Settings):
             return self
         if self.image is None:
             raise rule(
-                "image", None,
+                "image",
+                None,
                 "required when rewards.codeSandbox.enabled is true: an image with Python 3.11+, "
                 "pydantic 2, g++ and util-linux (build images/code-sandbox/Dockerfile; the pods have "
                 "no network to install anything)",
@@ -96,13 +99,15 @@ class CodeSandboxSettings(Settings):
         per_node = executor_pods_per_node(vcpus, memory_gb, SANDBOX_POD_CPU, SANDBOX_POD_MEMORY_GIB)
         if per_node == 0:
             raise rule(
-                "machine_type", self.machine_type,
+                "machine_type",
+                self.machine_type,
                 f"cannot hold one executor ({SANDBOX_POD_CPU} CPU, {SANDBOX_POD_MEMORY_GIB} GiB) after "
                 "GKE's node reservations; use n2-standard-8 or larger",
             )
         if self.replicas > per_node * self.node_count:
             raise rule(
-                "replicas", self.replicas,
+                "replicas",
+                self.replicas,
                 f"at most {per_node * self.node_count}: {self.node_count} node(s) "
                 f"(rl-on-gke:rewards.codeSandbox.nodeCount) of {self.machine_type} hold {per_node} "
                 f"executor(s) each; raise nodeCount or the machine size",

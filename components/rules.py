@@ -24,7 +24,10 @@ class Settings(BaseModel):
     """camelCase keys in the stack file, snake_case fields here; unknown keys refused."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
         # No silent coercion: `nodeCount: true` or `"2"` is a mistake worth naming.
         strict=True,
     )

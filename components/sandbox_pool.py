@@ -84,14 +84,21 @@ class SandboxNodePool(pulumi.ComponentResource):
 
     node_pool: gcp.container.NodePool
 
-    def __init__(self, name: str, args: SandboxNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self, name: str, args: SandboxNodePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ):
         super().__init__("rl-on-gke:gcp:SandboxNodePool", name, None, opts)
         config, sandbox = args, args.sandbox
         self.node_pool = gcp.container.NodePool(
             f"{name}-pool",
             **sandbox_pool_args(
-                config.project, config.region, [config.zone], args.cluster.id, args.service_account,
-                node_count=sandbox.node_count, machine_type=sandbox.machine_type,
+                config.project,
+                config.region,
+                [config.zone],
+                args.cluster.id,
+                args.service_account,
+                node_count=sandbox.node_count,
+                machine_type=sandbox.machine_type,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )

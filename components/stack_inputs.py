@@ -26,7 +26,8 @@ from components.contract import SECRET_CONFIG_KEYS, SECRET_ENV
 
 # Plain-string fields are taken as written; everything else is JSON (objects, lists, numbers).
 _PLAIN_STRING_KEYS = {
-    location for name, location in config_keys().items()
+    location
+    for name, location in config_keys().items()
     if StackConfig.model_fields[name].annotation is str
 }
 
@@ -60,8 +61,10 @@ def _missing_secrets(config: StackConfig) -> list[str]:
     token (jobs/rewards/service.py), so a sandbox without one could judge nothing."""
     key = "codeSandboxToken"
     if config.rewards.code_sandbox.enabled and get_config(f"{NAMESPACE}:{key}") is None:
-        return [f"{NAMESPACE}:{key}: required when rewards.codeSandbox.enabled is true "
-                f"(`pulumi config set --secret {key} <random 32+ characters>`)"]
+        return [
+            f"{NAMESPACE}:{key}: required when rewards.codeSandbox.enabled is true "
+            f"(`pulumi config set --secret {key} <random 32+ characters>`)"
+        ]
     return []
 
 

@@ -18,9 +18,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import PolicyResource, ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import (
+    PolicyResource,
+    ReportViolation,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 
-from components.contract import CODE_SANDBOX, CODE_SANDBOX_TOKEN_ENV as TOKEN_ENV, GVISOR_RUNTIME_CLASS
+from components.contract import (
+    CODE_SANDBOX,
+    CODE_SANDBOX_TOKEN_ENV as TOKEN_ENV,
+    GVISOR_RUNTIME_CLASS,
+)
 from components.contract import NODE_ROLE_LABEL as POOL_ROLE_LABEL
 from policy.props import UNKNOWN, as_dict, as_list, dig, plain
 
@@ -74,28 +83,44 @@ def _denies_egress(policy: dict[str, Any], namespace: Any, labels: dict[str, Any
     return "Egress" in as_list(spec.get("policyTypes")) and not as_list(spec.get("egress"))
 
 
-def _check(resource: PolicyResource, props: dict[str, Any], pod: dict[str, Any],
-           policies: list[dict[str, Any]], report: ReportViolation) -> None:
+def _check(
+    resource: PolicyResource,
+    props: dict[str, Any],
+    pod: dict[str, Any],
+    policies: list[dict[str, Any]],
+    report: ReportViolation,
+) -> None:
     where = f"{resource.name}: the code-sandbox executor"
     runtime = pod.get("runtimeClassName")
     if runtime is not UNKNOWN and runtime != GVISOR_RUNTIME_CLASS:
-        report(f"{where} has runtimeClassName {runtime!r}: model-written code must run under gVisor; set "
-               f"spec.template.spec.runtimeClassName to '{GVISOR_RUNTIME_CLASS}'.", resource.urn)
+        report(
+            f"{where} has runtimeClassName {runtime!r}: model-written code must run under gVisor; set "
+            f"spec.template.spec.runtimeClassName to '{GVISOR_RUNTIME_CLASS}'.",
+            resource.urn,
+        )
     automount = pod.get("automountServiceAccountToken")
     if automount is not UNKNOWN and automount is not False:
-        report(f"{where} may mount a service-account token (automountServiceAccountToken is {automount!r}): "
-               "set it to false so the programs it runs find no credential.", resource.urn)
+        report(
+            f"{where} may mount a service-account token (automountServiceAccountToken is {automount!r}): "
+            "set it to false so the programs it runs find no credential.",
+            resource.urn,
+        )
     for use in _secret_uses(pod):
-        report(f"{where} holds a Secret or privilege beyond its service token ({use}): its pods must hold no other "
-               f"credential; remove it.", resource.urn)
+        report(
+            f"{where} holds a Secret or privilege beyond its service token ({use}): its pods must hold no other "
+            f"credential; remove it.",
+            resource.urn,
+        )
     namespace = dig(props, "metadata", "namespace")
     labels = as_dict(dig(props, "spec", "template", "metadata", "labels"))
     if namespace is UNKNOWN or any(v is UNKNOWN for v in labels.values()):
         return
     if not any(_denies_egress(p, namespace, labels) for p in policies):
-        report(f"{where} has no NetworkPolicy in namespace {namespace!r} that selects its pods with 'Egress' in "
-               "policyTypes and no egress rule: add one so the programs it runs cannot reach the network.",
-               resource.urn)
+        report(
+            f"{where} has no NetworkPolicy in namespace {namespace!r} that selects its pods with 'Egress' in "
+            "policyTypes and no egress rule: add one so the programs it runs cannot reach the network.",
+            resource.urn,
+        )
 
 
 def _code_sandbox_isolated(args: StackValidationArgs, report: ReportViolation) -> None:

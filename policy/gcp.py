@@ -126,7 +126,9 @@ def _nodes_not_default_sa(args: ResourceValidationArgs, report: ReportViolation)
     props = plain(args.props)
     account = dig(props, "nodeConfig", "serviceAccount")
     if _is_default_service_account(account):
-        where = "the cluster's default node pool" if args.resource_type == CLUSTER else "this node pool"
+        where = (
+            "the cluster's default node pool" if args.resource_type == CLUSTER else "this node pool"
+        )
         report(
             f"{where} runs as the Compute Engine default service account "
             f"({account or 'unset'}), which has project Editor: set nodeConfig.serviceAccount to "
@@ -145,7 +147,9 @@ def _spot_pools_no_reservation(args: ResourceValidationArgs, report: ReportViola
     if args.resource_type != NODE_POOL:
         return
     props = plain(args.props)
-    spot = dig(props, "nodeConfig", "spot") is True or dig(props, "nodeConfig", "preemptible") is True
+    spot = (
+        dig(props, "nodeConfig", "spot") is True or dig(props, "nodeConfig", "preemptible") is True
+    )
     if not spot:
         return
     consume = dig(props, "nodeConfig", "reservationAffinity", "consumeReservationType")

@@ -96,7 +96,9 @@ def _psa_ranges(resources: list[Any]) -> list[ipaddress.IPv4Network | ipaddress.
     return ranges
 
 
-def _opens_lnet(firewall: dict[str, Any], port: int, lustre_network: str | None, psa: list[Any]) -> bool:
+def _opens_lnet(
+    firewall: dict[str, Any], port: int, lustre_network: str | None, psa: list[Any]
+) -> bool:
     """An ingress rule on the instance's VPC letting the Lustre servers (PSA range) reach `port`."""
     if not _allows_tcp_port(firewall, port):
         return False
@@ -106,7 +108,9 @@ def _opens_lnet(firewall: dict[str, Any], port: int, lustre_network: str | None,
     if not psa:
         return True  # the range is allocated by Google: cannot tell, do not guess
     sources = [_cidr(s) for s in as_list(firewall.get("sourceRanges"))]
-    return any(s is not None and s.version == r.version and s.overlaps(r) for s in sources for r in psa)
+    return any(
+        s is not None and s.version == r.version and s.overlaps(r) for s in sources for r in psa
+    )
 
 
 def _lustre_port_matches_csi(args: StackValidationArgs, report: ReportViolation) -> None:

@@ -34,7 +34,9 @@ PUBLIC_SERVICE_TYPES = ("LoadBalancer", "NodePort")
 HEAD_SELECTOR = ("ray.io/node-type", "head")
 
 
-def ray_cluster_specs(resource_type: str, props: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def ray_cluster_specs(
+    resource_type: str, props: dict[str, Any]
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every RayCluster spec a Ray custom resource carries, with where it sits."""
     if resource_type == RAY_CLUSTER:
         yield "spec", as_dict(dig(props, "spec"))
@@ -112,7 +114,10 @@ def _targets_dashboard(service: dict[str, Any]) -> bool:
         return True
     for port in as_list(dig(service, "spec", "ports")):
         port = as_dict(port)
-        if RAY_DASHBOARD_PORT in (port.get("port"), port.get("targetPort")) or port.get("targetPort") == "dashboard":
+        if (
+            RAY_DASHBOARD_PORT in (port.get("port"), port.get("targetPort"))
+            or port.get("targetPort") == "dashboard"
+        ):
             return True
     return False
 

@@ -10,7 +10,12 @@ from pulumi_policy import Policy
 
 from policy import code_sandbox, gcp, lustre, ray_head, tokens
 
-POLICIES: list[Policy] = [*gcp.POLICIES, *ray_head.POLICIES, *tokens.POLICIES, *lustre.POLICIES,
-                           *code_sandbox.POLICIES]
+POLICIES: list[Policy] = [
+    *gcp.POLICIES,
+    *ray_head.POLICIES,
+    *tokens.POLICIES,
+    *lustre.POLICIES,
+    *code_sandbox.POLICIES,
+]
 
 PACK_NAME = "rl-on-gke-guardrails"

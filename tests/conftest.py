@@ -65,7 +65,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         src = _source(item)
         if _RAY_FIXTURES & set(getattr(item, "fixturenames", ())) or any(
-                word in src for word in ("localray.", "GpuNode(")):
+            word in src for word in ("localray.", "GpuNode(")
+        ):
             item.add_marker(pytest.mark.ray)
         if any(call in src for call in _CLI_CALLS):
             item.add_marker(pytest.mark.subprocess_cli)

@@ -34,8 +34,10 @@ class Repo:
     commits: dict[str, dict[str, bytes]] = field(default_factory=dict)
 
     def push(self, files: dict[str, bytes], branch: str = "main") -> str:
-        commit = hashlib.sha1(json.dumps(sorted((k, v.hex()) for k, v in files.items()))
-                              .encode() + str(len(self.commits)).encode()).hexdigest()
+        commit = hashlib.sha1(
+            json.dumps(sorted((k, v.hex()) for k, v in files.items())).encode()
+            + str(len(self.commits)).encode()
+        ).hexdigest()
         self.commits[commit] = dict(files)
         self.branches[branch] = commit
         return commit
@@ -75,19 +77,24 @@ class FakeHub:
         return [(p, r) for m, p, r in self.requests if m == "GET" and "/resolve/" in p]
 
 
-def _listing(files: dict[str, bytes], base: str, recursive: bool,
-             dirs: bool = True) -> list[dict[str, object]]:
+def _listing(
+    files: dict[str, bytes], base: str, recursive: bool, dirs: bool = True
+) -> list[dict[str, object]]:
     """The Hub's tree entries under `base`: files, and the folders on the way to them."""
     entries: dict[str, dict[str, object]] = {}
     prefix = f"{base}/" if base else ""
     for name, data in files.items():
         if not name.startswith(prefix):
             continue
-        rest = name[len(prefix):].split("/")
+        rest = name[len(prefix) :].split("/")
         for depth in range(1, len(rest)):
             folder = prefix + "/".join(rest[:depth])
             if dirs and (recursive or depth == 1):
-                entries[folder] = {"type": "directory", "path": folder, "oid": _etag(folder.encode())}
+                entries[folder] = {
+                    "type": "directory",
+                    "path": folder,
+                    "oid": _etag(folder.encode()),
+                }
         if recursive or len(rest) == 1:
             entries[name] = {"type": "file", "path": name, "size": len(data), "oid": _etag(data)}
     return list(entries.values())
@@ -104,8 +111,13 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:
             pass
 
-        def _send(self, code: int, body: bytes = b"", headers: dict[str, str] | None = None,
-                  content_length: int | None = None) -> None:
+        def _send(
+            self,
+            code: int,
+            body: bytes = b"",
+            headers: dict[str, str] | None = None,
+            content_length: int | None = None,
+        ) -> None:
             self.send_response(code)
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
@@ -119,8 +131,11 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             self._send(200, json.dumps(data).encode(), {"Content-Type": "application/json"})
 
         def _missing(self, code: str) -> None:
-            self._send(404, json.dumps({"error": code}).encode(),
-                       {"X-Error-Code": code, "Content-Type": "application/json"})
+            self._send(
+                404,
+                json.dumps({"error": code}).encode(),
+                {"X-Error-Code": code, "Content-Type": "application/json"},
+            )
 
         def do_HEAD(self) -> None:
             self.do_GET()
@@ -128,8 +143,11 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             path = unquote(urlparse(self.path).path)
             hub.note(self.command, path, self.headers.get("Range", ""))
-            for pattern, serve in ((_INFO, self._info), (_TREE, self._tree),
-                                   (_RESOLVE, self._resolve)):
+            for pattern, serve in (
+                (_INFO, self._info),
+                (_TREE, self._tree),
+                (_RESOLVE, self._resolve),
+            ):
                 if m := pattern.match(path):
                     repo = hub.repos.get(m["repo"])
                     if repo is None:
@@ -140,20 +158,28 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                     return serve(m, m["repo"], commit, repo.commits[commit])
             self._send(404)
 
-        def _info(self, m: re.Match[str], name: str, commit: str,
-                  files: dict[str, bytes]) -> None:
-            self._json({"id": name, "modelId": name, "sha": commit, "private": False,
-                        "siblings": [{"rfilename": f, "size": len(b), "blobId": _etag(b)}
-                                     for f, b in files.items()]})
+        def _info(self, m: re.Match[str], name: str, commit: str, files: dict[str, bytes]) -> None:
+            self._json(
+                {
+                    "id": name,
+                    "modelId": name,
+                    "sha": commit,
+                    "private": False,
+                    "siblings": [
+                        {"rfilename": f, "size": len(b), "blobId": _etag(b)}
+                        for f, b in files.items()
+                    ],
+                }
+            )
 
-        def _tree(self, m: re.Match[str], name: str, commit: str,
-                  files: dict[str, bytes]) -> None:
+        def _tree(self, m: re.Match[str], name: str, commit: str, files: dict[str, bytes]) -> None:
             base = (m["path"] or "").strip("/")
             recursive = "recursive=true" in (urlparse(self.path).query or "").lower()
             self._json(_listing(files, base, recursive))
 
-        def _paths_info(self, m: re.Match[str], name: str, commit: str,
-                        files: dict[str, bytes]) -> None:
+        def _paths_info(
+            self, m: re.Match[str], name: str, commit: str, files: dict[str, bytes]
+        ) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             form = parse_qs(self.rfile.read(length).decode()) if length else {}
             wanted = form.get("paths", [])
@@ -169,13 +195,18 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                     return self._paths_info(m, m["repo"], commit, repo.commits[commit])
             self._missing("RepoNotFound")
 
-        def _resolve(self, m: re.Match[str], name: str, commit: str,
-                     files: dict[str, bytes]) -> None:
+        def _resolve(
+            self, m: re.Match[str], name: str, commit: str, files: dict[str, bytes]
+        ) -> None:
             data = files.get(m["file"])
             if data is None:
                 return self._missing("EntryNotFound")
-            headers = {"X-Repo-Commit": commit, "ETag": f'"{_etag(data)}"',
-                       "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
+            headers = {
+                "X-Repo-Commit": commit,
+                "ETag": f'"{_etag(data)}"',
+                "Accept-Ranges": "bytes",
+                "Content-Type": "application/octet-stream",
+            }
             start = 0
             if rng := re.match(r"bytes=(\d+)-", self.headers.get("Range", "")):
                 start = int(rng[1])

@@ -118,8 +118,9 @@ def _our_processes(root_pid: int, temp_dir: Path) -> list[psutil.Process]:
     return list(found.values())
 
 
-def start(num_cpus: int = 2, timeout_s: float = START_TIMEOUT_S,
-          extra_env: dict[str, str] | None = None) -> LocalRay:
+def start(
+    num_cpus: int = 2, timeout_s: float = START_TIMEOUT_S, extra_env: dict[str, str] | None = None
+) -> LocalRay:
     """Start a head on free loopback ports with its own temp dir and wait for its dashboard.
     `extra_env` reaches the head's processes (e.g. RAY_health_check_* for the GCS)."""
     # A short path: Ray puts unix sockets under the temp dir and sockets are limited to
@@ -128,7 +129,10 @@ def start(num_cpus: int = 2, timeout_s: float = START_TIMEOUT_S,
     dashboard_port = free_port()
     min_worker, max_worker = free_port_range(40)
     args = [
-        str(venv_bin() / "ray"), "start", "--head", "--block",
+        str(venv_bin() / "ray"),
+        "start",
+        "--head",
+        "--block",
         "--node-ip-address=127.0.0.1",
         f"--port={free_port()}",
         "--dashboard-host=127.0.0.1",
@@ -156,8 +160,9 @@ def start(num_cpus: int = 2, timeout_s: float = START_TIMEOUT_S,
     env.update(extra_env or {})
     log_path = temp_dir.parent / f"{temp_dir.name}.start.log"
     log = open(log_path, "wb")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
     log.close()
     ray = LocalRay(f"http://127.0.0.1:{dashboard_port}", temp_dir, proc, log_path)
     deadline = time.monotonic() + timeout_s

@@ -20,8 +20,14 @@ def _outside(tmp_path: Path) -> dict[str, str]:
 
 @pytest.mark.subprocess_cli
 def test_python_m_jobs_runs_from_a_directory_outside_the_repo(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "jobs", "recipes", "--json"], cwd=tmp_path,
-                          env=_outside(tmp_path), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "jobs", "recipes", "--json"],
+        cwd=tmp_path,
+        env=_outside(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert '"name": "nemo-rl-grpo-math"' in done.stdout
 
@@ -30,11 +36,22 @@ def test_python_m_jobs_runs_from_a_directory_outside_the_repo(tmp_path):
 def test_the_console_script_runs_this_checkout(tmp_path):
     script = Path(sys.executable).parent / "rl-jobs"
     assert script.is_file(), "make venv installs the project (pip install -e .)"
-    done = subprocess.run([str(script), "--help"], cwd=tmp_path, env=_outside(tmp_path),
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(script), "--help"],
+        cwd=tmp_path,
+        env=_outside(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "submit" in done.stdout and "recipes" in done.stdout
-    where = subprocess.run([sys.executable, "-c", "import jobs; print(jobs.__file__)"],
-                           cwd=tmp_path, env=_outside(tmp_path), capture_output=True, text=True,
-                           timeout=60)
+    where = subprocess.run(
+        [sys.executable, "-c", "import jobs; print(jobs.__file__)"],
+        cwd=tmp_path,
+        env=_outside(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert Path(where.stdout.strip()).resolve() == (REPO / "jobs" / "__init__.py").resolve()

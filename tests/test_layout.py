@@ -61,15 +61,18 @@ def test_typer_and_rich_are_imported_only_by_the_cli(path):
     assert not ui, f"{path.relative_to(REPO)} imports {sorted(ui)}: only jobs/cli/ prints"
 
 
-SHIPPED = [p for room in ("head", "rewards", "payloads", "staging")
-           for p in _modules(JOBS / room)]
+SHIPPED = [p for room in ("head", "rewards", "payloads", "staging") for p in _modules(JOBS / room)]
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(REPO)))
 def test_code_shipped_to_the_cluster_reaches_no_cli_hydra_or_recipe_module(path):
     reached = _closure(path)
-    bad = {n for n in reached if n.split(".")[0] in ("typer", "rich", "hydra", "omegaconf")
-           or n.split(".")[:2] in (["jobs", "cli"], ["jobs", "recipes"], ["jobs", "runs"])}
+    bad = {
+        n
+        for n in reached
+        if n.split(".")[0] in ("typer", "rich", "hydra", "omegaconf")
+        or n.split(".")[:2] in (["jobs", "cli"], ["jobs", "recipes"], ["jobs", "runs"])
+    }
     assert not bad, f"{path.relative_to(REPO)} reaches {sorted(bad)}"
 
 
@@ -121,8 +124,12 @@ def _args_fields_naming_stack_config() -> list[str]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef) and node.name.endswith("Args"):
                 for item in node.body:
-                    if isinstance(item, ast.AnnAssign) and "StackConfig" in ast.unparse(item.annotation):
-                        found.append(f"{path.relative_to(REPO)} {node.name}.{ast.unparse(item.target)}")
+                    if isinstance(item, ast.AnnAssign) and "StackConfig" in ast.unparse(
+                        item.annotation
+                    ):
+                        found.append(
+                            f"{path.relative_to(REPO)} {node.name}.{ast.unparse(item.target)}"
+                        )
     return found
 
 

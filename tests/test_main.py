@@ -30,11 +30,16 @@ def rendered(stack: str) -> Rendering:
 def test_stack_files_are_exactly_dev_and_h200() -> None:
     from tools.render import ROOT
 
-    assert sorted(p.name for p in ROOT.glob("Pulumi.*.yaml")) == ["Pulumi.dev.yaml", "Pulumi.h200.yaml"]
+    assert sorted(p.name for p in ROOT.glob("Pulumi.*.yaml")) == [
+        "Pulumi.dev.yaml",
+        "Pulumi.h200.yaml",
+    ]
 
 
 def test_dev_stack_has_three_vpcs_and_an_rdma_vpc_on_the_zone_roce_profile() -> None:
-    networks = {r.inputs["name"]: r.inputs for r in rendered("dev").of_type("gcp:compute/network:Network")}
+    networks = {
+        r.inputs["name"]: r.inputs for r in rendered("dev").of_type("gcp:compute/network:Network")
+    }
     assert len(networks) == 3
     rdma = networks["rl-dev-rdma-net"]
     assert rdma["networkProfile"].endswith("/networkProfiles/us-east1-b-vpc-roce")
@@ -43,9 +48,17 @@ def test_dev_stack_has_three_vpcs_and_an_rdma_vpc_on_the_zone_roce_profile() -> 
 
 def test_dev_rdma_vpc_has_eight_subnets_and_no_firewall() -> None:
     rendering = rendered("dev")
-    rdma_subnets = [s for s in rendering.of_type("gcp:compute/subnetwork:Subnetwork") if "rdma" in s.inputs["name"]]
+    rdma_subnets = [
+        s
+        for s in rendering.of_type("gcp:compute/subnetwork:Subnetwork")
+        if "rdma" in s.inputs["name"]
+    ]
     assert len(rdma_subnets) == 8
-    assert not [f for f in rendering.of_type("gcp:compute/firewall:Firewall") if "rdma" in f.inputs["network"]]
+    assert not [
+        f
+        for f in rendering.of_type("gcp:compute/firewall:Firewall")
+        if "rdma" in f.inputs["network"]
+    ]
 
 
 def test_dev_lustre_instance_depends_on_the_psa_connection() -> None:
@@ -65,12 +78,16 @@ def test_dev_cluster_is_private_and_has_every_feature_issue_2_lists() -> None:
     # No authorizedNetworks in the stack file: the IP endpoint is private, the DNS endpoint is the way in.
     assert cluster["masterAuthorizedNetworksConfig"]["cidrBlocks"] == []
     assert cluster["privateClusterConfig"]["enablePrivateEndpoint"] is True
-    assert cluster["controlPlaneEndpointsConfig"]["dnsEndpointConfig"]["allowExternalTraffic"] is True
+    assert (
+        cluster["controlPlaneEndpointsConfig"]["dnsEndpointConfig"]["allowExternalTraffic"] is True
+    )
 
 
 def test_dev_gpu_pool_is_spot_without_reservation_and_system_pool_is_not_spot() -> None:
     rendering = rendered("dev")
-    pools = {p.inputs["name"]: p.inputs for p in rendering.of_type("gcp:container/nodePool:NodePool")}
+    pools = {
+        p.inputs["name"]: p.inputs for p in rendering.of_type("gcp:container/nodePool:NodePool")
+    }
     gpu, system = pools["gpu"], pools["system"]
     assert gpu["nodeConfig"]["spot"] is True
     assert gpu["nodeConfig"]["reservationAffinity"]["consumeReservationType"] == "NO_RESERVATION"
@@ -80,15 +97,26 @@ def test_dev_gpu_pool_is_spot_without_reservation_and_system_pool_is_not_spot() 
 
 def test_h200_stack_uses_a3_ultra_on_its_named_reservation_and_protects_data() -> None:
     rendering = rendered("h200")
-    gpu = next(p.inputs for p in rendering.of_type("gcp:container/nodePool:NodePool") if p.inputs["name"] == "gpu")
+    gpu = next(
+        p.inputs
+        for p in rendering.of_type("gcp:container/nodePool:NodePool")
+        if p.inputs["name"] == "gpu"
+    )
     assert gpu["nodeConfig"]["machineType"] == "a3-ultragpu-8g"
-    assert gpu["nodeConfig"]["reservationAffinity"]["consumeReservationType"] == "SPECIFIC_RESERVATION"
+    assert (
+        gpu["nodeConfig"]["reservationAffinity"]["consumeReservationType"] == "SPECIFIC_RESERVATION"
+    )
     instance = rendering.one("gcp:lustre/instance:Instance")
-    assert (instance.inputs["capacityGib"], instance.inputs["perUnitStorageThroughput"]) == ("18000", "500")
+    assert (instance.inputs["capacityGib"], instance.inputs["perUnitStorageThroughput"]) == (
+        "18000",
+        "500",
+    )
     assert instance.protect and instance.retain_on_delete
 
 
-def test_a_sandbox_without_its_token_is_refused_by_key_before_anything_registers(monkeypatch) -> None:
+def test_a_sandbox_without_its_token_is_refused_by_key_before_anything_registers(
+    monkeypatch,
+) -> None:
     import tools.render as render_module
 
     recorded: list[str] = []
@@ -105,7 +133,9 @@ def test_a_sandbox_without_its_token_is_refused_by_key_before_anything_registers
     config["rl-on-gke:rewards"] = {"codeSandbox": {"enabled": True, "image": SANDBOX_IMAGE}}
     with pytest.raises(ConfigError) as caught:
         render(config, stack="dev", secret_keys=secret_keys)
-    assert "rl-on-gke:codeSandboxToken: required when rewards.codeSandbox.enabled" in str(caught.value)
+    assert "rl-on-gke:codeSandboxToken: required when rewards.codeSandbox.enabled" in str(
+        caught.value
+    )
     assert recorded == []
 
 
@@ -147,12 +177,16 @@ def test_rendered_outputs_parse_with_the_model_jobs_uses(stack: str) -> None:
     assert outputs.gpus_per_node == 8
     assert outputs.ray_framework == ray.get("framework", "nemo-rl")
     assert outputs.cluster_name == f"rl-{stack}-gke"
-    assert outputs.kube_context() == f"gke_example-project_{outputs.cluster_location}_rl-{stack}-gke"
+    assert (
+        outputs.kube_context() == f"gke_example-project_{outputs.cluster_location}_rl-{stack}-gke"
+    )
     assert outputs.get_credentials_command().startswith(
-        f"gcloud container clusters get-credentials rl-{stack}-gke ")
+        f"gcloud container clusters get-credentials rl-{stack}-gke "
+    )
     assert outputs.dashboard_port_forward == (
         f"kubectl port-forward -n {outputs.ray_namespace} svc/{outputs.ray_head_service} "
-        f"{outputs.ray_dashboard_port}:{outputs.ray_dashboard_port}")
+        f"{outputs.ray_dashboard_port}:{outputs.ray_dashboard_port}"
+    )
     assert outputs.kubeconfig == "[secret]"
 
 
@@ -162,8 +196,12 @@ def test_every_component_child_is_parented_and_every_component_registered(stack:
     urns = {r.urn for r in rendering.resources}
     components = [r for r in rendering.resources if r.is_component]
     assert {c.type for c in components} >= {
-        "rl-on-gke:gcp:Network", "rl-on-gke:gcp:PrivateServiceAccess", "rl-on-gke:gcp:ManagedLustre",
-        "rl-on-gke:gcp:GkeCluster", "rl-on-gke:gcp:GpuNodePool", "rl-on-gke:k8s:KubernetesLayer",
+        "rl-on-gke:gcp:Network",
+        "rl-on-gke:gcp:PrivateServiceAccess",
+        "rl-on-gke:gcp:ManagedLustre",
+        "rl-on-gke:gcp:GkeCluster",
+        "rl-on-gke:gcp:GpuNodePool",
+        "rl-on-gke:k8s:KubernetesLayer",
     }
     assert all(r.parent in urns for r in rendering.custom_resources())
 
@@ -183,7 +221,9 @@ def test_a_token_set_as_a_secret_appears_in_no_input_in_clear() -> None:
 
 def test_a_token_stored_in_plain_text_is_refused_without_echoing_it() -> None:
     config = copy.deepcopy(BASE_STACK_CONFIG)
-    config["rl-on-gke:hfToken"] = "hf_" + "plaintextvalue" * 3  # built, so no token-shaped literal sits in the repo
+    config["rl-on-gke:hfToken"] = (
+        "hf_" + "plaintextvalue" * 3
+    )  # built, so no token-shaped literal sits in the repo
     with pytest.raises(ConfigError) as caught:
         render(config)
     assert "rl-on-gke:hfToken" in str(caught.value)
@@ -192,50 +232,125 @@ def test_a_token_stored_in_plain_text_is_refused_without_echoing_it() -> None:
 
 # Each bad value, and the exact key its error must name.
 BAD = {
-    "lustre 10000 at 1000": ("rl-on-gke:lustre", {"capacityGib": 10000, "perUnitStorageThroughput": 1000},
-                             "rl-on-gke:lustre.capacityGib"),
-    "throughput 300": ("rl-on-gke:lustre", {"capacityGib": 9000, "perUnitStorageThroughput": 300},
-                       "rl-on-gke:lustre.perUnitStorageThroughput"),
-    "filesystem": ("rl-on-gke:lustre", {"capacityGib": 9000, "perUnitStorageThroughput": 1000, "filesystem": "lustre-fs-01"},
-                   "rl-on-gke:lustre.filesystem"),
+    "lustre 10000 at 1000": (
+        "rl-on-gke:lustre",
+        {"capacityGib": 10000, "perUnitStorageThroughput": 1000},
+        "rl-on-gke:lustre.capacityGib",
+    ),
+    "throughput 300": (
+        "rl-on-gke:lustre",
+        {"capacityGib": 9000, "perUnitStorageThroughput": 300},
+        "rl-on-gke:lustre.perUnitStorageThroughput",
+    ),
+    "filesystem": (
+        "rl-on-gke:lustre",
+        {"capacityGib": 9000, "perUnitStorageThroughput": 1000, "filesystem": "lustre-fs-01"},
+        "rl-on-gke:lustre.filesystem",
+    ),
     "zone outside region": ("rl-on-gke:zone", "us-west1-a", "rl-on-gke:zone"),
-    "nodeCount -1": ("rl-on-gke:gpu", {"machineType": "a4-highgpu-8g", "nodeCount": -1}, "rl-on-gke:gpu.nodeCount"),
+    "nodeCount -1": (
+        "rl-on-gke:gpu",
+        {"machineType": "a4-highgpu-8g", "nodeCount": -1},
+        "rl-on-gke:gpu.nodeCount",
+    ),
     "rdma range too small for the nodes": (
-        "rl-on-gke:network", {"rdmaCidr": "192.168.128.0/26"}, "rl-on-gke:network.rdmaCidr",
-        {"rl-on-gke:gpu": {"machineType": "a4-highgpu-8g", "nodeCount": 64}}),
+        "rl-on-gke:network",
+        {"rdmaCidr": "192.168.128.0/26"},
+        "rl-on-gke:network.rdmaCidr",
+        {"rl-on-gke:gpu": {"machineType": "a4-highgpu-8g", "nodeCount": 64}},
+    ),
     "maintenance window too short": (
         "rl-on-gke:cluster",
-        {"maintenance": {"window": {"startTime": "2026-01-03T07:00:00Z", "endTime": "2026-01-03T13:00:00Z",
-                                    "recurrence": "FREQ=WEEKLY;BYDAY=SA"}}},
-        "rl-on-gke:cluster.maintenance.window.recurrence"),
+        {
+            "maintenance": {
+                "window": {
+                    "startTime": "2026-01-03T07:00:00Z",
+                    "endTime": "2026-01-03T13:00:00Z",
+                    "recurrence": "FREQ=WEEKLY;BYDAY=SA",
+                }
+            }
+        },
+        "rl-on-gke:cluster.maintenance.window.recurrence",
+    ),
     "exclusion ending before it starts": (
         "rl-on-gke:cluster",
-        {"maintenance": {"exclusions": [{"name": "campaign", "startTime": "2026-03-01T00:00:00Z",
-                                         "endTime": "2026-02-01T00:00:00Z"}]}},
-        "rl-on-gke:cluster.maintenance.exclusions[0].endTime"),
-    "reservation without name": ("rl-on-gke:gpu", {"machineType": "a4-highgpu-8g", "nodeCount": 1, "provisioning": "reservation"},
-                                 "rl-on-gke:gpu.reservation"),
-    "unknown machine": ("rl-on-gke:gpu", {"machineType": "a2-highgpu-1g", "nodeCount": 1}, "rl-on-gke:gpu.machineType"),
-    "open control plane": ("rl-on-gke:authorizedNetworks", [{"cidrBlock": "0.0.0.0/0"}],
-                           "rl-on-gke:authorizedNetworks[0].cidrBlock"),
-    "code sandbox without an image": ("rl-on-gke:rewards", {"codeSandbox": {"enabled": True}},
-                                      "rl-on-gke:rewards.codeSandbox.image"),
+        {
+            "maintenance": {
+                "exclusions": [
+                    {
+                        "name": "campaign",
+                        "startTime": "2026-03-01T00:00:00Z",
+                        "endTime": "2026-02-01T00:00:00Z",
+                    }
+                ]
+            }
+        },
+        "rl-on-gke:cluster.maintenance.exclusions[0].endTime",
+    ),
+    "reservation without name": (
+        "rl-on-gke:gpu",
+        {"machineType": "a4-highgpu-8g", "nodeCount": 1, "provisioning": "reservation"},
+        "rl-on-gke:gpu.reservation",
+    ),
+    "unknown machine": (
+        "rl-on-gke:gpu",
+        {"machineType": "a2-highgpu-1g", "nodeCount": 1},
+        "rl-on-gke:gpu.machineType",
+    ),
+    "open control plane": (
+        "rl-on-gke:authorizedNetworks",
+        [{"cidrBlock": "0.0.0.0/0"}],
+        "rl-on-gke:authorizedNetworks[0].cidrBlock",
+    ),
+    "code sandbox without an image": (
+        "rl-on-gke:rewards",
+        {"codeSandbox": {"enabled": True}},
+        "rl-on-gke:rewards.codeSandbox.image",
+    ),
     "code sandbox on a shared-core machine": (
-        "rl-on-gke:rewards", {"codeSandbox": {"enabled": True, "image": "example/sandbox:1", "machineType": "e2-medium"}},
-        "rl-on-gke:rewards.codeSandbox.machineType"),
+        "rl-on-gke:rewards",
+        {
+            "codeSandbox": {
+                "enabled": True,
+                "image": "example/sandbox:1",
+                "machineType": "e2-medium",
+            }
+        },
+        "rl-on-gke:rewards.codeSandbox.machineType",
+    ),
     "code sandbox replicas beyond its nodes": (
-        "rl-on-gke:rewards", {"codeSandbox": {"enabled": True, "image": "example/sandbox:1", "nodeCount": 1, "replicas": 2}},
-        "rl-on-gke:rewards.codeSandbox.replicas"),
+        "rl-on-gke:rewards",
+        {
+            "codeSandbox": {
+                "enabled": True,
+                "image": "example/sandbox:1",
+                "nodeCount": 1,
+                "replicas": 2,
+            }
+        },
+        "rl-on-gke:rewards.codeSandbox.replicas",
+    ),
     "code sandbox nodes beyond the main subnet": (
-        "rl-on-gke:rewards", {"codeSandbox": {"enabled": True, "image": "example/sandbox:1", "nodeCount": 2}},
+        "rl-on-gke:rewards",
+        {"codeSandbox": {"enabled": True, "image": "example/sandbox:1", "nodeCount": 2}},
         "rl-on-gke:network.mainSubnetCidr",
-        {"rl-on-gke:network": {"mainSubnetCidr": "192.168.0.0/29"}, "rl-on-gke:gpu": {"machineType": "a4-highgpu-8g", "nodeCount": 2}}),
-    "overlapping cidrs": ("rl-on-gke:network", {"gvnicSubnetCidr": "192.168.0.0/24"}, "rl-on-gke:network.mainSubnetCidr"),
+        {
+            "rl-on-gke:network": {"mainSubnetCidr": "192.168.0.0/29"},
+            "rl-on-gke:gpu": {"machineType": "a4-highgpu-8g", "nodeCount": 2},
+        },
+    ),
+    "overlapping cidrs": (
+        "rl-on-gke:network",
+        {"gvnicSubnetCidr": "192.168.0.0/24"},
+        "rl-on-gke:network.mainSubnetCidr",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_bad_config_fails_the_whole_program_before_any_resource_is_registered(case: str, monkeypatch) -> None:
+def test_bad_config_fails_the_whole_program_before_any_resource_is_registered(
+    case: str, monkeypatch
+) -> None:
     import tools.render as render_module
 
     recorded: list[str] = []
@@ -291,7 +406,9 @@ def test_a_parked_stack_renders_a_zero_node_gpu_pool_and_a_ray_cluster_without_w
     (group,) = parked.one("kubernetes:ray.io/v1:RayCluster").inputs["spec"]["workerGroupSpecs"]
     assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (0, 0, 0)
     # Lustre, the cluster and everything else stay: the same resources as the running stack.
-    assert sorted(r.urn for r in parked.custom_resources()) == sorted(r.urn for r in rendered("dev").custom_resources())
+    assert sorted(r.urn for r in parked.custom_resources()) == sorted(
+        r.urn for r in rendered("dev").custom_resources()
+    )
     assert parked.outputs["gpuNodeCount"] == 0
 
 
@@ -299,9 +416,15 @@ def test_a_parked_stack_renders_a_zero_node_gpu_pool_and_a_ray_cluster_without_w
 def test_crd_gate_job_runs_on_the_system_pool_once_it_exists(stack: str) -> None:
     rendering = rendered(stack)
     job = rendering.one("kubernetes:batch/v1:Job")
-    system_pool = next(p for p in rendering.of_type("gcp:container/nodePool:NodePool") if p.inputs["name"] == "system")
+    system_pool = next(
+        p
+        for p in rendering.of_type("gcp:container/nodePool:NodePool")
+        if p.inputs["name"] == "system"
+    )
     assert system_pool.urn in job.dependencies
-    assert job.inputs["spec"]["template"]["spec"]["nodeSelector"] == {"cloud.google.com/gke-nodepool": "system"}
+    assert job.inputs["spec"]["template"]["spec"]["nodeSelector"] == {
+        "cloud.google.com/gke-nodepool": "system"
+    }
 
 
 # --- rewards.codeSandbox ---------------------------------------------------------------------
@@ -329,30 +452,60 @@ def test_enabling_the_code_sandbox_adds_a_gvisor_pool_upgraded_in_place(stack: s
     assert pool["nodeConfig"]["machineType"] == "n2-standard-8" and pool["nodeCount"] == 2
     assert "guestAccelerators" not in pool["nodeConfig"] and not pool["nodeConfig"].get("spot")
     # The same in-place upgrade as the GPU pool (issue 11); the system pool surges (issue 18).
-    assert pool["upgradeSettings"] == pools["gpu"].inputs["upgradeSettings"] == {
-        "strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
-    assert pools["system"].inputs["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 1, "maxUnavailable": 0}
+    assert (
+        pool["upgradeSettings"]
+        == pools["gpu"].inputs["upgradeSettings"]
+        == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
+    )
+    assert pools["system"].inputs["upgradeSettings"] == {
+        "strategy": "SURGE",
+        "maxSurge": 1,
+        "maxUnavailable": 0,
+    }
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_enabling_the_code_sandbox_applies_its_four_objects_in_the_training_namespace(stack: str) -> None:
+def test_enabling_the_code_sandbox_applies_its_four_objects_in_the_training_namespace(
+    stack: str,
+) -> None:
     rendering = with_code_sandbox(stack)
-    kinds = ("kubernetes:core/v1:ConfigMap", "kubernetes:apps/v1:Deployment", "kubernetes:core/v1:Service",
-             "kubernetes:networking.k8s.io/v1:NetworkPolicy")
-    objects = {kind: rendering.one(kind, suffix) for kind, suffix in zip(
-        kinds, ("-code-sandbox-code", "-code-sandbox-executor", "-code-sandbox-service", "-code-sandbox-egress-deny"))}
+    kinds = (
+        "kubernetes:core/v1:ConfigMap",
+        "kubernetes:apps/v1:Deployment",
+        "kubernetes:core/v1:Service",
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+    )
+    objects = {
+        kind: rendering.one(kind, suffix)
+        for kind, suffix in zip(
+            kinds,
+            (
+                "-code-sandbox-code",
+                "-code-sandbox-executor",
+                "-code-sandbox-service",
+                "-code-sandbox-egress-deny",
+            ),
+        )
+    }
     cluster = rendering.one("gcp:container/cluster:Cluster")
     provider = rendering.one("pulumi:providers:kubernetes")
     namespace = rendering.one("kubernetes:core/v1:Namespace")
-    pool = next(p for p in rendering.of_type("gcp:container/nodePool:NodePool") if p.inputs["name"] == "code-sandbox")
+    pool = next(
+        p
+        for p in rendering.of_type("gcp:container/nodePool:NodePool")
+        if p.inputs["name"] == "code-sandbox"
+    )
     for obj in objects.values():
         assert obj.deleted_with == cluster.urn and obj.provider.startswith(provider.urn)
         assert obj.inputs["metadata"]["namespace"] == namespace.inputs["metadata"]["name"]
         assert namespace.urn in obj.dependencies
     deployment = objects["kubernetes:apps/v1:Deployment"]
     # Pods only once their nodes, their code and their NetworkPolicy exist.
-    assert {pool.urn, objects["kubernetes:core/v1:ConfigMap"].urn,
-            objects["kubernetes:networking.k8s.io/v1:NetworkPolicy"].urn} <= set(deployment.dependencies)
+    assert {
+        pool.urn,
+        objects["kubernetes:core/v1:ConfigMap"].urn,
+        objects["kubernetes:networking.k8s.io/v1:NetworkPolicy"].urn,
+    } <= set(deployment.dependencies)
     pod = deployment.inputs["spec"]["template"]["spec"]
     assert pod["runtimeClassName"] == "gvisor" and pod["automountServiceAccountToken"] is False
     assert pod["containers"][0]["image"] == SANDBOX_IMAGE
@@ -366,8 +519,10 @@ def test_enabling_the_code_sandbox_exports_its_url_for_the_reward(stack: str) ->
     rendering = with_code_sandbox(stack)
     service = rendering.one("kubernetes:core/v1:Service", "-code-sandbox-service").inputs
     url = rendering.outputs["codeSandboxUrl"]
-    assert url == (f"http://{service['metadata']['name']}.{service['metadata']['namespace']}"
-                   f".svc.cluster.local:{service['spec']['ports'][0]['port']}")
+    assert url == (
+        f"http://{service['metadata']['name']}.{service['metadata']['namespace']}"
+        f".svc.cluster.local:{service['spec']['ports'][0]['port']}"
+    )
     printed = json.loads(json.dumps(_as_stack_output_json(rendering.outputs)))
     assert jobs_stack.parse(stack, printed).code_sandbox_url == url
 
@@ -376,7 +531,9 @@ def test_enabling_the_code_sandbox_exports_its_url_for_the_reward(stack: str) ->
 def test_the_code_sandbox_off_adds_nothing(stack: str) -> None:
     # Off is the default: the stack files render no sandbox object (plan unchanged).
     rendering = rendered(stack)
-    assert not [r.name for r in rendering.resources if "code-sandbox" in r.name or "Sandbox" in r.type]
+    assert not [
+        r.name for r in rendering.resources if "code-sandbox" in r.name or "Sandbox" in r.type
+    ]
     with_urns = {r.urn for r in with_code_sandbox(stack).resources}
     assert {r.urn for r in rendering.resources} < with_urns
 
@@ -385,5 +542,9 @@ def test_the_executor_code_in_the_configmap_is_the_repositorys() -> None:
     from components.k8s.sandbox import SOURCE_FILES, source_key
     from tools.render import ROOT
 
-    data = with_code_sandbox("dev").one("kubernetes:core/v1:ConfigMap", "-code-sandbox-code").inputs["data"]
+    data = (
+        with_code_sandbox("dev")
+        .one("kubernetes:core/v1:ConfigMap", "-code-sandbox-code")
+        .inputs["data"]
+    )
     assert data == {source_key(p): (ROOT / p).read_text() for p in SOURCE_FILES}

@@ -22,7 +22,9 @@ from tools.render import Rendering, SecretValue, load_stack_file, render
 STACKS = ("dev", "h200")
 # A stack file with rewards.codeSandbox turned on: the gVisor pool is only rendered then.
 SANDBOX = "+code-sandbox"
-CODE_SANDBOX = {"codeSandbox": {"enabled": True, "image": "us-docker.pkg.dev/example-project/rl/code-sandbox:1"}}
+CODE_SANDBOX = {
+    "codeSandbox": {"enabled": True, "image": "us-docker.pkg.dev/example-project/rl/code-sandbox:1"}
+}
 
 
 @lru_cache(maxsize=None)
@@ -32,7 +34,9 @@ def _rendered(stack: str) -> Rendering:
     config.setdefault("gcp:project", "example-project")
     if stack.endswith(SANDBOX):
         config["rl-on-gke:rewards"] = CODE_SANDBOX
-        config["rl-on-gke:codeSandboxToken"] = "sandbox-token-" + "0" * 24  # required with the sandbox
+        config["rl-on-gke:codeSandboxToken"] = (
+            "sandbox-token-" + "0" * 24
+        )  # required with the sandbox
         secret_keys = (*secret_keys, "rl-on-gke:codeSandboxToken")
     return render(config, stack=name, secret_keys=secret_keys)
 
@@ -95,8 +99,11 @@ def _check(value: Any, hint: Any, path: str) -> list[str]:
 
 
 def _gcp_resources(stack: str):
-    return [r for r in _rendered(stack).custom_resources()
-            if r.type.startswith("gcp:") or r.type == "pulumi:providers:gcp"]
+    return [
+        r
+        for r in _rendered(stack).custom_resources()
+        if r.type.startswith("gcp:") or r.type == "pulumi:providers:gcp"
+    ]
 
 
 @pytest.mark.parametrize("stack", [*STACKS, f"dev{SANDBOX}"])
@@ -131,9 +138,15 @@ def test_the_walk_accepts_the_flex_start_pool_keys() -> None:
     # The flex-start capacity mode's fields (issue 18), checked against the SDK's NodePoolArgs.
     config, secret_keys = load_stack_file("dev")
     config["gcp:project"] = "example-project"
-    config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "provisioning": "flex-start", "maxRunDurationHours": 24}
+    config["rl-on-gke:gpu"] = {
+        **config["rl-on-gke:gpu"],
+        "provisioning": "flex-start",
+        "maxRunDurationHours": 24,
+    }
     rendering = render(config, stack="dev", secret_keys=secret_keys)
-    (pool,) = [r for r in rendering.of_type("gcp:container/nodePool:NodePool") if r.inputs["name"] == "gpu"]
+    (pool,) = [
+        r for r in rendering.of_type("gcp:container/nodePool:NodePool") if r.inputs["name"] == "gpu"
+    ]
     assert pool.inputs["nodeConfig"]["flexStart"] is True and "autoscaling" in pool.inputs
     assert unknown_keys(pool.inputs, args_class(pool.type), "") == []
 
@@ -141,10 +154,20 @@ def test_the_walk_accepts_the_flex_start_pool_keys() -> None:
 def test_a_misspelt_nested_key_is_caught() -> None:
     from pulumi_gcp.container import NodePoolArgs
 
-    inputs = {"nodeConfig": {"ephemeralStorageLocalSsdConfig": {"localSsdCnt": 32}}, "upgradeSettings": {"maxSurge": 0}}
-    assert unknown_keys(inputs, NodePoolArgs, "") == ["nodeConfig.ephemeralStorageLocalSsdConfig.localSsdCnt"]
-    cluster = {"maintenancePolicy": {"maintenanceExclusions": [{"exclusionOptions": {"scope": "x", "until": 1}}]}}
+    inputs = {
+        "nodeConfig": {"ephemeralStorageLocalSsdConfig": {"localSsdCnt": 32}},
+        "upgradeSettings": {"maxSurge": 0},
+    }
+    assert unknown_keys(inputs, NodePoolArgs, "") == [
+        "nodeConfig.ephemeralStorageLocalSsdConfig.localSsdCnt"
+    ]
+    cluster = {
+        "maintenancePolicy": {
+            "maintenanceExclusions": [{"exclusionOptions": {"scope": "x", "until": 1}}]
+        }
+    }
     from pulumi_gcp.container import ClusterArgs
 
     assert unknown_keys(cluster, ClusterArgs, "") == [
-        "maintenancePolicy.maintenanceExclusions[0].exclusionOptions.until"]
+        "maintenancePolicy.maintenanceExclusions[0].exclusionOptions.until"
+    ]

@@ -38,26 +38,48 @@ KEY_SETTINGS: dict[str, tuple[str, ...]] = {
     "gcp:compute/globalAddress:GlobalAddress": ("name", "purpose", "address", "prefixLength"),
     "gcp:servicenetworking/connection:Connection": ("service", "deletionPolicy"),
     "gcp:lustre/instance:Instance": (
-        "instanceId", "location", "capacityGib", "perUnitStorageThroughput", "filesystem", "gkeSupportEnabled",
+        "instanceId",
+        "location",
+        "capacityGib",
+        "perUnitStorageThroughput",
+        "filesystem",
+        "gkeSupportEnabled",
     ),
     "gcp:serviceaccount/account:Account": ("accountId",),
     "gcp:projects/iAMMember:IAMMember": ("role",),
     "gcp:container/cluster:Cluster": (
-        "name", "location", "minMasterVersion", "releaseChannel.channel",
-        "privateClusterConfig.enablePrivateNodes", "masterAuthorizedNetworksConfig.cidrBlocks",
-        "workloadIdentityConfig.workloadPool", "datapathProvider", "enableMultiNetworking",
-        "addonsConfig.rayOperatorConfigs", "addonsConfig.lustreCsiDriverConfig",
-        "privateClusterConfig.enablePrivateEndpoint", "maintenancePolicy", "defaultMaxPodsPerNode",
+        "name",
+        "location",
+        "minMasterVersion",
+        "releaseChannel.channel",
+        "privateClusterConfig.enablePrivateNodes",
+        "masterAuthorizedNetworksConfig.cidrBlocks",
+        "workloadIdentityConfig.workloadPool",
+        "datapathProvider",
+        "enableMultiNetworking",
+        "addonsConfig.rayOperatorConfigs",
+        "addonsConfig.lustreCsiDriverConfig",
+        "privateClusterConfig.enablePrivateEndpoint",
+        "maintenancePolicy",
+        "defaultMaxPodsPerNode",
     ),
     "gcp:container/nodePool:NodePool": (
-        "name", "nodeCount", "nodeConfig.machineType", "nodeConfig.spot",
-        "nodeConfig.reservationAffinity", "nodeConfig.guestAccelerators",
-        "networkConfig.additionalNodeNetworkConfigs", "placementPolicy", "upgradeSettings",
+        "name",
+        "nodeCount",
+        "nodeConfig.machineType",
+        "nodeConfig.spot",
+        "nodeConfig.reservationAffinity",
+        "nodeConfig.guestAccelerators",
+        "networkConfig.additionalNodeNetworkConfigs",
+        "placementPolicy",
+        "upgradeSettings",
         "nodeConfig.ephemeralStorageLocalSsdConfig",
     ),
     "gcp:projects/service:Service": ("service", "disableOnDestroy"),
     "kubernetes:batch/v1:Job": (
-        "metadata.name", "spec.backoffLimit", "spec.template.spec.containers[0].env",
+        "metadata.name",
+        "spec.backoffLimit",
+        "spec.template.spec.containers[0].env",
     ),
     "kubernetes:ray.io/v1:RayCluster": (
         "metadata.name",
@@ -112,12 +134,20 @@ WAITS_FOR_TYPES = ("kubernetes:batch/v1:Job", "gcp:projects/service:Service")
 
 def waits_for(resource: RenderedResource, by_urn: dict[str, RenderedResource]) -> list[str]:
     return sorted(
-        by_urn[urn].name for urn in resource.dependencies if urn in by_urn and by_urn[urn].type in WAITS_FOR_TYPES
+        by_urn[urn].name
+        for urn in resource.dependencies
+        if urn in by_urn and by_urn[urn].type in WAITS_FOR_TYPES
     )
 
 
-def _label(resource: RenderedResource, by_urn: dict[str, RenderedResource] | None = None) -> RenderableType:
-    flags = [f for f, on in (("protected", resource.protect), ("retained", resource.retain_on_delete)) if on]
+def _label(
+    resource: RenderedResource, by_urn: dict[str, RenderedResource] | None = None
+) -> RenderableType:
+    flags = [
+        f
+        for f, on in (("protected", resource.protect), ("retained", resource.retain_on_delete))
+        if on
+    ]
     head = f"[bold]{resource.name}[/bold] [dim]{resource.type}[/dim]"
     if flags:
         head += f" [yellow]({', '.join(flags)})[/yellow]"
@@ -129,7 +159,9 @@ def _label(resource: RenderedResource, by_urn: dict[str, RenderedResource] | Non
     if not details:
         return head
     # Padded, so a settings line wrapped at the reader's width stays indented under its name.
-    return Group(Text.from_markup(head), Padding(Text.from_markup(details), (0, 0, 0, 2), expand=False))
+    return Group(
+        Text.from_markup(head), Padding(Text.from_markup(details), (0, 0, 0, 2), expand=False)
+    )
 
 
 def as_json(rendering: Rendering, notes: list[str]) -> dict[str, Any]:
@@ -179,8 +211,10 @@ def print_tree(rendering: Rendering, notes: list[str], console: Console) -> None
     grow(root, "")
     console.print(root)
     counts = Counter(r.type for r in rendering.custom_resources())
-    console.print(f"\n[bold]{sum(counts.values())} cloud/Kubernetes resources[/bold] in "
-                  f"{len(rendering.resources) - sum(counts.values())} components:")
+    console.print(
+        f"\n[bold]{sum(counts.values())} cloud/Kubernetes resources[/bold] in "
+        f"{len(rendering.resources) - sum(counts.values())} components:"
+    )
     for type_, count in sorted(counts.items()):
         console.print(f"  {count:3d}  {type_}")
     console.print("\n[bold]Stack outputs[/bold]")

@@ -81,12 +81,17 @@ def _block_instances(props: dict[str, Any], block: str) -> set[str]:
 
 
 def replace_reasons(
-    resource_type: str, old: dict[str, Any], new: dict[str, Any], ignored: list[str] | tuple[str, ...] = ()
+    resource_type: str,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    ignored: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
     """The force-new paths of `resource_type` that differ between two flattened input sets."""
     changed = [
-        path for path in sorted(old.keys() | new.keys())
-        if not path.startswith("(") and old.get(path, MISSING) != new.get(path, MISSING)
+        path
+        for path in sorted(old.keys() | new.keys())
+        if not path.startswith("(")
+        and old.get(path, MISSING) != new.get(path, MISSING)
         and not any(_under(path, ignore) for ignore in ignored)
     ]
     reasons: list[str] = []
@@ -142,7 +147,9 @@ def diff_plans(base: dict[str, Any], head: dict[str, Any]) -> PlanDiff:
             inputs_old = flatten(base_resources[urn].get("inputs") or {})
             inputs_new = flatten(resource.get("inputs") or {})
             reasons = replace_reasons(resource["type"], inputs_old, inputs_new, ignored)
-            changed.append(ResourceChange(urn, resource["type"], resource["name"], changes, reasons))
+            changed.append(
+                ResourceChange(urn, resource["type"], resource["name"], changes, reasons)
+            )
     return PlanDiff(
         added=[head_resources[u] for u in sorted(head_resources.keys() - base_resources.keys())],
         removed=[base_resources[u] for u in sorted(base_resources.keys() - head_resources.keys())],
@@ -175,8 +182,12 @@ def to_markdown(diff: PlanDiff, stack: str, base_ref: str) -> str:
     )
     replaced = [c for c in diff.changed if c.replaces]
     if replaced:
-        lines += ["", f"**{len(replaced)} of the changes REPLACE a resource** (delete and create): "
-                  + ", ".join(f"`{c.name}`" for c in replaced) + "."]
+        lines += [
+            "",
+            f"**{len(replaced)} of the changes REPLACE a resource** (delete and create): "
+            + ", ".join(f"`{c.name}`" for c in replaced)
+            + ".",
+        ]
     for title, resources in (("Added", diff.added), ("Removed", diff.removed)):
         if resources:
             lines += ["", f"#### {title}", ""]
@@ -184,11 +195,21 @@ def to_markdown(diff: PlanDiff, stack: str, base_ref: str) -> str:
     if diff.changed:
         lines += ["", "#### Changed"]
         for change in diff.changed:
-            how = (f"**REPLACE** (force-new: {', '.join(f'`{p}`' for p in change.replace_by)})"
-                   if change.replaces else "update in place")
-            lines += ["", f"`{change.name}` ({change.type}): {how}", "",
-                      "| property | before | after |", "|---|---|---|"]
-            lines += [f"| `{path}` | {_cell(old)} | {_cell(new)} |" for path, old, new in change.changes]
+            how = (
+                f"**REPLACE** (force-new: {', '.join(f'`{p}`' for p in change.replace_by)})"
+                if change.replaces
+                else "update in place"
+            )
+            lines += [
+                "",
+                f"`{change.name}` ({change.type}): {how}",
+                "",
+                "| property | before | after |",
+                "|---|---|---|",
+            ]
+            lines += [
+                f"| `{path}` | {_cell(old)} | {_cell(new)} |" for path, old, new in change.changes
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -198,7 +219,10 @@ def render_plan(tree: Path, stack: str) -> dict[str, Any] | None:
         return None
     result = subprocess.run(
         [sys.executable, "-m", "tools.plan", "--stack", stack, "--json"],
-        cwd=tree, capture_output=True, text=True, check=False,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
@@ -208,7 +232,9 @@ def render_plan(tree: Path, stack: str) -> dict[str, Any] | None:
 
 def export_tree(ref: str, into: Path, repo: Path = ROOT) -> None:
     """Write the files of `ref` into `into` without touching the checkout."""
-    archive = subprocess.run(["git", "archive", "--format=tar", ref], cwd=repo, capture_output=True, check=False)
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", ref], cwd=repo, capture_output=True, check=False
+    )
     if archive.returncode != 0:
         raise PlanError(f"cannot read git ref {ref!r}: {archive.stderr.decode().strip()}")
     with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:

@@ -29,7 +29,9 @@ GUARDED_TYPES: dict[str, str] = {
     "gcp:compute/network:Network": "a VPC network",
     "gcp:compute/subnetwork:Subnetwork": "a subnetwork (its nodes' NICs go with it)",
 }
-DESTRUCTIVE_OPS = frozenset({"replace", "create-replacement", "delete-replaced", "delete", "import-replacement"})
+DESTRUCTIVE_OPS = frozenset(
+    {"replace", "create-replacement", "delete-replaced", "delete", "import-replacement"}
+)
 
 
 class PreviewFormatError(ValueError):
@@ -47,7 +49,6 @@ class Blocked:
         return self.urn.split("::", 3)[-1]
 
 
-
 def step_type(step: dict[str, Any]) -> str:
     """A step's resource type: from its state, or the last `$` part of the URN's type."""
     for state in ("newState", "oldState"):
@@ -56,14 +57,18 @@ def step_type(step: dict[str, Any]) -> str:
             return typ
     parts = str(step.get("urn", "")).split("::")
     if len(parts) < 4:
-        raise PreviewFormatError(f"step URN {step.get('urn')!r} is not urn:pulumi:<stack>::<project>::<type>::<name>")
+        raise PreviewFormatError(
+            f"step URN {step.get('urn')!r} is not urn:pulumi:<stack>::<project>::<type>::<name>"
+        )
     return parts[2].split("$")[-1]
 
 
 def blocked_steps(preview: Any) -> list[Blocked]:
     """Every step that replaces or deletes a guarded resource, in the preview's order."""
     if not isinstance(preview, dict) or not isinstance(preview.get("steps", []), list):
-        raise PreviewFormatError("expected a JSON object with a `steps` list (pulumi preview --json)")
+        raise PreviewFormatError(
+            "expected a JSON object with a `steps` list (pulumi preview --json)"
+        )
     found: list[Blocked] = []
     for step in preview.get("steps", []):
         if not isinstance(step, dict) or "op" not in step or "urn" not in step:
@@ -80,7 +85,10 @@ def verdict(preview: Any, labels: list[str]) -> tuple[bool, str]:
     """(passes, message) for a preview and the pull request's labels."""
     blocked = blocked_steps(preview)
     if not blocked:
-        return True, "preview gate: no replacement or deletion of the cluster, a node pool, Lustre or a network"
+        return (
+            True,
+            "preview gate: no replacement or deletion of the cluster, a node pool, Lustre or a network",
+        )
     ops: dict[str, list[Blocked]] = {}
     for step in blocked:
         ops.setdefault(step.urn, []).append(step)
@@ -93,7 +101,7 @@ def verdict(preview: Any, labels: list[str]) -> tuple[bool, str]:
     return False, (
         f"preview gate: this change would replace or delete {len(ops)} resource(s) that running "
         f"training depends on:\n{lines}\nIf that is intended, add the `{ALLOW_LABEL}` label to the pull "
-        "request (README \"Replacements\"); otherwise change the PR so these are updated in place."
+        'request (README "Replacements"); otherwise change the PR so these are updated in place.'
     )
 
 
@@ -104,7 +112,9 @@ def main(
     """Fail when the preview replaces or deletes the cluster, a node pool, Lustre or a network."""
     try:
         document = json.loads(preview.read_text())
-        passes, message = verdict(document, [label.strip() for label in labels.split(",") if label.strip()])
+        passes, message = verdict(
+            document, [label.strip() for label in labels.split(",") if label.strip()]
+        )
     except (OSError, json.JSONDecodeError, PreviewFormatError) as error:
         typer.echo(f"error: {preview}: {error}", err=True)
         raise typer.Exit(2) from None

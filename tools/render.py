@@ -111,7 +111,9 @@ class Rendering:
     def one(self, type_: str, name_suffix: str = "") -> RenderedResource:
         found = [r for r in self.of_type(type_) if r.name.endswith(name_suffix)]
         if len(found) != 1:
-            raise LookupError(f"expected one {type_} named *{name_suffix}, found {[r.name for r in found]}")
+            raise LookupError(
+                f"expected one {type_} named *{name_suffix}, found {[r.name for r in found]}"
+            )
         return found[0]
 
     def by_urn(self, urn: str) -> RenderedResource:
@@ -153,9 +155,15 @@ class OfflineCapacity:
         reservation = gpu.get("reservation")
         if isinstance(reservation, str) and isinstance(machine, str):
             parts = reservation.split("/")
-            project, name = (parts[1], parts[3]) if parts[0] == "projects" else (
-                config.get("gcp:project", "offline-project"), parts[0])
-            world.reservations[(str(project), zone, name)] = (machine, int(gpu.get("nodeCount") or 0))
+            project, name = (
+                (parts[1], parts[3])
+                if parts[0] == "projects"
+                else (config.get("gcp:project", "offline-project"), parts[0])
+            )
+            world.reservations[(str(project), zone, name)] = (
+                machine,
+                int(gpu.get("nodeCount") or 0),
+            )
         return world
 
     def answer(self, token: str, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -163,12 +171,27 @@ class OfflineCapacity:
         if token == MACHINE_TYPES_TOKEN:
             wanted = str(args.get("filter", "")).removeprefix("name = ").strip()
             offered = [m for m in self.machine_types.get(str(zone), []) if m == wanted]
-            return {"id": f"projects/{project}/zones/{zone}", "project": project, "zone": zone,
-                    "filter": args.get("filter"),
-                    "machineTypes": [{"name": m, "guestCpus": 0, "memoryMb": 0, "description": m,
-                                      "isSharedCpus": False, "maximumPersistentDisks": 0,
-                                      "maximumPersistentDisksSizeGb": 0, "accelerators": [],
-                                      "deprecateds": [], "selfLink": ""} for m in offered]}
+            return {
+                "id": f"projects/{project}/zones/{zone}",
+                "project": project,
+                "zone": zone,
+                "filter": args.get("filter"),
+                "machineTypes": [
+                    {
+                        "name": m,
+                        "guestCpus": 0,
+                        "memoryMb": 0,
+                        "description": m,
+                        "isSharedCpus": False,
+                        "maximumPersistentDisks": 0,
+                        "maximumPersistentDisksSizeGb": 0,
+                        "accelerators": [],
+                        "deprecateds": [],
+                        "selfLink": "",
+                    }
+                    for m in offered
+                ],
+            }
         if token == RESERVATION_TOKEN:
             return self._reservation(str(project), str(zone), str(args.get("name")))
         return {}
@@ -181,14 +204,31 @@ class OfflineCapacity:
             return {**base, "id": "", "selfLink": "", "status": "", "specificReservations": []}
         machine, count = found
         link = f"https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}/reservations/{name}"
-        return {**base, "id": f"projects/{project}/zones/{zone}/reservations/{name}", "selfLink": link,
-                "status": "READY", "specificReservationRequired": True,
-                "specificReservations": [{
-                    "count": count, "inUseCount": 0, "assuredCount": count, "sourceInstanceTemplate": "",
-                    "instanceProperties": [{"machineType": machine, "minCpuPlatform": "", "locationHint": "",
-                                            "maintenanceInterval": "", "guestAccelerators": [],
-                                            "localSsds": []}],
-                }]}
+        return {
+            **base,
+            "id": f"projects/{project}/zones/{zone}/reservations/{name}",
+            "selfLink": link,
+            "status": "READY",
+            "specificReservationRequired": True,
+            "specificReservations": [
+                {
+                    "count": count,
+                    "inUseCount": 0,
+                    "assuredCount": count,
+                    "sourceInstanceTemplate": "",
+                    "instanceProperties": [
+                        {
+                            "machineType": machine,
+                            "minCpuPlatform": "",
+                            "locationHint": "",
+                            "maintenanceInterval": "",
+                            "guestAccelerators": [],
+                            "localSsds": [],
+                        }
+                    ],
+                }
+            ],
+        }
 
 
 class OfflineMocks(Mocks):
@@ -207,8 +247,14 @@ class OfflineMocks(Mocks):
         typ = args.typ
         resource_id = f"{args.name}-id"
         if typ in ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork"):
-            kind = "networks" if typ.endswith("Network") else f"regions/{inputs.get('region')}/subnetworks"
-            resource_id = f"projects/{project}/{'global/' if kind == 'networks' else ''}{kind}/{name}"
+            kind = (
+                "networks"
+                if typ.endswith("Network")
+                else f"regions/{inputs.get('region')}/subnetworks"
+            )
+            resource_id = (
+                f"projects/{project}/{'global/' if kind == 'networks' else ''}{kind}/{name}"
+            )
             outputs["selfLink"] = f"https://www.googleapis.com/compute/v1/{resource_id}"
         elif typ == "gcp:compute/globalAddress:GlobalAddress" and inputs.get("address"):
             self.psa_base = ipaddress.IPv4Address(inputs["address"])
@@ -309,11 +355,15 @@ def render_with(
     """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    mocks = OfflineMocks(capacity if capacity is not None else OfflineCapacity.as_the_stack_asks(config))
+    mocks = OfflineMocks(
+        capacity if capacity is not None else OfflineCapacity.as_the_stack_asks(config)
+    )
     monitor = RecordingMonitor(mocks)
     monitor.rendering.stack = stack
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
-    pulumi.runtime.set_all_config({k: _config_value(v) for k, v in config.items()}, list(secret_keys))
+    pulumi.runtime.set_all_config(
+        {k: _config_value(v) for k, v in config.items()}, list(secret_keys)
+    )
     try:
         _sync_await(run_pulumi_func(lambda: _build_and_export(build)))
         return monitor.rendering
@@ -357,7 +407,7 @@ def load_stack_file(stack: str, root: Path = ROOT) -> tuple[dict[str, Any], tupl
 
     path = root / f"Pulumi.{stack}.yaml"
     if not path.exists():
-        stacks = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
+        stacks = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
         raise FileNotFoundError(f"no stack file {path.name}; stacks here: {', '.join(stacks)}")
     document = yaml.safe_load(path.read_text()) or {}
     config: dict[str, Any] = {}

@@ -119,7 +119,9 @@ def cluster_role_manifest(name: str, crds: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def cluster_role_binding_manifest(name: str, namespace: str, service_account: str) -> dict[str, Any]:
+def cluster_role_binding_manifest(
+    name: str, namespace: str, service_account: str
+) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
@@ -190,7 +192,9 @@ class CrdGate(pulumi.ComponentResource):
 
     job: k8s.batch.v1.Job
 
-    def __init__(self, name: str, args: CrdGateArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, args: CrdGateArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__("rl-on-gke:k8s:CrdGate", name, None, opts)
         target = args.target
         account = k8s.core.v1.ServiceAccount(
@@ -200,7 +204,10 @@ class CrdGate(pulumi.ComponentResource):
         )
         role = cluster_role_manifest(args.name, args.crds)
         cluster_role = k8s.rbac.v1.ClusterRole(
-            f"{name}-role", metadata=role["metadata"], rules=role["rules"], opts=target.options(self)
+            f"{name}-role",
+            metadata=role["metadata"],
+            rules=role["rules"],
+            opts=target.options(self),
         )
         binding = cluster_role_binding_manifest(args.name, args.namespace, args.name)
         role_binding = k8s.rbac.v1.ClusterRoleBinding(

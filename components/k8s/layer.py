@@ -50,13 +50,13 @@ class KubernetesLayerArgs:
     code_sandbox: SandboxServiceInputs | None
     # Token env name -> secret Output (contract.SECRET_ENV), only for the tokens the stack sets.
     secret_env: Mapping[str, pulumi.Output[str]]
-    kubeconfig: pulumi.Output[str]            # secret
-    cluster: pulumi.CustomResource            # gcp.container.Cluster: deleted_with, depends_on, identity
-    gpu_pool: pulumi.Resource                 # gcp.container.NodePool of the GPUs (RayCluster depends on it)
-    system_pool_name: str                     # node pool name for the Ray head nodeSelector
-    nics: GpuNics                             # the GPU nodes' extra NICs, for the Network objects
+    kubeconfig: pulumi.Output[str]  # secret
+    cluster: pulumi.CustomResource  # gcp.container.Cluster: deleted_with, depends_on, identity
+    gpu_pool: pulumi.Resource  # gcp.container.NodePool of the GPUs (RayCluster depends on it)
+    system_pool_name: str  # node pool name for the Ray head nodeSelector
+    nics: GpuNics  # the GPU nodes' extra NICs, for the Network objects
     lustre_instance_id: pulumi.Input[str]
-    lustre_mount_point: pulumi.Input[str]     # "IP@tcp:/FILESYSTEM"
+    lustre_mount_point: pulumi.Input[str]  # "IP@tcp:/FILESYSTEM"
     system_pool: pulumi.Resource | None = None  # the CRD gate's Job runs there
     # The gVisor pool (components/sandbox_pool.py); required when rewards.codeSandbox.enabled.
     code_sandbox_pool: pulumi.Resource | None = None
@@ -115,9 +115,11 @@ def _check_wiring(args: KubernetesLayerArgs) -> None:
     sandbox_on = args.code_sandbox is not None
     if sandbox_on and TOKEN_ENV not in args.secret_env:
         # stack_inputs.load_stack refuses this stack first, by key; this guards other callers.
-        raise ValueError("KubernetesLayerArgs.secret_env: CODE_SANDBOX_TOKEN is required when "
-                         "rewards.codeSandbox.enabled (the service accepts only requests that "
-                         "carry it)")
+        raise ValueError(
+            "KubernetesLayerArgs.secret_env: CODE_SANDBOX_TOKEN is required when "
+            "rewards.codeSandbox.enabled (the service accepts only requests that "
+            "carry it)"
+        )
     if sandbox_on != (args.code_sandbox_pool is not None):
         raise ValueError(
             "KubernetesLayerArgs.code_sandbox_pool: given exactly when rewards.codeSandbox.enabled "

@@ -91,7 +91,10 @@ def nccl_installer_manifest(machine: MachineSpec) -> dict[str, Any]:
                             "name": "nvidia-lib64",
                             "hostPath": {"path": HOST_NVIDIA_LIB_DIR, "type": "DirectoryOrCreate"},
                         },
-                        {"name": "gib", "hostPath": {"path": GIB_HOST_PATH, "type": "DirectoryOrCreate"}},
+                        {
+                            "name": "gib",
+                            "hostPath": {"path": GIB_HOST_PATH, "type": "DirectoryOrCreate"},
+                        },
                     ],
                     "initContainers": [
                         {

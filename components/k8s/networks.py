@@ -60,7 +60,11 @@ def param_set_manifest(network: DeviceNetwork) -> dict[str, Any]:
         "apiVersion": API_VERSION,
         "kind": "GKENetworkParamSet",
         "metadata": {"name": network.name},
-        "spec": {"vpc": network.vpc, "vpcSubnet": network.subnet, "deviceMode": network.device_mode},
+        "spec": {
+            "vpc": network.vpc,
+            "vpcSubnet": network.subnet,
+            "deviceMode": network.device_mode,
+        },
     }
 
 
@@ -113,7 +117,9 @@ class GpuNetworks(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuNetworksArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        networks = device_networks(args.gvnic_vpc, args.gvnic_subnet, args.rdma_vpc, args.rdma_subnets)
+        networks = device_networks(
+            args.gvnic_vpc, args.gvnic_subnet, args.rdma_vpc, args.rdma_subnets
+        )
         super().__init__("rl-on-gke:k8s:GpuNetworks", name, None, opts)
         self.resources = []
         for network in networks:

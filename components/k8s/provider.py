@@ -15,7 +15,10 @@ import pulumi_kubernetes as k8s
 
 
 def kubernetes_provider(
-    name: str, kubeconfig: pulumi.Input[str], cluster: pulumi.CustomResource, parent: pulumi.Resource
+    name: str,
+    kubeconfig: pulumi.Input[str],
+    cluster: pulumi.CustomResource,
+    parent: pulumi.Resource,
 ) -> k8s.Provider:
     """A provider for the new cluster only, never the ambient ~/.kube/config context.
 

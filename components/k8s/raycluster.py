@@ -16,7 +16,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalogue import FRAMEWORKS, RAY_DASHBOARD_PORT, RAY_METRICS_PORT, FrameworkSpec, MachineSpec
+from components.catalogue import (
+    FRAMEWORKS,
+    RAY_DASHBOARD_PORT,
+    RAY_METRICS_PORT,
+    FrameworkSpec,
+    MachineSpec,
+)
 from components.config import StackConfig
 from components.contract import (
     ACCELERATOR_LABEL,
@@ -254,9 +260,11 @@ REARM_CODE = f"{RUNS_ROOT}/.rearm/current"
 def rearm_container(inputs: RayClusterInputs) -> dict[str, Any]:
     """The head pod's sidecar that gives supervised runs whose supervisor is gone (a head pod
     restarted by an upgrade, a repair or an OOM kill) a new one (jobs/head/rearm.py)."""
-    script = (f"until [ -d {REARM_CODE}/jobs ]; do sleep 30; done; "
-              f"export PYTHONPATH={REARM_CODE}; exec python -m jobs.head.rearm "
-              f"--address http://127.0.0.1:{RAY_DASHBOARD_PORT} --runs-root {RUNS_ROOT}")
+    script = (
+        f"until [ -d {REARM_CODE}/jobs ]; do sleep 30; done; "
+        f"export PYTHONPATH={REARM_CODE}; exec python -m jobs.head.rearm "
+        f"--address http://127.0.0.1:{RAY_DASHBOARD_PORT} --runs-root {RUNS_ROOT}"
+    )
     return {
         "name": REARM_CONTAINER,
         "image": inputs.framework.image_ref,
@@ -340,7 +348,10 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
         "rayStartParams": {},
         "template": {
             "metadata": {
-                "annotations": {**pod_network_annotations(), OVERWRITE_CONTAINER_CMD_ANNOTATION: "true"}
+                "annotations": {
+                    **pod_network_annotations(),
+                    OVERWRITE_CONTAINER_CMD_ANNOTATION: "true",
+                }
             },
             "spec": {
                 "serviceAccountName": inputs.service_account,
@@ -363,7 +374,10 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                         # /tmp/ray lives on the node's Local SSDs (gpu_pool.py), sized by the
                         # catalogue for logs and object spilling.
                         "resources": {
-                            "requests": {**resources, "ephemeral-storage": f"{machine.worker_scratch_gib}Gi"},
+                            "requests": {
+                                **resources,
+                                "ephemeral-storage": f"{machine.worker_scratch_gib}Gi",
+                            },
                             "limits": dict(resources),
                         },
                         "env": [*_common_env(inputs), *nccl_env(machine)],

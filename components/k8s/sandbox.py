@@ -22,8 +22,13 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.contract import (CODE_SANDBOX, CODE_SANDBOX_TOKEN_ENV, GVISOR_RUNTIME_CLASS,
-                                 NODE_ROLE_LABEL, RAY_CLUSTER_LABEL)
+from components.contract import (
+    CODE_SANDBOX,
+    CODE_SANDBOX_TOKEN_ENV,
+    GVISOR_RUNTIME_CLASS,
+    NODE_ROLE_LABEL,
+    RAY_CLUSTER_LABEL,
+)
 
 GVISOR_NODE_LABEL = "sandbox.gke.io/runtime"
 POOL_ROLE_LABEL = NODE_ROLE_LABEL
@@ -34,8 +39,15 @@ CODE_DIGEST_ANNOTATION = "rl-on-gke/code-sha256"
 PORT = 8080
 # The files the service imports (python -m jobs.rewards.service) and the box init it compiles at
 # start; ConfigMap keys cannot hold "/".
-SOURCE_FILES = ("jobs/__init__.py", "jobs/rewards/__init__.py", "jobs/rewards/sandbox.py", "jobs/rewards/service.py",
-                "jobs/rewards/box.py", "jobs/rewards/seccomp.py", "jobs/rewards/boxinit.c")
+SOURCE_FILES = (
+    "jobs/__init__.py",
+    "jobs/rewards/__init__.py",
+    "jobs/rewards/sandbox.py",
+    "jobs/rewards/service.py",
+    "jobs/rewards/box.py",
+    "jobs/rewards/seccomp.py",
+    "jobs/rewards/boxinit.c",
+)
 # The token the Ray pods send and the service checks: one key of the stack's token Secret.
 TOKEN_ENV = CODE_SANDBOX_TOKEN_ENV
 # tini (Debian package, images/code-sandbox/Dockerfile) is PID 1: it reaps whatever is orphaned in
@@ -45,19 +57,35 @@ INIT = ("/usr/bin/tini", "--")
 # for (capabilities(7)); gVisor implements each of them for its own sandboxed processes:
 EXECUTOR_CAPABILITIES = (
     "SYS_ADMIN",  # unshare(2) of pid/mount/net/ipc/uts namespaces, mount(2)/pivot_root(2) by bwrap
-    "SETUID", "SETGID",  # boxinit drops to a pool uid (setresuid/setresgid/setgroups)
+    "SETUID",
+    "SETGID",  # boxinit drops to a pool uid (setresuid/setresgid/setgroups)
     "SETPCAP",  # bwrap drops the bounding set of the box
     "NET_ADMIN",  # bwrap brings up the loopback of the box's own network namespace
     "KILL",  # signal processes of pool uids
-    "CHOWN", "FOWNER", "DAC_OVERRIDE",  # hand the compiler's output directory to its pool uid, remove it
+    "CHOWN",
+    "FOWNER",
+    "DAC_OVERRIDE",  # hand the compiler's output directory to its pool uid, remove it
     "SYS_CHROOT",  # bwrap's pivot_root/chroot into the new root
 )
 
 
-def service_command(port: int, concurrency: int, host: str = "0.0.0.0", socket_timeout_s: float = 30) -> list[str]:
+def service_command(
+    port: int, concurrency: int, host: str = "0.0.0.0", socket_timeout_s: float = 30
+) -> list[str]:
     """How the image starts the service (without the init); the tests start it the same way."""
-    return ["python3", "-m", "jobs.rewards.service", "--host", host, "--port", str(port),
-            "--concurrency", str(concurrency), "--socket-timeout", f"{socket_timeout_s:g}"]
+    return [
+        "python3",
+        "-m",
+        "jobs.rewards.service",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--concurrency",
+        str(concurrency),
+        "--socket-timeout",
+        f"{socket_timeout_s:g}",
+    ]
 
 
 def source_key(path: str) -> str:
@@ -82,7 +110,9 @@ class SandboxServiceInputs:
     def __post_init__(self) -> None:
         missing = [p for p in SOURCE_FILES if p not in self.sources]
         if missing:
-            raise ValueError(f"sandbox service sources: missing {missing} (expected every one of {list(SOURCE_FILES)})")
+            raise ValueError(
+                f"sandbox service sources: missing {missing} (expected every one of {list(SOURCE_FILES)})"
+            )
         if self.replicas < 1:
             raise ValueError(f"sandbox service replicas: {self.replicas} (expected at least 1)")
 
@@ -106,12 +136,20 @@ class SandboxServiceInputs:
 
 
 def _meta(inputs: SandboxServiceInputs, name: str | None = None) -> dict[str, Any]:
-    return {"name": name or inputs.name, "namespace": inputs.namespace, "labels": {**inputs.labels, **inputs.selector}}
+    return {
+        "name": name or inputs.name,
+        "namespace": inputs.namespace,
+        "labels": {**inputs.labels, **inputs.selector},
+    }
 
 
 def config_map_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(inputs, f"{inputs.name}-code"),
-            "data": {source_key(p): inputs.sources[p] for p in SOURCE_FILES}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(inputs, f"{inputs.name}-code"),
+        "data": {source_key(p): inputs.sources[p] for p in SOURCE_FILES},
+    }
 
 
 def _executor_container(inputs: SandboxServiceInputs) -> dict[str, Any]:
@@ -123,24 +161,47 @@ def _executor_container(inputs: SandboxServiceInputs) -> dict[str, Any]:
         "workingDir": CODE_DIR,
         # The service token is the one secret (the service drops it from its environment at start;
         # the programs themselves get an empty environment and cannot see the service's process).
-        "env": [{"name": "PYTHONPATH", "value": CODE_DIR}, {"name": "TMPDIR", "value": "/tmp"},
-                {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
-                {"name": TOKEN_ENV, "valueFrom": {"secretKeyRef": {"name": inputs.token_secret, "key": TOKEN_ENV}}}],
+        "env": [
+            {"name": "PYTHONPATH", "value": CODE_DIR},
+            {"name": "TMPDIR", "value": "/tmp"},
+            {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+            {
+                "name": TOKEN_ENV,
+                "valueFrom": {"secretKeyRef": {"name": inputs.token_secret, "key": TOKEN_ENV}},
+            },
+        ],
         "ports": [{"name": "http", "containerPort": PORT}],
         "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10},
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 30, "failureThreshold": 4},
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": "http"},
+            "periodSeconds": 30,
+            "failureThreshold": 4,
+        },
         "resources": {"requests": resources, "limits": resources},
         # Root inside gVisor (the sandbox's root, not the node's): the executor builds boxes.
         # No privileged mode, no privilege escalation (bwrap and boxinit need no setuid binary),
         # a read-only root filesystem; only the capabilities listed above.
         "securityContext": {
-            "runAsNonRoot": False, "runAsUser": 0, "runAsGroup": 0, "privileged": False,
-            "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+            "runAsNonRoot": False,
+            "runAsUser": 0,
+            "runAsGroup": 0,
+            "privileged": False,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
             "capabilities": {"drop": ["ALL"], "add": list(EXECUTOR_CAPABILITIES)},
         },
-        "volumeMounts": [{"name": "scratch", "mountPath": "/tmp"},
-                         *({"name": "code", "mountPath": f"{CODE_DIR}/{p}", "subPath": source_key(p), "readOnly": True}
-                           for p in SOURCE_FILES)],
+        "volumeMounts": [
+            {"name": "scratch", "mountPath": "/tmp"},
+            *(
+                {
+                    "name": "code",
+                    "mountPath": f"{CODE_DIR}/{p}",
+                    "subPath": source_key(p),
+                    "readOnly": True,
+                }
+                for p in SOURCE_FILES
+            ),
+        ],
     }
     return container
 
@@ -152,42 +213,79 @@ def deployment_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "nodeSelector": {GVISOR_NODE_LABEL: "gvisor", POOL_ROLE_LABEL: POOL_ROLE},
-        "tolerations": [{"key": GVISOR_NODE_LABEL, "operator": "Equal", "value": "gvisor", "effect": "NoSchedule"}],
+        "tolerations": [
+            {
+                "key": GVISOR_NODE_LABEL,
+                "operator": "Equal",
+                "value": "gvisor",
+                "effect": "NoSchedule",
+            }
+        ],
         # No seccompProfile: under gVisor the runtime's profile is not applied to the sandboxed
         # processes (the Sentry filters its own host calls); each box installs its own filter.
         "securityContext": {"runAsNonRoot": False},
         "containers": [container],
-        "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": inputs.scratch}},
-                    {"name": "code", "configMap": {"name": f"{inputs.name}-code"}}],
+        "volumes": [
+            {"name": "scratch", "emptyDir": {"sizeLimit": inputs.scratch}},
+            {"name": "code", "configMap": {"name": f"{inputs.name}-code"}},
+        ],
     }
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(inputs),
-        "spec": {"replicas": inputs.replicas, "selector": {"matchLabels": inputs.selector},
-                 "template": {"metadata": {"labels": {**inputs.labels, **inputs.selector},
-                                           "annotations": {CODE_DIGEST_ANNOTATION: inputs.code_digest}},
-                              "spec": pod_spec}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(inputs),
+        "spec": {
+            "replicas": inputs.replicas,
+            "selector": {"matchLabels": inputs.selector},
+            "template": {
+                "metadata": {
+                    "labels": {**inputs.labels, **inputs.selector},
+                    "annotations": {CODE_DIGEST_ANNOTATION: inputs.code_digest},
+                },
+                "spec": pod_spec,
+            },
+        },
     }
 
 
 def service_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(inputs),
-            "spec": {"selector": inputs.selector, "ports": [{"name": "http", "port": PORT, "targetPort": "http"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(inputs),
+        "spec": {
+            "selector": inputs.selector,
+            "ports": [{"name": "http", "port": PORT, "targetPort": "http"}],
+        },
+    }
 
 
 def network_policy_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
     return {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _meta(inputs),
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta(inputs),
         "spec": {
             "podSelector": {"matchLabels": inputs.selector},
             # Egress listed with no rule: every outbound connection is denied, DNS included.
             "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"from": [{"podSelector": {"matchLabels": {RAY_CLUSTER_LABEL: inputs.ray_cluster}}}],
-                         "ports": [{"protocol": "TCP", "port": PORT}]}],
+            "ingress": [
+                {
+                    "from": [
+                        {"podSelector": {"matchLabels": {RAY_CLUSTER_LABEL: inputs.ray_cluster}}}
+                    ],
+                    "ports": [{"protocol": "TCP", "port": PORT}],
+                }
+            ],
             "egress": [],
         },
     }
 
 
 def manifests(inputs: SandboxServiceInputs) -> list[dict[str, Any]]:
-    return [config_map_manifest(inputs), deployment_manifest(inputs), service_manifest(inputs),
-            network_policy_manifest(inputs)]
+    return [
+        config_map_manifest(inputs),
+        deployment_manifest(inputs),
+        service_manifest(inputs),
+        network_policy_manifest(inputs),
+    ]

@@ -31,8 +31,9 @@ def read_sources(root: Path = REPO_ROOT) -> dict[str, str]:
     return {path: (root / path).read_text() for path in SOURCE_FILES}
 
 
-def service_inputs(config: StackConfig, ray_cluster: str, sources: dict[str, str],
-                   token_secret: str) -> SandboxServiceInputs:
+def service_inputs(
+    config: StackConfig, ray_cluster: str, sources: dict[str, str], token_secret: str
+) -> SandboxServiceInputs:
     sandbox = config.rewards.code_sandbox
     if not sandbox.enabled or sandbox.image is None:
         raise ValueError("service_inputs: rewards.codeSandbox is not enabled with an image")
@@ -69,19 +70,29 @@ class CodeSandboxService(pulumi.ComponentResource):
         config_map, deployment, service, policy = manifests(args.inputs)
         base = [args.namespace_resource, *args.depends_on]
         policy_resource = k8s.networking.v1.NetworkPolicy(
-            f"{name}-egress-deny", metadata=policy["metadata"], spec=policy["spec"],
+            f"{name}-egress-deny",
+            metadata=policy["metadata"],
+            spec=policy["spec"],
             opts=args.target.options(self, depends_on=base),
         )
         code = k8s.core.v1.ConfigMap(
-            f"{name}-code", metadata=config_map["metadata"], data=config_map["data"],
+            f"{name}-code",
+            metadata=config_map["metadata"],
+            data=config_map["data"],
             opts=args.target.options(self, depends_on=base),
         )
         k8s.apps.v1.Deployment(
-            f"{name}-executor", metadata=deployment["metadata"], spec=deployment["spec"],
-            opts=args.target.options(self, depends_on=[*base, args.node_pool, code, policy_resource]),
+            f"{name}-executor",
+            metadata=deployment["metadata"],
+            spec=deployment["spec"],
+            opts=args.target.options(
+                self, depends_on=[*base, args.node_pool, code, policy_resource]
+            ),
         )
         k8s.core.v1.Service(
-            f"{name}-service", metadata=service["metadata"], spec=service["spec"],
+            f"{name}-service",
+            metadata=service["metadata"],
+            spec=service["spec"],
             opts=args.target.options(self, depends_on=base),
         )
         self.url = args.inputs.url

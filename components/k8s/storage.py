@@ -16,6 +16,8 @@ from components.contract import parse_mount_point
 from components.k8s.provider import KubeTarget
 
 CSI_DRIVER = "lustre.csi.storage.gke.io"
+
+
 def volume_handle(project: str, zone: str, instance_id: str) -> str:
     """`<project>/<zone>/<instance>`: exactly three tokens, what the CSI driver's ParseVolumeID
     accepts (cluster-toolkit's five-token form is Parallelstore's; reference 3.3).
@@ -72,7 +74,9 @@ def persistent_volume_manifest(
 CLAIM_REQUEST = "1Gi"
 
 
-def persistent_volume_claim_manifest(name: str, *, namespace: str, volume_name: str) -> dict[str, Any]:
+def persistent_volume_claim_manifest(
+    name: str, *, namespace: str, volume_name: str
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",

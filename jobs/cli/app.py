@@ -27,11 +27,18 @@ app = typer.Typer(
 
 def _recipe_view(r: Recipe) -> dict[str, Any]:
     return {
-        "name": r.name, "framework": r.framework, "framework_version": r.spec.version,
-        "image": r.spec.image, "ray_version": r.spec.ray_version, "summary": r.summary,
-        "default_nodes": r.default_nodes, "default_gpus_per_node": r.default_gpus_per_node,
-        "checkpoint_key": r.checkpoint_key, "defaults": dict(r.defaults),
-        "config": r.config_file, "adapts_batch_sizes": r.adapt_batch,
+        "name": r.name,
+        "framework": r.framework,
+        "framework_version": r.spec.version,
+        "image": r.spec.image,
+        "ray_version": r.spec.ray_version,
+        "summary": r.summary,
+        "default_nodes": r.default_nodes,
+        "default_gpus_per_node": r.default_gpus_per_node,
+        "checkpoint_key": r.checkpoint_key,
+        "defaults": dict(r.defaults),
+        "config": r.config_file,
+        "adapts_batch_sizes": r.adapt_batch,
     }
 
 

@@ -80,8 +80,13 @@ def handled(fn: F) -> F:
                 raise typer.Exit(int(ExitCode.INTERNAL)) from None
             # One line, whatever the exception held; exit 4, never 1 ("the job failed").
             text = " ".join(f"error: unexpected {type(e).__name__}: {e}".split())
-            err().print(redact(f"{text} (hint: this is a bug in {commands.PROGRAM}, not in your job; "
-                                "rerun with JOBS_DEBUG=1 for the traceback)"), markup=False)
+            err().print(
+                redact(
+                    f"{text} (hint: this is a bug in {commands.PROGRAM}, not in your job; "
+                    "rerun with JOBS_DEBUG=1 for the traceback)"
+                ),
+                markup=False,
+            )
             raise typer.Exit(int(ExitCode.INTERNAL)) from None
 
     return wrapper  # type: ignore[return-value]

@@ -25,16 +25,32 @@ def _check_out(out: Path) -> None:
     """Refuse an --out that is, or lies under, an existing file, before reading the input."""
     for path in (out, *out.parents):
         if path.exists() and not path.is_dir():
-            raise UsageError(f"--out {out}: {path} exists and is not a directory",
-                             "pass a directory (it is created if missing)")
+            raise UsageError(
+                f"--out {out}: {path} exists and is not a directory",
+                "pass a directory (it is created if missing)",
+            )
 
 
 @data_app.command("gsm8k")
 @handled
 def gsm8k_cmd(
-    input_dir: Annotated[Path, typer.Option("--input", help="A local copy of the hub's openai/gsm8k main/ folder: train*/test* files, parquet or JSONL.")],
-    out: Annotated[Path, typer.Option("--out", help="Output folder: OUT/nemo/{train,test}.jsonl and OUT/verl/{train,test}.parquet.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")] = False,
+    input_dir: Annotated[
+        Path,
+        typer.Option(
+            "--input",
+            help="A local copy of the hub's openai/gsm8k main/ folder: train*/test* files, parquet or JSONL.",
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Output folder: OUT/nemo/{train,test}.jsonl and OUT/verl/{train,test}.parquet.",
+        ),
+    ],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Machine-readable output on stdout.")
+    ] = False,
 ) -> None:
     """Convert GSM8K into NeMo RL JSONL and veRL parquet.
 
@@ -45,28 +61,46 @@ def gsm8k_cmd(
     try:
         splits = gsm8k.read_local(input_dir)
     except gsm8k.DataError as e:
-        raise UsageError(str(e), "pass the folder holding the hub's train-*.parquet and "
-                         "test-*.parquet (or train*.jsonl / test*.jsonl)") from None
+        raise UsageError(
+            str(e),
+            "pass the folder holding the hub's train-*.parquet and "
+            "test-*.parquet (or train*.jsonl / test*.jsonl)",
+        ) from None
     written = {fmt: gsm8k.write(splits, out, fmt) for fmt in gsm8k.FORMATS}
-    view = {"out": str(out), "format_version": gsm8k.FORMAT_VERSION,
-            "rows": {s: len(rows) for s, rows in splits.items()},
-            "files": {fmt: {s: str(p) for s, p in files.items()} for fmt, files in written.items()}}
+    view = {
+        "out": str(out),
+        "format_version": gsm8k.FORMAT_VERSION,
+        "rows": {s: len(rows) for s, rows in splits.items()},
+        "files": {fmt: {s: str(p) for s, p in files.items()} for fmt, files in written.items()},
+    }
     if as_json:
         emit_json(view)
         return
     for files in written.values():
         for path in files.values():
             err().print(f"wrote {path}", markup=False)
-    err().print(f"GSM8K format {gsm8k.FORMAT_VERSION}: "
-                + ", ".join(f"{s} {n} rows" for s, n in view["rows"].items()), markup=False)
+    err().print(
+        f"GSM8K format {gsm8k.FORMAT_VERSION}: "
+        + ", ".join(f"{s} {n} rows" for s, n in view["rows"].items()),
+        markup=False,
+    )
 
 
 @data_app.command("code-contests")
 @handled
 def code_contests_cmd(
-    input_dir: Annotated[Path, typer.Option("--input", help="Directory of deepmind/code_contests *.parquet or *.jsonl files.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Writes OUT/{easy,hard,expert}/train.parquet.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable summary on stdout.")] = False,
+    input_dir: Annotated[
+        Path,
+        typer.Option(
+            "--input", help="Directory of deepmind/code_contests *.parquet or *.jsonl files."
+        ),
+    ],
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Writes OUT/{easy,hard,expert}/train.parquet.")
+    ],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Machine-readable summary on stdout.")
+    ] = False,
 ) -> None:
     """Convert deepmind/code_contests into veRL parquet.
 
@@ -84,8 +118,9 @@ def code_contests_cmd(
     except ValueError as e:
         raise UsageError(f"--input {input_dir}: {e}", hint) from None
     if as_json:
-        emit_json({"written": summary.written, "dropped": dict(summary.dropped),
-                   "paths": summary.paths})
+        emit_json(
+            {"written": summary.written, "dropped": dict(summary.dropped), "paths": summary.paths}
+        )
         return
     for tier, count in summary.written.items():
         err().print(f"{tier}: {count} problems -> {summary.paths.get(tier, '-')}", markup=False)

@@ -25,8 +25,13 @@ app = typer.Typer()
 
 @app.command("status")
 @handled
-def status_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None,
-               stack_name: opt.StackOpt = None, runs_root: opt.RunsRootOpt = None) -> None:
+def status_cmd(
+    ident: opt.IdArg,
+    as_json: opt.JsonOpt = False,
+    addr: opt.AddressOpt = None,
+    stack_name: opt.StackOpt = None,
+    runs_root: opt.RunsRootOpt = None,
+) -> None:
     """Show a job's or a run's status.
 
     Exits 0 whatever the status: this reports, it does not judge."""
@@ -49,19 +54,29 @@ def status_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.Address
         emit_json(view)
         return
     shown = out()
-    for key in ("submission_id", "run", "attempt", "status", "recipe", "stack", "git_commit",
-                "entrypoint", "message", "driver_exit_code"):
+    for key in (
+        "submission_id",
+        "run",
+        "attempt",
+        "status",
+        "recipe",
+        "stack",
+        "git_commit",
+        "entrypoint",
+        "message",
+        "driver_exit_code",
+    ):
         if view.get(key) not in ("", None):
             shown.print(f"{key:>16}: {view[key]}", markup=False)
     if "supervisor" in view:
         sup = view["supervisor"]
-        shown.print(f"{'supervisor':>16}: {sup['submission_id']} {_supervisor_state(view)}",
-                    markup=False)
+        shown.print(
+            f"{'supervisor':>16}: {sup['submission_id']} {_supervisor_state(view)}", markup=False
+        )
         if view["outcome"]:
             shown.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
         shown.print(f"{'history':>16}:", markup=False)
-        handoff.print_story(lambda text: shown.print(f"  {text}", markup=False),
-                            view["history"])
+        handoff.print_story(lambda text: shown.print(f"  {text}", markup=False), view["history"])
 
 
 def _supervisor_state(view: dict[str, Any]) -> str:
@@ -72,19 +87,26 @@ def _supervisor_state(view: dict[str, Any]) -> str:
     if handoff.gave_up(outcome):
         return f"{status} (ended as designed: it gave up, see outcome)"
     if outcome is None and status in ("FAILED", "STOPPED", "SUCCEEDED"):
-        return (f"{status}: unsupervised, the supervisor ended without finishing the run "
-                "(the re-armer, or submit --resume, arms a new one)")
+        return (
+            f"{status}: unsupervised, the supervisor ended without finishing the run "
+            "(the re-armer, or submit --resume, arms a new one)"
+        )
     return status
 
 
-def _supervised_view(cluster: Dashboard, run: str, sups: list[JobDetails],
-                     recs: list[dict[str, Any]]) -> dict[str, Any]:
+def _supervised_view(
+    cluster: Dashboard, run: str, sups: list[JobDetails], recs: list[dict[str, Any]]
+) -> dict[str, Any]:
     """A supervised run: its latest attempt, its supervisor and every decision recorded."""
     try:
         view = listing.describe(listing.latest_attempt(cluster, run))
     except UsageError:  # armed, but waiting for GPUs before attempt 1
-        view = {"run": run, "submission_id": None, "attempt": None,
-                "status": "WAITING" if handoff.live(sups) else sups[-1].status.value}
+        view = {
+            "run": run,
+            "submission_id": None,
+            "attempt": None,
+            "status": "WAITING" if handoff.live(sups) else sups[-1].status.value,
+        }
     latest = sups[-1]
     view["supervisor"] = {"submission_id": latest.submission_id, "status": latest.status.value}
     view["outcome"] = handoff.final_reason(recs)
@@ -94,8 +116,13 @@ def _supervised_view(cluster: Dashboard, run: str, sups: list[JobDetails],
 
 @app.command("logs")
 @handled
-def logs_cmd(ident: opt.IdArg, follow_logs: opt.FollowOpt = False, addr: opt.AddressOpt = None,
-             stack_name: opt.StackOpt = None, runs_root: opt.RunsRootOpt = None) -> None:
+def logs_cmd(
+    ident: opt.IdArg,
+    follow_logs: opt.FollowOpt = False,
+    addr: opt.AddressOpt = None,
+    stack_name: opt.StackOpt = None,
+    runs_root: opt.RunsRootOpt = None,
+) -> None:
     """Print a job's logs, or every attempt's of a run.
 
     With --follow, stream them until it ends (^C detaches)."""
@@ -119,8 +146,10 @@ def logs_cmd(ident: opt.IdArg, follow_logs: opt.FollowOpt = False, addr: opt.Add
         try:
             status = opt.watcher(cluster, where).follow(job_id)
         except KeyboardInterrupt as stop:
-            err().print(f"detached; {job_id} keeps running. Stop it with: "
-                        f"{opt.stop_hint(job_id, where)}", markup=False)
+            err().print(
+                f"detached; {job_id} keeps running. Stop it with: {opt.stop_hint(job_id, where)}",
+                markup=False,
+            )
             raise typer.Exit(detached(stop)) from None
     raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))
 
@@ -135,8 +164,14 @@ def _write_attempt_logs(cluster: Dashboard, tried: list[JobDetails]) -> None:
         sys.stdout.write(text if text.endswith("\n") or not text else f"{text}\n")
 
 
-def _supervised_logs(cluster: Dashboard, where: address.Where, run: str, sups: list[JobDetails],
-                     recs: list[dict[str, Any]], follow_logs: bool) -> None:
+def _supervised_logs(
+    cluster: Dashboard,
+    where: address.Where,
+    run: str,
+    sups: list[JobDetails],
+    recs: list[dict[str, Any]],
+    follow_logs: bool,
+) -> None:
     """A supervised run's logs: the supervisor's decisions, then every attempt's log under its
     own header; with --follow, every attempt in turn and the decisions as they come (stderr)."""
     if not follow_logs:
@@ -146,19 +181,27 @@ def _supervised_logs(cluster: Dashboard, where: address.Where, run: str, sups: l
         raise typer.Exit(int(ExitCode.OK))
     sid = sups[-1].submission_id or ""
     try:
-        done, recs = handoff.follow_run(cluster, run, sid, opt.watcher(cluster, where),
-                                        ConsoleReporter(), to_stderr=False)
+        done, recs = handoff.follow_run(
+            cluster, run, sid, opt.watcher(cluster, where), ConsoleReporter(), to_stderr=False
+        )
     except KeyboardInterrupt as stop:
-        err().print(f"detached; the supervisor {sid} keeps driving run {run}. Stop it with: "
-                    f"{commands.command('stop', run, where=opt.where_flags(where))}", markup=False)
+        err().print(
+            f"detached; the supervisor {sid} keeps driving run {run}. Stop it with: "
+            f"{commands.command('stop', run, where=opt.where_flags(where))}",
+            markup=False,
+        )
         raise typer.Exit(detached(stop)) from None
     raise typer.Exit(report_run(run, sid, done, recs, as_json=False))
 
 
 @app.command("stop")
 @handled
-def stop_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None,
-             stack_name: opt.StackOpt = None) -> None:
+def stop_cmd(
+    ident: opt.IdArg,
+    as_json: opt.JsonOpt = False,
+    addr: opt.AddressOpt = None,
+    stack_name: opt.StackOpt = None,
+) -> None:
     """Stop a job, or a run (its supervisor, then its current attempt).
 
     A stopped job is never restarted."""
@@ -166,8 +209,12 @@ def stop_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOp
         if handoff.is_run_with_supervisor(cluster, ident):
             stopped = handoff.stop_run(cluster, ident, opt.watcher(cluster, where))
             if as_json:
-                emit_json({"run": ident, "stopped": [{"submission_id": i, "status": s.value}
-                                                      for i, s in stopped]})
+                emit_json(
+                    {
+                        "run": ident,
+                        "stopped": [{"submission_id": i, "status": s.value} for i, s in stopped],
+                    }
+                )
             else:
                 for i, s in stopped:
                     out().print(f"{i} {s.value}", markup=False)
@@ -179,8 +226,9 @@ def stop_cmd(ident: opt.IdArg, as_json: opt.JsonOpt = False, addr: opt.AddressOp
         if not job.status.is_terminal():
             cluster.stop(job_id)
             # Ray sends SIGTERM, then SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s default, §4.4).
-            status = opt.watcher(cluster, where).wait_for(job_id, follow.terminal, "stopping",
-                                                          limit_s=_stop_wait_s())
+            status = opt.watcher(cluster, where).wait_for(
+                job_id, follow.terminal, "stopping", limit_s=_stop_wait_s()
+            )
             if not status.is_terminal():
                 _say_stop_pending(job_id, status, where)
         else:
@@ -202,17 +250,23 @@ def _say_stop_pending(job_id: str, status: follow.JobStatus, where: address.Wher
     # Ray stops a job through its supervisor actor (job_manager.py stop_job): a job still
     # waiting for resources has none yet, so it stays PENDING until it is placed, or until
     # RAY_JOB_START_TIMEOUT_SECONDS (15 min by default) fails it.
-    err().print(f"{job_id} is still {status.value} {_stop_wait_s():.0f} s after the stop request: "
-                "Ray stops a job that is waiting for resources once it is placed, or fails it "
-                "when its start times out (RAY_JOB_START_TIMEOUT_SECONDS, 15 min by default); "
-                f"check it with: {commands.command('status', job_id, where=opt.where_flags(where))}",
-                markup=False)
+    err().print(
+        f"{job_id} is still {status.value} {_stop_wait_s():.0f} s after the stop request: "
+        "Ray stops a job that is waiting for resources once it is placed, or fails it "
+        "when its start times out (RAY_JOB_START_TIMEOUT_SECONDS, 15 min by default); "
+        f"check it with: {commands.command('status', job_id, where=opt.where_flags(where))}",
+        markup=False,
+    )
 
 
 @app.command("list")
 @handled
-def list_cmd(as_json: opt.JsonOpt = False, addr: opt.AddressOpt = None, stack_name: opt.StackOpt = None,
-             runs_root: opt.RunsRootOpt = None) -> None:
+def list_cmd(
+    as_json: opt.JsonOpt = False,
+    addr: opt.AddressOpt = None,
+    stack_name: opt.StackOpt = None,
+    runs_root: opt.RunsRootOpt = None,
+) -> None:
     """List runs with their attempts, newest first."""
     if runs_root:
         _list_records(runs_root, as_json)
@@ -236,8 +290,10 @@ def _list_records(runs_root: str, as_json: bool) -> None:
     for col in ("run", "status", "attempts", "last decision"):
         table.add_column(col, no_wrap=col == "run", overflow="fold")
     for r in rows:
-        attempts = ", ".join(f"{a['submission_id']} {a['status']}"
-                             + (f" ({a['cause']})" if a["cause"] else "") for a in r["attempts"])
+        attempts = ", ".join(
+            f"{a['submission_id']} {a['status']}" + (f" ({a['cause']})" if a["cause"] else "")
+            for a in r["attempts"]
+        )
         last = r["last_event"]["message"] if r["last_event"] else ""
         table.add_row(r["run"], r["status"], attempts or "-", redact(last))
     out().print(table)

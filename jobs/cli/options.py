@@ -15,17 +15,91 @@ from jobs.common.errors import UsageError
 from jobs.recipes.reward_placement import ALLOW_FLAG
 from jobs.runs import address, follow, handoff
 
-AddressOpt = Annotated[str | None, typer.Option("--address", metavar="URL", help="Ray dashboard URL, e.g. http://127.0.0.1:8265 (else RAY_ADDRESS, else --stack).")]
-StackOpt = Annotated[str | None, typer.Option("--stack", metavar="STACK", help="Pulumi stack: read its outputs and port-forward to its Ray head.")]
-JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Machine-readable output on stdout.")]
-FollowOpt = Annotated[bool, typer.Option("--follow", metavar="", help="Stream logs until the job ends; exit with its result.")]
-RestartsOpt = Annotated[int, typer.Option("--max-restarts", min=0, metavar="N", show_default=False, help="Hand the run to a supervisor on the Ray head that resubmits a FAILED attempt up to N times (same checkpoint dir), after waiting for the GPUs; a stopped run, or a crash (failed with every GPU present and no new checkpoint since the previous attempt), is not restarted.")]
-PreemptionsOpt = Annotated[int | None, typer.Option("--max-preemptions", min=0, metavar="N", help="Hand the run to a supervisor that resubmits an attempt ended by a lost node (a preemption, read from Ray's node table) up to N times, apart from --max-restarts (default 100 when supervised).")]
-StallOpt = Annotated[float | None, typer.Option("--stall-timeout", min=0, metavar="SECONDS", help="Stop and restart an attempt that prints nothing and checkpoints nothing for this long, recorded 'stalled' (default: 7200 for recipes, off for run; 0: off).")]
-RunsRootOpt = Annotated[str | None, typer.Option("--runs-root", metavar="DIR", help="Where runs' records live, as the Ray head sees it: the supervisor writes them there; list, status and logs read them without the head.")]
-NameOpt = Annotated[str | None, typer.Option("--name", metavar="RUN", help="Run name (default: RECIPE-YYYYMMDD-HHMMSS-mmmxx, or run-... for run: UTC time, its milliseconds mmm and two random letters xx); attempts are RUN-a1, RUN-a2 and so on.")]
-UnsandboxedOpt = Annotated[bool, typer.Option(ALLOW_FLAG, metavar="", help="Recipes whose reward runs model-written code: run it inside the trainer pod (rlimits only) when the stack has no code sandbox service.")]
-IdArg = Annotated[str, typer.Argument(metavar="ID", show_default=False, help="A submission id, or a run name (its latest attempt).")]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--address",
+        metavar="URL",
+        help="Ray dashboard URL, e.g. http://127.0.0.1:8265 (else RAY_ADDRESS, else --stack).",
+    ),
+]
+StackOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--stack",
+        metavar="STACK",
+        help="Pulumi stack: read its outputs and port-forward to its Ray head.",
+    ),
+]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", metavar="", help="Machine-readable output on stdout.")
+]
+FollowOpt = Annotated[
+    bool,
+    typer.Option(
+        "--follow", metavar="", help="Stream logs until the job ends; exit with its result."
+    ),
+]
+RestartsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-restarts",
+        min=0,
+        metavar="N",
+        show_default=False,
+        help="Hand the run to a supervisor on the Ray head that resubmits a FAILED attempt up to N times (same checkpoint dir), after waiting for the GPUs; a stopped run, or a crash (failed with every GPU present and no new checkpoint since the previous attempt), is not restarted.",
+    ),
+]
+PreemptionsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-preemptions",
+        min=0,
+        metavar="N",
+        help="Hand the run to a supervisor that resubmits an attempt ended by a lost node (a preemption, read from Ray's node table) up to N times, apart from --max-restarts (default 100 when supervised).",
+    ),
+]
+StallOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--stall-timeout",
+        min=0,
+        metavar="SECONDS",
+        help="Stop and restart an attempt that prints nothing and checkpoints nothing for this long, recorded 'stalled' (default: 7200 for recipes, off for run; 0: off).",
+    ),
+]
+RunsRootOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--runs-root",
+        metavar="DIR",
+        help="Where runs' records live, as the Ray head sees it: the supervisor writes them there; list, status and logs read them without the head.",
+    ),
+]
+NameOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--name",
+        metavar="RUN",
+        help="Run name (default: RECIPE-YYYYMMDD-HHMMSS-mmmxx, or run-... for run: UTC time, its milliseconds mmm and two random letters xx); attempts are RUN-a1, RUN-a2 and so on.",
+    ),
+]
+UnsandboxedOpt = Annotated[
+    bool,
+    typer.Option(
+        ALLOW_FLAG,
+        metavar="",
+        help="Recipes whose reward runs model-written code: run it inside the trainer pod (rlimits only) when the stack has no code sandbox service.",
+    ),
+]
+IdArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="ID",
+        show_default=False,
+        help="A submission id, or a run name (its latest attempt).",
+    ),
+]
 
 
 def spinner(message: str) -> Any:
@@ -40,8 +114,9 @@ def where_flags(where: address.Where) -> str:
 
 
 @contextmanager
-def reach(addr: str | None, stack_name: str | None, outputs: StackOutputs | None = None
-          ) -> Iterator[tuple[address.Dashboard, address.Where]]:
+def reach(
+    addr: str | None, stack_name: str | None, outputs: StackOutputs | None = None
+) -> Iterator[tuple[address.Dashboard, address.Where]]:
     """The cluster named by --address / RAY_ADDRESS / --stack, reachable for the block."""
     where = address.choose(addr, stack_name)
     with address.reach(where, outputs, spinner=spinner) as dashboard:
@@ -49,31 +124,43 @@ def reach(addr: str | None, stack_name: str | None, outputs: StackOutputs | None
 
 
 def watcher(dashboard: address.Dashboard, where: address.Where) -> follow.Watcher:
-    return follow.Watcher(dashboard, ConsoleReporter(),
-                          lambda job_id: commands.command("status", job_id,
-                                                          where=where_flags(where)))
+    return follow.Watcher(
+        dashboard,
+        ConsoleReporter(),
+        lambda job_id: commands.command("status", job_id, where=where_flags(where)),
+    )
 
 
 def stop_hint(job_id: str, where: address.Where) -> str:
     return commands.command("stop", job_id, where=where_flags(where))
 
 
-def supervision(max_preemptions: int | None, stall_timeout: float | None,
-                runs_root: str | None) -> handoff.Options:
+def supervision(
+    max_preemptions: int | None, stall_timeout: float | None, runs_root: str | None
+) -> handoff.Options:
     """What `run`/`submit` ask of the supervisor beyond --max-restarts (checked here)."""
     if runs_root is not None and not runs_root.startswith("/"):
-        raise UsageError(f"--runs-root {runs_root!r} is not an absolute path",
-                         f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}")
+        raise UsageError(
+            f"--runs-root {runs_root!r} is not an absolute path",
+            f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}",
+        )
     return handoff.Options(max_preemptions, stall_timeout, runs_root or "")
 
 
-def follow_or_detach(dashboard: address.Dashboard, where: address.Where, job_id: str,
-                     to_stderr: bool, detached_note: str = "") -> follow.JobStatus:
+def follow_or_detach(
+    dashboard: address.Dashboard,
+    where: address.Where,
+    job_id: str,
+    to_stderr: bool,
+    detached_note: str = "",
+) -> follow.JobStatus:
     """Follow `job_id` to its end; Ctrl-C detaches (the job keeps running) and says how to stop."""
     try:
         return watcher(dashboard, where).follow(job_id, to_stderr=to_stderr)
     except KeyboardInterrupt as stop:
-        err().print(f"detached; {job_id} keeps running{detached_note}. Stop it with: "
-                    f"{stop_hint(job_id, where)}", markup=False)
+        err().print(
+            f"detached; {job_id} keeps running{detached_note}. Stop it with: "
+            f"{stop_hint(job_id, where)}",
+            markup=False,
+        )
         raise typer.Exit(detached(stop)) from None
-

@@ -17,8 +17,9 @@ from rich.text import Text
 
 
 def _indented(text: str | Text, level: int = 1) -> Padding:
-    return Padding(text if isinstance(text, Text) else Text(text), (0, 0, 0, 2 * level),
-                   expand=False)
+    return Padding(
+        text if isinstance(text, Text) else Text(text), (0, 0, 0, 2 * level), expand=False
+    )
 
 
 def recipes(views: list[dict[str, Any]]) -> RenderableType:
@@ -26,11 +27,17 @@ def recipes(views: list[dict[str, Any]]) -> RenderableType:
     blocks: list[RenderableType] = []
     for v in views:
         head = Text(v["name"], style="bold")
-        head.append(f"  {v['framework']} {v['framework_version']}, {v['default_nodes']} x "
-                    f"{v['default_gpus_per_node']} GPU"
-                    + (", batch sizes adapt" if v["adapts_batch_sizes"] else ""))
-        blocks += [head, _indented(f"image {v['image']}"), _indented(v["summary"]),
-                   _indented("defaults:")]
+        head.append(
+            f"  {v['framework']} {v['framework_version']}, {v['default_nodes']} x "
+            f"{v['default_gpus_per_node']} GPU"
+            + (", batch sizes adapt" if v["adapts_batch_sizes"] else "")
+        )
+        blocks += [
+            head,
+            _indented(f"image {v['image']}"),
+            _indented(v["summary"]),
+            _indented("defaults:"),
+        ]
         blocks += [_indented(f"{k}={val}", 2) for k, val in v["defaults"].items()]
         blocks.append(Text(""))
     return Group(*blocks)
@@ -58,6 +65,7 @@ def runs(views: list[dict[str, Any]]) -> RenderableType:
         if sup:
             last = sup.get("last_event")
             note = f"supervisor {sup['submission_id']} {sup['status']}" + (
-                f": {last['message']}" if last else "")
+                f": {last['message']}" if last else ""
+            )
             blocks.append(_indented(note))
     return Group(*blocks)

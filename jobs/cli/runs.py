@@ -32,9 +32,11 @@ app = typer.Typer()
 def _started_line(started: Started, attempt: int, max_restarts: int, gpus: int) -> str:
     if started.supervisor is not None:
         need = f", {gpus} GPU(s) needed before each attempt" if gpus else ""
-        return (f"run {started.run} handed to its supervisor {started.supervisor} on the Ray "
-                f"head: attempt {started.submission_id} next, up to {max_restarts} "
-                f"restart(s){need}")
+        return (
+            f"run {started.run} handed to its supervisor {started.supervisor} on the Ray "
+            f"head: attempt {started.submission_id} next, up to {max_restarts} "
+            f"restart(s){need}"
+        )
     return f"submitted {started.submission_id} (run {started.run}, attempt {attempt})"
 
 
@@ -43,35 +45,63 @@ def _announce(started: Started, where: address.Where, as_json: bool) -> int:
     flags = opt.where_flags(where)
     if started.supervisor is not None:
         if as_json:
-            emit_json({"run": started.run, "supervisor": started.supervisor,
-                       "status": "SUPERVISED", "attempts": []})
+            emit_json(
+                {
+                    "run": started.run,
+                    "supervisor": started.supervisor,
+                    "status": "SUPERVISED",
+                    "attempts": [],
+                }
+            )
             return int(ExitCode.OK)
         out().print(started.run, markup=False)
-        err().print(f"follow: {commands.command('logs', started.run, '--follow', where=flags)}\n"
-                    f"story:  {commands.command('status', started.run, where=flags)}\n"
-                    f"stop:   {commands.command('stop', started.run, where=flags)}", markup=False)
+        err().print(
+            f"follow: {commands.command('logs', started.run, '--follow', where=flags)}\n"
+            f"story:  {commands.command('status', started.run, where=flags)}\n"
+            f"stop:   {commands.command('stop', started.run, where=flags)}",
+            markup=False,
+        )
         return int(ExitCode.OK)
     job_id = started.submission_id
     if as_json:
-        emit_json({"run": started.run, "submission_id": job_id, "status": "SUBMITTED",
-                   "attempts": [{"submission_id": job_id, "status": "SUBMITTED"}]})
+        emit_json(
+            {
+                "run": started.run,
+                "submission_id": job_id,
+                "status": "SUBMITTED",
+                "attempts": [{"submission_id": job_id, "status": "SUBMITTED"}],
+            }
+        )
     else:
         out().print(job_id, markup=False)
-        err().print(f"follow: {commands.command('logs', job_id, '--follow', where=flags)}\n"
-                    f"stop:   {opt.stop_hint(job_id, where)}", markup=False)
+        err().print(
+            f"follow: {commands.command('logs', job_id, '--follow', where=flags)}\n"
+            f"stop:   {opt.stop_hint(job_id, where)}",
+            markup=False,
+        )
     return int(ExitCode.OK)
 
 
-def report_run(run: str, sid: str, done: list[tuple[str, follow.JobStatus]],
-               recs: list[dict[str, Any]], as_json: bool) -> int:
+def report_run(
+    run: str,
+    sid: str,
+    done: list[tuple[str, follow.JobStatus]],
+    recs: list[dict[str, Any]],
+    as_json: bool,
+) -> int:
     """The end of a followed supervised run: every attempt's status and the outcome."""
     final = handoff.final_reason(recs)
     succeeded = handoff.succeeded(recs)
     if as_json:
-        emit_json({"run": run, "supervisor": sid,
-                   "status": done[-1][1].value if done else None,
-                   "attempts": [{"submission_id": i, "status": s.value} for i, s in done],
-                   "outcome": final})
+        emit_json(
+            {
+                "run": run,
+                "supervisor": sid,
+                "status": done[-1][1].value if done else None,
+                "attempts": [{"submission_id": i, "status": s.value} for i, s in done],
+                "outcome": final,
+            }
+        )
     else:
         summary = ", ".join(f"{i} {s.value}" for i, s in done) or "no attempt"
         why = f"; {final['message']}" if final else ""
@@ -79,48 +109,78 @@ def report_run(run: str, sid: str, done: list[tuple[str, follow.JobStatus]],
     return int(ExitCode.OK if succeeded else ExitCode.JOB_FAILED)
 
 
-def _follow_supervised(dashboard: Dashboard, where: address.Where, started: Started,
-                       as_json: bool) -> int:
+def _follow_supervised(
+    dashboard: Dashboard, where: address.Where, started: Started, as_json: bool
+) -> int:
     run, sid = started.run, started.supervisor or ""
     try:
-        done, recs = handoff.follow_run(dashboard, run, sid, opt.watcher(dashboard, where),
-                                        ConsoleReporter(), to_stderr=as_json)
+        done, recs = handoff.follow_run(
+            dashboard, run, sid, opt.watcher(dashboard, where), ConsoleReporter(), to_stderr=as_json
+        )
     except KeyboardInterrupt as stop:
-        err().print(f"detached; the supervisor {sid} keeps driving run {run}, restarts "
-                    "included. Stop it with: "
-                    f"{commands.command('stop', run, where=opt.where_flags(where))}", markup=False)
+        err().print(
+            f"detached; the supervisor {sid} keeps driving run {run}, restarts "
+            "included. Stop it with: "
+            f"{commands.command('stop', run, where=opt.where_flags(where))}",
+            markup=False,
+        )
         if as_json:
             emit_json({"run": run, "supervisor": sid, "status": "DETACHED"})
         return detached(stop)
     return report_run(run, sid, done, recs, as_json)
 
 
-def _follow_attempt(dashboard: Dashboard, where: address.Where, started: Started,
-                    as_json: bool) -> int:
+def _follow_attempt(
+    dashboard: Dashboard, where: address.Where, started: Started, as_json: bool
+) -> int:
     job_id = started.submission_id
     try:
         status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
     except KeyboardInterrupt as stop:
-        err().print(f"detached; {job_id} keeps running. Stop it with: "
-                    f"{opt.stop_hint(job_id, where)}", markup=False)
+        err().print(
+            f"detached; {job_id} keeps running. Stop it with: {opt.stop_hint(job_id, where)}",
+            markup=False,
+        )
         if as_json:
             emit_json({"run": started.run, "submission_id": job_id, "status": "DETACHED"})
         return detached(stop)
     if as_json:
-        emit_json({"run": started.run, "submission_id": job_id, "status": status.value,
-                   "attempts": [{"submission_id": job_id, "status": status.value}]})
+        emit_json(
+            {
+                "run": started.run,
+                "submission_id": job_id,
+                "status": status.value,
+                "attempts": [{"submission_id": job_id, "status": status.value}],
+            }
+        )
     else:
         err().print(f"run {started.run}: {job_id} {status.value}", markup=False)
     return int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED)
 
 
-def drive(dashboard: Dashboard, where: address.Where, sub: Submission, follow_logs: bool,
-          max_restarts: int, as_json: bool, gpus: int = 0, checkpoint_dir: str = "",
-          options: handoff.Options = handoff.Options(), stall_default_s: float = 0.0) -> int:
+def drive(
+    dashboard: Dashboard,
+    where: address.Where,
+    sub: Submission,
+    follow_logs: bool,
+    max_restarts: int,
+    as_json: bool,
+    gpus: int = 0,
+    checkpoint_dir: str = "",
+    options: handoff.Options = handoff.Options(),
+    stall_default_s: float = 0.0,
+) -> int:
     """Start the attempt (or hand the run over) and, with --follow, follow it to its end."""
-    started = start(dashboard, sub, max_restarts=max_restarts, gpus=gpus,
-                    checkpoint_dir=checkpoint_dir, where=opt.where_flags(where), options=options,
-                    stall_default_s=stall_default_s)
+    started = start(
+        dashboard,
+        sub,
+        max_restarts=max_restarts,
+        gpus=gpus,
+        checkpoint_dir=checkpoint_dir,
+        where=opt.where_flags(where),
+        options=options,
+        stall_default_s=stall_default_s,
+    )
     err().print(_started_line(started, sub.attempt, max_restarts, gpus), markup=False)
     if not follow_logs:
         return _announce(started, where, as_json)
@@ -144,14 +204,16 @@ def _warn_if_short(dashboard: Dashboard, needed: int) -> None:
     (a GPU pool may be scaling up), but then waits for them instead of training."""
     have = dashboard.gpus()
     if have is not None and have < needed:
-        err().print(f"warning: the cluster has {have:g} GPU(s) now and this run needs {needed}; "
-                    "it is submitted, and its trainer waits until they are there (check the "
-                    "GPU node pool, or lower --nodes)", markup=False)
+        err().print(
+            f"warning: the cluster has {have:g} GPU(s) now and this run needs {needed}; "
+            "it is submitted, and its trainer waits until they are there (check the "
+            "GPU node pool, or lower --nodes)",
+            markup=False,
+        )
 
 
 def _check_ray_version(recipe: Recipe, dashboard: Dashboard, where: address.Where) -> None:
-    err().print(check_ray_version(recipe, dashboard, where.address or dashboard.url),
-                markup=False)
+    err().print(check_ray_version(recipe, dashboard, where.address or dashboard.url), markup=False)
 
 
 # --------------------------------------------------------------------------------- submit
@@ -160,54 +222,133 @@ def _check_ray_version(recipe: Recipe, dashboard: Dashboard, where: address.Wher
 def _refuse_with_resume(resume_run: str, given: dict[str, object]) -> None:
     flags = [flag for flag, value in given.items() if value]
     if flags:
-        raise UsageError(f"--resume {resume_run} cannot be combined with {', '.join(flags)}",
-                         "a resumed run keeps the recipe, overrides and size recorded in its "
-                         "metadata; start a new run (another --name) to change them")
+        raise UsageError(
+            f"--resume {resume_run} cannot be combined with {', '.join(flags)}",
+            "a resumed run keeps the recipe, overrides and size recorded in its "
+            "metadata; start a new run (another --name) to change them",
+        )
 
 
-def _resume(run: str, recipe_name: str | None, framework: str | None, follow_logs: bool,
-            max_restarts: int, as_json: bool, addr: str | None, stack_name: str | None,
-            allow_unsandboxed: bool,
-            options: handoff.Options = handoff.Options()) -> int:
+def _resume(
+    run: str,
+    recipe_name: str | None,
+    framework: str | None,
+    follow_logs: bool,
+    max_restarts: int,
+    as_json: bool,
+    addr: str | None,
+    stack_name: str | None,
+    allow_unsandboxed: bool,
+    options: handoff.Options = handoff.Options(),
+) -> int:
     where = address.choose(addr, stack_name)
     outputs = stack.read(where.stack) if where.stack else None
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
     with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
-        resumed = resume(dashboard, run, recipe_name, framework, allow_unsandboxed,
-                         Place(where.stack, outputs, source), opt.where_flags(where))
+        resumed = resume(
+            dashboard,
+            run,
+            recipe_name,
+            framework,
+            allow_unsandboxed,
+            Place(where.stack, outputs, source),
+            opt.where_flags(where),
+        )
         planned = resumed.planned
         if outputs is None and framework is None:
             _check_ray_version(resumed.recipe, dashboard, where)
         for note in planned.notes:
             err().print(note, markup=False)
         after = resumed.after
-        err().print(f"resuming run {run} after {after.submission_id} {after.status.value}, "
-                    f"from {planned.checkpoint_dir}", markup=False)
+        err().print(
+            f"resuming run {run} after {after.submission_id} {after.status.value}, "
+            f"from {planned.checkpoint_dir}",
+            markup=False,
+        )
         sub = plan.for_attempt(planned.submission, resumed.next_attempt)
         _warn_if_short(dashboard, planned.gpus_needed)
-        return drive(dashboard, where, sub, follow_logs, max_restarts, as_json,
-                     gpus=planned.gpus_needed, checkpoint_dir=planned.checkpoint_dir,
-                     options=dataclasses.replace(options, keep=planned.keep),
-                     stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S)
+        return drive(
+            dashboard,
+            where,
+            sub,
+            follow_logs,
+            max_restarts,
+            as_json,
+            gpus=planned.gpus_needed,
+            checkpoint_dir=planned.checkpoint_dir,
+            options=dataclasses.replace(options, keep=planned.keep),
+            stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
+        )
 
 
 @app.command("submit")
 @handled
 def submit_cmd(
-    recipe_name: Annotated[str | None, typer.Argument(metavar="RECIPE", help="A recipe from `python -m jobs recipes` (not with --resume).")] = None,
-    sets: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help="Override key=value (+key=value adds a key the config lacks, ++key=value adds or overrides).")] = None,
+    recipe_name: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="RECIPE", help="A recipe from `python -m jobs recipes` (not with --resume)."
+        ),
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Override key=value (+key=value adds a key the config lacks, ++key=value adds or overrides).",
+        ),
+    ] = None,
     name: opt.NameOpt = None,
-    nodes: Annotated[int | None, typer.Option("--nodes", min=1, metavar="N", help="GPU nodes (default: the stack's gpuNodeCount).")] = None,
-    gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", min=1, metavar="G", help="GPUs per node (default: the stack's gpusPerNode).")] = None,
-    framework: Annotated[str | None, typer.Option("--framework", metavar="nemo-rl|verl", help="With a bare address: the framework the cluster runs (nemo-rl or verl), to check the recipe against.")] = None,
-    resume_run: Annotated[str | None, typer.Option("--resume", metavar="RUN", help="Continue a FAILED or STOPPED run: submit its next attempt with the recipe, overrides, size and checkpoint dir recorded in its metadata.")] = None,
+    nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--nodes", min=1, metavar="N", help="GPU nodes (default: the stack's gpuNodeCount)."
+        ),
+    ] = None,
+    gpus_per_node: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus-per-node",
+            min=1,
+            metavar="G",
+            help="GPUs per node (default: the stack's gpusPerNode).",
+        ),
+    ] = None,
+    framework: Annotated[
+        str | None,
+        typer.Option(
+            "--framework",
+            metavar="nemo-rl|verl",
+            help="With a bare address: the framework the cluster runs (nemo-rl or verl), to check the recipe against.",
+        ),
+    ] = None,
+    resume_run: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="RUN",
+            help="Continue a FAILED or STOPPED run: submit its next attempt with the recipe, overrides, size and checkpoint dir recorded in its metadata.",
+        ),
+    ] = None,
     follow_logs: opt.FollowOpt = False,
     max_restarts: opt.RestartsOpt = 0,
     max_preemptions: opt.PreemptionsOpt = None,
     stall_timeout: opt.StallOpt = None,
     runs_root: opt.RunsRootOpt = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Print what would be submitted; contact nothing.")] = False,
-    force: Annotated[bool, typer.Option("--force", metavar="", help="Submit even when the checkpoints the run keeps would not fit the stack's Lustre.")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", metavar="", help="Print what would be submitted; contact nothing."
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            metavar="",
+            help="Submit even when the checkpoints the run keeps would not fit the stack's Lustre.",
+        ),
+    ] = False,
     allow_unsandboxed: opt.UnsandboxedOpt = False,
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
@@ -218,21 +359,52 @@ def submit_cmd(
     The run starts as attempt 1; --max-restarts hands it to a supervisor that restarts it."""
     options = opt.supervision(max_preemptions, stall_timeout, runs_root)
     if framework is not None and framework not in FRAMEWORK_NAMES:
-        raise UsageError(f"--framework {framework!r} is unknown",
-                         f"use {' or '.join(FRAMEWORK_NAMES)}")
+        raise UsageError(
+            f"--framework {framework!r} is unknown", f"use {' or '.join(FRAMEWORK_NAMES)}"
+        )
     if resume_run is not None:
-        _refuse_with_resume(resume_run, {"--set": sets, "--name": name, "--nodes": nodes,
-                                         "--gpus-per-node": gpus_per_node, "--dry-run": dry_run})
-        raise typer.Exit(_resume(resume_run, recipe_name, framework, follow_logs, max_restarts,
-                                 as_json, addr, stack_name, allow_unsandboxed, options))
+        _refuse_with_resume(
+            resume_run,
+            {
+                "--set": sets,
+                "--name": name,
+                "--nodes": nodes,
+                "--gpus-per-node": gpus_per_node,
+                "--dry-run": dry_run,
+            },
+        )
+        raise typer.Exit(
+            _resume(
+                resume_run,
+                recipe_name,
+                framework,
+                follow_logs,
+                max_restarts,
+                as_json,
+                addr,
+                stack_name,
+                allow_unsandboxed,
+                options,
+            )
+        )
     if recipe_name is None:
-        raise UsageError("no recipe given", f"pass a RECIPE (see {commands.command('recipes')}), "
-                         "or --resume RUN to continue a run")
+        raise UsageError(
+            "no recipe given",
+            f"pass a RECIPE (see {commands.command('recipes')}), or --resume RUN to continue a run",
+        )
     recipe = recipe_named(recipe_name)
     parsed = overrides.parse(sets or [])
     run = plan.check_run_name(name or plan.default_run_name(recipe.name))
-    ask = Ask(recipe, run, parsed, nodes=nodes, gpus_per_node=gpus_per_node, framework=framework,
-              force=force, allow_unsandboxed=allow_unsandboxed)
+    ask = Ask(
+        recipe,
+        run,
+        parsed,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        framework=framework,
+        force=force,
+        allow_unsandboxed=allow_unsandboxed,
+    )
     if dry_run:
         planned = plan_recipe(ask, Place(stack_name, None, "a dry run", dry_run=True))
         _print_dry_run(planned.submission, as_json, planned.notes)
@@ -248,10 +420,18 @@ def submit_cmd(
         if outputs is None and framework is None:
             _check_ray_version(recipe, dashboard, where)
         _warn_if_short(dashboard, planned.gpus_needed)
-        code = drive(dashboard, where, planned.submission, follow_logs, max_restarts, as_json,
-                     gpus=planned.gpus_needed, checkpoint_dir=planned.checkpoint_dir,
-                     options=dataclasses.replace(options, keep=planned.keep),
-                     stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S)
+        code = drive(
+            dashboard,
+            where,
+            planned.submission,
+            follow_logs,
+            max_restarts,
+            as_json,
+            gpus=planned.gpus_needed,
+            checkpoint_dir=planned.checkpoint_dir,
+            options=dataclasses.replace(options, keep=planned.keep),
+            stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
+        )
     raise typer.Exit(code)
 
 
@@ -261,18 +441,60 @@ def submit_cmd(
 @app.command("run", context_settings={"allow_interspersed_args": False})
 @handled
 def run_cmd(
-    command: Annotated[list[str], typer.Argument(metavar="-- COMMAND ...", help="The command to run on the cluster.")],
-    working_dir: Annotated[Path | None, typer.Option("--working-dir", metavar="DIR", help="Upload this directory (checked against Ray's 100 MiB cap first).")] = None,
+    command: Annotated[
+        list[str],
+        typer.Argument(metavar="-- COMMAND ...", help="The command to run on the cluster."),
+    ],
+    working_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--working-dir",
+            metavar="DIR",
+            help="Upload this directory (checked against Ray's 100 MiB cap first).",
+        ),
+    ] = None,
     name: opt.NameOpt = None,
     follow_logs: opt.FollowOpt = False,
     max_restarts: opt.RestartsOpt = 0,
     max_preemptions: opt.PreemptionsOpt = None,
     stall_timeout: opt.StallOpt = None,
     runs_root: opt.RunsRootOpt = None,
-    gpus: Annotated[int, typer.Option("--gpus", min=0, metavar="N", show_default=False, help="GPUs the command gets (Ray's entrypoint_num_gpus, as `ray job submit --entrypoint-num-gpus`): it starts on a node that has them, with CUDA_VISIBLE_DEVICES set, and waits PENDING until one does. With --max-restarts the supervisor waits until the cluster reports them before each attempt (its attempts do not reserve them yet).")] = 0,
-    cpus: Annotated[float | None, typer.Option("--cpus", min=0, metavar="N", help="CPUs the command reserves (entrypoint_num_cpus); 1 or more keeps it off a head started with 0 CPUs.")] = None,
-    resources: Annotated[list[str] | None, typer.Option("--resource", metavar="NAME=AMOUNT", help="A custom resource the command reserves (entrypoint_resources); repeat for more.")] = None,
-    checkpoint_dir: Annotated[str, typer.Option("--checkpoint-dir", metavar="DIR", show_default=False, help=f"Where the command checkpoints, as seen on the Ray head (e.g. {RUNS_ROOT}/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.")] = "",
+    gpus: Annotated[
+        int,
+        typer.Option(
+            "--gpus",
+            min=0,
+            metavar="N",
+            show_default=False,
+            help="GPUs the command gets (Ray's entrypoint_num_gpus, as `ray job submit --entrypoint-num-gpus`): it starts on a node that has them, with CUDA_VISIBLE_DEVICES set, and waits PENDING until one does. With --max-restarts the supervisor waits until the cluster reports them before each attempt (its attempts do not reserve them yet).",
+        ),
+    ] = 0,
+    cpus: Annotated[
+        float | None,
+        typer.Option(
+            "--cpus",
+            min=0,
+            metavar="N",
+            help="CPUs the command reserves (entrypoint_num_cpus); 1 or more keeps it off a head started with 0 CPUs.",
+        ),
+    ] = None,
+    resources: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--resource",
+            metavar="NAME=AMOUNT",
+            help="A custom resource the command reserves (entrypoint_resources); repeat for more.",
+        ),
+    ] = None,
+    checkpoint_dir: Annotated[
+        str,
+        typer.Option(
+            "--checkpoint-dir",
+            metavar="DIR",
+            show_default=False,
+            help=f"Where the command checkpoints, as seen on the Ray head (e.g. {RUNS_ROOT}/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.",
+        ),
+    ] = "",
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
@@ -283,44 +505,92 @@ def run_cmd(
     node, with one GPU."""
     options = opt.supervision(max_preemptions, stall_timeout, runs_root)
     if checkpoint_dir and not checkpoint_dir.startswith("/"):
-        raise UsageError(f"--checkpoint-dir {checkpoint_dir!r} is not an absolute path",
-                         f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}/RUN/checkpoints")
-    reserve = plan.Reserve(cpus, float(gpus) if gpus else None, plan.parse_resources(resources or []))
+        raise UsageError(
+            f"--checkpoint-dir {checkpoint_dir!r} is not an absolute path",
+            f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}/RUN/checkpoints",
+        )
+    reserve = plan.Reserve(
+        cpus, float(gpus) if gpus else None, plan.parse_resources(resources or [])
+    )
     if options.supervised(max_restarts) and (cpus is not None or reserve.resources):
         # The supervisor on the head submits the attempts (jobs/head/supervisor.py), and its
         # hand-off carries no entrypoint resources yet: refuse rather than drop them.
-        raise UsageError("--cpus and --resource cannot be combined with a supervised run "
-                         "(--max-restarts or --max-preemptions) yet",
-                         "the supervisor submits attempts without entrypoint resources; drop "
-                         "those options, or run unsupervised")
+        raise UsageError(
+            "--cpus and --resource cannot be combined with a supervised run "
+            "(--max-restarts or --max-preemptions) yet",
+            "the supervisor submits attempts without entrypoint resources; drop "
+            "those options, or run unsupervised",
+        )
     run = plan.check_run_name(name or plan.default_run_name("run"))
     # Built (and the working dir measured) before contacting anything: an oversize dir is
     # refused without a port-forward or an upload.
     sub = plan.for_command(list(command), run, working_dir, stack_name, plan.git_commit(), reserve)
     with opt.reach(addr, stack_name) as (dashboard, where):
-        code = drive(dashboard, where, sub, follow_logs, max_restarts, as_json, gpus=gpus,
-                     checkpoint_dir=checkpoint_dir, options=options)
+        code = drive(
+            dashboard,
+            where,
+            sub,
+            follow_logs,
+            max_restarts,
+            as_json,
+            gpus=gpus,
+            checkpoint_dir=checkpoint_dir,
+            options=options,
+        )
     raise typer.Exit(code)
 
 
 # --------------------------------------------------------------------------------- export
 
 
-def _submit_export(dashboard: Dashboard, where: address.Where, sub: Submission, run: str,
-                   recipe: Recipe, out_template: str) -> str:
+def _submit_export(
+    dashboard: Dashboard,
+    where: address.Where,
+    sub: Submission,
+    run: str,
+    recipe: Recipe,
+    out_template: str,
+) -> str:
     job_id = export.submit(dashboard, sub, opt.where_flags(where))
-    err().print(f"submitted {job_id} (export of run {run}, {recipe.framework} "
-                f"{sub.metadata['backend']}, to {out_template})", markup=False)
+    err().print(
+        f"submitted {job_id} (export of run {run}, {recipe.framework} "
+        f"{sub.metadata['backend']}, to {out_template})",
+        markup=False,
+    )
     return job_id
 
 
 @app.command("export")
 @handled
 def export_cmd(
-    run: Annotated[str, typer.Argument(metavar="RUN", help="A recipe run (its name, as `list` shows it).")],
-    step: Annotated[int | None, typer.Option("--step", min=1, metavar="STEP", help="Export this step (default: the newest complete checkpoint).")] = None,
-    out_dir: Annotated[str | None, typer.Option("--out", metavar="DIR", help="Output folder inside the run's directory; {step} is filled in (default: <run dir>/hf/step_{step}).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", metavar="", help="Read the run from the cluster and print the export job; submit nothing.")] = False,
+    run: Annotated[
+        str, typer.Argument(metavar="RUN", help="A recipe run (its name, as `list` shows it).")
+    ],
+    step: Annotated[
+        int | None,
+        typer.Option(
+            "--step",
+            min=1,
+            metavar="STEP",
+            help="Export this step (default: the newest complete checkpoint).",
+        ),
+    ] = None,
+    out_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            help="Output folder inside the run's directory; {step} is filled in (default: <run dir>/hf/step_{step}).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            metavar="",
+            help="Read the run from the cluster and print the export job; submit nothing.",
+        ),
+    ] = False,
     follow_logs: opt.FollowOpt = False,
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
@@ -335,24 +605,34 @@ def export_cmd(
     where = address.choose(addr, stack_name)
     outputs = stack.read(where.stack) if where.stack else None
     with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
-        sub, recipe = export.prepare(dashboard, run, step, out_template, where.stack,
-                                     opt.where_flags(where))
+        sub, recipe = export.prepare(
+            dashboard, run, step, out_template, where.stack, opt.where_flags(where)
+        )
         if dry_run:
             _print_dry_run(sub, as_json, [])
             return
         job_id = _submit_export(dashboard, where, sub, run, recipe, out_template)
         if not follow_logs:
             if as_json:
-                emit_json({"run": run, "submission_id": job_id, "status": "SUBMITTED",
-                           "out": out_template})
+                emit_json(
+                    {
+                        "run": run,
+                        "submission_id": job_id,
+                        "status": "SUBMITTED",
+                        "out": out_template,
+                    }
+                )
             else:
                 out().print(job_id, markup=False)
-                err().print(f"follow: "
-                            f"{commands.command('logs', job_id, '--follow', where=opt.where_flags(where))}",
-                            markup=False)
+                err().print(
+                    f"follow: "
+                    f"{commands.command('logs', job_id, '--follow', where=opt.where_flags(where))}",
+                    markup=False,
+                )
             return
         status = opt.follow_or_detach(dashboard, where, job_id, to_stderr=as_json)
     if as_json:
-        emit_json({"run": run, "submission_id": job_id, "status": status.value,
-                   "out": out_template})
+        emit_json(
+            {"run": run, "submission_id": job_id, "status": status.value, "out": out_template}
+        )
     raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))

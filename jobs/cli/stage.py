@@ -16,21 +16,73 @@ from jobs.runs import stage as staging
 
 app = typer.Typer()
 
-TargetArg = Annotated[str, typer.Argument(metavar="MODEL", help="A Hugging Face model id (org/name), or a recipe name: stage what it loads.")]
-RevisionOpt = Annotated[str, typer.Option("--revision", metavar="REV", help="Branch, tag or commit; resolved to a commit when staged, and runs load that commit.")]
-ConvertOpt = Annotated[bool | None, typer.Option("--convert/--no-convert", help="Also run NeMo RL's one-time Megatron conversion (default: when a Megatron recipe uses the model).")]
-GpusOpt = Annotated[int | None, typer.Option("--gpus", min=1, metavar="N", help="GPUs of one node the conversion spreads the model over (default: the stack's GPUs per node, else 8).")]
-HfHomeOpt = Annotated[str | None, typer.Option("--hf-home", metavar="DIR", help="The model cache as the cluster sees it (default: the stack's, on Lustre).")]
-FollowStageOpt = Annotated[bool, typer.Option("--follow/--no-follow", help="Show the stage's progress until it ends (default), or only submit it.")]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", metavar="", help="Print the stage job; contact nothing.")]
+TargetArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="MODEL",
+        help="A Hugging Face model id (org/name), or a recipe name: stage what it loads.",
+    ),
+]
+RevisionOpt = Annotated[
+    str,
+    typer.Option(
+        "--revision",
+        metavar="REV",
+        help="Branch, tag or commit; resolved to a commit when staged, and runs load that commit.",
+    ),
+]
+ConvertOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--convert/--no-convert",
+        help="Also run NeMo RL's one-time Megatron conversion (default: when a Megatron recipe uses the model).",
+    ),
+]
+GpusOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--gpus",
+        min=1,
+        metavar="N",
+        help="GPUs of one node the conversion spreads the model over (default: the stack's GPUs per node, else 8).",
+    ),
+]
+HfHomeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--hf-home",
+        metavar="DIR",
+        help="The model cache as the cluster sees it (default: the stack's, on Lustre).",
+    ),
+]
+FollowStageOpt = Annotated[
+    bool,
+    typer.Option(
+        "--follow/--no-follow",
+        help="Show the stage's progress until it ends (default), or only submit it.",
+    ),
+]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", metavar="", help="Print the stage job; contact nothing.")
+]
 
 
-def _ask(name: str, revision: str, convert: bool | None, gpus: int | None,
-         hf_home: str | None, where: address.Where, number: int) -> staging.Ask:
+def _ask(
+    name: str,
+    revision: str,
+    convert: bool | None,
+    gpus: int | None,
+    hf_home: str | None,
+    where: address.Where,
+    number: int,
+) -> staging.Ask:
     target = staging.target_of(name)
     if convert and not target.converts:
-        raise UsageError(f"--convert: no Megatron recipe uses {target.model}, so there is no "
-                         "conversion NeMo RL would read", "stage it without --convert")
+        raise UsageError(
+            f"--convert: no Megatron recipe uses {target.model}, so there is no "
+            "conversion NeMo RL would read",
+            "stage it without --convert",
+        )
     converting = target.converts if convert is None else convert
     outputs = stack.read(where.stack) if where.stack else None
     n = staging.conversion_gpus(gpus, outputs, where.stack) if converting else 0
@@ -39,10 +91,18 @@ def _ask(name: str, revision: str, convert: bool | None, gpus: int | None,
 
 @app.command("stage")
 @handled
-def stage_cmd(target: TargetArg, revision: RevisionOpt = "main", convert: ConvertOpt = None,
-              gpus: GpusOpt = None, hf_home: HfHomeOpt = None, dry_run: DryRunOpt = False,
-              follow_logs: FollowStageOpt = True, as_json: opt.JsonOpt = False,
-              addr: opt.AddressOpt = None, stack_name: opt.StackOpt = None) -> None:
+def stage_cmd(
+    target: TargetArg,
+    revision: RevisionOpt = "main",
+    convert: ConvertOpt = None,
+    gpus: GpusOpt = None,
+    hf_home: HfHomeOpt = None,
+    dry_run: DryRunOpt = False,
+    follow_logs: FollowStageOpt = True,
+    as_json: opt.JsonOpt = False,
+    addr: opt.AddressOpt = None,
+    stack_name: opt.StackOpt = None,
+) -> None:
     """Put a model on Lustre once, pinned, so runs load it offline.
 
     Downloads MODEL at a commit (resumable, with progress), the Hub datasets its recipes load,
@@ -52,8 +112,15 @@ def stage_cmd(target: TargetArg, revision: RevisionOpt = "main", convert: Conver
     this command converts it once for every attempt."""
     if dry_run:
         where = address.choose(addr, stack_name) if (addr or stack_name) else None
-        ask = _ask(target, revision, convert, gpus, hf_home,
-                   where or address.Where(None, None, "a dry run"), 1)
+        ask = _ask(
+            target,
+            revision,
+            convert,
+            gpus,
+            hf_home,
+            where or address.Where(None, None, "a dry run"),
+            1,
+        )
         sub = staging.for_stage(ask, where.stack if where else None)
         if as_json:
             emit_json(sub.model_dump())
@@ -61,17 +128,27 @@ def stage_cmd(target: TargetArg, revision: RevisionOpt = "main", convert: Conver
             out().print_json(sub.model_dump_json())
         return
     where = address.choose(addr, stack_name)
-    with address.reach(where, stack.read(where.stack) if where.stack else None,
-                       spinner=opt.spinner) as dashboard:
+    with address.reach(
+        where, stack.read(where.stack) if where.stack else None, spinner=opt.spinner
+    ) as dashboard:
         ids = [j.submission_id or "" for j in dashboard.jobs()]
-        ask = _ask(target, revision, convert, gpus, hf_home, where,
-                   staging.next_number(ids, staging.target_of(target).model))
+        ask = _ask(
+            target,
+            revision,
+            convert,
+            gpus,
+            hf_home,
+            where,
+            staging.next_number(ids, staging.target_of(target).model),
+        )
         sub = staging.for_stage(ask, where.stack)
         try:
             job_id = dashboard.submit(sub)
         except AlreadySubmitted:
-            raise UsageError(f"{sub.submission_id} already exists on this cluster",
-                             "another stage of this model started at the same time") from None
+            raise UsageError(
+                f"{sub.submission_id} already exists on this cluster",
+                "another stage of this model started at the same time",
+            ) from None
         what = " and its Megatron conversion" if ask.convert else ""
         err().print(f"submitted {job_id}: {ask.target.model}@{revision}{what}", markup=False)
         if not follow_logs:
@@ -79,12 +156,19 @@ def stage_cmd(target: TargetArg, revision: RevisionOpt = "main", convert: Conver
                 emit_json({"submission_id": job_id, "status": "SUBMITTED"})
             else:
                 out().print(job_id, markup=False)
-                err().print("follow: " + commands.command("logs", job_id, "--follow",
-                                                          where=opt.where_flags(where)),
-                            markup=False)
+                err().print(
+                    "follow: "
+                    + commands.command("logs", job_id, "--follow", where=opt.where_flags(where)),
+                    markup=False,
+                )
             return
-        status = opt.follow_or_detach(dashboard, where, job_id, to_stderr=as_json,
-                                      detached_note=" (a stopped stage resumes when run again)")
+        status = opt.follow_or_detach(
+            dashboard,
+            where,
+            job_id,
+            to_stderr=as_json,
+            detached_note=" (a stopped stage resumes when run again)",
+        )
     if as_json:
         emit_json({"submission_id": job_id, "status": status.value})
     raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))

@@ -92,23 +92,33 @@ class JobsAPI:
         """`GET /api/version`: {"version", "ray_version", "ray_commit", ...} (job_head.py L345)."""
         return dict(self._request("GET", "/api/version"))
 
-    def submit_job(self, *, entrypoint: str, submission_id: str | None = None,
-                   runtime_env: dict[str, Any] | None = None,
-                   metadata: dict[str, str] | None = None,
-                   entrypoint_num_cpus: float | None = None,
-                   entrypoint_num_gpus: float | None = None,
-                   entrypoint_memory: int | None = None,
-                   entrypoint_resources: dict[str, float] | None = None) -> str:
+    def submit_job(
+        self,
+        *,
+        entrypoint: str,
+        submission_id: str | None = None,
+        runtime_env: dict[str, Any] | None = None,
+        metadata: dict[str, str] | None = None,
+        entrypoint_num_cpus: float | None = None,
+        entrypoint_num_gpus: float | None = None,
+        entrypoint_memory: int | None = None,
+        entrypoint_resources: dict[str, float] | None = None,
+    ) -> str:
         """`POST /api/jobs/` with a JobSubmitRequest (common.py); the runtime_env must hold
         no local paths (upload them first). Returns the submission id the server answers."""
-        body = {"entrypoint": entrypoint, "submission_id": submission_id,
-                "runtime_env": runtime_env or {}, "metadata": metadata or {},
-                "entrypoint_num_cpus": entrypoint_num_cpus,
-                "entrypoint_num_gpus": entrypoint_num_gpus,
-                "entrypoint_memory": entrypoint_memory,
-                "entrypoint_resources": entrypoint_resources}
-        answer = self._request("POST", "/api/jobs/",
-                               {k: v for k, v in body.items() if v is not None})
+        body = {
+            "entrypoint": entrypoint,
+            "submission_id": submission_id,
+            "runtime_env": runtime_env or {},
+            "metadata": metadata or {},
+            "entrypoint_num_cpus": entrypoint_num_cpus,
+            "entrypoint_num_gpus": entrypoint_num_gpus,
+            "entrypoint_memory": entrypoint_memory,
+            "entrypoint_resources": entrypoint_resources,
+        }
+        answer = self._request(
+            "POST", "/api/jobs/", {k: v for k, v in body.items() if v is not None}
+        )
         return str(answer["submission_id"])  # JobSubmitResponse
 
     def get_job_info(self, job_id: str) -> JobDetails:
@@ -141,8 +151,10 @@ class JobsAPI:
                         yield msg.data
                     elif msg.type == aiohttp.WSMsgType.CLOSED:
                         if ws.close_code == aiohttp.WSCloseCode.ABNORMAL_CLOSURE:
-                            raise RuntimeError("WebSocket connection closed unexpectedly with "
-                                               f"close code {ws.close_code}")
+                            raise RuntimeError(
+                                "WebSocket connection closed unexpectedly with "
+                                f"close code {ws.close_code}"
+                            )
                         break
                     elif msg.type == aiohttp.WSMsgType.ERROR:
                         raise RuntimeError(f"WebSocket error for job {job_id}: {ws.exception()}")

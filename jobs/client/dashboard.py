@@ -41,15 +41,22 @@ def meaningful_line(text: str) -> str:
 
 # RuntimeErrors with no HTTP status that Ray raises when the connection, not the request,
 # failed: the log websocket closing with 1006 or erroring (sdk.py `tail_job_logs`).
-_CONNECTION_WORDS = ("websocket connection closed unexpectedly", "websocket error",
-                     "failed to connect", "connection refused", "connection reset",
-                     "cannot connect")
+_CONNECTION_WORDS = (
+    "websocket connection closed unexpectedly",
+    "websocket error",
+    "failed to connect",
+    "connection refused",
+    "connection reset",
+    "cannot connect",
+)
 _RAY_PREFIX = re.compile(r"Request failed with status code (?P<code>[0-9]{3})\b")
 
 
 def _unreachable(what: str, why: str) -> Unreachable:
-    return Unreachable(f"lost the Ray dashboard while trying to {what}: {why}",
-                       "check the cluster and the port-forward, then retry")
+    return Unreachable(
+        f"lost the Ray dashboard while trying to {what}: {why}",
+        "check the cluster and the port-forward, then retry",
+    )
 
 
 def _loaded(module: str, *names: str) -> tuple[type[BaseException], ...]:
@@ -82,9 +89,15 @@ def _translate(what: str, e: Exception) -> None:
         raise _unreachable(what, f"HTTP {status}") from None
     # No answer: refused, reset, timed out, name not resolved, a broken HTTP answer, and the
     # same from requests (Ray's upload client) or aiohttp (the log tail).
-    lost = (ConnectionError, TimeoutError, socket.gaierror, http.client.HTTPException,
-            *_loaded("aiohttp", "ClientError"), *_loaded("asyncio", "TimeoutError"),
-            *_loaded("requests", "RequestException"))
+    lost = (
+        ConnectionError,
+        TimeoutError,
+        socket.gaierror,
+        http.client.HTTPException,
+        *_loaded("aiohttp", "ClientError"),
+        *_loaded("asyncio", "TimeoutError"),
+        *_loaded("requests", "RequestException"),
+    )
     if isinstance(e, lost):
         raise _unreachable(what, type(e).__name__) from None
     if isinstance(e, RuntimeError):
@@ -99,8 +112,9 @@ def _translate_answer(what: str, e: RuntimeError) -> None:
         raise AlreadySubmitted(f"{what}: already exists on this cluster") from None
     if errors.is_not_found(e):
         raise NotFound(f"no such job: {what}") from None
-    if status in errors.GATEWAY or (status is None and any(w in text.lower()
-                                                           for w in _CONNECTION_WORDS)):
+    if status in errors.GATEWAY or (
+        status is None and any(w in text.lower() for w in _CONNECTION_WORDS)
+    ):
         raise _unreachable(what, meaningful_line(redact(str(e)))) from None
     raise JobsError(f"Ray refused to {what}: {meaningful_line(redact(str(e)))}") from None
 
@@ -125,8 +139,9 @@ def _without_address_env() -> Iterator[None]:
     # given (ray/dashboard/utils.py get_address_for_submission_client, Ray 2.60): with a stale
     # variable, --address or a port-forward URL would be silently ignored. We have already
     # chosen the URL, so hide both while the client resolves it.
-    saved = {k: os.environ.pop(k) for k in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
-             if k in os.environ}
+    saved = {
+        k: os.environ.pop(k) for k in ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS") if k in os.environ
+    }
     try:
         yield
     finally:
@@ -144,7 +159,8 @@ def has_local_packages(runtime_env: dict[str, Any]) -> bool:
     and uploaded before the job is submitted."""
     modules = runtime_env.get("py_modules") or []
     return _is_local(runtime_env.get("working_dir")) or any(
-        _is_local(m) for m in (modules if isinstance(modules, list) else [modules]))
+        _is_local(m) for m in (modules if isinstance(modules, list) else [modules])
+    )
 
 
 class Dashboard:
@@ -155,8 +171,10 @@ class Dashboard:
         try:
             self.api = JobsAPI(url)
         except ValueError:
-            raise UsageError(f"address {url!r} is not a dashboard URL",
-                             "use the dashboard address, e.g. http://HOST:8265") from None
+            raise UsageError(
+                f"address {url!r} is not a dashboard URL",
+                "use the dashboard address, e.g. http://HOST:8265",
+            ) from None
 
     def _upload(self, runtime_env: dict[str, Any]) -> dict[str, Any]:
         """A copy of `runtime_env` whose local working_dir and py_modules are zipped and
@@ -180,11 +198,15 @@ class Dashboard:
     def submit(self, sub: Submission) -> str:
         with _translated(f"submit {sub.submission_id}"):
             env = self._upload(sub.runtime_env)
-            return self.api.submit_job(entrypoint=sub.entrypoint, runtime_env=env,
-                                       metadata=sub.metadata, submission_id=sub.submission_id,
-                                       entrypoint_num_cpus=sub.entrypoint_num_cpus,
-                                       entrypoint_num_gpus=sub.entrypoint_num_gpus,
-                                       entrypoint_resources=sub.entrypoint_resources)
+            return self.api.submit_job(
+                entrypoint=sub.entrypoint,
+                runtime_env=env,
+                metadata=sub.metadata,
+                submission_id=sub.submission_id,
+                entrypoint_num_cpus=sub.entrypoint_num_cpus,
+                entrypoint_num_gpus=sub.entrypoint_num_gpus,
+                entrypoint_resources=sub.entrypoint_resources,
+            )
 
     def upload_working_dir(self, runtime_env: dict[str, object]) -> dict[str, object]:
         """A copy of `runtime_env` whose local working_dir and py_modules are uploaded now and
@@ -205,8 +227,7 @@ class Dashboard:
         """The GPUs of the cluster's live nodes, or None when the dashboard does not say."""
         try:
             nodes = self.api.get_node_summary()
-        except (RuntimeError, OSError, ValueError, KeyError, TypeError,
-                http.client.HTTPException):
+        except (RuntimeError, OSError, ValueError, KeyError, TypeError, http.client.HTTPException):
             return None
         alive = [n.get("raylet", {}) for n in nodes if n.get("raylet", {}).get("state") == "ALIVE"]
         return sum(float(r.get("resourcesTotal", {}).get("GPU", 0)) for r in alive)

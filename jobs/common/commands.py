@@ -6,8 +6,12 @@ PROGRAM = "python -m jobs"
 
 
 # The command each kind of run (job metadata `kind`, jobs/head/protocol.py) is started with.
-_STARTED_WITH = {"recipe": ("submit", "RECIPE"), "command": ("run",), "export": ("export",),
-                "stage": ("stage",)}
+_STARTED_WITH = {
+    "recipe": ("submit", "RECIPE"),
+    "command": ("run",),
+    "export": ("export",),
+    "stage": ("stage",),
+}
 
 
 def started_with(kind: str | None) -> str:

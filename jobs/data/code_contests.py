@@ -27,7 +27,11 @@ from jobs.rewards.code_contests import memory_limit_bytes, time_limit_seconds
 
 DATA_SOURCE = "code_contests"  # the name the reward is dispatched on (CodeFu sample)
 ABILITY = "coding-cp"
-TIERS: dict[str, tuple[int, int]] = {"easy": (800, 1000), "hard": (1100, 2200), "expert": (2300, 3500)}
+TIERS: dict[str, tuple[int, int]] = {
+    "easy": (800, 1000),
+    "hard": (1100, 2200),
+    "expert": (2300, 3500),
+}
 MIN_RATING = 800
 OUTPUT_FILE = "train.parquet"
 # Fields every deepmind/code_contests record has (its dataset card's schema) and `to_row` reads;
@@ -51,7 +55,11 @@ def read_records(input_dir: Path) -> Iterator[dict[str, Any]]:
 
     for path in sorted(input_dir.iterdir()):
         if path.suffix == ".parquet":
-            columns = [c for c in pq.read_schema(path).names if c not in ("solutions", "incorrect_solutions")]
+            columns = [
+                c
+                for c in pq.read_schema(path).names
+                if c not in ("solutions", "incorrect_solutions")
+            ]
             for batch in pq.ParquetFile(path).iter_batches(batch_size=256, columns=columns):
                 yield from batch.to_pylist()
         elif path.suffix == ".jsonl":
@@ -90,10 +98,19 @@ def to_row(record: Mapping[str, Any], index: int) -> tuple[str, dict[str, Any]] 
         raise ValueError(f"record {name!r}: {e}") from None
     if not private["input"]:
         return "no private tests"
-    truth = {"name": name, "cf_rating": rating, "time_limit": time_s, "memory_limit_bytes": memory,
-             "private_tests": private, "public_tests": public}
-    prompt = PROMPT.format(description=str(record.get("description") or "").strip(), time_s=time_s,
-                           memory_mb=memory // 10**6)
+    truth = {
+        "name": name,
+        "cf_rating": rating,
+        "time_limit": time_s,
+        "memory_limit_bytes": memory,
+        "private_tests": private,
+        "public_tests": public,
+    }
+    prompt = PROMPT.format(
+        description=str(record.get("description") or "").strip(),
+        time_s=time_s,
+        memory_mb=memory // 10**6,
+    )
     return tier, {
         "data_source": DATA_SOURCE,
         "prompt": [{"role": "user", "content": prompt}],
@@ -120,9 +137,11 @@ def convert(input_dir: Path, out_dir: Path) -> Summary:
     for index, record in enumerate(read_records(input_dir)):
         missing = REQUIRED - set(record)
         if missing:
-            raise ValueError(f"record {index + 1} has no {', '.join(sorted(missing))}: these are "
-                             f"not deepmind/code_contests records (fields: "
-                             f"{', '.join(sorted(record)[:6])})")
+            raise ValueError(
+                f"record {index + 1} has no {', '.join(sorted(missing))}: these are "
+                f"not deepmind/code_contests records (fields: "
+                f"{', '.join(sorted(record)[:6])})"
+            )
         outcome = to_row(record, index)
         if isinstance(outcome, str):
             summary.dropped[outcome] += 1

@@ -55,14 +55,21 @@ def verl_row(example: dict[str, Any], split: str, index: int) -> dict[str, Any]:
         "prompt": [{"role": "user", "content": f"{question} {INSTRUCTION}"}],
         "ability": "math",
         "reward_model": {"style": "rule", "ground_truth": final_answer(example["answer"])},
-        "extra_info": {"split": split, "index": index, "answer": example["answer"],
-                       "question": question},
+        "extra_info": {
+            "split": split,
+            "index": index,
+            "answer": example["answer"],
+            "question": question,
+        },
     }
 
 
 def nemo_row(example: dict[str, Any]) -> dict[str, str]:
-    return {"question": example["question"], "answer": final_answer(example["answer"]),
-            "task_name": NEMO_TASK}
+    return {
+        "question": example["question"],
+        "answer": final_answer(example["answer"]),
+        "task_name": NEMO_TASK,
+    }
 
 
 def paths(out: Path, fmt: Fmt) -> dict[str, Path]:
@@ -84,8 +91,10 @@ def _check(rows: Iterable[dict[str, Any]], where: str) -> list[dict[str, Any]]:
     for i, row in enumerate(rows, 1):
         missing = [k for k in ("question", "answer") if not isinstance(row.get(k), str)]
         if missing:
-            raise DataError(f"{where} row {i} has no text {' or '.join(missing)!r} (GSM8K rows "
-                            "are question/answer)")
+            raise DataError(
+                f"{where} row {i} has no text {' or '.join(missing)!r} (GSM8K rows "
+                "are question/answer)"
+            )
         try:
             final_answer(row["answer"])
         except DataError:
@@ -114,12 +123,16 @@ def read_local(folder: Path) -> dict[str, list[dict[str, Any]]]:
         folder = folder / "main"
     out: dict[str, list[dict[str, Any]]] = {}
     for split in SPLITS:
-        files = sorted(p for p in folder.iterdir()
-                       if p.is_file() and p.name.startswith(split) and p.suffix in _INPUT_SUFFIXES)
+        files = sorted(
+            p
+            for p in folder.iterdir()
+            if p.is_file() and p.name.startswith(split) and p.suffix in _INPUT_SUFFIXES
+        )
         if not files:
             seen = ", ".join(sorted(p.name for p in folder.iterdir())[:8]) or "nothing"
-            raise DataError(f"--input {folder} has no {split}* file (.parquet, .jsonl or .json); "
-                            f"found: {seen}")
+            raise DataError(
+                f"--input {folder} has no {split}* file (.parquet, .jsonl or .json); found: {seen}"
+            )
         rows: list[dict[str, Any]] = []
         for f in files:
             rows += _check(_read_file(f), str(f))
@@ -161,7 +174,11 @@ def write(splits: dict[str, list[dict[str, Any]]], out: Path, fmt: Fmt) -> dict[
         else:
             converted = [verl_row(r, split, i) for i, r in enumerate(rows)]
             _atomic(path, lambda p, converted=converted: _write_parquet(converted, p))
-    marker = {"dataset": SOURCE, "format": fmt, "version": FORMAT_VERSION,
-              "rows": {s: len(splits[s]) for s in SPLITS}}
+    marker = {
+        "dataset": SOURCE,
+        "format": fmt,
+        "version": FORMAT_VERSION,
+        "rows": {s: len(splits[s]) for s in SPLITS},
+    }
     _atomic(out / fmt / FORMAT_FILE, lambda p: p.write_text(json.dumps(marker) + "\n"))
     return targets

@@ -53,8 +53,9 @@ class Plan:
 
 
 def _numbered(directory: Path, pattern: re.Pattern[str]) -> dict[int, Path]:
-    return {int(m["n"]): p for p in directory.iterdir()
-            if p.is_dir() and (m := pattern.match(p.name))}
+    return {
+        int(m["n"]): p for p in directory.iterdir() if p.is_dir() and (m := pattern.match(p.name))
+    }
 
 
 def complete_steps(framework: str, checkpoint_dir: Path) -> dict[int, Path]:
@@ -64,11 +65,15 @@ def complete_steps(framework: str, checkpoint_dir: Path) -> dict[int, Path]:
     if framework == "nemo-rl":
         # tmp_step_* / old_step_* never match; a step_N without its config or weights was cut
         # short some other way (a crash during the rename's cleanup, a manual copy).
-        return {n: p for n, p in _numbered(checkpoint_dir, NEMO_STEP).items()
-                if (p / "config.yaml").is_file() and (p / "policy" / "weights").is_dir()}
+        return {
+            n: p
+            for n, p in _numbered(checkpoint_dir, NEMO_STEP).items()
+            if (p / "config.yaml").is_file() and (p / "policy" / "weights").is_dir()
+        }
     if framework == "verl":
-        steps = {n: p for n, p in _numbered(checkpoint_dir, VERL_STEP).items()
-                 if (p / "actor").is_dir()}
+        steps = {
+            n: p for n, p in _numbered(checkpoint_dir, VERL_STEP).items() if (p / "actor").is_dir()
+        }
         # veRL writes the tracker last, after the step's files (ray_trainer.py L819-824 @0.6.0):
         # a step beyond it, or any step with no tracker at all, may be half-written. The
         # supervisor's pruning reads completion the same way (jobs/head/hygiene.py).
@@ -91,21 +96,29 @@ def pick(framework: str, checkpoint_dir: Path, step: int | None = None) -> Check
     steps = complete_steps(framework, checkpoint_dir)
     if not steps:
         if not checkpoint_dir.is_dir():
-            raise NoCheckpoint(f"no checkpoint in {checkpoint_dir}: the directory does not exist "
-                               "(did the run save one? checkpoints come every save period)")
+            raise NoCheckpoint(
+                f"no checkpoint in {checkpoint_dir}: the directory does not exist "
+                "(did the run save one? checkpoints come every save period)"
+            )
         if framework == "verl" and verl_tracker(checkpoint_dir) is None:
-            raise NoCheckpoint(f"no checkpoint in {checkpoint_dir} is known complete: no "
-                               f"{VERL_TRACKER} (veRL writes it after a step's files; found: "
-                               f"{_listing(checkpoint_dir)})")
-        raise NoCheckpoint(f"no checkpoint in {checkpoint_dir}: no complete "
-                           f"{'step_N' if framework == 'nemo-rl' else 'global_step_N'} folder "
-                           f"(found: {_listing(checkpoint_dir)})")
+            raise NoCheckpoint(
+                f"no checkpoint in {checkpoint_dir} is known complete: no "
+                f"{VERL_TRACKER} (veRL writes it after a step's files; found: "
+                f"{_listing(checkpoint_dir)})"
+            )
+        raise NoCheckpoint(
+            f"no checkpoint in {checkpoint_dir}: no complete "
+            f"{'step_N' if framework == 'nemo-rl' else 'global_step_N'} folder "
+            f"(found: {_listing(checkpoint_dir)})"
+        )
     if step is None:
         n = max(steps)
         return Checkpoint(n, steps[n])
     if step not in steps:
-        raise NoCheckpoint(f"no complete checkpoint for step {step} in {checkpoint_dir}; "
-                           f"complete steps: {', '.join(map(str, sorted(steps)))}")
+        raise NoCheckpoint(
+            f"no complete checkpoint for step {step} in {checkpoint_dir}; "
+            f"complete steps: {', '.join(map(str, sorted(steps)))}"
+        )
     return Checkpoint(step, steps[step])
 
 
@@ -125,8 +138,20 @@ def plan(framework: str, backend: str, ckpt: Checkpoint, out: Path) -> Plan:
         # verl/model_merger/base_model_merger.py parse_args (v0.6.0): `merge --backend
         # {fsdp,megatron} --local_dir <actor dir> --target_dir OUT`; it reads the model config
         # and tokenizer from `<local_dir>/huggingface`, which the actor checkpoint holds.
-        return Plan(argv=("python3", "-m", "verl.model_merger", "merge", "--backend", backend,
-                          "--local_dir", str(ckpt.path / "actor"), "--target_dir", str(out)))
+        return Plan(
+            argv=(
+                "python3",
+                "-m",
+                "verl.model_merger",
+                "merge",
+                "--backend",
+                backend,
+                "--local_dir",
+                str(ckpt.path / "actor"),
+                "--target_dir",
+                str(out),
+            )
+        )
     if backend == "megatron":
         return _nemo_rl_megatron_plan(ckpt, out)
     return _nemo_rl_dtensor_plan(ckpt, out)
@@ -137,15 +162,29 @@ def _nemo_rl_megatron_plan(ckpt: Checkpoint, out: Path) -> Plan:
     config = str(ckpt.path / "config.yaml")
     iters = _numbered(weights, MEGATRON_ITER) if weights.is_dir() else {}
     if not iters:
-        raise NoCheckpoint(f"{weights} holds no Megatron iter_NNNNNNN folder (found: "
-                           f"{_listing(weights)}); is this a Megatron run?")
+        raise NoCheckpoint(
+            f"{weights} holds no Megatron iter_NNNNNNN folder (found: "
+            f"{_listing(weights)}); is this a Megatron run?"
+        )
     # examples/converters/convert_megatron_to_hf.py (v0.4.0) needs the mcore extra; it
     # takes the tokenizer from policy.tokenizer.name in config.yaml.
-    return Plan(argv=("uv", "run", "--extra", "mcore", "python",
-                      "examples/converters/convert_megatron_to_hf.py", "--config", config,
-                      "--megatron-ckpt-path", str(iters[max(iters)]),
-                      "--hf-ckpt-path", str(out)),
-                cwd=NEMO_RL_HOME)
+    return Plan(
+        argv=(
+            "uv",
+            "run",
+            "--extra",
+            "mcore",
+            "python",
+            "examples/converters/convert_megatron_to_hf.py",
+            "--config",
+            config,
+            "--megatron-ckpt-path",
+            str(iters[max(iters)]),
+            "--hf-ckpt-path",
+            str(out),
+        ),
+        cwd=NEMO_RL_HOME,
+    )
 
 
 def _nemo_rl_dtensor_plan(ckpt: Checkpoint, out: Path) -> Plan:
@@ -158,16 +197,31 @@ def _nemo_rl_dtensor_plan(ckpt: Checkpoint, out: Path) -> Plan:
         # examples/converters/convert_dcp_to_hf.py (v0.4.0) reads; its tokenizer comes from the
         # model name, so NeMo RL's docs copy policy/tokenizer afterwards
         # (docs/design-docs/checkpointing.md @v0.4.0): done here too.
-        return Plan(argv=("uv", "run", "python", "examples/converters/convert_dcp_to_hf.py",
-                          "--config", config, "--dcp-ckpt-path", str(weights),
-                          "--hf-ckpt-path", str(out)),
-                    cwd=NEMO_RL_HOME, tokenizer_from=tokenizer_from)
+        return Plan(
+            argv=(
+                "uv",
+                "run",
+                "python",
+                "examples/converters/convert_dcp_to_hf.py",
+                "--config",
+                config,
+                "--dcp-ckpt-path",
+                str(weights),
+                "--hf-ckpt-path",
+                str(out),
+            ),
+            cwd=NEMO_RL_HOME,
+            tokenizer_from=tokenizer_from,
+        )
     consolidated = weights / "model" / "consolidated"
     if (consolidated / "config.json").is_file():
         # DTensor v2 with checkpointing.save_consolidated=true: NeMo Automodel's save_model
         # already wrote a Hugging Face folder (config.json + safetensors) here.
-        return Plan(copy_from=consolidated, tokenizer_from=tokenizer_from,
-                    note=f"{consolidated} is already a Hugging Face model; copying it")
+        return Plan(
+            copy_from=consolidated,
+            tokenizer_from=tokenizer_from,
+            note=f"{consolidated} is already a Hugging Face model; copying it",
+        )
     if (weights / "model").is_dir():
         # DTensor v2 (grpo_math_1B.yaml's `dtensor_cfg._v2: true`) saves under
         # policy/weights/model; v0.4.0's convert_dcp_to_hf asserts v1's {"model": ...} layout.
@@ -177,9 +231,12 @@ def _nemo_rl_dtensor_plan(ckpt: Checkpoint, out: Path) -> Plan:
             "v0.4.0's convert_dcp_to_hf.py cannot read (it reads DTensor v1 only; fixed upstream "
             "after v0.4.0, NVIDIA-NeMo/RL PR #1881); runs submitted with --set "
             "checkpointing.save_consolidated=true also write a Hugging Face copy under "
-            "policy/weights/model/consolidated/, which export copies")
-    raise NoCheckpoint(f"{weights} holds neither a DCP checkpoint (.metadata) nor a DTensor v2 "
-                       f"model/ folder (found: {_listing(weights) if weights.is_dir() else 'no such folder'})")
+            "policy/weights/model/consolidated/, which export copies"
+        )
+    raise NoCheckpoint(
+        f"{weights} holds neither a DCP checkpoint (.metadata) nor a DTensor v2 "
+        f"model/ folder (found: {_listing(weights) if weights.is_dir() else 'no such folder'})"
+    )
 
 
 def out_path(template: str, step: int) -> Path:

@@ -57,7 +57,7 @@ def parse(log: str) -> list[dict[str, Any]]:
         if at < 0:
             continue
         try:
-            record = json.loads(raw[at + len(PREFIX):])
+            record = json.loads(raw[at + len(PREFIX) :])
         except ValueError:
             continue  # a line cut by a log rotation or a crash mid-write
         if isinstance(record, dict) and "event" in record:
@@ -67,4 +67,6 @@ def parse(log: str) -> list[dict[str, Any]]:
 
 def human(record: dict[str, Any]) -> str:
     attempt = f" a{record['attempt']}" if record.get("attempt") else ""
-    return f"{record.get('t', '?')} {record.get('event', '?')}{attempt}: {record.get('message', '')}"
+    return (
+        f"{record.get('t', '?')} {record.get('event', '?')}{attempt}: {record.get('message', '')}"
+    )

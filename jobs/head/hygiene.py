@@ -74,7 +74,7 @@ def plan(directory: str, keep: int) -> list[str]:
         return []
     steps = complete_steps(directory)
     newest_first = sorted(steps, reverse=True)
-    old = sorted(newest_first[max(keep, 1):])
+    old = sorted(newest_first[max(keep, 1) :])
     return [steps[n] for n in old] + half_written(directory)
 
 

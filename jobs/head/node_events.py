@@ -56,8 +56,9 @@ def _gpus(node: dict[str, Any]) -> float:
     return float((node.get("resources_total") or {}).get("GPU", 0) or 0)
 
 
-def deaths_during(nodes: list[dict[str, Any]], start_ms: int, end_ms: int,
-                  gpus_needed: int) -> list[NodeDeath]:
+def deaths_during(
+    nodes: list[dict[str, Any]], start_ms: int, end_ms: int, gpus_needed: int
+) -> list[NodeDeath]:
     """Worker nodes that could have hosted the attempt's GPU workers and died while it ran.
 
     `end_ms` is when the judgement is made (the attempt's end plus the settle wait), because Ray
@@ -74,8 +75,11 @@ def deaths_during(nodes: list[dict[str, Any]], start_ms: int, end_ms: int,
         started = int(n.get("start_time_ms") or 0)
         # It existed before the judgement and was marked dead after the attempt started.
         if ended >= start_ms and started <= end_ms:
-            out.append(NodeDeath(str(n.get("node_id", "?")), _gpus(n), ended,
-                                 str(n.get("state_message") or "")))
+            out.append(
+                NodeDeath(
+                    str(n.get("node_id", "?")), _gpus(n), ended, str(n.get("state_message") or "")
+                )
+            )
     return sorted(out, key=lambda d: d.ended_ms)
 
 

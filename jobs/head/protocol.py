@@ -84,8 +84,10 @@ class Spec:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"hand-off spec has unknown keys {unknown}: the CLI and the head "
-                             "run different versions of jobs")
+            raise ValueError(
+                f"hand-off spec has unknown keys {unknown}: the CLI and the head "
+                "run different versions of jobs"
+            )
         return cls(**values)
 
     def attempt_id(self, attempt: int) -> str:
@@ -107,9 +109,14 @@ class Settings:
     lease_s: float = 15.0  # the run's lease on the runs root (jobs/head/run_store.py)
     backoff_max_s: float = 60.0  # longest pause after an unexpected error
 
-    ENV = {"poll_s": "JOBS_SUPERVISOR_POLL_S", "max_wait_s": "JOBS_SUPERVISOR_MAX_WAIT_S",
-           "settle_s": "JOBS_SUPERVISOR_SETTLE_S", "progress_s": "JOBS_SUPERVISOR_PROGRESS_S",
-           "lease_s": "JOBS_SUPERVISOR_LEASE_S", "backoff_max_s": "JOBS_SUPERVISOR_BACKOFF_MAX_S"}
+    ENV = {
+        "poll_s": "JOBS_SUPERVISOR_POLL_S",
+        "max_wait_s": "JOBS_SUPERVISOR_MAX_WAIT_S",
+        "settle_s": "JOBS_SUPERVISOR_SETTLE_S",
+        "progress_s": "JOBS_SUPERVISOR_PROGRESS_S",
+        "lease_s": "JOBS_SUPERVISOR_LEASE_S",
+        "backoff_max_s": "JOBS_SUPERVISOR_BACKOFF_MAX_S",
+    }
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

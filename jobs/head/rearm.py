@@ -57,8 +57,11 @@ class Rearmer:
     def live_supervisor(self, jobs: list[Any], run: str) -> str | None:
         for job in jobs:
             meta = job.metadata or {}
-            if (meta.get("kind") == protocol.SUPERVISOR and meta.get("run") == run
-                    and not job.status.is_terminal()):
+            if (
+                meta.get("kind") == protocol.SUPERVISOR
+                and meta.get("run") == run
+                and not job.status.is_terminal()
+            ):
                 return job.submission_id
         return None
 
@@ -83,19 +86,31 @@ class Rearmer:
         spec = store.spec()
         assert spec is not None
         seen = [_number(r.get("supervisor")) for r in store.events()]
-        seen += [_number(j.submission_id) for j in jobs
-                 if (j.metadata or {}).get("run") == run]
+        seen += [_number(j.submission_id) for j in jobs if (j.metadata or {}).get("run") == run]
         sid = f"{run}-s{1 + max(seen, default=0)}"
         if store.acquire(sid, HANDOFF_S) is None:
             return None  # another re-armer (or a supervisor) took it first
-        meta = {"run": run, "kind": protocol.SUPERVISOR, "supervisor": str(_number(sid)),
-                protocol.Spec.METADATA_KEY: json.dumps(spec),
-                "submitted_by": "python -m jobs.head.rearm"}
-        self.client.submit_job(entrypoint=protocol.supervisor_entrypoint(sid),
-                               runtime_env=_supervisor_env(store), metadata=meta,
-                               submission_id=sid)
-        store.append(ev.record(ev.REARMED, run, f"re-armed by the re-armer as {sid}: the "
-                               "previous supervisor's lease had lapsed", supervisor=sid))
+        meta = {
+            "run": run,
+            "kind": protocol.SUPERVISOR,
+            "supervisor": str(_number(sid)),
+            protocol.Spec.METADATA_KEY: json.dumps(spec),
+            "submitted_by": "python -m jobs.head.rearm",
+        }
+        self.client.submit_job(
+            entrypoint=protocol.supervisor_entrypoint(sid),
+            runtime_env=_supervisor_env(store),
+            metadata=meta,
+            submission_id=sid,
+        )
+        store.append(
+            ev.record(
+                ev.REARMED,
+                run,
+                f"re-armed by the re-armer as {sid}: the previous supervisor's lease had lapsed",
+                supervisor=sid,
+            )
+        )
         return sid
 
     def sweep(self) -> list[str]:
@@ -117,8 +132,9 @@ class Rearmer:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.head.rearm", description=__doc__
-                                     .splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m jobs.head.rearm", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--address", required=True, help="the Ray dashboard URL")
     parser.add_argument("--runs-root", required=True, help="where run records live")
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between sweeps")

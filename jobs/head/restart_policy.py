@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
-AttemptEnd = Literal["SUCCEEDED", "FAILED", "STOPPED", "STALLED"]  # STALLED: the watchdog stopped it
+AttemptEnd = Literal[
+    "SUCCEEDED", "FAILED", "STOPPED", "STALLED"
+]  # STALLED: the watchdog stopped it
 
 
 class Action(str, Enum):
@@ -94,63 +96,97 @@ def _has(gpus: float, needed: int) -> bool:
 def is_crash(s: Situation) -> bool:
     """Failed, no node lost, every GPU present and no new checkpoint since the previous failure
     that was not a preemption."""
-    return (s.ended == "FAILED" and not s.preempted and _has(s.gpus_at_end, s.gpus_needed)
-            and s.progressed is False)
+    return (
+        s.ended == "FAILED"
+        and not s.preempted
+        and _has(s.gpus_at_end, s.gpus_needed)
+        and s.progressed is False
+    )
 
 
 def _after_failure(s: Situation) -> Decision | None:
     """Give up after a FAILED or STALLED attempt, or None: a restart is allowed."""
     if s.preempted:
         if s.preemptions_used >= s.max_preemptions:
-            return Decision(Action.GIVE_UP, Reason.PREEMPTIONS_EXHAUSTED,
-                            f"preemptions exhausted ({s.preemptions_used} of "
-                            f"{s.max_preemptions} used)")
+            return Decision(
+                Action.GIVE_UP,
+                Reason.PREEMPTIONS_EXHAUSTED,
+                f"preemptions exhausted ({s.preemptions_used} of {s.max_preemptions} used)",
+            )
         return None
     if s.restarts_used >= s.max_restarts:
-        return Decision(Action.GIVE_UP, Reason.RESTARTS_EXHAUSTED,
-                        f"restarts exhausted ({s.restarts_used} of {s.max_restarts} used)")
+        return Decision(
+            Action.GIVE_UP,
+            Reason.RESTARTS_EXHAUSTED,
+            f"restarts exhausted ({s.restarts_used} of {s.max_restarts} used)",
+        )
     if is_crash(s):
-        return Decision(Action.GIVE_UP, Reason.CRASH,
-                        f"crash, not a preemption: the attempt failed with every GPU present "
-                        f"({s.gpus_at_end:g} of {s.gpus_needed} needed), no node lost and no "
-                        "new checkpoint since the previous failure; it is not retried again")
+        return Decision(
+            Action.GIVE_UP,
+            Reason.CRASH,
+            f"crash, not a preemption: the attempt failed with every GPU present "
+            f"({s.gpus_at_end:g} of {s.gpus_needed} needed), no node lost and no "
+            "new checkpoint since the previous failure; it is not retried again",
+        )
     return None
 
 
 def _capacity(s: Situation) -> Decision:
     if not _has(s.gpus_now, s.gpus_needed):
         if s.waited_s >= s.max_wait_s:
-            return Decision(Action.GIVE_UP, Reason.WAIT_TIMEOUT,
-                            f"waited {s.waited_s:.0f} s for {s.gpus_needed} GPUs (limit "
-                            f"{s.max_wait_s:.0f} s); the cluster has {s.gpus_now:g}")
-        return Decision(Action.WAIT, Reason.NO_CAPACITY,
-                        f"waiting for {s.gpus_needed} GPUs; the cluster has {s.gpus_now:g}")
+            return Decision(
+                Action.GIVE_UP,
+                Reason.WAIT_TIMEOUT,
+                f"waited {s.waited_s:.0f} s for {s.gpus_needed} GPUs (limit "
+                f"{s.max_wait_s:.0f} s); the cluster has {s.gpus_now:g}",
+            )
+        return Decision(
+            Action.WAIT,
+            Reason.NO_CAPACITY,
+            f"waiting for {s.gpus_needed} GPUs; the cluster has {s.gpus_now:g}",
+        )
     # Settle after every failure, not only crash-like ones; a run that needs no GPUs has no
     # capacity to settle.
     if s.ended is not None and s.gpus_needed > 0 and s.stable_s < s.settle_s:
-        return Decision(Action.WAIT, Reason.SETTLING,
-                        f"{s.gpus_now:g} GPUs present; waiting until they have been stable for "
-                        f"{s.settle_s:.0f} s (stable for {s.stable_s:.0f} s)")
-    return Decision(Action.SUBMIT, Reason.CAPACITY,
-                    f"{s.gpus_now:g} GPUs present ({s.gpus_needed} needed)" if s.gpus_needed
-                    else "no GPUs needed")
+        return Decision(
+            Action.WAIT,
+            Reason.SETTLING,
+            f"{s.gpus_now:g} GPUs present; waiting until they have been stable for "
+            f"{s.settle_s:.0f} s (stable for {s.stable_s:.0f} s)",
+        )
+    return Decision(
+        Action.SUBMIT,
+        Reason.CAPACITY,
+        f"{s.gpus_now:g} GPUs present ({s.gpus_needed} needed)"
+        if s.gpus_needed
+        else "no GPUs needed",
+    )
 
 
 def decide(s: Situation) -> Decision:
     if s.stop_requested:
-        return Decision(Action.GIVE_UP, Reason.STOPPED_BY_USER,
-                        "stopped by the user; no attempt is submitted after a stop")
+        return Decision(
+            Action.GIVE_UP,
+            Reason.STOPPED_BY_USER,
+            "stopped by the user; no attempt is submitted after a stop",
+        )
     if s.ended == "SUCCEEDED":
         return Decision(Action.FINISH, Reason.SUCCEEDED, "the attempt succeeded")
     if s.ended == "STOPPED":
-        return Decision(Action.GIVE_UP, Reason.ATTEMPT_STOPPED,
-                        "the attempt was stopped; a stopped attempt is never restarted")
+        return Decision(
+            Action.GIVE_UP,
+            Reason.ATTEMPT_STOPPED,
+            "the attempt was stopped; a stopped attempt is never restarted",
+        )
     if s.ended in ("FAILED", "STALLED"):
         if not s.preempted and s.gpus_needed > 0 and s.stable_s < s.settle_s:
             # Judge only once Ray had time to mark a lost node dead (see the module docstring).
-            return Decision(Action.WAIT, Reason.SETTLING,
-                            f"the attempt {s.ended.lower()}; waiting {s.settle_s:.0f} s for the "
-                            "cluster to settle before telling a preemption from a crash")
+            return Decision(
+                Action.WAIT,
+                Reason.SETTLING,
+                f"the attempt {s.ended.lower()}; waiting {s.settle_s:.0f} s for the "
+                "cluster to settle before telling a preemption from a crash",
+            )
         refusal = _after_failure(s)
         if refusal is not None:
             return refusal

@@ -42,8 +42,11 @@ def runs(root: str | Path) -> list[str]:
     base = Path(root)
     if not base.is_dir():
         return []
-    return sorted(p.name for p in base.iterdir() if (p / FOLDER / "events.jsonl").is_file()
-                  or (p / FOLDER / "spec.json").is_file())
+    return sorted(
+        p.name
+        for p in base.iterdir()
+        if (p / FOLDER / "events.jsonl").is_file() or (p / FOLDER / "spec.json").is_file()
+    )
 
 
 class RunStore:
@@ -144,18 +147,24 @@ class RunStore:
         """Renewed, or None when a newer generation exists: the run was taken over."""
         if max(self._gens(), default=0) > lease.gen:
             return None
-        renewed = Lease(lease.holder, lease.gen, time.time(), lease.ttl_s if ttl_s is None
-                        else ttl_s)
+        renewed = Lease(
+            lease.holder, lease.gen, time.time(), lease.ttl_s if ttl_s is None else ttl_s
+        )
         self._write(f"lease.{lease.gen}", self._lease_dict(renewed))
         return renewed
 
     def release(self, lease: Lease) -> None:
         """Give the lease up at once (the run ended): an expired lease nobody renews."""
         if max(self._gens(), default=0) == lease.gen:
-            self._write(f"lease.{lease.gen}",
-                        self._lease_dict(Lease(lease.holder, lease.gen, 0.0, 0.0)))
+            self._write(
+                f"lease.{lease.gen}", self._lease_dict(Lease(lease.holder, lease.gen, 0.0, 0.0))
+            )
 
     @staticmethod
     def _lease_dict(lease: Lease) -> dict[str, Any]:
-        return {"holder": lease.holder, "gen": lease.gen, "renewed": lease.renewed,
-                "ttl_s": lease.ttl_s}
+        return {
+            "holder": lease.holder,
+            "gen": lease.gen,
+            "renewed": lease.renewed,
+            "ttl_s": lease.ttl_s,
+        }

@@ -133,8 +133,15 @@ class RunState:
 class Supervisor:
     """One run's attempts, driven by the restart policy until the run finishes or gives up."""
 
-    def __init__(self, client: Any, own_id: str, spec: Spec, probes: Probes, config: Settings,
-                 write: Callable[[str], object] = print) -> None:
+    def __init__(
+        self,
+        client: Any,
+        own_id: str,
+        spec: Spec,
+        probes: Probes,
+        config: Settings,
+        write: Callable[[str], object] = print,
+    ) -> None:
         self.client = client
         self.own_id = own_id
         self.spec = spec
@@ -160,8 +167,13 @@ class Supervisor:
             try:
                 self.store.append(rec)
             except OSError as e:  # the job log keeps its copy; say the record is behind
-                self._write(ev.line(ev.ERROR, self.spec.run, f"could not append to the run "
-                                    f"record in {self.spec.runs_root}: {e}"))
+                self._write(
+                    ev.line(
+                        ev.ERROR,
+                        self.spec.run,
+                        f"could not append to the run record in {self.spec.runs_root}: {e}",
+                    )
+                )
 
     # ------------------------------------------------------------------ the cluster
 
@@ -193,9 +205,13 @@ class Supervisor:
         mine = protocol.supervisor_number(self.own_id)
         for job in self._retry(self.client.list_jobs) or []:
             meta = job.metadata or {}
-            if (meta.get("kind") == protocol.SUPERVISOR and meta.get("run") == self.spec.run
-                    and job.submission_id != self.own_id and not job.status.is_terminal()
-                    and protocol.supervisor_number(job.submission_id or "") < mine):
+            if (
+                meta.get("kind") == protocol.SUPERVISOR
+                and meta.get("run") == self.spec.run
+                and job.submission_id != self.own_id
+                and not job.status.is_terminal()
+                and protocol.supervisor_number(job.submission_id or "") < mine
+            ):
                 return job.submission_id
         return None
 
@@ -205,9 +221,14 @@ class Supervisor:
         job_id = self.spec.attempt_id(attempt)
         meta = {**self.spec.metadata, "attempt": str(attempt), "supervisor": self.own_id}
         try:
-            submitted = self._retry(lambda: self.client.submit_job(
-                entrypoint=self.spec.entrypoint, runtime_env=self.spec.runtime_env,
-                metadata=meta, submission_id=job_id))
+            submitted = self._retry(
+                lambda: self.client.submit_job(
+                    entrypoint=self.spec.entrypoint,
+                    runtime_env=self.spec.runtime_env,
+                    metadata=meta,
+                    submission_id=job_id,
+                )
+            )
         except RuntimeError as e:
             if not errors.is_duplicate(e):
                 raise
@@ -232,8 +253,7 @@ class Supervisor:
             self._observe()  # keeps the capacity's stability current during the attempt
             if stall > 0:
                 now = time.monotonic()
-                seen = (self.probes.log_size(job_id),
-                        checkpoint_activity(self.spec.checkpoint_dir))
+                seen = (self.probes.log_size(job_id), checkpoint_activity(self.spec.checkpoint_dir))
                 if seen != mark:
                     mark, quiet_since = seen, now
                 elif now - quiet_since >= stall:
@@ -244,9 +264,14 @@ class Supervisor:
                 return "LOST"
 
     def _stop_stalled(self, job_id: str, quiet_s: float) -> str | None:
-        self.record(ev.STALLED, f"{job_id} stalled: no log output and no checkpoint activity "
-                    f"for {quiet_s:.0f} s (stall timeout {self.spec.stall_timeout_s:g} s); "
-                    "stopping it", submission_id=job_id, quiet_s=round(quiet_s, 1))
+        self.record(
+            ev.STALLED,
+            f"{job_id} stalled: no log output and no checkpoint activity "
+            f"for {quiet_s:.0f} s (stall timeout {self.spec.stall_timeout_s:g} s); "
+            "stopping it",
+            submission_id=job_id,
+            quiet_s=round(quiet_s, 1),
+        )
         self._retry(lambda: self.client.stop_job(job_id))
         deadline = time.monotonic() + 120  # Ray SIGKILLs 3 s after SIGTERM by default
         while not self._retry(lambda: self.client.get_job_status(job_id)).is_terminal():
@@ -264,20 +289,36 @@ class Supervisor:
         state.end_entries = checkpoint_entries(spec.checkpoint_dir)
         progressed = bool(state.end_entries - state.baseline) if state.has_baseline else None
         gpus, _ = self._observe()
-        capacity = (f"; the cluster has {gpus:g} of {spec.gpus_needed} GPUs"
-                    if spec.gpus_needed > 0 else "")
-        ckpt = {None: "no earlier failure to compare checkpoints with",
-                True: "new checkpoint since the previous failure",
-                False: "no new checkpoint since the previous failure"}[progressed]
-        self.record(ev.ATTEMPT_ENDED, f"{job_id} {ended}{self._end_message(job_id, ended)}"
-                    f"{capacity}; {ckpt}", attempt=state.attempt, submission_id=job_id,
-                    status=ended, gpus=gpus, new_checkpoint=progressed)
+        capacity = (
+            f"; the cluster has {gpus:g} of {spec.gpus_needed} GPUs" if spec.gpus_needed > 0 else ""
+        )
+        ckpt = {
+            None: "no earlier failure to compare checkpoints with",
+            True: "new checkpoint since the previous failure",
+            False: "no new checkpoint since the previous failure",
+        }[progressed]
+        self.record(
+            ev.ATTEMPT_ENDED,
+            f"{job_id} {ended}{self._end_message(job_id, ended)}{capacity}; {ckpt}",
+            attempt=state.attempt,
+            submission_id=job_id,
+            status=ended,
+            gpus=gpus,
+            new_checkpoint=progressed,
+        )
         state.situation = Situation(
-            ended=ended, restarts_used=state.restarts, max_restarts=spec.max_restarts,  # type: ignore[arg-type]
-            gpus_needed=spec.gpus_needed, gpus_at_end=gpus, gpus_now=gpus,
-            progressed=progressed, max_wait_s=self.config.max_wait_s,
-            preemptions_used=state.preemptions, max_preemptions=spec.max_preemptions,
-            settle_s=self.config.settle_s)
+            ended=ended,
+            restarts_used=state.restarts,
+            max_restarts=spec.max_restarts,  # type: ignore[arg-type]
+            gpus_needed=spec.gpus_needed,
+            gpus_at_end=gpus,
+            gpus_now=gpus,
+            progressed=progressed,
+            max_wait_s=self.config.max_wait_s,
+            preemptions_used=state.preemptions,
+            max_preemptions=spec.max_preemptions,
+            settle_s=self.config.settle_s,
+        )
 
     def _judge(self, state: RunState) -> Situation:
         """The ended attempt's situation, preempted once Ray's node table shows a node lost
@@ -285,16 +326,21 @@ class Supervisor:
         s = state.situation
         assert s is not None
         if s.ended in ("FAILED", "STALLED") and not s.preempted:
-            deaths = node_events.deaths_during(self._nodes, state.started_ms,
-                                               int(time.time() * 1000), self.spec.gpus_needed)
+            deaths = node_events.deaths_during(
+                self._nodes, state.started_ms, int(time.time() * 1000), self.spec.gpus_needed
+            )
             if deaths:
                 s = state.situation = replace(s, preempted=True)
-                self.record(ev.PREEMPTED, f"{state.current} preempted: "
-                            + "; ".join(d.describe() for d in deaths)
-                            + f" (preemption {state.preemptions + 1} of "
-                            f"{self.spec.max_preemptions}; not counted as a restart)",
-                            attempt=state.attempt, submission_id=state.current,
-                            nodes=[d.node_id for d in deaths])
+                self.record(
+                    ev.PREEMPTED,
+                    f"{state.current} preempted: "
+                    + "; ".join(d.describe() for d in deaths)
+                    + f" (preemption {state.preemptions + 1} of "
+                    f"{self.spec.max_preemptions}; not counted as a restart)",
+                    attempt=state.attempt,
+                    submission_id=state.current,
+                    nodes=[d.node_id for d in deaths],
+                )
         return s
 
     # ------------------------------------------------------------------ decisions
@@ -307,21 +353,40 @@ class Supervisor:
         while True:
             gpus, stable = self._observe()
             now = time.monotonic()
-            base = self._judge(state) if state.situation is not None else Situation(
-                ended=None, restarts_used=0, max_restarts=self.spec.max_restarts,
-                gpus_needed=self.spec.gpus_needed, gpus_at_end=0.0, gpus_now=0.0,
-                progressed=None, max_wait_s=self.config.max_wait_s)
+            base = (
+                self._judge(state)
+                if state.situation is not None
+                else Situation(
+                    ended=None,
+                    restarts_used=0,
+                    max_restarts=self.spec.max_restarts,
+                    gpus_needed=self.spec.gpus_needed,
+                    gpus_at_end=0.0,
+                    gpus_now=0.0,
+                    progressed=None,
+                    max_wait_s=self.config.max_wait_s,
+                )
+            )
             if base.ended is not None:
                 stable = min(stable, now - state.ended_at)
-            s = replace(base, gpus_now=gpus, stable_s=stable, settle_s=self.config.settle_s,
-                        stop_requested=self.stopping.is_set(),
-                        waited_s=0.0 if waiting_since is None else now - waiting_since)
+            s = replace(
+                base,
+                gpus_now=gpus,
+                stable_s=stable,
+                settle_s=self.config.settle_s,
+                stop_requested=self.stopping.is_set(),
+                waited_s=0.0 if waiting_since is None else now - waiting_since,
+            )
             d = decide(s)
             if d.action != Action.WAIT:
                 if waiting_since is not None and d.action == Action.SUBMIT:
-                    self.record(ev.GPUS_BACK, f"{gpus:g} GPUs back after waiting "
-                                f"{s.waited_s:.0f} s", gpus=gpus, gpus_needed=s.gpus_needed,
-                                waited_s=round(s.waited_s, 1))
+                    self.record(
+                        ev.GPUS_BACK,
+                        f"{gpus:g} GPUs back after waiting {s.waited_s:.0f} s",
+                        gpus=gpus,
+                        gpus_needed=s.gpus_needed,
+                        waited_s=round(s.waited_s, 1),
+                    )
                 return d, s
             if d.reason == Reason.NO_CAPACITY and waiting_since is None:
                 waiting_since = now
@@ -330,23 +395,39 @@ class Supervisor:
                 self._note_wait(d, s)
             elif now - last_note >= self.config.progress_s and d.reason == Reason.NO_CAPACITY:
                 last_note = now
-                self.record(ev.STILL_WAITING, f"still waiting for {s.gpus_needed} GPUs "
-                            f"({s.waited_s:.0f} s of {s.max_wait_s:.0f} s; the cluster has "
-                            f"{gpus:g})", gpus=gpus, gpus_needed=s.gpus_needed,
-                            waited_s=round(s.waited_s, 1))
+                self.record(
+                    ev.STILL_WAITING,
+                    f"still waiting for {s.gpus_needed} GPUs "
+                    f"({s.waited_s:.0f} s of {s.max_wait_s:.0f} s; the cluster has "
+                    f"{gpus:g})",
+                    gpus=gpus,
+                    gpus_needed=s.gpus_needed,
+                    waited_s=round(s.waited_s, 1),
+                )
             if self.lost.is_set():
                 raise _LeaseLost()
             self.stopping.wait(self.config.poll_s)
 
     def _note_wait(self, d: Decision, s: Situation) -> None:
         if d.reason == Reason.SETTLING:
-            self.record(ev.SETTLING, f"{d.message} (JOBS_SUPERVISOR_SETTLE_S)",
-                        settle_s=s.settle_s, gpus=s.gpus_now, gpus_needed=s.gpus_needed)
+            self.record(
+                ev.SETTLING,
+                f"{d.message} (JOBS_SUPERVISOR_SETTLE_S)",
+                settle_s=s.settle_s,
+                gpus=s.gpus_now,
+                gpus_needed=s.gpus_needed,
+            )
         else:
-            self.record(ev.WAITING, f"waiting for {s.gpus_needed} GPUs since {ev.now_iso()} "
-                        f"(the cluster has {s.gpus_now:g}; gives up after "
-                        f"{s.max_wait_s:.0f} s)", gpus=s.gpus_now,
-                        gpus_needed=s.gpus_needed, since=ev.now_iso(), max_wait_s=s.max_wait_s)
+            self.record(
+                ev.WAITING,
+                f"waiting for {s.gpus_needed} GPUs since {ev.now_iso()} "
+                f"(the cluster has {s.gpus_now:g}; gives up after "
+                f"{s.max_wait_s:.0f} s)",
+                gpus=s.gpus_now,
+                gpus_needed=s.gpus_needed,
+                since=ev.now_iso(),
+                max_wait_s=s.max_wait_s,
+            )
 
     def _stopped(self, state: RunState) -> int:
         stopped = ""
@@ -358,23 +439,32 @@ class Supervisor:
                     stopped = f"; {state.current} stopped"
             except (RuntimeError, OSError):
                 pass
-        self.record(ev.STOPPED, f"stopped by the user{stopped}; nothing is resubmitted",
-                    reason=Reason.STOPPED_BY_USER.value)
+        self.record(
+            ev.STOPPED,
+            f"stopped by the user{stopped}; nothing is resubmitted",
+            reason=Reason.STOPPED_BY_USER.value,
+        )
         return 0
 
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> int:
         spec = self.spec
-        self.record(ev.ARMED, f"supervising run {spec.run}: up to {spec.max_restarts} "
-                    f"restart(s) and {spec.max_preemptions} preemption(s), "
-                    f"{spec.gpus_needed} GPU(s) needed, checkpoint dir "
-                    f"{spec.checkpoint_dir or '(none: progress is not seen)'}, stall timeout "
-                    f"{f'{spec.stall_timeout_s:g} s' if spec.stall_timeout_s else 'off'}, "
-                    f"run record {spec.runs_root or '(job log only)'}",
-                    max_restarts=spec.max_restarts, max_preemptions=spec.max_preemptions,
-                    gpus_needed=spec.gpus_needed, checkpoint_dir=spec.checkpoint_dir,
-                    attempt=spec.first_attempt, stall_timeout_s=spec.stall_timeout_s)
+        self.record(
+            ev.ARMED,
+            f"supervising run {spec.run}: up to {spec.max_restarts} "
+            f"restart(s) and {spec.max_preemptions} preemption(s), "
+            f"{spec.gpus_needed} GPU(s) needed, checkpoint dir "
+            f"{spec.checkpoint_dir or '(none: progress is not seen)'}, stall timeout "
+            f"{f'{spec.stall_timeout_s:g} s' if spec.stall_timeout_s else 'off'}, "
+            f"run record {spec.runs_root or '(job log only)'}",
+            max_restarts=spec.max_restarts,
+            max_preemptions=spec.max_preemptions,
+            gpus_needed=spec.gpus_needed,
+            checkpoint_dir=spec.checkpoint_dir,
+            attempt=spec.first_attempt,
+            stall_timeout_s=spec.stall_timeout_s,
+        )
         if not self._take_run():
             return 0
         self.state = state = restore(self)
@@ -389,8 +479,11 @@ class Supervisor:
                 if self.stopping.is_set():
                     return self._stopped(state)
                 text = " ".join(str(e).split())[:500]
-                self.record(ev.ERROR, f"unexpected error, retrying in {backoff:.0f} s: "
-                            f"{type(e).__name__}: {text}", error=type(e).__name__)
+                self.record(
+                    ev.ERROR,
+                    f"unexpected error, retrying in {backoff:.0f} s: {type(e).__name__}: {text}",
+                    error=type(e).__name__,
+                )
                 if self.stopping.wait(backoff):
                     return self._stopped(state)
                 backoff = min(backoff * 2, self.config.backoff_max_s)
@@ -411,14 +504,21 @@ class Supervisor:
                 self._ended(state, ended)
             d, s = self._decide(state)
             if d.action == Action.FINISH:
-                self.record(ev.FINISHED, f"run {spec.run} succeeded ({state.current})",
-                            reason=d.reason.value)
+                self.record(
+                    ev.FINISHED,
+                    f"run {spec.run} succeeded ({state.current})",
+                    reason=d.reason.value,
+                )
                 return 0
             if d.action == Action.GIVE_UP:
                 if d.reason == Reason.STOPPED_BY_USER:
                     return self._stopped(state)
-                self.record(ev.GAVE_UP, f"gave up: {d.message}", reason=d.reason.value,
-                            attempt=state.attempt or None)
+                self.record(
+                    ev.GAVE_UP,
+                    f"gave up: {d.message}",
+                    reason=d.reason.value,
+                    attempt=state.attempt or None,
+                )
                 return 0
             if s.ended is not None:
                 if s.preempted:
@@ -433,8 +533,11 @@ class Supervisor:
         """A live export job of this run (`python -m jobs export`, metadata kind=export)."""
         for job in self._retry(self.client.list_jobs) or []:
             meta = job.metadata or {}
-            if (meta.get("kind") == protocol.EXPORT and meta.get("run") == self.spec.run
-                    and not job.status.is_terminal()):
+            if (
+                meta.get("kind") == protocol.EXPORT
+                and meta.get("run") == self.spec.run
+                and not job.status.is_terminal()
+            ):
                 return job.submission_id
         return None
 
@@ -445,16 +548,24 @@ class Supervisor:
         while (holder := self._export_hold()) is not None:
             if not noted:
                 noted = True
-                self.record(ev.HELD, f"{holder} is exporting this run: no checkpoint is pruned "
-                            "and no attempt started until it ends", export=holder)
+                self.record(
+                    ev.HELD,
+                    f"{holder} is exporting this run: no checkpoint is pruned "
+                    "and no attempt started until it ends",
+                    export=holder,
+                )
             if self.stopping.wait(self.config.poll_s):
                 return False
         spec = self.spec
         if state.situation is not None and spec.keep > 0 and spec.checkpoint_dir:
             removed = hygiene.prune(spec.checkpoint_dir, spec.keep, held=False)
             if removed:
-                self.record(ev.PRUNED, f"pruned {', '.join(removed)} (keeps the newest "
-                            f"{spec.keep} complete checkpoint(s))", removed=removed)
+                self.record(
+                    ev.PRUNED,
+                    f"pruned {', '.join(removed)} (keeps the newest "
+                    f"{spec.keep} complete checkpoint(s))",
+                    removed=removed,
+                )
         return True
 
     def _submit_next(self, state: RunState, d: Decision) -> bool:
@@ -465,8 +576,9 @@ class Supervisor:
             job_id = self.submit(attempt)
         except (RuntimeError, OSError) as e:
             lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-            raise RuntimeError(f"Ray refused attempt {attempt}: "
-                               f"{lines[-1] if lines else type(e).__name__}") from e
+            raise RuntimeError(
+                f"Ray refused attempt {attempt}: {lines[-1] if lines else type(e).__name__}"
+            ) from e
         if job_id is None:
             return False
         state.attempt, state.current, state.watching = attempt, job_id, True
@@ -476,11 +588,17 @@ class Supervisor:
             spent.append(f"restart {state.restarts} of {self.spec.max_restarts}")
         if state.preemptions:
             spent.append(f"preemption {state.preemptions} of {self.spec.max_preemptions}")
-        self.record(ev.SUBMITTED, f"submitted {job_id} ({d.message})"
-                    + (f", {', '.join(spent)}" if spent else ""), attempt=attempt,
-                    submission_id=job_id, restarts_used=state.restarts,
-                    preemptions_used=state.preemptions, started_ms=state.started_ms,
-                    baseline=sorted(state.baseline), has_baseline=state.has_baseline)
+        self.record(
+            ev.SUBMITTED,
+            f"submitted {job_id} ({d.message})" + (f", {', '.join(spent)}" if spent else ""),
+            attempt=attempt,
+            submission_id=job_id,
+            restarts_used=state.restarts,
+            preemptions_used=state.preemptions,
+            started_ms=state.started_ms,
+            baseline=sorted(state.baseline),
+            has_baseline=state.has_baseline,
+        )
         return True
 
     # ------------------------------------------------------------------ the lease
@@ -500,8 +618,11 @@ class Supervisor:
                 _publish_code(self.spec.runs_root)
         if other is None:
             return True
-        self.record(ev.LEFT, f"{other} already drives run {self.spec.run}; this supervisor "
-                    "leaves it alone", reason="another_supervisor")
+        self.record(
+            ev.LEFT,
+            f"{other} already drives run {self.spec.run}; this supervisor leaves it alone",
+            reason="another_supervisor",
+        )
         return False
 
     def _keep_lease(self) -> None:
@@ -518,8 +639,12 @@ class Supervisor:
             self.lease = renewed
 
     def _left(self) -> int:
-        self.record(ev.LEFT, "another supervisor took this run's lease (this one was thought "
-                    "gone); it drives the run from here", reason="lease_lost")
+        self.record(
+            ev.LEFT,
+            "another supervisor took this run's lease (this one was thought "
+            "gone); it drives the run from here",
+            reason="lease_lost",
+        )
         return 0
 
     def _end_message(self, job_id: str, ended: str) -> str:
@@ -542,6 +667,7 @@ def _keep_working_dir(store: RunStore, spec: Spec) -> None:
     """Copy the attempts' working dir (this job's own cwd: the same gcs:// package) next to the
     record, so a re-armer on a new cluster can upload it again (gcs:// packages die with GCS)."""
     import shutil
+
     target = store.dir / "working_dir"
     if not spec.runtime_env.get("working_dir") or target.exists():
         return
@@ -556,11 +682,16 @@ def _publish_code(runs_root: str) -> None:
     components/k8s/raycluster.py `rearm_container`). Versions are folders; `current` is a
     symlink swapped atomically, so a re-armer never imports a half-copied package."""
     import shutil
+
     base = os.path.join(runs_root, ".rearm")
     version = os.path.join(base, f"v{time.time_ns()}-{os.getpid()}")
     import jobs
-    shutil.copytree(os.path.dirname(os.path.abspath(jobs.__file__)), os.path.join(version, "jobs"),
-                    ignore=shutil.ignore_patterns("__pycache__"))
+
+    shutil.copytree(
+        os.path.dirname(os.path.abspath(jobs.__file__)),
+        os.path.join(version, "jobs"),
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     link = os.path.join(base, f".current.{os.getpid()}")
     os.symlink(os.path.basename(version), link)
     os.replace(link, os.path.join(base, "current"))
@@ -578,13 +709,16 @@ def restore(sup: Supervisor) -> RunState:
     if not submitted:
         return RunState(attempt=spec.first_attempt - 1)
     last = submitted[-1]
-    state = RunState(attempt=int(last["attempt"]), restarts=int(last.get("restarts_used", 0)),
-                     preemptions=int(last.get("preemptions_used", 0)),
-                     current=str(last["submission_id"]),
-                     started_ms=int(last.get("started_ms", 0)),
-                     baseline=frozenset(last.get("baseline", [])),
-                     has_baseline=bool(last.get("has_baseline", False)))
-    after = recs[recs.index(last) + 1:]
+    state = RunState(
+        attempt=int(last["attempt"]),
+        restarts=int(last.get("restarts_used", 0)),
+        preemptions=int(last.get("preemptions_used", 0)),
+        current=str(last["submission_id"]),
+        started_ms=int(last.get("started_ms", 0)),
+        baseline=frozenset(last.get("baseline", [])),
+        has_baseline=bool(last.get("has_baseline", False)),
+    )
+    after = recs[recs.index(last) + 1 :]
     ended = [r for r in after if r.get("event") == ev.ATTEMPT_ENDED]
     try:  # a dashboard still starting is waited for; a 404 is an answer
         status = sup._retry(lambda: sup.client.get_job_status(state.current))
@@ -592,16 +726,24 @@ def restore(sup: Supervisor) -> RunState:
         status = None  # not on this cluster: the head (and the attempt) were lost
     if status is not None:
         state.watching = True  # watch returns at once when it has ended meanwhile
-        sup.record(ev.ADOPTED, f"re-armed: took over {state.current} ({status.value}), "
-                   f"{state.restarts} restart(s) and {state.preemptions} preemption(s) used",
-                   attempt=state.attempt, submission_id=state.current)
+        sup.record(
+            ev.ADOPTED,
+            f"re-armed: took over {state.current} ({status.value}), "
+            f"{state.restarts} restart(s) and {state.preemptions} preemption(s) used",
+            attempt=state.attempt,
+            submission_id=state.current,
+        )
         return state
     sup._ended(state, ended[-1]["status"] if ended else "FAILED")
     if not ended or any(r.get("event") == ev.PREEMPTED for r in after):
         state.situation = replace(state.situation, preempted=True)  # type: ignore[arg-type]
-        sup.record(ev.PREEMPTED, f"{state.current} was lost with the cluster's head "
-                   "(not on this cluster any more); counted as a preemption",
-                   attempt=state.attempt, submission_id=state.current)
+        sup.record(
+            ev.PREEMPTED,
+            f"{state.current} was lost with the cluster's head "
+            "(not on this cluster any more); counted as a preemption",
+            attempt=state.attempt,
+            submission_id=state.current,
+        )
     return state
 
 
@@ -638,8 +780,10 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print(f"usage: python -m {protocol.SUPERVISOR_MODULE} SUPERVISOR_SUBMISSION_ID",
-              file=sys.stderr)
+        print(
+            f"usage: python -m {protocol.SUPERVISOR_MODULE} SUPERVISOR_SUBMISSION_ID",
+            file=sys.stderr,
+        )
         return 2
     own_id = argv[0]
     import ray
@@ -672,8 +816,9 @@ def main(argv: list[str]) -> int:
         # The attempts' package is this job's own (jobs/runs/handoff.py); after a re-arm on a new
         # cluster it is the copy the re-armer uploaded again (jobs/head/rearm.py).
         spec = replace(spec, runtime_env={**spec.runtime_env, "working_dir": own_wd})
-    supervisor = Supervisor(client, own_id, spec, _probes(client, dashboard, ctx),
-                            Settings.from_env())
+    supervisor = Supervisor(
+        client, own_id, spec, _probes(client, dashboard, ctx), Settings.from_env()
+    )
     if stop_early.is_set():
         supervisor.stopping.set()
     return supervisor.run()

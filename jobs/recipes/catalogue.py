@@ -22,7 +22,6 @@ NEMO_RL_HOME = "/opt/nemo-rl"
 PAYLOADS = Path(__file__).resolve().parents[1] / "payloads"
 
 
-
 class RunContext(BaseModel):
     """What a recipe needs to know about one run to render its command."""
 
@@ -119,8 +118,12 @@ class Recipe(BaseModel):
     def payload_dir(self) -> Path | None:
         return PAYLOADS / self.payload if self.payload else None
 
-    def settings(self, ctx: RunContext, user: dict[str, tuple[str, str]],
-                 adapted: dict[str, str] | None = None) -> dict[str, str]:
+    def settings(
+        self,
+        ctx: RunContext,
+        user: dict[str, tuple[str, str]],
+        adapted: dict[str, str] | None = None,
+    ) -> dict[str, str]:
         """The final `key -> value` the trainer gets; `user` maps key -> (prefix, value);
         `adapted` replaces recipe defaults sized for this cluster (jobs.recipes.fit.adapt)."""
         values = {k: ctx.fill(v) for k, v in self.defaults.items()}
@@ -133,8 +136,12 @@ class Recipe(BaseModel):
             values[key] = value
         return values
 
-    def args(self, ctx: RunContext, user: dict[str, tuple[str, str]],
-             adapted: dict[str, str] | None = None) -> list[str]:
+    def args(
+        self,
+        ctx: RunContext,
+        user: dict[str, tuple[str, str]],
+        adapted: dict[str, str] | None = None,
+    ) -> list[str]:
         """The exact override list the trainer's command line carries, in order."""
         args = []
         for key, value in self.settings(ctx, user, adapted).items():
@@ -144,8 +151,12 @@ class Recipe(BaseModel):
             args.append(f"{prefix}{key}={value}")
         return args
 
-    def render(self, ctx: RunContext, user: dict[str, tuple[str, str]],
-               adapted: dict[str, str] | None = None) -> str:
+    def render(
+        self,
+        ctx: RunContext,
+        user: dict[str, tuple[str, str]],
+        adapted: dict[str, str] | None = None,
+    ) -> str:
         """The job's shell entrypoint (Ray runs it with a shell)."""
         args = self.args(ctx, user, adapted)
         steps = []
@@ -224,15 +235,25 @@ def _math_72b(name: str, summary: str, extra: dict[str, str]) -> Recipe:
     # the global batch of 256); jobs.recipes.fit says why any other size is refused. Its numbers are the
     # codelab's, so they are not adapted to other sizes.
     return Recipe(
-        name=name, framework="nemo-rl", summary=summary,
-        launcher=("uv", "run", "python", "examples/run_grpo_math.py",
-                  "--config", "examples/configs/grpo_math_70B_megatron.yaml"),
+        name=name,
+        framework="nemo-rl",
+        summary=summary,
+        launcher=(
+            "uv",
+            "run",
+            "python",
+            "examples/run_grpo_math.py",
+            "--config",
+            "examples/configs/grpo_math_70B_megatron.yaml",
+        ),
         config_file="grpo_math_70B_megatron.yaml",
         defaults={**_MATH_72B, **_NEMO_COMMON, **extra},
         # dataset_name DeepScaler loads these two by name
         # (nemo_rl/data/datasets/response_datasets/deepscaler.py L43-46 @v0.4.0).
         hub_datasets=("agentica-org/DeepScaleR-Preview-Dataset", "HuggingFaceH4/aime_2024"),
-        default_nodes=8, **_NEMO_RUN)
+        default_nodes=8,
+        **_NEMO_RUN,
+    )
 
 
 _VERL_COMMON = {
@@ -257,8 +278,9 @@ _VERL_RUN = {
     "must_be_null": {
         f"ray_kwargs.ray_init.{k}": "the job joins the running cluster, and ray.init "
         "refuses it then ('When connecting to an existing cluster ... must not be "
-        "provided')" for k in ("num_cpus", "num_gpus", "resources", "labels",
-                               "object_store_memory")},
+        "provided')"
+        for k in ("num_cpus", "num_gpus", "resources", "labels", "object_store_memory")
+    },
     "path_keys": frozenset({"trainer.default_local_dir"}),
     "positive_keys": frozenset({"trainer.save_freq"}),
     "node_key": "trainer.nnodes",
@@ -267,10 +289,13 @@ _VERL_RUN = {
     "model_key": "actor_rollout_ref.model.path",
     "keep_key": "trainer.max_actor_ckpt_to_keep",
     # From verl/trainer/runtime_env.yaml, which `ray job submit` users pass (§2.5).
-    "env_vars": {"TORCH_NCCL_AVOID_RECORD_STREAMS": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1",
-                 # veRL's TensorBoard adapter writes to a relative tensorboard_log/ unless
-                 # this is set (verl/utils/tracking.py, v0.6.0).
-                 "TENSORBOARD_DIR": "{run_dir}/tensorboard"},
+    "env_vars": {
+        "TORCH_NCCL_AVOID_RECORD_STREAMS": "1",
+        "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+        # veRL's TensorBoard adapter writes to a relative tensorboard_log/ unless
+        # this is set (verl/utils/tracking.py, v0.6.0).
+        "TENSORBOARD_DIR": "{run_dir}/tensorboard",
+    },
     "wandb_settings": {"trainer.logger": '["console","tensorboard","wandb"]'},
 }
 
@@ -285,60 +310,60 @@ CODE_CONTESTS_REWARD = "code_contests_reward.py"
 
 # The CodeFu-7B sample's settings (see `_codecontests`).
 _CODECONTESTS_DEFAULTS: dict[str, str] = {
-        "algorithm.adv_estimator": "grpo",
-        # Written by `python -m jobs data code-contests` (docs/code-contests.md); easy is the
-        # tier CodeFu trains on. Validation: the same conversion of the dataset's own `valid`
-        # split, so no validation problem is a training problem.
-        "data.train_files": "{datasets}/code_contests/easy/train.parquet",
-        "data.val_files": "{datasets}/code_contests_valid/easy/train.parquet",
-        "data.train_batch_size": "64",
-        "data.max_prompt_length": "4096",
-        "data.max_response_length": "20480",
-        # A statement longer than 4096 tokens is dropped, not a crash (truncation: error).
-        "data.filter_overlong_prompts": "True",
-        "actor_rollout_ref.model.path": "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
-        # Ulysses needs it (workers/config/actor.py FSDPActorConfig.validate).
-        "actor_rollout_ref.model.use_remove_padding": "True",
-        "actor_rollout_ref.actor.optim.lr": "1e-5",
-        "actor_rollout_ref.actor.ppo_mini_batch_size": "32",
-        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "1",
-        # 4 divides the model's 28 attention heads and 4 KV heads (monkey_patch.py L273-279)
-        # and every 8-GPU node count; the ref's size follows the actor's by interpolation.
-        "actor_rollout_ref.actor.ulysses_sequence_parallel_size": "4",
-        "actor_rollout_ref.actor.use_kl_loss": "True",
-        "actor_rollout_ref.actor.kl_loss_coef": "0.001",
-        "actor_rollout_ref.actor.kl_loss_type": "low_var_kl",
-        "actor_rollout_ref.actor.fsdp_config.param_offload": "True",
-        "actor_rollout_ref.actor.fsdp_config.optimizer_offload": "True",
-        "actor_rollout_ref.ref.fsdp_config.param_offload": "True",
-        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": "2",
-        "actor_rollout_ref.rollout.name": "vllm",
-        "actor_rollout_ref.rollout.n": "8",
-        "actor_rollout_ref.rollout.tensor_model_parallel_size": "2",
-        "actor_rollout_ref.rollout.gpu_memory_utilization": "0.9",
-        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "2",
-        # With chunked prefill on, vLLM rollout refuses a token budget below prompt +
-        # response (vllm_rollout_spmd.py L161-165): 4096 + 20480.
-        "actor_rollout_ref.rollout.max_num_batched_tokens": "24576",
-        "algorithm.use_kl_in_reward": "False",
-        # One call per batch (workers/reward_manager/batch.py): jobs.rewards.batch scores the
-        # batch's solutions concurrently and raises on a broken executor, where `naive` scores
-        # one solution at a time and `prime` turns any error or timeout into a 0 reward.
-        "reward_model.reward_manager": "batch",
-        "custom_reward_function.path": CODE_CONTESTS_REWARD,
-        "custom_reward_function.name": "compute_score_batch",
-        # v0.6.0's config has no reward_kwargs (get_custom_reward_fn reads it if present):
-        # added with `+`. binary: the sample's all-or-nothing reward; concurrency: the
-        # sandbox service's replicas x concurrency (components/k8s/sandbox.py, 2 x 4).
-        "custom_reward_function.reward_kwargs.binary": "True",
-        "custom_reward_function.reward_kwargs.max_tests": "100",
-        "custom_reward_function.reward_kwargs.concurrency": "8",
-        **_VERL_COMMON,
-        "trainer.save_freq": "16",
-        "trainer.test_freq": "16",
-        # A 7.6B actor with fp32 Adam state is ~85 GiB per save (jobs.recipes.ckpt_size).
-        "trainer.max_actor_ckpt_to_keep": "3",
-        "trainer.total_epochs": "2",
+    "algorithm.adv_estimator": "grpo",
+    # Written by `python -m jobs data code-contests` (docs/code-contests.md); easy is the
+    # tier CodeFu trains on. Validation: the same conversion of the dataset's own `valid`
+    # split, so no validation problem is a training problem.
+    "data.train_files": "{datasets}/code_contests/easy/train.parquet",
+    "data.val_files": "{datasets}/code_contests_valid/easy/train.parquet",
+    "data.train_batch_size": "64",
+    "data.max_prompt_length": "4096",
+    "data.max_response_length": "20480",
+    # A statement longer than 4096 tokens is dropped, not a crash (truncation: error).
+    "data.filter_overlong_prompts": "True",
+    "actor_rollout_ref.model.path": "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
+    # Ulysses needs it (workers/config/actor.py FSDPActorConfig.validate).
+    "actor_rollout_ref.model.use_remove_padding": "True",
+    "actor_rollout_ref.actor.optim.lr": "1e-5",
+    "actor_rollout_ref.actor.ppo_mini_batch_size": "32",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "1",
+    # 4 divides the model's 28 attention heads and 4 KV heads (monkey_patch.py L273-279)
+    # and every 8-GPU node count; the ref's size follows the actor's by interpolation.
+    "actor_rollout_ref.actor.ulysses_sequence_parallel_size": "4",
+    "actor_rollout_ref.actor.use_kl_loss": "True",
+    "actor_rollout_ref.actor.kl_loss_coef": "0.001",
+    "actor_rollout_ref.actor.kl_loss_type": "low_var_kl",
+    "actor_rollout_ref.actor.fsdp_config.param_offload": "True",
+    "actor_rollout_ref.actor.fsdp_config.optimizer_offload": "True",
+    "actor_rollout_ref.ref.fsdp_config.param_offload": "True",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": "2",
+    "actor_rollout_ref.rollout.name": "vllm",
+    "actor_rollout_ref.rollout.n": "8",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size": "2",
+    "actor_rollout_ref.rollout.gpu_memory_utilization": "0.9",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "2",
+    # With chunked prefill on, vLLM rollout refuses a token budget below prompt +
+    # response (vllm_rollout_spmd.py L161-165): 4096 + 20480.
+    "actor_rollout_ref.rollout.max_num_batched_tokens": "24576",
+    "algorithm.use_kl_in_reward": "False",
+    # One call per batch (workers/reward_manager/batch.py): jobs.rewards.batch scores the
+    # batch's solutions concurrently and raises on a broken executor, where `naive` scores
+    # one solution at a time and `prime` turns any error or timeout into a 0 reward.
+    "reward_model.reward_manager": "batch",
+    "custom_reward_function.path": CODE_CONTESTS_REWARD,
+    "custom_reward_function.name": "compute_score_batch",
+    # v0.6.0's config has no reward_kwargs (get_custom_reward_fn reads it if present):
+    # added with `+`. binary: the sample's all-or-nothing reward; concurrency: the
+    # sandbox service's replicas x concurrency (components/k8s/sandbox.py, 2 x 4).
+    "custom_reward_function.reward_kwargs.binary": "True",
+    "custom_reward_function.reward_kwargs.max_tests": "100",
+    "custom_reward_function.reward_kwargs.concurrency": "8",
+    **_VERL_COMMON,
+    "trainer.save_freq": "16",
+    "trainer.test_freq": "16",
+    # A 7.6B actor with fp32 Adam state is ~85 GiB per save (jobs.recipes.ckpt_size).
+    "trainer.max_actor_ckpt_to_keep": "3",
+    "trainer.total_epochs": "2",
 }
 
 
@@ -353,22 +378,25 @@ def _codecontests() -> Recipe:
         name="verl-grpo-codecontests",
         framework="verl",
         summary="DeepSeek-R1-Distill-Qwen-7B GRPO on code_contests (the CodeFu-7B recipe): C++ "
-                "solutions compiled and run on hidden tests in a sandbox, rollout n=8, 20k-token "
-                "responses, Ulysses SP 4; 2 epochs, a checkpoint every 16 steps, the newest 3 "
-                "kept; batch sizes grow with the GPU count",
+        "solutions compiled and run on hidden tests in a sandbox, rollout n=8, 20k-token "
+        "responses, Ulysses SP 4; 2 epochs, a checkpoint every 16 steps, the newest 3 "
+        "kept; batch sizes grow with the GPU count",
         launcher=("python3", "-m", "verl.trainer.main_ppo"),
         config_file="ppo_trainer.yaml",
         defaults=_CODECONTESTS_DEFAULTS,
-        new_keys=frozenset({"custom_reward_function.reward_kwargs.binary",
-                            "custom_reward_function.reward_kwargs.max_tests",
-                            "custom_reward_function.reward_kwargs.concurrency"}),
+        new_keys=frozenset(
+            {
+                "custom_reward_function.reward_kwargs.binary",
+                "custom_reward_function.reward_kwargs.max_tests",
+                "custom_reward_function.reward_kwargs.concurrency",
+            }
+        ),
         default_nodes=1,
         adapt_batch=True,
         payload="code_contests",
         runs_model_code=True,
         **_VERL_RUN,
     )
-
 
 
 RECIPES: dict[str, Recipe] = {
@@ -379,27 +407,39 @@ RECIPES: dict[str, Recipe] = {
             "Qwen2.5-72B-Instruct GRPO on DeepScaleR, Megatron TP4 x PP4: one full epoch "
             "(grpo.max_num_epochs=1), a checkpoint every 10 steps, the best 3 by val:accuracy "
             "kept (plus the latest)",
-            {}),
+            {},
+        ),
         _math_72b(
             "nemo-rl-grpo-math-codelab",
             "The GKE codelab's short run: the same 72B DeepScaleR setup for 20 GRPO steps, a "
             "checkpoint every 2 steps, the newest 2 kept",
             # The codelab's settings (reference §8): 20 steps, save every 2, keep the newest 2
             # (metric_name null ranks by step, so no validation metric is needed).
-            {"grpo.max_num_steps": "20", "checkpointing.save_period": "2",
-             "checkpointing.keep_top_k": "2", "checkpointing.metric_name": "null"}),
+            {
+                "grpo.max_num_steps": "20",
+                "checkpointing.save_period": "2",
+                "checkpointing.keep_top_k": "2",
+                "checkpointing.metric_name": "null",
+            },
+        ),
         Recipe(
             name="nemo-rl-grpo-gsm8k",
             framework="nemo-rl",
             summary="Qwen2.5-1.5B-Instruct GRPO on GSM8K through NeMo RL's ResponseDataset "
-                    "(DTensor): one epoch, a checkpoint every 10 steps, the best 3 kept; the "
-                    "global batch grows to a multiple of the GPU count",
+            "(DTensor): one epoch, a checkpoint every 10 steps, the best 3 kept; the "
+            "global batch grows to a multiple of the GPU count",
             # v0.4.0's ResponseDataset cannot pass GSM8K's "main" subset to load_dataset (§1.4),
             # so the payload writes question/answer/task_name JSONL on Lustre once (jobs.data.gsm8k)
             # and the run reads that.
             setup="python3 prepare_gsm8k.py --format nemo --out {datasets}/gsm8k",
-            launcher=("uv", "run", "python", "examples/run_grpo_math.py",
-                      "--config", "examples/configs/grpo_math_1B.yaml"),
+            launcher=(
+                "uv",
+                "run",
+                "python",
+                "examples/run_grpo_math.py",
+                "--config",
+                "examples/configs/grpo_math_1B.yaml",
+            ),
             config_file="grpo_math_1B.yaml",
             defaults={
                 "policy.model_name": "Qwen/Qwen2.5-1.5B-Instruct",
@@ -416,8 +456,9 @@ RECIPES: dict[str, Recipe] = {
                 "grpo.num_generations_per_prompt": "16",
                 **_NEMO_COMMON,
             },
-            new_keys=frozenset({"data.train_data_path", "data.val_data_path", "data.input_key",
-                                "data.output_key"}),
+            new_keys=frozenset(
+                {"data.train_data_path", "data.val_data_path", "data.input_key", "data.output_key"}
+            ),
             default_nodes=1,
             adapt_batch=True,
             payload="gsm8k",
@@ -429,8 +470,8 @@ RECIPES: dict[str, Recipe] = {
             name="verl-grpo-gsm8k",
             framework="verl",
             summary="Qwen2.5-3B-Instruct GRPO on GSM8K with veRL (FSDP, vLLM rollout n=5): 15 "
-                    "epochs, a checkpoint every 20 steps, the newest 3 kept; batch sizes grow "
-                    "with the GPU count",
+            "epochs, a checkpoint every 20 steps, the newest 3 kept; batch sizes grow "
+            "with the GPU count",
             setup="python3 prepare_gsm8k.py --format verl --out {datasets}/gsm8k",
             launcher=("python3", "-m", "verl.trainer.main_ppo"),
             config_file="ppo_trainer.yaml",
@@ -473,4 +514,3 @@ RECIPES: dict[str, Recipe] = {
         _codecontests(),
     )
 }
-

@@ -79,11 +79,15 @@ def footprint(recipe: Recipe, cfg: Any) -> Footprint | None:
 def check(fp: Footprint | None, capacity_gib: int | None, source: str) -> tuple[bool, str]:
     """(fits, message). Unknown capacity or model: fits, with a note saying it was skipped."""
     if fp is None:
-        return True, ("note: Lustre space not checked (the model's size is unknown, or the "
-                      "recipe keeps every checkpoint)")
-    what = (f"{fp.model}: ~{fp.checkpoint_gib:,.0f} GiB per checkpoint ({fp.bytes_per_param} "
-            f"B/param), up to {fp.kept} kept + 1 being written + the model cache = "
-            f"~{fp.peak_gib:,.0f} GiB")
+        return True, (
+            "note: Lustre space not checked (the model's size is unknown, or the "
+            "recipe keeps every checkpoint)"
+        )
+    what = (
+        f"{fp.model}: ~{fp.checkpoint_gib:,.0f} GiB per checkpoint ({fp.bytes_per_param} "
+        f"B/param), up to {fp.kept} kept + 1 being written + the model cache = "
+        f"~{fp.peak_gib:,.0f} GiB"
+    )
     if capacity_gib is None:
         return True, f"note: Lustre space not checked ({source} gives no capacity); {what}"
     if fp.peak_gib > capacity_gib:

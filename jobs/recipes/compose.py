@@ -113,9 +113,10 @@ def apply(framework: str, config_file: str, items: list[str]) -> DictConfig:
         try:
             parsed = parser.parse_overrides([item])
         except HydraException as e:
-            raise UsageError(f"--set {item}: Hydra cannot parse it: {_first_line(e)}",
-                             "quote values with spaces or brackets, e.g. "
-                             "--set 'trainer.logger=[\"console\"]'") from None
+            raise UsageError(
+                f"--set {item}: Hydra cannot parse it: {_first_line(e)}",
+                "quote values with spaces or brackets, e.g. --set 'trainer.logger=[\"console\"]'",
+            ) from None
         o = parsed[0]
         key = o.key_or_group
         exists = OmegaConf.select(cfg, key, throw_on_missing=False) is not None
@@ -126,20 +127,22 @@ def apply(framework: str, config_file: str, items: list[str]) -> DictConfig:
             raise UsageError(
                 f"--set {item}: the {framework} config already has {key}, and Hydra refuses to "
                 "append a key that exists",
-                f"write --set {item[1:]} or --set +{item} (++ adds or overrides)")
+                f"write --set {item[1:]} or --set +{item} (++ adds or overrides)",
+            )
         if not o.is_add() and not o.is_force_add() and not o.is_delete() and not present:
-            raise UsageError(f"unknown override {key!r} for the {framework} config "
-                             f"({config_file})",
-                             f"{_closest(key, known)} (write +{item} to add a key the "
-                             "config lacks)")
+            raise UsageError(
+                f"unknown override {key!r} for the {framework} config ({config_file})",
+                f"{_closest(key, known)} (write +{item} to add a key the config lacks)",
+            )
         if present and not o.is_delete() and not o.is_sweep_override():
             value_types.check(framework, item, key, o.value(), cfg)
         try:
             ConfigLoaderImpl._apply_overrides_to_config(overrides=parsed, cfg=cfg)
         except (HydraException, OmegaConfBaseException) as e:
-            raise UsageError(f"--set {item}: the {framework} config refuses it: "
-                             f"{_first_line(e)}", "check the key and value against "
-                             f"{commands.command('recipes')}") from None
+            raise UsageError(
+                f"--set {item}: the {framework} config refuses it: {_first_line(e)}",
+                f"check the key and value against {commands.command('recipes')}",
+            ) from None
     return cfg
 
 

@@ -61,24 +61,26 @@ def check_named(recipe_name: str, framework: str, running: str | None, source: s
     if running is not None and running != framework:
         raise UsageError(
             f"recipe {recipe_name} needs a {framework} cluster but {source} runs {running}",
-            f"pick a {running} recipe ({commands.command('recipes')}) or a {framework} stack")
+            f"pick a {running} recipe ({commands.command('recipes')}) or a {framework} stack",
+        )
 
 
-def by_ray_version(recipe_name: str, framework: str, cluster_ray: str | None,
-                   source: str) -> Verdict:
+def by_ray_version(
+    recipe_name: str, framework: str, cluster_ray: str | None, source: str
+) -> Verdict:
     """Refuse only on clear evidence: the cluster's Ray major.minor differs from the recipe's
     framework image and equals the other framework's. Anything else is a note, because a
     custom image may carry any Ray and skew between client and cluster works (reference §0.6).
     """
     flag = f"pass --framework {framework} to check it"
     if cluster_ray is None or major_minor(cluster_ray) is None:
-        return Verdict(False, f"note: framework not checked ({source} reported no Ray version); "
-                              f"{flag}")
+        return Verdict(
+            False, f"note: framework not checked ({source} reported no Ray version); {flag}"
+        )
     others = [f for f in FRAMEWORKS if f != framework]
     # Only an exactly known Ray is evidence against a recipe: a floor (veRL: >= 2.48) also
     # covers every newer Ray, which custom images of any framework may carry.
-    theirs = [f for f in others
-              if FRAMEWORKS[f].ray_floor is None and ray_matches(f, cluster_ray)]
+    theirs = [f for f in others if FRAMEWORKS[f].ray_floor is None and ray_matches(f, cluster_ray)]
     own_match = ray_matches(framework, cluster_ray)
     if not own_match and theirs:
         other = theirs[0]
@@ -88,10 +90,17 @@ def by_ray_version(recipe_name: str, framework: str, cluster_ray: str | None,
             f"{source} runs Ray {cluster_ray}, the Ray of the {other} image",
             f"pick a {other} recipe ({commands.command('recipes')}), or pass --framework "
             f"{framework} "
-            f"if the cluster really runs {framework}")
+            f"if the cluster really runs {framework}",
+        )
     if own_match:
-        return Verdict(False, f"note: {source} runs Ray {cluster_ray}, as the {framework} image "
-                              f"does ({_describe(framework)}); framework not otherwise checked "
-                              f"({flag})")
-    return Verdict(False, f"note: framework not checked: {source} runs Ray {cluster_ray}, which no "
-                          f"framework image pins ({framework}: {_describe(framework)}); {flag}")
+        return Verdict(
+            False,
+            f"note: {source} runs Ray {cluster_ray}, as the {framework} image "
+            f"does ({_describe(framework)}); framework not otherwise checked "
+            f"({flag})",
+        )
+    return Verdict(
+        False,
+        f"note: framework not checked: {source} runs Ray {cluster_ray}, which no "
+        f"framework image pins ({framework}: {_describe(framework)}); {flag}",
+    )

@@ -34,15 +34,19 @@ def parse(items: list[str]) -> list[Override]:
     for item in items:
         head, sep, value = item.partition("=")
         prefix = "++" if head.startswith("++") else "+" if head.startswith("+") else ""
-        key = head[len(prefix):].strip()
+        key = head[len(prefix) :].strip()
         # Checked before any other validation so no later message can echo the value.
         if key_looks_secret(key) or value_looks_secret(value) or value_looks_secret(head):
             shown = key if not value_looks_secret(head) else "(hidden)"
             # No "NAME: ..." shape here: `redact` would take it for an assignment and mask it.
-            raise UsageError(f"--set {shown} looks like a credential, refused (the value is "
-                             "not shown)", TOKEN_HINT)
+            raise UsageError(
+                f"--set {shown} looks like a credential, refused (the value is not shown)",
+                TOKEN_HINT,
+            )
         if not sep or not key:
-            raise UsageError(f"--set {item!r} is not key=value", "write --set grpo.max_num_steps=10")
+            raise UsageError(
+                f"--set {item!r} is not key=value", "write --set grpo.max_num_steps=10"
+            )
         parsed.append(Override(key, value, prefix))
     return parsed
 
@@ -55,8 +59,10 @@ def output_path(run: str, given: str, value: str) -> str:
     """The normalised output path, refused unless it stays inside the run's own directory;
     `given` is how the user wrote it (e.g. `--set key=value`, `--out PATH`)."""
     run_dir = f"{RUNS_ROOT}/{run}"
-    hint = (f"write it under {run_dir}/; other runs' checkpoints and anything outside Lustre "
-            "must not be touched, and relative paths land in Ray's temporary working_dir")
+    hint = (
+        f"write it under {run_dir}/; other runs' checkpoints and anything outside Lustre "
+        "must not be touched, and relative paths land in Ray's temporary working_dir"
+    )
     if ".." in value.split("/"):
         raise UsageError(f"{given}: '..' is not allowed in an output path", hint)
     path = posixpath.normpath(value)
@@ -75,12 +81,16 @@ def check(recipe: Recipe, overrides: list[Override], run: str) -> dict[str, tupl
     checked: dict[str, tuple[str, str]] = {}
     for o in overrides:
         if o.key in recipe.locked:
-            raise UsageError(f"--set {o.key} is fixed by recipe {recipe.name}", recipe.locked[o.key])
+            raise UsageError(
+                f"--set {o.key} is fixed by recipe {recipe.name}", recipe.locked[o.key]
+            )
         value = o.value
         if o.key in recipe.path_keys:
             value = _output_path(run, o)
         if o.key in recipe.positive_keys and not (value.isdigit() and int(value) > 0):
-            raise UsageError(f"--set {o.key}={value}: must be a positive integer",
-                             "0 or -1 switches checkpoint saving off and restarts would start over")
+            raise UsageError(
+                f"--set {o.key}={value}: must be a positive integer",
+                "0 or -1 switches checkpoint saving off and restarts would start over",
+            )
         checked[o.key] = (o.prefix, value)
     return checked

@@ -40,31 +40,39 @@ def _culprit(key: str, user: dict[str, tuple[str, str]]) -> str:
     return "the overrides"
 
 
-def _guard(recipe: Recipe, cfg: Any, settings: dict[str, str],
-           user: dict[str, tuple[str, str]]) -> None:
+def _guard(
+    recipe: Recipe, cfg: Any, settings: dict[str, str], user: dict[str, tuple[str, str]]
+) -> None:
     fixed = set(recipe.locked) | set(recipe.path_keys) | {recipe.node_key, recipe.gpus_key}
     for key in sorted(fixed):
         got = compose.value(cfg, key)
         if key in settings and not _same(got, settings[key]):
             reason = recipe.locked.get(key, "output paths stay under the run's own directory")
-            raise UsageError(f"{_culprit(key, user)} sets {key}={got}, which recipe "
-                             f"{recipe.name} fixes to {settings[key]}", reason)
+            raise UsageError(
+                f"{_culprit(key, user)} sets {key}={got}, which recipe "
+                f"{recipe.name} fixes to {settings[key]}",
+                reason,
+            )
     for key in sorted(recipe.positive_keys):
         got = compose.value(cfg, key)
         if not isinstance(got, int) or isinstance(got, bool) or got <= 0:
-            raise UsageError(f"{_culprit(key, user)} sets {key}={got}: must be a positive integer",
-                             "0 or -1 switches checkpoint saving off and restarts would start over")
+            raise UsageError(
+                f"{_culprit(key, user)} sets {key}={got}: must be a positive integer",
+                "0 or -1 switches checkpoint saving off and restarts would start over",
+            )
     for key, why in recipe.must_be_null.items():
         got = compose.value(cfg, key)
         if got is not None:
-            raise UsageError(f"{_culprit(key, user)} sets {key}={got}, which crashes the run",
-                             why)
+            raise UsageError(f"{_culprit(key, user)} sets {key}={got}, which crashes the run", why)
 
 
 def _as_settings(framework: str, v: fit.Numbers, recipe: Recipe) -> dict[str, str]:
     keys = fit.KEYS[framework]
-    return {keys[name]: str(v[name]) for name in fit.ADAPTABLE[framework]
-            if str(v[name]) != recipe.defaults.get(keys[name])}
+    return {
+        keys[name]: str(v[name])
+        for name in fit.ADAPTABLE[framework]
+        if str(v[name]) != recipe.defaults.get(keys[name])
+    }
 
 
 def _sizing_sets(recipe: Recipe, ctx: RunContext, user: dict[str, tuple[str, str]]) -> str:
@@ -90,9 +98,11 @@ def compose_run(recipe: Recipe, ctx: RunContext, user: dict[str, tuple[str, str]
     for key in fit.not_counts(recipe.framework, v):
         said = _culprit(key, user)
         got = "" if key in user else f" sets {key}={compose.value(cfg, key)}"
-        raise UsageError(f"{said}{got}: {key} must be a positive integer (the "
-                         f"{recipe.framework} batch and parallelism rules count with it)",
-                         "no cluster size makes up for it; change or drop that --set")
+        raise UsageError(
+            f"{said}{got}: {key} must be a positive integer (the "
+            f"{recipe.framework} batch and parallelism rules count with it)",
+            "no cluster size makes up for it; change or drop that --set",
+        )
     found = fit.problems(recipe.framework, v, ctx.nodes, ctx.gpus_per_node)
     if not found:
         return Composed(cfg)
@@ -103,15 +113,23 @@ def compose_run(recipe: Recipe, ctx: RunContext, user: dict[str, tuple[str, str]
         new = fit.adapt(recipe.framework, v, ctx.nodes, ctx.gpus_per_node)
         if new is not None:
             adapted = _as_settings(recipe.framework, new, recipe)
-            cfg = compose.apply(recipe.framework, recipe.config_file,
-                                recipe.args(ctx, user, adapted))
-            left = fit.problems(recipe.framework, fit.numbers(recipe.framework, cfg), ctx.nodes,
-                                ctx.gpus_per_node)
+            cfg = compose.apply(
+                recipe.framework, recipe.config_file, recipe.args(ctx, user, adapted)
+            )
+            left = fit.problems(
+                recipe.framework, fit.numbers(recipe.framework, cfg), ctx.nodes, ctx.gpus_per_node
+            )
             if not left:
                 shown = ", ".join(f"{k}={val}" for k, val in adapted.items())
-                return Composed(cfg, adapted, [f"note: {recipe.name} on {ctx.nodes} x "
-                                               f"{ctx.gpus_per_node} GPUs: {shown} (sized so "
-                                               f"the {recipe.framework} batch rules hold)"])
+                return Composed(
+                    cfg,
+                    adapted,
+                    [
+                        f"note: {recipe.name} on {ctx.nodes} x "
+                        f"{ctx.gpus_per_node} GPUs: {shown} (sized so "
+                        f"the {recipe.framework} batch rules hold)"
+                    ],
+                )
             found = left
     near = fit.nearest_fits(recipe.framework, v, ctx.nodes, ctx.gpus_per_node, can_adapt)
     sizes = " or ".join(f"--nodes {n}" for n in near) or "none up to 16 nodes"
@@ -119,7 +137,12 @@ def compose_run(recipe: Recipe, ctx: RunContext, user: dict[str, tuple[str, str]
     if user_fixed:
         hint += f"; or drop --set {', '.join(user_fixed)} so the batch sizes can be derived"
     elif not near and (blamed := _sizing_sets(recipe, ctx, user)):
-        hint = (f"the cause is {blamed}: recipe {recipe.name} fits {ctx.nodes} x "
-                f"{ctx.gpus_per_node} GPUs without it, and no node count fits with it")
-    raise UsageError(f"recipe {recipe.name} does not fit {ctx.nodes} node(s) x "
-                     f"{ctx.gpus_per_node} GPU(s): {found[0]}", hint)
+        hint = (
+            f"the cause is {blamed}: recipe {recipe.name} fits {ctx.nodes} x "
+            f"{ctx.gpus_per_node} GPUs without it, and no node count fits with it"
+        )
+    raise UsageError(
+        f"recipe {recipe.name} does not fit {ctx.nodes} node(s) x "
+        f"{ctx.gpus_per_node} GPU(s): {found[0]}",
+        hint,
+    )

@@ -31,28 +31,39 @@ class Decision:
 
 
 def _risk(recipe: Recipe, source: str) -> str:
-    return (f"{source} has no code sandbox service (stack output codeSandboxUrl), so recipe "
-            f"{recipe.name} would compile and run model-written C++ inside the trainer pod with "
-            "only rlimits, an empty environment and a process-group kill (the sandbox's "
-            "unprivileged mode): the programs run as the pod's user, next to the trainer's "
-            "files, other processes' environments (HF_TOKEN) and the network")
+    return (
+        f"{source} has no code sandbox service (stack output codeSandboxUrl), so recipe "
+        f"{recipe.name} would compile and run model-written C++ inside the trainer pod with "
+        "only rlimits, an empty environment and a process-group kill (the sandbox's "
+        "unprivileged mode): the programs run as the pod's user, next to the trainer's "
+        "files, other processes' environments (HF_TOKEN) and the network"
+    )
 
 
-def decide(recipe: Recipe, outputs: StackOutputs | None, allow: bool, source: str,
-           dry_run: bool = False) -> Decision:
+def decide(
+    recipe: Recipe, outputs: StackOutputs | None, allow: bool, source: str, dry_run: bool = False
+) -> Decision:
     """The sandbox for one submission; raises UsageError when code would run unsandboxed and
     `allow` is not set (a dry run only warns: it submits nothing)."""
     if not recipe.runs_model_code:
         return Decision()
     url = outputs.code_sandbox_url if outputs is not None else None
     if url:
-        return Decision(url, [f"note: model-written code runs in the stack's sandbox service "
-                              f"({url})"])
+        return Decision(
+            url, [f"note: model-written code runs in the stack's sandbox service ({url})"]
+        )
     if dry_run:
-        return Decision(None, [f"warning: {_risk(recipe, source)}; submitting needs "
-                               f"{ALLOW_FLAG} unless the stack has the service"])
+        return Decision(
+            None,
+            [
+                f"warning: {_risk(recipe, source)}; submitting needs "
+                f"{ALLOW_FLAG} unless the stack has the service"
+            ],
+        )
     if allow:
         return Decision(None, [f"warning: {_risk(recipe, source)} ({ALLOW_FLAG} given)"])
-    raise UsageError(_risk(recipe, source),
-                     "enable rewards.codeSandbox in the stack and run `pulumi up`, then submit "
-                     f"with --stack; or pass {ALLOW_FLAG} to accept running it in the trainer pod")
+    raise UsageError(
+        _risk(recipe, source),
+        "enable rewards.codeSandbox in the stack and run `pulumi up`, then submit "
+        f"with --stack; or pass {ALLOW_FLAG} to accept running it in the trainer pod",
+    )

@@ -38,7 +38,8 @@ def verl_field_types() -> dict[str, str]:
 
 # What a veRL dataclass annotation accepts: the field's type, and whether None is allowed.
 _ANNOTATED: dict[str, tuple[tuple[type, ...], str]] = {
-    "int": ((int,), "an integer"), "float": ((int, float), "a number"),
+    "int": ((int,), "an integer"),
+    "float": ((int, float), "a number"),
     "bool": ((bool,), "true or false"),
 }
 
@@ -49,8 +50,11 @@ def _declared(framework: str, key: str) -> tuple[tuple[type, ...], str, bool] | 
     if framework != "verl":
         return None
     text = verl_field_types().get(key, "")
-    inner = text.removeprefix("Optional[").removesuffix("]") if text.startswith("Optional[") \
+    inner = (
+        text.removeprefix("Optional[").removesuffix("]")
+        if text.startswith("Optional[")
         else text.removesuffix(" | None")
+    )
     if inner not in _ANNOTATED:
         return None
     allowed, wanted = _ANNOTATED[inner]
@@ -68,15 +72,20 @@ def check(framework: str, item: str, key: str, given: Any, cfg: Any) -> None:
     declared = _declared(framework, key)
     if declared is not None:
         allowed, wanted, nullable = declared
-        if (given is None and nullable) or (given is not None and isinstance(given, allowed)
-                                            and (bool not in allowed) == (not isinstance(given, bool))):
+        if (given is None and nullable) or (
+            given is not None
+            and isinstance(given, allowed)
+            and (bool not in allowed) == (not isinstance(given, bool))
+        ):
             return
         if not isinstance(given, dict):
             shown = f"{given!r}" if isinstance(given, str) else str(given).replace("None", "null")
-            raise UsageError(f"--set {item}: {key} takes {wanted}"
-                             f"{' or null' if nullable else ''} (veRL 0.6.0 declares it "
-                             f"{verl_field_types()[key]}), not {shown}",
-                             f"write --set {key}=<{'true|false' if bool in allowed else 'number'}>")
+            raise UsageError(
+                f"--set {item}: {key} takes {wanted}"
+                f"{' or null' if nullable else ''} (veRL 0.6.0 declares it "
+                f"{verl_field_types()[key]}), not {shown}",
+                f"write --set {key}=<{'true|false' if bool in allowed else 'number'}>",
+            )
     if given is None:
         return
     try:
@@ -96,14 +105,13 @@ def check(framework: str, item: str, key: str, given: Any, cfg: Any) -> None:
     allowed, wanted = _ACCEPTS.get(kind, ((object,), ""))
     if not isinstance(given, allowed) or (isinstance(given, bool) and kind is not bool):
         shown = f"{given!r}" if isinstance(given, str) else str(given)
-        raise UsageError(f"--set {item}: {key} takes {wanted} ({type(current).__name__} "
-                         f"{_short(current)} in the {framework} config), not {shown}",
-                         "quote nothing for numbers and booleans, e.g. --set "
-                         f"{key}={_short(current)}")
+        raise UsageError(
+            f"--set {item}: {key} takes {wanted} ({type(current).__name__} "
+            f"{_short(current)} in the {framework} config), not {shown}",
+            f"quote nothing for numbers and booleans, e.g. --set {key}={_short(current)}",
+        )
 
 
 def _short(value: Any) -> str:
     text = str(value).replace("True", "true").replace("False", "false")
     return text if len(text) <= 40 else text[:37] + "..."
-
-

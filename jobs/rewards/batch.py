@@ -19,19 +19,29 @@ from jobs.rewards.code_contests import compute_score
 DEFAULT_CONCURRENCY = 8
 
 
-def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str],
-                        ground_truths: Sequence[Any], extra_infos: Sequence[Any] | None = None, *,
-                        concurrency: int = DEFAULT_CONCURRENCY, **kwargs: Any) -> list[float]:
+def compute_score_batch(
+    data_sources: Sequence[str],
+    solution_strs: Sequence[str],
+    ground_truths: Sequence[Any],
+    extra_infos: Sequence[Any] | None = None,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    **kwargs: Any,
+) -> list[float]:
     """`compute_score` for every solution, `concurrency` at a time, in the batch's order."""
     if concurrency < 1:
         raise ValueError(f"concurrency: {concurrency} (expected at least 1)")
     if not (len(data_sources) == len(solution_strs) == len(ground_truths)):
-        raise ValueError(f"batch lengths differ: {len(data_sources)} data sources, "
-                         f"{len(solution_strs)} solutions, {len(ground_truths)} ground truths")
+        raise ValueError(
+            f"batch lengths differ: {len(data_sources)} data sources, "
+            f"{len(solution_strs)} solutions, {len(ground_truths)} ground truths"
+        )
     extras = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
 
     def one(i: int) -> float:
-        return compute_score(data_sources[i], solution_strs[i], ground_truths[i], extras[i], **kwargs)
+        return compute_score(
+            data_sources[i], solution_strs[i], ground_truths[i], extras[i], **kwargs
+        )
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="reward") as pool:
         return list(pool.map(one, range(len(solution_strs))))

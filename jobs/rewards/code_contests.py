@@ -65,7 +65,9 @@ def time_limit_seconds(value: Any) -> float:
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         seconds = float(value)
     else:
-        raise ValueError(f"time_limit: {value!r} is neither a number of seconds nor a {{seconds, nanos}} mapping")
+        raise ValueError(
+            f"time_limit: {value!r} is neither a number of seconds nor a {{seconds, nanos}} mapping"
+        )
     return seconds if seconds > 0 else DEFAULT_TIME_S
 
 
@@ -92,7 +94,9 @@ def load_ground_truth(ground_truth: Any) -> dict[str, Any]:
     if isinstance(ground_truth, (str, bytes)):
         ground_truth = json.loads(ground_truth)
     if not isinstance(ground_truth, Mapping):
-        raise ValueError(f"ground_truth: expected a mapping or its JSON, got {type(ground_truth).__name__}")
+        raise ValueError(
+            f"ground_truth: expected a mapping or its JSON, got {type(ground_truth).__name__}"
+        )
     return dict(ground_truth)
 
 
@@ -115,8 +119,11 @@ def select_tests(truth: Mapping[str, Any], max_tests: int, seed: int) -> list[sa
 
 
 def limits_for(truth: Mapping[str, Any], **overrides: Any) -> sandbox.Limits:
-    return sandbox.Limits(time_s=time_limit_seconds(truth.get("time_limit")),
-                          memory_bytes=memory_limit_bytes(truth.get("memory_limit_bytes")), **overrides)
+    return sandbox.Limits(
+        time_s=time_limit_seconds(truth.get("time_limit")),
+        memory_bytes=memory_limit_bytes(truth.get("memory_limit_bytes")),
+        **overrides,
+    )
 
 
 _local_lock = threading.Lock()
@@ -140,21 +147,34 @@ REMOTE_BUDGET_S = 900.0
 _MAX_BACKOFF_S = 10.0
 
 
-def run_remote(url: str, code: str, cases: list[sandbox.Case], limits: sandbox.Limits,
-               budget_s: float | None = None) -> sandbox.RunResult:
+def run_remote(
+    url: str,
+    code: str,
+    cases: list[sandbox.Case],
+    limits: sandbox.Limits,
+    budget_s: float | None = None,
+) -> sandbox.RunResult:
     """POST the run to the executor service; retries while it is busy (503) or unreachable,
     for at most `budget_s` seconds. The bearer token comes from $CODE_SANDBOX_TOKEN (a Secret the
     Ray pods read); a refused token (401) raises at once, naming the variable, never the value."""
-    body = json.dumps({"code": code, "tests": [c.model_dump() for c in cases],
-                       "limits": limits.model_dump()}).encode()
+    body = json.dumps(
+        {"code": code, "tests": [c.model_dump() for c in cases], "limits": limits.model_dump()}
+    ).encode()
     # Worst case: the compile box and every test box at its wall backstop, one after another.
-    timeout = 2 * limits.compile_time_s + 5 + len(cases) * (sandbox.WALL_FACTOR * limits.time_s + limits.wall_margin_s) + 30
+    timeout = (
+        2 * limits.compile_time_s
+        + 5
+        + len(cases) * (sandbox.WALL_FACTOR * limits.time_s + limits.wall_margin_s)
+        + 30
+    )
     budget_s = REMOTE_BUDGET_S if budget_s is None else budget_s
     deadline = time.monotonic() + budget_s
     last: Exception | None = None
     tries = 0
-    headers = {"Content-Type": "application/json",
-               "Authorization": f"Bearer {os.environ.get(SANDBOX_TOKEN_ENV, '')}"}
+    headers = {
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {os.environ.get(SANDBOX_TOKEN_ENV, '')}",
+    }
     while True:
         tries += 1
         request = urllib.request.Request(url.rstrip("/") + "/run", data=body, headers=headers)
@@ -163,23 +183,38 @@ def run_remote(url: str, code: str, cases: list[sandbox.Case], limits: sandbox.L
                 return sandbox.RunResult.model_validate_json(response.read())
         except urllib.error.HTTPError as e:
             if e.code == 401:
-                raise RuntimeError(f"{SANDBOX_URL_ENV}={url}: the service refused the token in "
-                                   f"{SANDBOX_TOKEN_ENV} (HTTP 401)") from None
+                raise RuntimeError(
+                    f"{SANDBOX_URL_ENV}={url}: the service refused the token in "
+                    f"{SANDBOX_TOKEN_ENV} (HTTP 401)"
+                ) from None
             if e.code != 503:
-                raise RuntimeError(f"{SANDBOX_URL_ENV}={url}: HTTP {e.code}: {e.read()[:500].decode(errors='replace')}") from None
+                raise RuntimeError(
+                    f"{SANDBOX_URL_ENV}={url}: HTTP {e.code}: {e.read()[:500].decode(errors='replace')}"
+                ) from None
             last = e
         except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
             last = e
         pause = min(_MAX_BACKOFF_S, 0.25 * 2 ** min(tries, 6)) * (0.5 + random.random())
         if time.monotonic() + pause > deadline:
-            raise RuntimeError(f"{SANDBOX_URL_ENV}={url}: no result after {tries} attempts in "
-                               f"{budget_s:.0f} s: {last}")
+            raise RuntimeError(
+                f"{SANDBOX_URL_ENV}={url}: no result after {tries} attempts in "
+                f"{budget_s:.0f} s: {last}"
+            )
         time.sleep(pause)
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any = None, *,
-                  binary: bool = False, max_tests: int = 100, seed: int = 0,
-                  sandbox_url: str | None = None, **_: Any) -> float:
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Any = None,
+    *,
+    binary: bool = False,
+    max_tests: int = 100,
+    seed: int = 0,
+    sandbox_url: str | None = None,
+    **_: Any,
+) -> float:
     """veRL custom reward: -1 no code, -0.5 compile error, else pass ratio (1/0 when `binary`)."""
     code = extract_code(solution_str)
     if code is None:

@@ -57,14 +57,20 @@ class Limits(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    time_s: float = Field(2.0, gt=0, le=20, description="CPU seconds per test, all processes of the box together")
-    memory_bytes: int = Field(256 * 2**20, ge=16 * 2**20, le=2 * 2**30, description="address space per box")
+    time_s: float = Field(
+        2.0, gt=0, le=20, description="CPU seconds per test, all processes of the box together"
+    )
+    memory_bytes: int = Field(
+        256 * 2**20, ge=16 * 2**20, le=2 * 2**30, description="address space per box"
+    )
     wall_margin_s: float = Field(2.0, ge=0, le=30, description="wall backstop is 4 x time_s + this")
     compile_time_s: float = Field(30.0, gt=0, le=60, description="CPU seconds for the compiler")
     output_bytes: int = Field(16 * 2**20, ge=1024, le=64 * 2**20, description="stdout cap per test")
     processes: int = Field(1, ge=1, le=16, description="processes (and threads) per box")
     open_files: int = Field(32, ge=8, le=256)
-    disk_bytes: int = Field(16 * 2**20, ge=2**20, le=256 * 2**20, description="the box's writable tmpfs")
+    disk_bytes: int = Field(
+        16 * 2**20, ge=2**20, le=256 * 2**20, description="the box's writable tmpfs"
+    )
 
 
 class Case(BaseModel):
@@ -80,7 +86,9 @@ class Status(str, Enum):
     time_limit = "time_limit"
     runtime_error = "runtime_error"
     output_limit = "output_limit"
-    sandbox_error = "sandbox_error"  # the box could not be cleaned: quarantined, scored as a failure
+    sandbox_error = (
+        "sandbox_error"  # the box could not be cleaned: quarantined, scored as a failure
+    )
 
 
 class CaseResult(BaseModel):
@@ -164,8 +172,13 @@ class _CompileCache:
 
 def build_pch(root: Path) -> Path:
     """bits/stdc++.h precompiled with COMPILER's flags, once per root (keyed by compiler version and flags)."""
-    version = subprocess.run([COMPILER[0], "-dumpfullversion", "-dumpmachine"], capture_output=True, text=True,
-                             check=True, env={"PATH": "/usr/bin:/bin"}).stdout
+    version = subprocess.run(
+        [COMPILER[0], "-dumpfullversion", "-dumpmachine"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin"},
+    ).stdout
     key = hashlib.sha256((version + " ".join(COMPILER) + "v2").encode()).hexdigest()[:16]
     target = root / f"pch-{key}"
     if (target / f"{PCH_HEADER}.gch").is_file():
@@ -175,8 +188,12 @@ def build_pch(root: Path) -> Path:
     wrapper = tmp / "wrapper.h"
     # The marker macro lets a test tell a compile that used the .gch from one that fell back to the header.
     wrapper.write_text(f"#include <{PCH_HEADER}>\n#define RL_SANDBOX_PCH 1\n")
-    subprocess.run([*COMPILER, "-x", "c++-header", str(wrapper), "-o", str(tmp / f"{PCH_HEADER}.gch")],
-                   check=True, capture_output=True, env={"PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        [*COMPILER, "-x", "c++-header", str(wrapper), "-o", str(tmp / f"{PCH_HEADER}.gch")],
+        check=True,
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     wrapper.unlink()
     for p in (tmp, tmp / "bits"):
         os.chmod(p, 0o755)
@@ -195,7 +212,9 @@ def _normalise(text: str) -> str:
 class Executor:
     """Compiles one solution (or reuses its binary) and runs its tests, `workers` boxes at a time."""
 
-    def __init__(self, workers: int | None = None, root: Path | None = None, precompile: bool = True) -> None:
+    def __init__(
+        self, workers: int | None = None, root: Path | None = None, precompile: bool = True
+    ) -> None:
         self.workers = workers or os.cpu_count() or 1
         self.root = root or Path(tempfile.gettempdir()) / "rl-sandbox"
         self.root.mkdir(mode=0o711, parents=True, exist_ok=True)
@@ -213,25 +232,45 @@ class Executor:
     def _probe(self) -> None:
         """One empty box at start, so a machine that cannot build boxes fails loudly here, not as scores."""
         with tempfile.TemporaryFile() as err, box.Leased(self.privileged) as lease:
-            ex = box.run_box(box.BoxSpec(argv=["/usr/bin/true"], cpu_s=5, wall_s=30, memory_bytes=256 * 2**20,
-                                         processes=4, open_files=32, file_bytes=2**20, disk_bytes=2**20),
-                             subprocess.DEVNULL, subprocess.DEVNULL, err.fileno(), lease.uid, self.init)
+            ex = box.run_box(
+                box.BoxSpec(
+                    argv=["/usr/bin/true"],
+                    cpu_s=5,
+                    wall_s=30,
+                    memory_bytes=256 * 2**20,
+                    processes=4,
+                    open_files=32,
+                    file_bytes=2**20,
+                    disk_bytes=2**20,
+                ),
+                subprocess.DEVNULL,
+                subprocess.DEVNULL,
+                err.fileno(),
+                lease.uid,
+                self.init,
+            )
             if ex.code != 0:
                 err.seek(0)
-                raise RuntimeError(f"sandbox: cannot build a box ({self.isolation}, exit {ex.code}): "
-                                   f"{err.read(2000).decode(errors='replace')}")
+                raise RuntimeError(
+                    f"sandbox: cannot build a box ({self.isolation}, exit {ex.code}): "
+                    f"{err.read(2000).decode(errors='replace')}"
+                )
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         remove_tree(self._dir, self.quarantine)
 
     def run(self, code: str, tests: Sequence[Case], limits: Limits) -> RunResult:
-        key = hashlib.sha256(f"{' '.join(COMPILER)}\0{limits.compile_time_s}\0{code}".encode()).hexdigest()
+        key = hashlib.sha256(
+            f"{' '.join(COMPILER)}\0{limits.compile_time_s}\0{code}".encode()
+        ).hexdigest()
         binary, error = self._cache.get(key, lambda: self._compile(code, key, limits))
         if binary is None:
             return RunResult(compiled=False, compile_error=error, isolation=self.isolation)
         futures = [self._pool.submit(self._test, binary, t, limits) for t in tests]
-        return RunResult(compiled=True, results=[f.result() for f in futures], isolation=self.isolation)
+        return RunResult(
+            compiled=True, results=[f.result() for f in futures], isolation=self.isolation
+        )
 
     def _compile(self, code: str, key: str, limits: Limits) -> tuple[str | None, str]:
         work = Path(tempfile.mkdtemp(prefix="cc-", dir=self._dir))
@@ -245,17 +284,32 @@ class Executor:
                 binds.append((str(self.pch), BOX_PCH_DIR))
             flags = [f"-I{BOX_PCH_DIR}"] if self.pch is not None else []
             spec = box.BoxSpec(
-                argv=[shutil.which(COMPILER[0], path="/usr/bin:/bin") or COMPILER[0], *COMPILER[1:], *flags,
-                      "-o", "/out/prog", "/src/main.cpp"],
-                cpu_s=limits.compile_time_s, wall_s=2 * limits.compile_time_s + 5, memory_bytes=COMPILE_MEMORY,
-                processes=COMPILE_PROCESSES, open_files=256, file_bytes=COMPILE_DISK, disk_bytes=COMPILE_DISK,
-                ro_binds=binds, rw_binds=[(str(out), "/out")],
-                env={"PATH": "/usr/bin:/bin", "TMPDIR": box.BOX_DIR})
+                argv=[
+                    shutil.which(COMPILER[0], path="/usr/bin:/bin") or COMPILER[0],
+                    *COMPILER[1:],
+                    *flags,
+                    "-o",
+                    "/out/prog",
+                    "/src/main.cpp",
+                ],
+                cpu_s=limits.compile_time_s,
+                wall_s=2 * limits.compile_time_s + 5,
+                memory_bytes=COMPILE_MEMORY,
+                processes=COMPILE_PROCESSES,
+                open_files=256,
+                file_bytes=COMPILE_DISK,
+                disk_bytes=COMPILE_DISK,
+                ro_binds=binds,
+                rw_binds=[(str(out), "/out")],
+                env={"PATH": "/usr/bin:/bin", "TMPDIR": box.BOX_DIR},
+            )
             with open(work / "compile.log", "wb") as log, box.Leased(self.privileged) as lease:
                 if lease.uid is not None:
                     os.chown(out, lease.uid, lease.uid)
                 os.chmod(out, 0o700)
-                ex = box.run_box(spec, subprocess.DEVNULL, log.fileno(), log.fileno(), lease.uid, self.init)
+                ex = box.run_box(
+                    spec, subprocess.DEVNULL, log.fileno(), log.fileno(), lease.uid, self.init
+                )
             if not lease.clean:
                 return None, "the compiler's box could not be cleaned up (quarantined)"
             if ex.timed_out or ex.cpu_s > limits.compile_time_s:
@@ -263,7 +317,9 @@ class Executor:
             binary = self._take_binary(out / "prog", key)
             if ex.code != 0 or binary is None:
                 with open(work / "compile.log", "rb") as f:
-                    return None, f.read(2000).decode(errors="replace") or f"g++ exited with {ex.code}"
+                    return None, f.read(2000).decode(
+                        errors="replace"
+                    ) or f"g++ exited with {ex.code}"
             return binary, ""
         finally:
             remove_tree(work, self.quarantine)
@@ -287,21 +343,42 @@ class Executor:
         try:
             in_path, out_path = work / "in", work / "out"
             in_path.write_text(test.input)
-            spec = box.BoxSpec(argv=[BOX_PROGRAM], cpu_s=limits.time_s, wall_s=WALL_FACTOR * limits.time_s + limits.wall_margin_s,
-                               memory_bytes=limits.memory_bytes // limits.processes, processes=limits.processes,
-                               open_files=limits.open_files, file_bytes=limits.output_bytes + 1,
-                               disk_bytes=limits.disk_bytes, ro_binds=[(binary, BOX_PROGRAM)], env={})
-            with open(in_path, "rb") as fin, open(out_path, "wb") as fout, box.Leased(self.privileged) as lease:
-                ex = box.run_box(spec, fin.fileno(), fout.fileno(), subprocess.DEVNULL, lease.uid, self.init)
+            spec = box.BoxSpec(
+                argv=[BOX_PROGRAM],
+                cpu_s=limits.time_s,
+                wall_s=WALL_FACTOR * limits.time_s + limits.wall_margin_s,
+                memory_bytes=limits.memory_bytes // limits.processes,
+                processes=limits.processes,
+                open_files=limits.open_files,
+                file_bytes=limits.output_bytes + 1,
+                disk_bytes=limits.disk_bytes,
+                ro_binds=[(binary, BOX_PROGRAM)],
+                env={},
+            )
+            with (
+                open(in_path, "rb") as fin,
+                open(out_path, "wb") as fout,
+                box.Leased(self.privileged) as lease,
+            ):
+                ex = box.run_box(
+                    spec, fin.fileno(), fout.fileno(), subprocess.DEVNULL, lease.uid, self.init
+                )
             if not lease.clean:
-                return CaseResult(status=Status.sandbox_error, wall_s=round(ex.wall_s, 4), cpu_s=ex.cpu_s)
+                return CaseResult(
+                    status=Status.sandbox_error, wall_s=round(ex.wall_s, 4), cpu_s=ex.cpu_s
+                )
             return _judge(ex, out_path, test, limits)
         finally:
             remove_tree(work, self.quarantine)
 
 
 def _judge(ex: box.BoxExit, out_path: Path, test: Case, limits: Limits) -> CaseResult:
-    common = {"wall_s": round(ex.wall_s, 4), "cpu_s": round(ex.cpu_s, 4), "exit_code": ex.code, "timed_out": ex.timed_out}
+    common = {
+        "wall_s": round(ex.wall_s, 4),
+        "cpu_s": round(ex.cpu_s, 4),
+        "exit_code": ex.code,
+        "timed_out": ex.timed_out,
+    }
     if ex.timed_out or ex.cpu_s > limits.time_s:
         return CaseResult(status=Status.time_limit, **common)
     if out_path.stat().st_size > limits.output_bytes or ex.code == -signal.SIGXFSZ:

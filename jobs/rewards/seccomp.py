@@ -32,38 +32,79 @@ EPERM, ENOSYS = 1, 38
 
 # clone() flags that make a namespace (include/uapi/linux/sched.h): CLONE_NEWTIME, NEWNS,
 # NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET.
-CLONE_NAMESPACES = 0x00000080 | 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
+CLONE_NAMESPACES = (
+    0x00000080
+    | 0x00020000
+    | 0x02000000
+    | 0x04000000
+    | 0x08000000
+    | 0x10000000
+    | 0x20000000
+    | 0x40000000
+)
 
 # What a contest solution (and g++) never needs, refused with EPERM, and why.
 DENIED: dict[str, tuple[int, str]] = {
     # new namespaces (a user namespace is the usual first step of a kernel exploit) and joining others
-    "unshare": (272, "namespaces"), "setns": (308, "namespaces"),
+    "unshare": (272, "namespaces"),
+    "setns": (308, "namespaces"),
     # io_uring: a second syscall interface that bypasses seccomp argument checks; a steady CVE source
-    "io_uring_setup": (425, "io_uring"), "io_uring_enter": (426, "io_uring"), "io_uring_register": (427, "io_uring"),
+    "io_uring_setup": (425, "io_uring"),
+    "io_uring_enter": (426, "io_uring"),
+    "io_uring_register": (427, "io_uring"),
     # the mount table (the box's tree is fixed by bwrap before the filter is installed)
-    "mount": (165, "mounts"), "umount2": (166, "mounts"), "pivot_root": (155, "mounts"), "chroot": (161, "mounts"),
-    "open_tree": (428, "mounts"), "move_mount": (429, "mounts"), "fsopen": (430, "mounts"), "fsconfig": (431, "mounts"),
-    "fsmount": (432, "mounts"), "fspick": (433, "mounts"), "mount_setattr": (442, "mounts"),
+    "mount": (165, "mounts"),
+    "umount2": (166, "mounts"),
+    "pivot_root": (155, "mounts"),
+    "chroot": (161, "mounts"),
+    "open_tree": (428, "mounts"),
+    "move_mount": (429, "mounts"),
+    "fsopen": (430, "mounts"),
+    "fsconfig": (431, "mounts"),
+    "fsmount": (432, "mounts"),
+    "fspick": (433, "mounts"),
+    "mount_setattr": (442, "mounts"),
     # reading or steering other processes
-    "ptrace": (101, "other processes"), "process_vm_readv": (310, "other processes"),
-    "process_vm_writev": (311, "other processes"), "kcmp": (312, "other processes"),
-    "pidfd_getfd": (438, "other processes"), "process_madvise": (440, "other processes"),
+    "ptrace": (101, "other processes"),
+    "process_vm_readv": (310, "other processes"),
+    "process_vm_writev": (311, "other processes"),
+    "kcmp": (312, "other processes"),
+    "pidfd_getfd": (438, "other processes"),
+    "process_madvise": (440, "other processes"),
     # memory that RLIMIT_AS does not see: memfds and System V shared memory/IPC objects
-    "memfd_create": (319, "unaccounted memory"), "memfd_secret": (447, "unaccounted memory"),
-    "shmget": (29, "unaccounted memory"), "msgget": (68, "unaccounted memory"), "semget": (64, "unaccounted memory"),
+    "memfd_create": (319, "unaccounted memory"),
+    "memfd_secret": (447, "unaccounted memory"),
+    "shmget": (29, "unaccounted memory"),
+    "msgget": (68, "unaccounted memory"),
+    "semget": (64, "unaccounted memory"),
     # network: the box has its own empty network namespace; refusing socket() is the second layer
     "socket": (41, "network"),
     # kernel attack surface with no use in a solution
-    "bpf": (321, "kernel surface"), "perf_event_open": (298, "kernel surface"), "userfaultfd": (323, "kernel surface"),
-    "keyctl": (250, "kernel surface"), "add_key": (248, "kernel surface"), "request_key": (249, "kernel surface"),
-    "kexec_load": (246, "kernel surface"), "kexec_file_load": (320, "kernel surface"),
-    "init_module": (175, "kernel surface"), "finit_module": (313, "kernel surface"),
-    "delete_module": (176, "kernel surface"), "open_by_handle_at": (304, "kernel surface"),
-    "name_to_handle_at": (303, "kernel surface"), "fanotify_init": (300, "kernel surface"),
-    "quotactl": (179, "kernel surface"), "syslog": (103, "kernel surface"), "acct": (163, "kernel surface"),
-    "swapon": (167, "kernel surface"), "swapoff": (168, "kernel surface"), "reboot": (169, "kernel surface"),
-    "iopl": (172, "kernel surface"), "ioperm": (173, "kernel surface"), "modify_ldt": (154, "kernel surface"),
-    "lookup_dcookie": (212, "kernel surface"), "vhangup": (153, "kernel surface"),
+    "bpf": (321, "kernel surface"),
+    "perf_event_open": (298, "kernel surface"),
+    "userfaultfd": (323, "kernel surface"),
+    "keyctl": (250, "kernel surface"),
+    "add_key": (248, "kernel surface"),
+    "request_key": (249, "kernel surface"),
+    "kexec_load": (246, "kernel surface"),
+    "kexec_file_load": (320, "kernel surface"),
+    "init_module": (175, "kernel surface"),
+    "finit_module": (313, "kernel surface"),
+    "delete_module": (176, "kernel surface"),
+    "open_by_handle_at": (304, "kernel surface"),
+    "name_to_handle_at": (303, "kernel surface"),
+    "fanotify_init": (300, "kernel surface"),
+    "quotactl": (179, "kernel surface"),
+    "syslog": (103, "kernel surface"),
+    "acct": (163, "kernel surface"),
+    "swapon": (167, "kernel surface"),
+    "swapoff": (168, "kernel surface"),
+    "reboot": (169, "kernel surface"),
+    "iopl": (172, "kernel surface"),
+    "ioperm": (173, "kernel surface"),
+    "modify_ldt": (154, "kernel surface"),
+    "lookup_dcookie": (212, "kernel surface"),
+    "vhangup": (153, "kernel surface"),
 }
 CLONE, CLONE3 = 56, 435
 
@@ -82,7 +123,9 @@ def filter_program() -> bytes:
     default profiles). clone() with any namespace flag is refused.
     """
     if platform.machine() not in ("x86_64", "AMD64"):
-        raise RuntimeError(f"sandbox seccomp: no filter for architecture {platform.machine()!r} (x86_64 only)")
+        raise RuntimeError(
+            f"sandbox seccomp: no filter for architecture {platform.machine()!r} (x86_64 only)"
+        )
     denied = sorted(nr for nr, _ in DENIED.values())
     # Instruction layout; jump offsets count instructions after the jumping one.
     head = 5  # ld arch, jeq arch, ret kill, ld nr, jge x32

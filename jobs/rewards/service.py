@@ -33,8 +33,11 @@ from jobs.rewards.sandbox import Case, Executor, Limits
 MAX_CODE_CHARS = 64 * 1024
 MAX_TESTS = 200
 MIN_TOKEN_CHARS = 16
-_BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-         b"Connection: close\r\nContent-Length: 42\r\n\r\n" + b'{"error": "too many connections, retry"}  ')
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+    b"Connection: close\r\nContent-Length: 42\r\n\r\n"
+    + b'{"error": "too many connections, retry"}  '
+)
 
 
 class RunRequest(BaseModel):
@@ -49,11 +52,21 @@ class SandboxServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 64
 
-    def __init__(self, address: tuple[str, int], executor: Executor, concurrency: int, max_body_bytes: int,
-                 token: str, queue_wait_s: float = 1.0, socket_timeout_s: float = 30.0,
-                 max_connections: int | None = None) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        executor: Executor,
+        concurrency: int,
+        max_body_bytes: int,
+        token: str,
+        queue_wait_s: float = 1.0,
+        socket_timeout_s: float = 30.0,
+        max_connections: int | None = None,
+    ) -> None:
         if len(token) < MIN_TOKEN_CHARS:
-            raise ValueError(f"{SANDBOX_TOKEN_ENV}: a token of at least {MIN_TOKEN_CHARS} characters is required")
+            raise ValueError(
+                f"{SANDBOX_TOKEN_ENV}: a token of at least {MIN_TOKEN_CHARS} characters is required"
+            )
         super().__init__(address, _Handler)
         self.executor = executor
         self.slots = threading.BoundedSemaphore(concurrency)
@@ -121,11 +134,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(411, {"error": "Content-Length is required"}, close=True)
             return None
         if not raw.strip().isdigit():
-            self._reply(400, {"error": f"Content-Length must be a non-negative integer, got {raw[:32]!r}"}, close=True)
+            self._reply(
+                400,
+                {"error": f"Content-Length must be a non-negative integer, got {raw[:32]!r}"},
+                close=True,
+            )
             return None
         length = int(raw)
         if length > self.server.max_body_bytes:
-            self._reply(413, {"error": f"body of {length} bytes exceeds {self.server.max_body_bytes}"}, close=True)
+            self._reply(
+                413,
+                {"error": f"body of {length} bytes exceeds {self.server.max_body_bytes}"},
+                close=True,
+            )
             return None
         return length
 
@@ -133,7 +154,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path != "/run":
             return self._reply(404, {"error": f"no route POST {self.path}"}, close=True)
         if not self.server.authorized(self.headers.get("Authorization")):
-            return self._reply(401, {"error": f"missing or wrong bearer token ({SANDBOX_TOKEN_ENV})"}, close=True)
+            return self._reply(
+                401, {"error": f"missing or wrong bearer token ({SANDBOX_TOKEN_ENV})"}, close=True
+            )
         length = self._content_length()
         if length is None:
             return
@@ -143,7 +166,10 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 request = RunRequest.model_validate_json(self.rfile.read(length))
             except ValidationError as e:
-                errors = [{"field": ".".join(map(str, err["loc"])), "error": err["msg"]} for err in e.errors()]
+                errors = [
+                    {"field": ".".join(map(str, err["loc"])), "error": err["msg"]}
+                    for err in e.errors()
+                ]
                 return self._reply(400, {"error": "invalid request", "details": errors})
             result = self.server.executor.run(request.code, request.tests, request.limits)
         except (TimeoutError, socket.timeout):
@@ -158,31 +184,64 @@ def take_token() -> str:
     """The token from the environment, removed from it so nothing this process starts inherits it."""
     token = os.environ.pop(SANDBOX_TOKEN_ENV, "")
     if len(token) < MIN_TOKEN_CHARS:
-        raise SystemExit(f"{SANDBOX_TOKEN_ENV} must hold a token of at least {MIN_TOKEN_CHARS} characters "
-                         "(the Kubernetes Secret the Ray pods read too)")
+        raise SystemExit(
+            f"{SANDBOX_TOKEN_ENV} must hold a token of at least {MIN_TOKEN_CHARS} characters "
+            "(the Kubernetes Secret the Ray pods read too)"
+        )
     return token
 
 
-def serve(host: str, port: int, concurrency: int, max_body_bytes: int, token: str, workers: int | None = None,
-          socket_timeout_s: float = 30.0) -> SandboxServer:
+def serve(
+    host: str,
+    port: int,
+    concurrency: int,
+    max_body_bytes: int,
+    token: str,
+    workers: int | None = None,
+    socket_timeout_s: float = 30.0,
+) -> SandboxServer:
     """A bound server (call serve_forever); port 0 picks a free one (server.server_address)."""
-    return SandboxServer((host, port), Executor(workers=workers), concurrency, max_body_bytes, token,
-                         socket_timeout_s=socket_timeout_s)
+    return SandboxServer(
+        (host, port),
+        Executor(workers=workers),
+        concurrency,
+        max_body_bytes,
+        token,
+        socket_timeout_s=socket_timeout_s,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m jobs.rewards.service", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m jobs.rewards.service", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--host", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--concurrency", type=int, default=4, help="solutions run at once; more get 503")
-    parser.add_argument("--workers", type=int, default=None, help="tests run at once per solution (default: CPUs)")
+    parser.add_argument(
+        "--concurrency", type=int, default=4, help="solutions run at once; more get 503"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="tests run at once per solution (default: CPUs)"
+    )
     parser.add_argument("--max-body-bytes", type=int, default=16 * 2**20)
-    parser.add_argument("--socket-timeout", type=float, default=30.0, help="seconds a connection may sit idle")
+    parser.add_argument(
+        "--socket-timeout", type=float, default=30.0, help="seconds a connection may sit idle"
+    )
     args = parser.parse_args(argv)
     token = take_token()
-    server = serve(args.host, args.port, args.concurrency, args.max_body_bytes, token, args.workers,
-                   args.socket_timeout)
-    print(f"sandbox executor on {args.host}:{server.server_address[1]} ({server.executor.isolation})", flush=True)
+    server = serve(
+        args.host,
+        args.port,
+        args.concurrency,
+        args.max_body_bytes,
+        token,
+        args.workers,
+        args.socket_timeout,
+    )
+    print(
+        f"sandbox executor on {args.host}:{server.server_address[1]} ({server.executor.isolation})",
+        flush=True,
+    )
     server.serve_forever()
 
 

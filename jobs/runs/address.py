@@ -32,15 +32,18 @@ def normalise(address: str) -> str:
     """A dashboard URL from what users type: `host:8265` gains `http://`; `ray://` is refused."""
     address = address.strip().rstrip("/")
     if address.startswith("ray://"):
-        raise UsageError(f"{address} is a Ray Client address; jobs talk to the dashboard",
-                         "use the dashboard address, e.g. http://HOST:8265")
+        raise UsageError(
+            f"{address} is a Ray Client address; jobs talk to the dashboard",
+            "use the dashboard address, e.g. http://HOST:8265",
+        )
     if "://" not in address:
         address = f"http://{address}"
     return address
 
 
-def choose(address: str | None, stack_name: str | None,
-           env: Mapping[str, str] | None = None) -> Where:
+def choose(
+    address: str | None, stack_name: str | None, env: Mapping[str, str] | None = None
+) -> Where:
     """Pick the source in the documented order, refusing ambiguous combinations."""
     env = os.environ if env is None else env
     if address and stack_name:
@@ -51,8 +54,10 @@ def choose(address: str | None, stack_name: str | None,
     if from_env and stack_name:
         # RAY_ADDRESS outranks --stack, but a stale variable silently sending a run to another
         # cluster than the one named on the command line is worse than asking.
-        raise UsageError(f"RAY_ADDRESS is set ({from_env}) and --stack {stack_name} given",
-                         "unset RAY_ADDRESS to use the stack, or drop --stack")
+        raise UsageError(
+            f"RAY_ADDRESS is set ({from_env}) and --stack {stack_name} given",
+            "unset RAY_ADDRESS to use the stack, or drop --stack",
+        )
     if from_env:
         return Where(normalise(from_env), None, "RAY_ADDRESS")
     if stack_name:
@@ -68,16 +73,20 @@ class Connected:
 
 
 @contextmanager
-def connect(where: Where, outputs: StackOutputs | None = None,
-            spinner: Callable[[str], AbstractContextManager[object]] = nullcontext,
-            ) -> Iterator[Connected]:
+def connect(
+    where: Where,
+    outputs: StackOutputs | None = None,
+    spinner: Callable[[str], AbstractContextManager[object]] = nullcontext,
+) -> Iterator[Connected]:
     """Make the dashboard reachable for the life of the block (port-forward when a stack)."""
     if where.stack is None:
         assert where.address is not None
         if not dashboard_answers(where.address, timeout=5.0):
-            raise Unreachable(f"no Ray dashboard answers at {where.address} ({where.source})",
-                              "check the address and that the cluster is up; "
-                              "on GKE use --stack NAME to port-forward")
+            raise Unreachable(
+                f"no Ray dashboard answers at {where.address} ({where.source})",
+                "check the address and that the cluster is up; "
+                "on GKE use --stack NAME to port-forward",
+            )
         yield Connected(where.address)
         return
     outputs = outputs or stack.read(where.stack)
@@ -86,9 +95,11 @@ def connect(where: Where, outputs: StackOutputs | None = None,
 
 
 @contextmanager
-def reach(where: Where, outputs: StackOutputs | None = None,
-          spinner: Callable[[str], AbstractContextManager[object]] = nullcontext,
-          ) -> Iterator[Dashboard]:
+def reach(
+    where: Where,
+    outputs: StackOutputs | None = None,
+    spinner: Callable[[str], AbstractContextManager[object]] = nullcontext,
+) -> Iterator[Dashboard]:
     """The cluster's Jobs API, reachable for the life of the block."""
     with connect(where, outputs, spinner=spinner) as conn:
         yield Dashboard(conn.url)

@@ -71,11 +71,29 @@ def next_number(submission_ids: list[str], run: str) -> int:
     return max(numbers, default=0) + 1
 
 
-def for_run(recipe: Recipe, recorded: RecipeRun, backend_name: str, out: str, step: int | None,
-            number: int, stack: str | None, commit: str) -> Submission:
+def for_run(
+    recipe: Recipe,
+    recorded: RecipeRun,
+    backend_name: str,
+    out: str,
+    step: int | None,
+    number: int,
+    stack: str | None,
+    commit: str,
+) -> Submission:
     """The export job: the payload with the `jobs` package, run on a worker."""
-    argv = ["python3", SCRIPT, "--framework", recipe.framework, "--backend", backend_name,
-            "--checkpoint-dir", recorded.checkpoint_dir, "--out", out]
+    argv = [
+        "python3",
+        SCRIPT,
+        "--framework",
+        recipe.framework,
+        "--backend",
+        backend_name,
+        "--checkpoint-dir",
+        recorded.checkpoint_dir,
+        "--out",
+        out,
+    ]
     if step is not None:
         argv += ["--step", str(step)]
     workdir.check(PAYLOAD)
@@ -89,46 +107,77 @@ def for_run(recipe: Recipe, recorded: RecipeRun, backend_name: str, out: str, st
         **workdir.runtime_env(PAYLOAD),
         "py_modules": [str(JOBS_PACKAGE)],
     }
-    meta = ExportRun(run=recorded.run, stack=stack or "", git_commit=commit,
-                     jobs_commit=jobs_commit(), submitted_by=SUBMITTED_BY, recipe=recipe.name,
-                     framework=recipe.framework, backend=backend_name,
-                     checkpoint_dir=recorded.checkpoint_dir, out=out,
-                     step="" if step is None else str(step))
-    return Submission(submission_id=export_id(recorded.run, number), entrypoint=shlex.join(argv),
-                      runtime_env=runtime_env, metadata=meta.to_ray(),
-                      entrypoint_num_cpus=DRIVER_CPUS)
+    meta = ExportRun(
+        run=recorded.run,
+        stack=stack or "",
+        git_commit=commit,
+        jobs_commit=jobs_commit(),
+        submitted_by=SUBMITTED_BY,
+        recipe=recipe.name,
+        framework=recipe.framework,
+        backend=backend_name,
+        checkpoint_dir=recorded.checkpoint_dir,
+        out=out,
+        step="" if step is None else str(step),
+    )
+    return Submission(
+        submission_id=export_id(recorded.run, number),
+        entrypoint=shlex.join(argv),
+        runtime_env=runtime_env,
+        metadata=meta.to_ray(),
+        entrypoint_num_cpus=DRIVER_CPUS,
+    )
 
 
 def payload_script() -> Path:
     return PAYLOAD / SCRIPT
 
 
-def prepare(dashboard: Dashboard, run: str, step: int | None, out_template: str,
-            stack: str | None, where: str) -> tuple[Submission, Recipe]:
+def prepare(
+    dashboard: Dashboard,
+    run: str,
+    step: int | None,
+    out_template: str,
+    stack: str | None,
+    where: str,
+) -> tuple[Submission, Recipe]:
     """The export job of `run`, once its latest attempt is known to have ended: a checkpoint
     still being written may be half-written."""
     latest = listing.latest_attempt(dashboard, run, where)
     job_id = latest.submission_id or run
     kind = listing.metadata_of(latest).kind
     if kind != protocol.RECIPE:
-        raise UsageError(f"run {run} was started with {commands.started_with(kind)}"
-                         ", not from a recipe; export converts recipe runs' checkpoints",
-                         "export a run started with "
-                         f"{commands.command('submit', 'RECIPE', where=where)}")
+        raise UsageError(
+            f"run {run} was started with {commands.started_with(kind)}"
+            ", not from a recipe; export converts recipe runs' checkpoints",
+            f"export a run started with {commands.command('submit', 'RECIPE', where=where)}",
+        )
     if not latest.status.is_terminal():
-        raise UsageError(f"run {run} is {latest.status.value} ({job_id}): the checkpoint it "
-                         "is writing may be half-written",
-                         f"wait until it ends, or stop it first with "
-                         f"{commands.command('stop', run, where=where)}")
+        raise UsageError(
+            f"run {run} is {latest.status.value} ({job_id}): the checkpoint it "
+            "is writing may be half-written",
+            f"wait until it ends, or stop it first with "
+            f"{commands.command('stop', run, where=where)}",
+        )
     recorded = RecipeRun.of_job(latest.metadata)
     if recorded is None or recorded.recipe not in RECIPES:
-        raise UsageError(f"{job_id} has unreadable or incomplete metadata (or a recipe this "
-                         "version does not know), so its checkpoint cannot be found",
-                         "export with the rl-on-gke commit in its jobs_commit metadata")
+        raise UsageError(
+            f"{job_id} has unreadable or incomplete metadata (or a recipe this "
+            "version does not know), so its checkpoint cannot be found",
+            "export with the rl-on-gke commit in its jobs_commit metadata",
+        )
     recipe = RECIPES[recorded.recipe]
     number = next_number([j.submission_id or "" for j in dashboard.jobs()], run)
-    sub = for_run(recipe, recorded, backend(recipe, recorded), out_template, step, number, stack,
-                  plan.git_commit())
+    sub = for_run(
+        recipe,
+        recorded,
+        backend(recipe, recorded),
+        out_template,
+        step,
+        number,
+        stack,
+        plan.git_commit(),
+    )
     return sub, recipe
 
 
@@ -137,6 +186,8 @@ def submit(dashboard: Dashboard, sub: Submission, where: str) -> str:
     try:
         return dashboard.submit(sub)
     except AlreadySubmitted:
-        raise UsageError(f"{sub.submission_id} already exists on this cluster",
-                         "another export of this run started at the same time; list them "
-                         f"with {commands.command('list', where=where)}") from None
+        raise UsageError(
+            f"{sub.submission_id} already exists on this cluster",
+            "another export of this run started at the same time; list them "
+            f"with {commands.command('list', where=where)}",
+        ) from None

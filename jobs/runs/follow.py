@@ -50,8 +50,13 @@ class Watcher:
     one-line error when the dashboard stays away longer than `patience_s`.
     """
 
-    def __init__(self, cluster: Dashboard, reporter: Reporter, check_command: Callable[[str], str],
-                 patience_s: float | None = None) -> None:
+    def __init__(
+        self,
+        cluster: Dashboard,
+        reporter: Reporter,
+        check_command: Callable[[str], str],
+        patience_s: float | None = None,
+    ) -> None:
         self.cluster = cluster
         self.reporter = reporter
         self.check_command = check_command
@@ -60,7 +65,8 @@ class Watcher:
     def _lost(self, job_id: str, since: float) -> Unreachable:
         return Unreachable(
             f"lost the Ray dashboard for {time.monotonic() - since:.0f} s while watching {job_id}",
-            f"the job may still be running; check it with: {self.check_command(job_id)}")
+            f"the job may still be running; check it with: {self.check_command(job_id)}",
+        )
 
     def retrying(self, job_id: str, call: Callable[[], T]) -> T:
         """`call()`, retried while the dashboard is away, for at most the patience."""
@@ -78,8 +84,13 @@ class Watcher:
     def status(self, job_id: str) -> JobStatus:
         return self.retrying(job_id, lambda: self.cluster.status(job_id))
 
-    def wait_for(self, job_id: str, done: Callable[[JobStatus], bool], what: str,
-                 limit_s: float | None = None) -> JobStatus:
+    def wait_for(
+        self,
+        job_id: str,
+        done: Callable[[JobStatus], bool],
+        what: str,
+        limit_s: float | None = None,
+    ) -> JobStatus:
         """Poll until `done(status)`, shown as a visible wait; with `limit_s`, for that long at
         most (then the last status is returned, not done)."""
         status = self.status(job_id)
@@ -103,7 +114,7 @@ class Watcher:
 
         def write(chunk: str) -> None:
             nonlocal shown, seen
-            fresh = chunk[max(0, shown - seen):]
+            fresh = chunk[max(0, shown - seen) :]
             seen += len(chunk)
             if fresh:
                 self.reporter.log(fresh, to_stderr)

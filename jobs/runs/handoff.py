@@ -49,8 +49,12 @@ class Options:
     keep: int = 0  # complete checkpoints kept between attempts (veRL recipes); 0: no pruning
 
     def supervised(self, max_restarts: int) -> bool:
-        return (max_restarts > 0 or bool(self.max_preemptions) or bool(self.stall_timeout_s)
-                or bool(self.runs_root))
+        return (
+            max_restarts > 0
+            or bool(self.max_preemptions)
+            or bool(self.stall_timeout_s)
+            or bool(self.runs_root)
+        )
 
 
 # Starting the supervisor's driver takes a few seconds (reference §4.3: ~2-3 s to RUNNING);
@@ -70,9 +74,17 @@ def live(sups: list[JobDetails]) -> JobDetails | None:
     return alive[0] if alive else None
 
 
-def hand_off(cluster: Dashboard, sub: Submission, *, max_restarts: int, gpus: int,
-             checkpoint_dir: str, hint_where: str, options: Options = Options(),
-             stall_default_s: float = 0.0) -> str:
+def hand_off(
+    cluster: Dashboard,
+    sub: Submission,
+    *,
+    max_restarts: int,
+    gpus: int,
+    checkpoint_dir: str,
+    hint_where: str,
+    options: Options = Options(),
+    stall_default_s: float = 0.0,
+) -> str:
     """Submit the run's supervisor and wait until it has the run; returns its submission id."""
     run = sub.run
     sups = _refuse_if_taken(cluster, sub, hint_where)
@@ -81,30 +93,53 @@ def hand_off(cluster: Dashboard, sub: Submission, *, max_restarts: int, gpus: in
     # a gcs:// package URI (dashboard_sdk.py `_upload_working_dir_if_needed`, Ray 2.60).
     attempt_env = cluster.upload_working_dir(sub.runtime_env)
     spec = protocol.Spec(
-        run=run, first_attempt=sub.attempt, max_restarts=max_restarts, gpus_needed=gpus,
-        checkpoint_dir=checkpoint_dir, entrypoint=sub.entrypoint, runtime_env=attempt_env,
+        run=run,
+        first_attempt=sub.attempt,
+        max_restarts=max_restarts,
+        gpus_needed=gpus,
+        checkpoint_dir=checkpoint_dir,
+        entrypoint=sub.entrypoint,
+        runtime_env=attempt_env,
         metadata=dict(sub.metadata),
-        max_preemptions=(DEFAULT_MAX_PREEMPTIONS if options.max_preemptions is None
-                         else options.max_preemptions),
-        stall_timeout_s=(stall_default_s if options.stall_timeout_s is None
-                         else options.stall_timeout_s),
-        runs_root=options.runs_root, keep=options.keep)
+        max_preemptions=(
+            DEFAULT_MAX_PREEMPTIONS if options.max_preemptions is None else options.max_preemptions
+        ),
+        stall_timeout_s=(
+            stall_default_s if options.stall_timeout_s is None else options.stall_timeout_s
+        ),
+        runs_root=options.runs_root,
+        keep=options.keep,
+    )
     sup_env = _supervisor_env(attempt_env)
     n = 1 + max((protocol.supervisor_number(s.submission_id or "") for s in sups), default=0)
     sid = protocol.supervisor_id(run, n)
-    meta = {"run": run, "kind": protocol.SUPERVISOR, "supervisor": str(n),
-            protocol.Spec.METADATA_KEY: spec.to_json(),
-            "max_restarts": str(max_restarts), "gpus": str(gpus),
-            "stack": sub.metadata.get("stack", ""), "git_commit": sub.metadata.get("git_commit", ""),
-            "jobs_commit": jobs_commit(), "submitted_by": SUBMITTED_BY}
+    meta = {
+        "run": run,
+        "kind": protocol.SUPERVISOR,
+        "supervisor": str(n),
+        protocol.Spec.METADATA_KEY: spec.to_json(),
+        "max_restarts": str(max_restarts),
+        "gpus": str(gpus),
+        "stack": sub.metadata.get("stack", ""),
+        "git_commit": sub.metadata.get("git_commit", ""),
+        "jobs_commit": jobs_commit(),
+        "submitted_by": SUBMITTED_BY,
+    }
     try:
-        cluster.submit(Submission(submission_id=sid,
-                                  entrypoint=protocol.supervisor_entrypoint(sid),
-                                  runtime_env=sup_env, metadata=meta))
+        cluster.submit(
+            Submission(
+                submission_id=sid,
+                entrypoint=protocol.supervisor_entrypoint(sid),
+                runtime_env=sup_env,
+                metadata=meta,
+            )
+        )
     except AlreadySubmitted:
-        raise UsageError(f"{sid} already exists on this cluster",
-                         f"another command armed run {run} first; follow it with "
-                         f"{commands.command('logs', run, '--follow', where=hint_where)}") from None
+        raise UsageError(
+            f"{sid} already exists on this cluster",
+            f"another command armed run {run} first; follow it with "
+            f"{commands.command('logs', run, '--follow', where=hint_where)}",
+        ) from None
     _wait_armed(cluster, sid, hint_where)
     return sid
 
@@ -116,13 +151,17 @@ def _refuse_if_taken(cluster: Dashboard, sub: Submission, hint_where: str) -> li
     sups = supervisors(existing, run)
     driving = live(sups)
     if driving is not None:
-        raise UsageError(f"run {run} is already driven by its supervisor "
-                         f"{driving.submission_id} ({driving.status.value})",
-                         f"follow it with {commands.command('logs', run, '--follow', where=hint_where)}"
-                         f", or stop it with {commands.command('stop', run, where=hint_where)}")
+        raise UsageError(
+            f"run {run} is already driven by its supervisor "
+            f"{driving.submission_id} ({driving.status.value})",
+            f"follow it with {commands.command('logs', run, '--follow', where=hint_where)}"
+            f", or stop it with {commands.command('stop', run, where=hint_where)}",
+        )
     if sub.attempt == 1 and any(listing.run_of(j) == run for j in existing):
-        raise UsageError(f"run {run!r} already exists on this cluster",
-                         "pick another --name; a run's name is its checkpoint directory")
+        raise UsageError(
+            f"run {run!r} already exists on this cluster",
+            "pick another --name; a run's name is its checkpoint directory",
+        )
     return sups
 
 
@@ -132,8 +171,11 @@ def _supervisor_env(attempt_env: dict[str, Any]) -> dict[str, object]:
     # `python -m` puts the working dir first on sys.path: a `jobs/` folder in the user's code
     # must not shadow ours (PYTHONSAFEPATH, Python 3.11+).
     env_vars["PYTHONSAFEPATH"] = "1"
-    sup_env: dict[str, object] = {"py_modules": [str(JOBS_DIR)],
-                                  "excludes": list(DEFAULT_EXCLUDES), "env_vars": env_vars}
+    sup_env: dict[str, object] = {
+        "py_modules": [str(JOBS_DIR)],
+        "excludes": list(DEFAULT_EXCLUDES),
+        "env_vars": env_vars,
+    }
     if attempt_env.get("working_dir"):
         # Ray deletes an uploaded package once no job refers to it (after a 10 min grace,
         # RAY_RUNTIME_ENV_TEMPORARY_REFERENCE_EXPIRATION_S): the supervisor refers to it for
@@ -162,13 +204,18 @@ def _wait_armed(cluster: Dashboard, sid: str, where: str = "") -> None:
                         f"`ray` module (it runs `{protocol.supervisor_entrypoint(sid)}` there)",
                         "start the head with the Python environment Ray is installed in first "
                         "on PATH (a local `ray start --head` from its virtualenv), or drop "
-                        "--max-restarts to submit without a supervisor")
+                        "--max-restarts to submit without a supervisor",
+                    )
                 tail = " | ".join(log.strip().splitlines()[-3:])
-                raise UsageError(f"the supervisor {sid} ended {status.value} before it took the "
-                                 f"run: {tail}", f"see {commands.command('logs', sid, where=where)}")
+                raise UsageError(
+                    f"the supervisor {sid} ended {status.value} before it took the run: {tail}",
+                    f"see {commands.command('logs', sid, where=where)}",
+                )
         if time.monotonic() > deadline:
-            raise Unreachable(f"the supervisor {sid} did not start within the hand-off timeout "
-                              f"({status.value})", f"check it with {commands.command('status', sid, where=where)}")
+            raise Unreachable(
+                f"the supervisor {sid} did not start within the hand-off timeout ({status.value})",
+                f"check it with {commands.command('status', sid, where=where)}",
+            )
         time.sleep(POLL_S)
 
 
@@ -180,8 +227,9 @@ def events(cluster: Dashboard, sups: list[JobDetails]) -> list[dict[str, Any]]:
     return out
 
 
-def story(cluster: Dashboard, run: str, jobs_: list[JobDetails] | None = None
-          ) -> tuple[list[JobDetails], list[dict[str, Any]]]:
+def story(
+    cluster: Dashboard, run: str, jobs_: list[JobDetails] | None = None
+) -> tuple[list[JobDetails], list[dict[str, Any]]]:
     sups = supervisors(cluster.jobs() if jobs_ is None else jobs_, run)
     return sups, events(cluster, sups)
 
@@ -198,14 +246,20 @@ def annotate(cluster: Dashboard, runs: list[dict[str, Any]]) -> None:
 
 
 def _attempts(cluster: Dashboard, run: str) -> list[JobDetails]:
-    found = [j for j in cluster.jobs() if listing.run_of(j) == run
-             and listing.attempt_of(j) is not None]
+    found = [
+        j for j in cluster.jobs() if listing.run_of(j) == run and listing.attempt_of(j) is not None
+    ]
     return sorted(found, key=lambda j: listing.attempt_of(j) or 0)
 
 
-def follow_run(cluster: Dashboard, run: str, sid: str, watcher: follow.Watcher,
-               reporter: Reporter, to_stderr: bool
-               ) -> tuple[list[tuple[str, JobStatus]], list[dict[str, Any]]]:
+def follow_run(
+    cluster: Dashboard,
+    run: str,
+    sid: str,
+    watcher: follow.Watcher,
+    reporter: Reporter,
+    to_stderr: bool,
+) -> tuple[list[tuple[str, JobStatus]], list[dict[str, Any]]]:
     """Stream every attempt's log in turn and the supervisor's decisions (stderr) until the
     supervisor ends; returns the attempts' final statuses and the records."""
     shown = 0
@@ -221,8 +275,11 @@ def follow_run(cluster: Dashboard, run: str, sid: str, watcher: follow.Watcher,
 
     while True:
         show_records()
-        pending = [j for j in watcher.retrying(sid, lambda: _attempts(cluster, run))
-                   if j.submission_id not in followed]
+        pending = [
+            j
+            for j in watcher.retrying(sid, lambda: _attempts(cluster, run))
+            if j.submission_id not in followed
+        ]
         if pending:
             job_id = pending[0].submission_id or ""
             followed[job_id] = watcher.follow(job_id, to_stderr=to_stderr)
@@ -265,7 +322,6 @@ def final_reason(recs: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def is_run_with_supervisor(cluster: Dashboard, ident: str) -> bool:
     return any(listing.is_supervisor(j) and listing.run_of(j) == ident for j in cluster.jobs())
-
 
 
 def human(record: dict[str, Any]) -> str:

@@ -65,21 +65,25 @@ def group(jobs: list[JobDetails]) -> list[dict[str, Any]]:
         # (jobs/runs/handoff.py) is listed apart.
         members.sort(key=lambda j: (attempt_of(j) is None, attempt_of(j) or 0, j.start_time or 0))
         numbered = [j for j in members if attempt_of(j) is not None]
-        sups = sorted((j for j in everyone if is_supervisor(j)),
-                      key=lambda j: j.start_time or 0)
+        sups = sorted((j for j in everyone if is_supervisor(j)), key=lambda j: j.start_time or 0)
         latest = numbered[-1] if numbered else (members or sups)[-1]
         view: dict[str, Any] = {
             "run": run,
             "recipe": metadata_of(latest).recipe,
             # Armed, but no attempt yet (waiting for GPUs before attempt 1): say so.
-            "status": (latest.status.value if numbered or not sups
-                       or sups[-1].status.is_terminal() else "WAITING"),
+            "status": (
+                latest.status.value
+                if numbered or not sups or sups[-1].status.is_terminal()
+                else "WAITING"
+            ),
             "attempts": [describe(j) for j in members],
             "started": min((j.start_time or 0) for j in everyone),
         }
         if sups:
-            view["supervisor"] = {"submission_id": sups[-1].submission_id,
-                                  "status": sups[-1].status.value}
+            view["supervisor"] = {
+                "submission_id": sups[-1].submission_id,
+                "status": sups[-1].status.value,
+            }
         out.append(view)
     out.sort(key=lambda r: r["started"], reverse=True)
     return out
@@ -94,8 +98,10 @@ def find(cluster: Dashboard, ident: str, where: str = "") -> JobDetails:
     attempts = [j for j in jobs if run_of(j) == ident and attempt_of(j) is not None]
     if attempts:
         return max(attempts, key=lambda j: attempt_of(j) or 0)
-    raise UsageError(f"no job or run named {ident!r} on this cluster",
-                     f"list them with `{commands.command('list', where=where)}`")
+    raise UsageError(
+        f"no job or run named {ident!r} on this cluster",
+        f"list them with `{commands.command('list', where=where)}`",
+    )
 
 
 def attempts(jobs: list[JobDetails], run: str) -> list[JobDetails]:
@@ -108,8 +114,10 @@ def latest_attempt(cluster: Dashboard, run: str, where: str = "") -> JobDetails:
     """The highest-numbered attempt of the run named `run` (its metadata `run`)."""
     attempts = [j for j in cluster.jobs() if run_of(j) == run and attempt_of(j) is not None]
     if not attempts:
-        raise UsageError(f"no run named {run!r} on this cluster",
-                         f"list runs with `{commands.command('list', where=where)}` (a run "
-                         "name has no -aN "
-                         "suffix)")
+        raise UsageError(
+            f"no run named {run!r} on this cluster",
+            f"list runs with `{commands.command('list', where=where)}` (a run "
+            "name has no -aN "
+            "suffix)",
+        )
     return max(attempts, key=lambda j: attempt_of(j) or 0)

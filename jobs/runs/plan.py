@@ -44,8 +44,10 @@ def default_run_name(prefix: str, now: datetime | None = None, tag: str | None =
 
 def check_run_name(name: str) -> str:
     if not _RUN_NAME.match(name):
-        raise UsageError(f"run name {name!r} is not allowed",
-                         "use lowercase letters, digits, '.', '_' or '-' (at most 63)")
+        raise UsageError(
+            f"run name {name!r} is not allowed",
+            "use lowercase letters, digits, '.', '_' or '-' (at most 63)",
+        )
     return name
 
 
@@ -58,10 +60,21 @@ def git_commit(cwd: Path | None = None) -> str:
     """The commit of the git tree at `cwd` (default: the caller's working directory, i.e. the
     user's own code), `-dirty` when it has changes, or "unknown" outside a git tree."""
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
-                             text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{sha}-dirty" if dirty else sha
@@ -72,15 +85,28 @@ def jobs_commit() -> str:
     return git_commit(JOBS_REPO)
 
 
-def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
-               overrides: list[Override], checked: dict[str, tuple[str, str]],
-               stack: str | None, commit: str, wandb: bool = False,
-               composed: validate.Composed | None = None,
-               code_sandbox_url: str | None = None) -> Submission:
+def for_recipe(
+    recipe: Recipe,
+    run: str,
+    nodes: int,
+    gpus_per_node: int,
+    overrides: list[Override],
+    checked: dict[str, tuple[str, str]],
+    stack: str | None,
+    commit: str,
+    wandb: bool = False,
+    composed: validate.Composed | None = None,
+    code_sandbox_url: str | None = None,
+) -> Submission:
     """The attempt-1 submission; `composed` is `validate.compose_run`'s result for this size
     (composed here when not given), so what is sent is what the framework was checked with."""
-    ctx = RunContext(run=run, nodes=nodes, gpus_per_node=gpus_per_node, wandb=wandb,
-                     code_sandbox_url=code_sandbox_url)
+    ctx = RunContext(
+        run=run,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        wandb=wandb,
+        code_sandbox_url=code_sandbox_url,
+    )
     if composed is None:
         composed = validate.compose_run(recipe, ctx, checked)
     runtime_env: dict[str, object] = {"env_vars": recipe.env(ctx)}
@@ -97,18 +123,36 @@ def for_recipe(recipe: Recipe, run: str, nodes: int, gpus_per_node: int,
     if recipe.checkpoint_key in checked:
         checkpoint_dir = checked[recipe.checkpoint_key][1]
     meta = RecipeRun(
-        run=run, attempt=1, stack=stack or "", git_commit=commit, jobs_commit=jobs_commit(),
-        submitted_by=SUBMITTED_BY, recipe=recipe.name, framework=recipe.framework,
-        framework_version=recipe.spec.version, nodes=nodes, gpus_per_node=gpus_per_node,
-        checkpoint_dir=checkpoint_dir, overrides=[str(o) for o in overrides],
+        run=run,
+        attempt=1,
+        stack=stack or "",
+        git_commit=commit,
+        jobs_commit=jobs_commit(),
+        submitted_by=SUBMITTED_BY,
+        recipe=recipe.name,
+        framework=recipe.framework,
+        framework_version=recipe.spec.version,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        checkpoint_dir=checkpoint_dir,
+        overrides=[str(o) for o in overrides],
     )
     model = recipe.settings(ctx, checked, composed.adapted)[recipe.model_key]
     megatron = recipe.framework == "nemo-rl" and bool(
-        compose.value(composed.config, "policy.megatron_cfg.enabled"))
-    entrypoint = " && ".join([staging_step(model, megatron, recipe.hub_datasets),
-                              recipe.render(ctx, checked, composed.adapted)])
-    return Submission(submission_id=attempt_id(run, 1), entrypoint=entrypoint,
-                      runtime_env=runtime_env, metadata=meta.to_ray())
+        compose.value(composed.config, "policy.megatron_cfg.enabled")
+    )
+    entrypoint = " && ".join(
+        [
+            staging_step(model, megatron, recipe.hub_datasets),
+            recipe.render(ctx, checked, composed.adapted),
+        ]
+    )
+    return Submission(
+        submission_id=attempt_id(run, 1),
+        entrypoint=entrypoint,
+        runtime_env=runtime_env,
+        metadata=meta.to_ray(),
+    )
 
 
 def staging_step(model: str, megatron: bool, datasets: tuple[str, ...]) -> str:
@@ -139,19 +183,29 @@ def parse_resources(items: list[str]) -> dict[str, float] | None:
         except ValueError:
             value = -1.0
         if value <= 0:
-            raise UsageError(f"--resource {item!r} is not NAME=AMOUNT with a positive amount",
-                             "e.g. --resource accel_slot=1 (a custom resource the nodes declare)")
+            raise UsageError(
+                f"--resource {item!r} is not NAME=AMOUNT with a positive amount",
+                "e.g. --resource accel_slot=1 (a custom resource the nodes declare)",
+            )
         if name.strip() in ("CPU", "GPU"):
             # Ray refuses these as custom resources (ray/_common/ray_option_utils.py L122-125,
             # Ray 2.60): they have their own fields.
-            raise UsageError(f"--resource {item!r}: {name.strip()} has its own option",
-                             "use --cpus N or --gpus N")
+            raise UsageError(
+                f"--resource {item!r}: {name.strip()} has its own option",
+                "use --cpus N or --gpus N",
+            )
         found[name.strip()] = value
     return found or None
 
 
-def for_command(command: list[str], run: str, working_dir: Path | None, stack: str | None,
-                commit: str, reserve: Reserve | None = None) -> Submission:
+def for_command(
+    command: list[str],
+    run: str,
+    working_dir: Path | None,
+    stack: str | None,
+    commit: str,
+    reserve: Reserve | None = None,
+) -> Submission:
     """The attempt-1 submission of a command; `commit` is the caller's code, replaced by the
     working directory's own commit when one is uploaded."""
     if not command:
@@ -160,8 +214,9 @@ def for_command(command: list[str], run: str, working_dir: Path | None, stack: s
     # the dashboard and prints in the driver log: a token in it leaks to all of them.
     secret = command_secret(command)
     if secret is not None:
-        raise UsageError(f"the command holds {secret}, refused (the value is not shown)",
-                         TOKEN_HINT)
+        raise UsageError(
+            f"the command holds {secret}, refused (the value is not shown)", TOKEN_HINT
+        )
     runtime_env: dict[str, object] = {}
     if working_dir is not None:
         workdir.check(working_dir)
@@ -170,10 +225,20 @@ def for_command(command: list[str], run: str, working_dir: Path | None, stack: s
         # (or "unknown"), not that of wherever this command was started.
         commit = git_commit(working_dir.resolve())
     reserve = reserve or Reserve()
-    return Submission(submission_id=attempt_id(run, 1), entrypoint=shlex.join(command),
-                      runtime_env=runtime_env, entrypoint_num_cpus=reserve.cpus,
-                      entrypoint_num_gpus=reserve.gpus or None,
-                      entrypoint_resources=reserve.resources,
-                      metadata=RunMetadata(run=run, attempt=1, kind=COMMAND, stack=stack or "",
-                                           git_commit=commit, jobs_commit=jobs_commit(),
-                                           submitted_by=SUBMITTED_BY).to_ray())
+    return Submission(
+        submission_id=attempt_id(run, 1),
+        entrypoint=shlex.join(command),
+        runtime_env=runtime_env,
+        entrypoint_num_cpus=reserve.cpus,
+        entrypoint_num_gpus=reserve.gpus or None,
+        entrypoint_resources=reserve.resources,
+        metadata=RunMetadata(
+            run=run,
+            attempt=1,
+            kind=COMMAND,
+            stack=stack or "",
+            git_commit=commit,
+            jobs_commit=jobs_commit(),
+            submitted_by=SUBMITTED_BY,
+        ).to_ray(),
+    )

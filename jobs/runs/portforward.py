@@ -31,8 +31,12 @@ def timeout_from_env() -> float:
 
 def _contexts(kubectl: str) -> list[str]:
     try:
-        done = subprocess.run([kubectl, "config", "get-contexts", "-o", "name"],
-                              capture_output=True, text=True, timeout=15)
+        done = subprocess.run(
+            [kubectl, "config", "get-contexts", "-o", "name"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     return done.stdout.split() if done.returncode == 0 else []
@@ -44,9 +48,15 @@ def command(kubectl: str, outputs: StackOutputs, local_port: int) -> list[str]:
     # context points at another cluster does not forward to the wrong Ray; else the current one.
     if outputs.kube_context() in _contexts(kubectl):
         args += ["--context", outputs.kube_context()]
-    return args + ["--namespace", outputs.ray_namespace, "port-forward",
-                   f"svc/{outputs.ray_head_service}", f"{local_port}:{outputs.ray_dashboard_port}",
-                   "--address", "127.0.0.1"]
+    return args + [
+        "--namespace",
+        outputs.ray_namespace,
+        "port-forward",
+        f"svc/{outputs.ray_head_service}",
+        f"{local_port}:{outputs.ray_dashboard_port}",
+        "--address",
+        "127.0.0.1",
+    ]
 
 
 def _die_with_parent() -> Callable[[], None] | None:
@@ -85,8 +95,9 @@ def _terminate(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=5)
 
 
-def _wait(proc: subprocess.Popen[bytes], url: str, timeout_s: float, errors: IO[bytes],
-          hint: str) -> None:
+def _wait(
+    proc: subprocess.Popen[bytes], url: str, timeout_s: float, errors: IO[bytes], hint: str
+) -> None:
     deadline = time.monotonic() + timeout_s
     while not dashboard_answers(url, timeout=1.0):
         if proc.poll() is not None:
@@ -95,22 +106,31 @@ def _wait(proc: subprocess.Popen[bytes], url: str, timeout_s: float, errors: IO[
             why = lines[-1] if lines else f"exit status {proc.returncode}"
             raise Unreachable(f"kubectl port-forward failed: {redact(why)}", hint)
         if time.monotonic() > deadline:
-            raise Unreachable("the Ray dashboard did not answer through kubectl port-forward "
-                              f"within {timeout_s:.0f} s", hint)
+            raise Unreachable(
+                "the Ray dashboard did not answer through kubectl port-forward "
+                f"within {timeout_s:.0f} s",
+                hint,
+            )
         time.sleep(0.2)
 
 
 @contextmanager
-def open_forward(outputs: StackOutputs, timeout_s: float | None = None,
-                 spinner: Callable[[str], AbstractContextManager[object]] = nullcontext,
-                 ) -> Iterator[str]:
+def open_forward(
+    outputs: StackOutputs,
+    timeout_s: float | None = None,
+    spinner: Callable[[str], AbstractContextManager[object]] = nullcontext,
+) -> Iterator[str]:
     """Yield the local dashboard URL; the kubectl process ends when the block does (even on ^C)."""
-    hint = (f"check `kubectl get svc -n {outputs.ray_namespace} {outputs.ray_head_service}`; "
-            f"for credentials run: {outputs.get_credentials_command()}")
+    hint = (
+        f"check `kubectl get svc -n {outputs.ray_namespace} {outputs.ray_head_service}`; "
+        f"for credentials run: {outputs.get_credentials_command()}"
+    )
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        raise Unreachable("kubectl is not on PATH", f"install kubectl, then run: "
-                          f"{outputs.get_credentials_command()}")
+        raise Unreachable(
+            "kubectl is not on PATH",
+            f"install kubectl, then run: {outputs.get_credentials_command()}",
+        )
     timeout_s = timeout_from_env() if timeout_s is None else timeout_s
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -118,9 +138,14 @@ def open_forward(outputs: StackOutputs, timeout_s: float | None = None,
     with tempfile.TemporaryFile() as errors:
         # Own session: our ^C handling decides when kubectl ends, and killpg reaches its children.
         # The death signal covers what no handler can: this process being SIGKILLed.
-        proc = subprocess.Popen(command(kubectl, outputs, port), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True,
-                                preexec_fn=_die_with_parent())
+        proc = subprocess.Popen(
+            command(kubectl, outputs, port),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            start_new_session=True,
+            preexec_fn=_die_with_parent(),
+        )
         try:
             message = f"port-forward to svc/{outputs.ray_head_service} in {outputs.ray_namespace}"
             with spinner(message):

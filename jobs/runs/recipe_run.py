@@ -69,32 +69,40 @@ class Planned:
 def check_stack_nodes(nodes: int | None, outputs: StackOutputs, stack: str | None) -> None:
     stack_module.require_gpus(stack or "", outputs)  # a new attempt: refused on a parked stack
     if nodes is not None and nodes > outputs.gpu_node_count:
-        raise UsageError(f"--nodes {nodes} but stack {stack} has {outputs.gpu_node_count} "
-                         "GPU node(s)", "lower --nodes or grow the stack's GPU pool")
+        raise UsageError(
+            f"--nodes {nodes} but stack {stack} has {outputs.gpu_node_count} GPU node(s)",
+            "lower --nodes or grow the stack's GPU pool",
+        )
 
 
 def _size(ask: Ask, place: Place, notes: list[str]) -> tuple[int, int]:
     recipe, outputs = ask.recipe, place.outputs
     if outputs is not None:
-        frameworks.check_named(recipe.name, recipe.framework, outputs.ray_framework,
-                               f"stack {place.stack}")
+        frameworks.check_named(
+            recipe.name, recipe.framework, outputs.ray_framework, f"stack {place.stack}"
+        )
         check_stack_nodes(ask.nodes, outputs, place.stack)
         return ask.nodes or outputs.gpu_node_count, ask.gpus_per_node or outputs.gpus_per_node
     if place.dry_run and ask.nodes is None:
-        notes.append(f"note: {recipe.default_nodes} node(s) is the recipe default; a dry run "
-                     "does not read the stack, pass --nodes to set it")
+        notes.append(
+            f"note: {recipe.default_nodes} node(s) is the recipe default; a dry run "
+            "does not read the stack, pass --nodes to set it"
+        )
     return ask.nodes or recipe.default_nodes, ask.gpus_per_node or recipe.default_gpus_per_node
 
 
 def _check_lustre(ask: Ask, place: Place, composed: prepare.Composed, notes: list[str]) -> None:
     recipe = ask.recipe
     lustre_gib = place.outputs.lustre_capacity_gib if place.outputs is not None else None
-    fits, message = ckpt_size.check(ckpt_size.footprint(recipe, composed.config), lustre_gib,
-                                    place.source)
+    fits, message = ckpt_size.check(
+        ckpt_size.footprint(recipe, composed.config), lustre_gib, place.source
+    )
     if not fits and not ask.force:
-        raise UsageError(f"recipe {recipe.name} would not fit Lustre: {message}",
-                         f"keep fewer checkpoints (--set {recipe.keep_key}=N), grow the "
-                         "stack's Lustre, or pass --force")
+        raise UsageError(
+            f"recipe {recipe.name} would not fit Lustre: {message}",
+            f"keep fewer checkpoints (--set {recipe.keep_key}=N), grow the "
+            "stack's Lustre, or pass --force",
+        )
     notes.append(message if fits else f"warning: {message} ({ask.force_reason})")
 
 
@@ -105,27 +113,41 @@ def plan_recipe(ask: Ask, place: Place) -> Planned:
     frameworks.check_named(recipe.name, recipe.framework, ask.framework, "--framework")
     notes: list[str] = []
     nodes, gpus = _size(ask, place, notes)
-    sandbox = reward_placement.decide(recipe, place.outputs, ask.allow_unsandboxed, place.source,
-                                      dry_run=place.dry_run)
+    sandbox = reward_placement.decide(
+        recipe, place.outputs, ask.allow_unsandboxed, place.source, dry_run=place.dry_run
+    )
     notes.extend(sandbox.notes)
     wandb = place.outputs is not None and place.outputs.wandb_enabled
     composed = prepare.compose_run(
-        recipe, RunContext(run=ask.run, nodes=nodes, gpus_per_node=gpus, wandb=wandb), checked)
+        recipe, RunContext(run=ask.run, nodes=nodes, gpus_per_node=gpus, wandb=wandb), checked
+    )
     notes.extend(composed.notes)
     _check_lustre(ask, place, composed, notes)
-    sub = plan.for_recipe(recipe, ask.run, nodes, gpus, ask.overrides, checked, place.stack,
-                          plan.git_commit(), wandb=wandb, composed=composed,
-                          code_sandbox_url=sandbox.url)
+    sub = plan.for_recipe(
+        recipe,
+        ask.run,
+        nodes,
+        gpus,
+        ask.overrides,
+        checked,
+        place.stack,
+        plan.git_commit(),
+        wandb=wandb,
+        composed=composed,
+        code_sandbox_url=sandbox.url,
+    )
     keep = compose.value(composed.config, recipe.keep_key)
-    return Planned(sub, notes, keep=keep if recipe.framework == "verl" and isinstance(keep, int)
-                   else 0)
+    return Planned(
+        sub, notes, keep=keep if recipe.framework == "verl" and isinstance(keep, int) else 0
+    )
 
 
 def check_ray_version(recipe: Recipe, dashboard: Dashboard, address: str) -> str:
     """With a bare address and no --framework: judge by the Ray version the cluster runs.
     Returns what to tell the user, or raises when the recipe's framework cannot be there."""
-    verdict = frameworks.by_ray_version(recipe.name, recipe.framework, dashboard.ray_version(),
-                                        address)
+    verdict = frameworks.by_ray_version(
+        recipe.name, recipe.framework, dashboard.ray_version(), address
+    )
     if verdict.refuse:
         raise UsageError(verdict.message, verdict.hint)
     return verdict.message

@@ -30,8 +30,13 @@ def view(root: str | Path, run: str, now: float | None = None) -> dict[str, Any]
     for r in recs:
         sid = r.get("submission_id")
         if r["event"] == run_events.SUBMITTED and sid:
-            attempts[sid] = {"submission_id": sid, "attempt": r.get("attempt"),
-                             "status": "RUNNING", "cause": None, "supervisor": r.get("supervisor")}
+            attempts[sid] = {
+                "submission_id": sid,
+                "attempt": r.get("attempt"),
+                "status": "RUNNING",
+                "cause": None,
+                "supervisor": r.get("supervisor"),
+            }
         elif r["event"] == run_events.ATTEMPT_ENDED and sid in attempts:
             attempts[sid]["status"] = r.get("status")
         elif r["event"] in (run_events.PREEMPTED, run_events.STALLED) and sid in attempts:
@@ -42,16 +47,26 @@ def view(root: str | Path, run: str, now: float | None = None) -> dict[str, Any]
     alive = lease is not None and lease.alive(now)
     if final is not None:
         state = {run_events.FINISHED: "SUCCEEDED", run_events.STOPPED: "STOPPED"}.get(
-            final["event"], "GAVE_UP")
+            final["event"], "GAVE_UP"
+        )
     elif alive:
         state = "SUPERVISED"
     else:
         state = UNSUPERVISED
     holder = lease.holder if lease else None
-    return {"run": run, "status": state, "attempts": list(attempts.values()),
-            "supervisor": {"submission_id": holder, "lease_alive": alive,
-                           "renewed": lease.renewed if lease else None},
-            "outcome": final, "history": recs, "record": str(store.dir)}
+    return {
+        "run": run,
+        "status": state,
+        "attempts": list(attempts.values()),
+        "supervisor": {
+            "submission_id": holder,
+            "lease_alive": alive,
+            "renewed": lease.renewed if lease else None,
+        },
+        "outcome": final,
+        "history": recs,
+        "record": str(store.dir),
+    }
 
 
 def lines(v: dict[str, Any], now: float | None = None) -> list[str]:
@@ -61,11 +76,15 @@ def lines(v: dict[str, Any], now: float | None = None) -> list[str]:
     if v["status"] == UNSUPERVISED:
         ago = (time.time() if now is None else now) - (sup["renewed"] or 0)
         who = sup["submission_id"] or "no supervisor"
-        out.append(f"{'supervisor':>16}: unsupervised: {who} last renewed its lease "
-                   f"{ago:.0f} s ago; the re-armer takes the run back")
+        out.append(
+            f"{'supervisor':>16}: unsupervised: {who} last renewed its lease "
+            f"{ago:.0f} s ago; the re-armer takes the run back"
+        )
     elif sup["submission_id"]:
-        out.append(f"{'supervisor':>16}: {sup['submission_id']}"
-                   + (" (alive)" if sup["lease_alive"] else " (ended)"))
+        out.append(
+            f"{'supervisor':>16}: {sup['submission_id']}"
+            + (" (alive)" if sup["lease_alive"] else " (ended)")
+        )
     for a in v["attempts"]:
         cause = f" ({a['cause']})" if a["cause"] else ""
         out.append(f"{'attempt':>16}: {a['submission_id']} {a['status']}{cause}")
@@ -82,6 +101,12 @@ def listing(root: str | Path) -> list[dict[str, Any]]:
     rows = []
     for run in runs(root):
         v = view(root, run)
-        rows.append({"run": run, "status": v["status"], "attempts": v["attempts"],
-                     "last_event": v["history"][-1] if v["history"] else None})
+        rows.append(
+            {
+                "run": run,
+                "status": v["status"],
+                "attempts": v["attempts"],
+                "last_event": v["history"][-1] if v["history"] else None,
+            }
+        )
     return rows

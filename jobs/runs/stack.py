@@ -18,24 +18,36 @@ def read(stack: str) -> StackOutputs:
     """`pulumi stack output --json --stack NAME`, without --show-secrets."""
     pulumi = shutil.which("pulumi")
     if pulumi is None:
-        raise Unreachable(f"cannot read stack {stack!r}: the pulumi CLI is not on PATH",
-                          "install Pulumi, or pass --address http://HOST:8265")
+        raise Unreachable(
+            f"cannot read stack {stack!r}: the pulumi CLI is not on PATH",
+            "install Pulumi, or pass --address http://HOST:8265",
+        )
     try:
-        done = subprocess.run([pulumi, "stack", "output", "--json", "--stack", stack],
-                              capture_output=True, text=True, timeout=PULUMI_TIMEOUT_S)
+        done = subprocess.run(
+            [pulumi, "stack", "output", "--json", "--stack", stack],
+            capture_output=True,
+            text=True,
+            timeout=PULUMI_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired:
-        raise Unreachable(f"pulumi stack output --stack {stack} took over {PULUMI_TIMEOUT_S} s",
-                          "check `pulumi whoami` and your network") from None
+        raise Unreachable(
+            f"pulumi stack output --stack {stack} took over {PULUMI_TIMEOUT_S} s",
+            "check `pulumi whoami` and your network",
+        ) from None
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise Unreachable(f"pulumi stack output --stack {stack} failed: {last}",
-                          "run from the project directory after `pulumi login`; "
-                          "list stacks with `pulumi stack ls`")
+        raise Unreachable(
+            f"pulumi stack output --stack {stack} failed: {last}",
+            "run from the project directory after `pulumi login`; "
+            "list stacks with `pulumi stack ls`",
+        )
     try:
         data = json.loads(done.stdout or "{}")
     except json.JSONDecodeError:
-        raise Unreachable(f"stack {stack!r} gave unreadable output",
-                          f"check `pulumi stack output --json --stack {stack}`") from None
+        raise Unreachable(
+            f"stack {stack!r} gave unreadable output",
+            f"check `pulumi stack output --json --stack {stack}`",
+        ) from None
     return parse(stack, data)
 
 
@@ -50,12 +62,16 @@ def parse(stack: str, data: object) -> StackOutputs:
         return outputs
     missing = sorted({str(err["loc"][0]) for err in errors if err["type"] == "missing"})
     if missing or not isinstance(data, dict):
-        raise Unreachable(f"stack {stack!r} lacks outputs {', '.join(missing) or '(all)'}",
-                          f"deploy the Ray cluster first: pulumi up --stack {stack}")
+        raise Unreachable(
+            f"stack {stack!r} lacks outputs {', '.join(missing) or '(all)'}",
+            f"deploy the Ray cluster first: pulumi up --stack {stack}",
+        )
     first = errors[0]
     key = str(first["loc"][0]) if first["loc"] else "?"
-    raise UsageError(f"stack {stack!r} output {key}={data.get(key)!r} is not usable: "
-                     f"{first['msg'].lower()}", f"check `pulumi stack output --json --stack {stack}`")
+    raise UsageError(
+        f"stack {stack!r} output {key}={data.get(key)!r} is not usable: {first['msg'].lower()}",
+        f"check `pulumi stack output --json --stack {stack}`",
+    )
 
 
 def _check_gpus(stack: str, outputs: StackOutputs) -> None:
@@ -68,7 +84,8 @@ def _check_gpus(stack: str, outputs: StackOutputs) -> None:
             raise UsageError(
                 f"stack {stack!r} output {StackOutputs.output_name(field)}={value!r} is not "
                 "usable: a run needs at least one GPU node with at least one GPU",
-                f"grow the stack's GPU node pool (pulumi up --stack {stack})")
+                f"grow the stack's GPU node pool (pulumi up --stack {stack})",
+            )
 
 
 def require_gpus(stack: str, outputs: StackOutputs) -> None:
@@ -79,4 +96,5 @@ def require_gpus(stack: str, outputs: StackOutputs) -> None:
         raise UsageError(
             f"stack {stack!r} is parked: its GPU node pool has 0 nodes (gpuNodeCount=0)",
             f"unpark it: pulumi config set --path 'rl-on-gke:gpu.nodeCount' <nodes> --type int "
-            f"--stack {stack} && pulumi up --stack {stack}")
+            f"--stack {stack} && pulumi up --stack {stack}",
+        )

@@ -47,9 +47,10 @@ def target_of(name: str) -> Target:
         recipe = RECIPES[name]
         return Target(recipe.model, recipe.hub_datasets, (recipe,) if recipe.megatron else ())
     if not layout.is_model_id(name):
-        raise UsageError(f"MODEL {name!r} is neither a recipe nor a Hugging Face model id",
-                         "give org/name as the Hub spells it, or a recipe from "
-                         "`python -m jobs recipes`")
+        raise UsageError(
+            f"MODEL {name!r} is neither a recipe nor a Hugging Face model id",
+            "give org/name as the Hub spells it, or a recipe from `python -m jobs recipes`",
+        )
     users = [r for r in RECIPES.values() if r.model == name]
     datasets = tuple(dict.fromkeys(d for r in users for d in r.hub_datasets))
     return Target(name, datasets, tuple(r for r in users if r.megatron))
@@ -67,28 +68,38 @@ def stage_id(model: str, number: int) -> str:
 
 def next_number(submission_ids: list[str], model: str) -> int:
     prefix = f"{stage_run(model)}-"
-    numbers = [int(s[len(prefix):]) for s in submission_ids
-               if s.startswith(prefix) and s[len(prefix):].isdigit()]
+    numbers = [
+        int(s[len(prefix) :])
+        for s in submission_ids
+        if s.startswith(prefix) and s[len(prefix) :].isdigit()
+    ]
     return max(numbers, default=0) + 1
 
 
 def conversion_gpus(gpus: int | None, outputs: StackOutputs | None, stack: str | None) -> int:
     if outputs is not None and outputs.ray_framework not in ("", "nemo-rl"):
-        raise UsageError(f"the Megatron conversion runs NeMo RL's code, and stack {stack} runs "
-                         f"{outputs.ray_framework}", "pass --no-convert to stage the snapshot only")
+        raise UsageError(
+            f"the Megatron conversion runs NeMo RL's code, and stack {stack} runs "
+            f"{outputs.ray_framework}",
+            "pass --no-convert to stage the snapshot only",
+        )
     if gpus is None:
         return outputs.gpus_per_node if outputs is not None and outputs.gpus_per_node else 8
     if outputs is not None and gpus > outputs.gpus_per_node:
-        raise UsageError(f"--gpus {gpus} but stack {stack}'s nodes have "
-                         f"{outputs.gpus_per_node} GPU(s)", "the conversion runs on one node")
+        raise UsageError(
+            f"--gpus {gpus} but stack {stack}'s nodes have {outputs.gpus_per_node} GPU(s)",
+            "the conversion runs on one node",
+        )
     return gpus
 
 
 def precision(recipe: Recipe) -> str:
     # The dtype NeMo RL passes as pipeline_dtype (`${policy.precision}`, grpo_math_1B_megatron
     # .yaml L90 @v0.4.0).
-    return str(compose.value(compose.base_config(recipe.framework, recipe.config_file),
-                             "policy.precision") or "bfloat16")
+    return str(
+        compose.value(compose.base_config(recipe.framework, recipe.config_file), "policy.precision")
+        or "bfloat16"
+    )
 
 
 @dataclass(frozen=True)
@@ -111,11 +122,20 @@ def for_stage(ask: Ask, stack: str | None) -> Submission:
     env = {HF_HOME_ENV: ask.hf_home or HF_HOME_PATH}
     env.update({k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k)})
     workdir.check(JOBS_PACKAGE)
-    meta = StageRun(run=stage_run(t.model),
-                    stack=stack or "", git_commit=plan.git_commit(), jobs_commit=jobs_commit(),
-                    submitted_by=SUBMITTED_BY, model=t.model, revision=ask.revision,
-                    convert=ask.convert)
-    return Submission(submission_id=stage_id(t.model, ask.number), entrypoint=shlex.join(argv),
-                      runtime_env={"env_vars": env, "py_modules": [str(JOBS_PACKAGE)]},
-                      metadata=meta.to_ray(),
-                      entrypoint_num_gpus=float(ask.gpus) if ask.convert else None)
+    meta = StageRun(
+        run=stage_run(t.model),
+        stack=stack or "",
+        git_commit=plan.git_commit(),
+        jobs_commit=jobs_commit(),
+        submitted_by=SUBMITTED_BY,
+        model=t.model,
+        revision=ask.revision,
+        convert=ask.convert,
+    )
+    return Submission(
+        submission_id=stage_id(t.model, ask.number),
+        entrypoint=shlex.join(argv),
+        runtime_env={"env_vars": env, "py_modules": [str(JOBS_PACKAGE)]},
+        metadata=meta.to_ray(),
+        entrypoint_num_gpus=float(ask.gpus) if ask.convert else None,
+    )

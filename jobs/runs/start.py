@@ -25,24 +25,41 @@ class Started:
     supervisor: str | None = None
 
 
-def start(dashboard: Dashboard, sub: Submission, *, max_restarts: int, gpus: int,
-          checkpoint_dir: str, where: str, options: handoff.Options = handoff.Options(),
-          stall_default_s: float = 0.0) -> Started:
+def start(
+    dashboard: Dashboard,
+    sub: Submission,
+    *,
+    max_restarts: int,
+    gpus: int,
+    checkpoint_dir: str,
+    where: str,
+    options: handoff.Options = handoff.Options(),
+    stall_default_s: float = 0.0,
+) -> Started:
     """Send `sub` (attempt N of its run), or hand the run over when it may restart (restarts,
     preemptions, a stall watchdog or a runs root asked for)."""
     if options.supervised(max_restarts):
-        sid = handoff.hand_off(dashboard, sub, max_restarts=max_restarts, gpus=gpus,
-                               checkpoint_dir=checkpoint_dir, hint_where=where, options=options,
-                               stall_default_s=stall_default_s)
+        sid = handoff.hand_off(
+            dashboard,
+            sub,
+            max_restarts=max_restarts,
+            gpus=gpus,
+            checkpoint_dir=checkpoint_dir,
+            hint_where=where,
+            options=options,
+            stall_default_s=stall_default_s,
+        )
         return Started(sub.run, sub.submission_id, supervisor=sid)
     try:
         return Started(sub.run, dashboard.submit(sub))
     except AlreadySubmitted:
         if sub.attempt == 1:
-            raise UsageError(f"run {sub.run!r} already exists on this cluster (its attempt 1 "
-                             "is there)", "pick another --name; a run's name is its "
-                             "checkpoint directory") from None
-        raise UsageError(f"{sub.submission_id} already exists on this cluster",
-                         f"another command resumed run {sub.run} first; follow it with "
-                         f"{commands.command('logs', sub.submission_id, '--follow', where=where)}"
-                         ) from None
+            raise UsageError(
+                f"run {sub.run!r} already exists on this cluster (its attempt 1 is there)",
+                "pick another --name; a run's name is its checkpoint directory",
+            ) from None
+        raise UsageError(
+            f"{sub.submission_id} already exists on this cluster",
+            f"another command resumed run {sub.run} first; follow it with "
+            f"{commands.command('logs', sub.submission_id, '--follow', where=where)}",
+        ) from None

@@ -22,11 +22,32 @@ MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 # `*-key.json`; client libraries read `credentials.json`). Patterns without an inner slash
 # match at any depth (gitwildmatch); `**/` makes the gcloud directory match at any depth too.
 DEFAULT_EXCLUDES: tuple[str, ...] = (
-    ".git/", ".venv/", "venv/", "__pycache__/", "*.pyc", ".pytest_cache/",
-    ".hypothesis/", ".mypy_cache/", ".ruff_cache/", "node_modules/", ".pulumi/",
-    "Pulumi.*.yaml", ".env", ".env.*", "*.pem", "*.key", "kubeconfig", ".kube/",
-    "id_rsa*", "id_ed25519*", ".netrc", ".pypirc", ".npmrc", "**/.config/gcloud/",
-    "*-key.json", "credentials.json",
+    ".git/",
+    ".venv/",
+    "venv/",
+    "__pycache__/",
+    "*.pyc",
+    ".pytest_cache/",
+    ".hypothesis/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+    "node_modules/",
+    ".pulumi/",
+    "Pulumi.*.yaml",
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "kubeconfig",
+    ".kube/",
+    "id_rsa*",
+    "id_ed25519*",
+    ".netrc",
+    ".pypirc",
+    ".npmrc",
+    "**/.config/gcloud/",
+    "*-key.json",
+    "credentials.json",
 )
 
 # Ray writes a stored (uncompressed) zip: ZipFile(..., "w") with the default ZIP_STORED
@@ -79,7 +100,9 @@ def measure(root: Path, excludes: list[str] | None = None, top: int = 3) -> Pack
     """Walk `root` as Ray's packer does and size the zip it would build."""
     root = root.resolve()
     if not root.is_dir():
-        raise UsageError(f"working directory {root} does not exist", "pass an existing --working-dir")
+        raise UsageError(
+            f"working directory {root} does not exist", "pass an existing --working-dir"
+        )
     rules = [_matcher(root, list(DEFAULT_EXCLUDES if excludes is None else excludes))]
     total, count = _END_RECORD, 0
     sizes: list[tuple[str, int]] = []

@@ -47,7 +47,8 @@ def stage(home: Path, spec: str, say: Say) -> None:
         text = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise StageError(f"dataset {spec} could not be loaded: {text}") from None
     splits = {split: len(part) for split, part in loaded.items()}
-    record.write_atomic(record_file(home, name, config),
-                        {"dataset": name, "config": config, "splits": splits,
-                         "staged_at": record.now()})
+    record.write_atomic(
+        record_file(home, name, config),
+        {"dataset": name, "config": config, "splits": splits, "staged_at": record.now()},
+    )
     say(f"dataset {spec} staged: " + ", ".join(f"{k} {v} rows" for k, v in splits.items()))

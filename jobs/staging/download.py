@@ -21,8 +21,19 @@ from jobs.staging.record import StagedModel
 
 # Files a PyTorch load never reads (other frameworks' weights, GGUF/ONNX exports, the original
 # consolidated *.pth some repos carry beside the safetensors); skipping them saves Lustre and time.
-IGNORED = ["*.h5", "*.msgpack", "*.ot", "*.onnx", "*.onnx_data", "*.gguf", "original/*",
-           "*.pth", "*.tflite", "*.mlmodel", "coreml/*"]
+IGNORED = [
+    "*.h5",
+    "*.msgpack",
+    "*.ot",
+    "*.onnx",
+    "*.onnx_data",
+    "*.gguf",
+    "original/*",
+    "*.pth",
+    "*.tflite",
+    "*.mlmodel",
+    "coreml/*",
+]
 PROGRESS_EVERY_S = 10.0
 
 Say = Callable[[str], None]
@@ -65,8 +76,10 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.start_bytes:
-            self.say(f"resuming: {_gib(min(self.start_bytes, self.total))} of "
-                     f"{_gib(self.total)} already on disk")
+            self.say(
+                f"resuming: {_gib(min(self.start_bytes, self.total))} of "
+                f"{_gib(self.total)} already on disk"
+            )
         self._thread.start()
         return self
 
@@ -79,21 +92,27 @@ class Progress:
         while not self._stop.wait(self.every_s):
             have = min(_bytes_present(self.blobs), self.total)
             rate = (have - self.start_bytes) / max(time.monotonic() - started, 1e-6)
-            self.say(f"downloaded {_gib(have)} of {_gib(self.total)} "
-                     f"({100 * have / max(self.total, 1):.0f}%, {rate / 2**20:.1f} MiB/s)")
+            self.say(
+                f"downloaded {_gib(have)} of {_gib(self.total)} "
+                f"({100 * have / max(self.total, 1):.0f}%, {rate / 2**20:.1f} MiB/s)"
+            )
 
 
 def resolve(model: str, revision: str) -> tuple[str, dict[str, int]]:
     """The commit `revision` names now, and the wanted files of that commit with their sizes."""
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import (HfHubHTTPError, RepositoryNotFoundError,
-                                        RevisionNotFoundError)
+    from huggingface_hub.errors import (
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     try:
         info = HfApi().model_info(model, revision=revision, files_metadata=True)
     except RepositoryNotFoundError:
-        raise StageError(f"model {model!r} is not on the Hub (or is gated and the pod's "
-                         "HF_TOKEN cannot read it)") from None
+        raise StageError(
+            f"model {model!r} is not on the Hub (or is gated and the pod's HF_TOKEN cannot read it)"
+        ) from None
     except RevisionNotFoundError:
         raise StageError(f"model {model!r} has no revision {revision!r}") from None
     except (HfHubHTTPError, OSError) as e:
@@ -113,30 +132,44 @@ def download(model: str, revision: str, home: Path, say: Say) -> StagedModel:
     from huggingface_hub import snapshot_download
 
     commit, sizes = resolve(model, revision)
-    say(f"staging {model} at {revision} = commit {commit}: {len(sizes)} file(s), "
-        f"{_gib(sum(sizes.values()))}")
+    say(
+        f"staging {model} at {revision} = commit {commit}: {len(sizes)} file(s), "
+        f"{_gib(sum(sizes.values()))}"
+    )
     blobs = layout.repo_folder(home, model) / "blobs"
     try:
         with Progress(blobs, sum(sizes.values()), say):
-            path = snapshot_download(model, revision=commit, cache_dir=home / "hub",
-                                     ignore_patterns=IGNORED, max_workers=4)
+            path = snapshot_download(
+                model,
+                revision=commit,
+                cache_dir=home / "hub",
+                ignore_patterns=IGNORED,
+                max_workers=4,
+            )
     except Exception as e:  # huggingface_hub raises many kinds; all mean "not staged yet"
-        raise StageError(f"download of {model} stopped: {_first_line(e)}; run the stage "
-                         "again and it resumes from what is on disk") from None
+        raise StageError(
+            f"download of {model} stopped: {_first_line(e)}; run the stage "
+            "again and it resumes from what is on disk"
+        ) from None
     root = Path(str(path))
     files = {name: (root / name).stat().st_size for name in sizes if (root / name).exists()}
     missing = sorted(set(sizes) - set(files))
     if missing:
-        raise StageError(f"{model}@{commit}: {len(missing)} file(s) missing after the download "
-                         f"(first: {missing[0]})")
+        raise StageError(
+            f"{model}@{commit}: {len(missing)} file(s) missing after the download "
+            f"(first: {missing[0]})"
+        )
     # Runs load by name with HF_HUB_OFFLINE=1, which reads refs/main: point it at this commit
     # (huggingface_hub writes refs only when asked for a branch, _snapshot_download.py L430-437).
     ref = layout.ref_file(home, model)
     ref.parent.mkdir(parents=True, exist_ok=True)
     ref.write_text(commit, encoding="utf-8")
-    staged = StagedModel(model=model, revision=revision, commit=commit, files=files,
-                         staged_at=record.now())
+    staged = StagedModel(
+        model=model, revision=revision, commit=commit, files=files, staged_at=record.now()
+    )
     record.save(home, staged)
-    say(f"staged {model}@{commit}: {len(files)} file(s), {_gib(staged.total_bytes)} "
-        f"in {layout.snapshot_dir(home, model, commit)}")
+    say(
+        f"staged {model}@{commit}: {len(files)} file(s), {_gib(staged.total_bytes)} "
+        f"in {layout.snapshot_dir(home, model, commit)}"
+    )
     return staged

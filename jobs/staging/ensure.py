@@ -24,12 +24,16 @@ def _model(args: argparse.Namespace) -> str | None:
         return None
     staged = record.load(home, args.model)
     if staged is not None and staged.is_intact(home):
-        entry.say(f"model {args.model} staged at commit {staged.commit} ({staged.staged_at}): "
-                  "this attempt loads it offline")
+        entry.say(
+            f"model {args.model} staged at commit {staged.commit} ({staged.staged_at}): "
+            "this attempt loads it offline"
+        )
         return staged.commit
     why = "is not staged" if staged is None else "has files missing from its staged snapshot"
-    entry.say(f"model {args.model} {why}: staging it now, once, from this process (stage it "
-              "ahead of time with `python -m jobs stage`)")
+    entry.say(
+        f"model {args.model} {why}: staging it now, once, from this process (stage it "
+        "ahead of time with `python -m jobs stage`)"
+    )
     return download(args.model, "main", home, entry.say).commit
 
 
@@ -39,18 +43,22 @@ def _conversion(args: argparse.Namespace, commit: str | None) -> None:
     if found == "complete":
         entry.say(f"Megatron conversion of {args.model} complete at {target}: reused")
     else:
-        entry.say(f"no complete Megatron conversion of {args.model}: NeMo RL converts it in "
-                  "this attempt, and every later attempt converts again, since nothing marks "
-                  f"the end of an in-run conversion; convert it once with `python -m jobs stage "
-                  f"{args.model}`")
+        entry.say(
+            f"no complete Megatron conversion of {args.model}: NeMo RL converts it in "
+            "this attempt, and every later attempt converts again, since nothing marks "
+            f"the end of an in-run conversion; convert it once with `python -m jobs stage "
+            f"{args.model}`"
+        )
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.staging.ensure",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m jobs.staging.ensure", description=__doc__.splitlines()[0]
+    )
     entry.common_arguments(parser)
-    parser.add_argument("--megatron", action="store_true",
-                        help="the run converts the model for Megatron (NeMo RL)")
+    parser.add_argument(
+        "--megatron", action="store_true", help="the run converts the model for Megatron (NeMo RL)"
+    )
     args = parser.parse_args(argv)
     if (problem := entry.check_model(args.model)) is not None:
         return entry.fail(problem)
@@ -62,8 +70,9 @@ def main(argv: list[str]) -> int:
         if args.megatron:
             _conversion(args, commit)
     except StageError as e:
-        return entry.fail(f"{e} (the run's workers are offline, HF_HUB_OFFLINE=1, so they "
-                          "cannot fetch it either)")
+        return entry.fail(
+            f"{e} (the run's workers are offline, HF_HUB_OFFLINE=1, so they cannot fetch it either)"
+        )
     return 0
 
 

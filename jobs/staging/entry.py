@@ -28,10 +28,18 @@ def go_online() -> None:
 
 def common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="the Hugging Face model id")
-    parser.add_argument("--hf-home", default=None,
-                        help="the Hugging Face home (default: the job's, on Lustre in the cluster)")
-    parser.add_argument("--dataset", action="append", default=[], metavar="NAME[:CONFIG]",
-                        help="a Hub dataset the framework loads by name (repeatable)")
+    parser.add_argument(
+        "--hf-home",
+        default=None,
+        help="the Hugging Face home (default: the job's, on Lustre in the cluster)",
+    )
+    parser.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        metavar="NAME[:CONFIG]",
+        help="a Hub dataset the framework loads by name (repeatable)",
+    )
 
 
 def home_of(args: argparse.Namespace) -> Path:
@@ -42,8 +50,10 @@ def check_model(model: str) -> str | None:
     """None when `model` is a Hub id or a local directory; else what is wrong with it."""
     if layout.is_model_id(model) or os.path.isdir(model):
         return None
-    return (f"--model {model!r} is neither a Hugging Face model id (org/name) nor a directory "
-            "that exists")
+    return (
+        f"--model {model!r} is neither a Hugging Face model id (org/name) nor a directory "
+        "that exists"
+    )
 
 
 def fail(message: str) -> int:

@@ -58,7 +58,8 @@ def megatron_root(home: Path, env: dict[str, str] | os._Environ[str] | None = No
     return Path(override) if override else home / "nemo_rl"
 
 
-def megatron_dir(home: Path, model: str,
-                 env: dict[str, str] | os._Environ[str] | None = None) -> Path:
+def megatron_dir(
+    home: Path, model: str, env: dict[str, str] | os._Environ[str] | None = None
+) -> Path:
     subdir = f"model_{model.replace('/', '_')}" if os.path.exists(model) else model
     return megatron_root(home, env) / subdir

@@ -61,9 +61,11 @@ def guard(target: Path, say: Say, commit: str | None = None) -> State:
     """At an attempt's start: a partial conversion is removed so NeMo RL converts again."""
     found = state(target, commit)
     if found == "partial":
-        say(f"{target} has no completion marker ({layout.CONVERTED_MARKER}) for the staged "
+        say(
+            f"{target} has no completion marker ({layout.CONVERTED_MARKER}) for the staged "
             "commit: a conversion that may have stopped half-way, or of another commit; "
-            "removed, NeMo RL converts again in this attempt")
+            "removed, NeMo RL converts again in this attempt"
+        )
         discard(target, say)
     return found
 
@@ -75,23 +77,31 @@ def convert(target: Path, model: str, commit: str, converter: Converter, say: Sa
         say(f"Megatron conversion of {model} already complete at {target}: reused")
         return found
     if found == "partial":
-        say(f"{target} is a partial conversion or one of another commit (no "
-            f"{layout.CONVERTED_MARKER} for {commit}): redone")
+        say(
+            f"{target} is a partial conversion or one of another commit (no "
+            f"{layout.CONVERTED_MARKER} for {commit}): redone"
+        )
         discard(target, say)
     work = target.with_name(f".{target.name}.converting")
     if work.exists():
         discard(work, say)
     work.parent.mkdir(parents=True, exist_ok=True)
-    say(f"converting {model} for Megatron into {target} (one time; a 70B model takes tens of "
-        "minutes)")
+    say(
+        f"converting {model} for Megatron into {target} (one time; a 70B model takes tens of "
+        "minutes)"
+    )
     code = converter(work)
     if code != 0 or not (work / layout.MEGATRON_ITERATION).is_dir():
         if work.exists():
             discard(work, say)
-        raise StageError(f"the Megatron conversion of {model} failed (exit {code}); nothing "
-                         f"was left at {target}; run the stage again")
-    record.write_atomic(work / layout.CONVERTED_MARKER,
-                        {"model": model, "commit": commit, "converted_at": record.now()})
+        raise StageError(
+            f"the Megatron conversion of {model} failed (exit {code}); nothing "
+            f"was left at {target}; run the stage again"
+        )
+    record.write_atomic(
+        work / layout.CONVERTED_MARKER,
+        {"model": model, "commit": commit, "converted_at": record.now()},
+    )
     os.replace(work, target)
     say(f"converted {model} for Megatron: {target}")
     return found

@@ -46,8 +46,9 @@ def main(argv: list[str]) -> int:
 
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     torch.distributed.init_process_group("nccl")
-    import_model_from_hf_name(args.model, args.out,
-                              megatron_config(args.tensor_parallel, args.dtype))
+    import_model_from_hf_name(
+        args.model, args.out, megatron_config(args.tensor_parallel, args.dtype)
+    )
     torch.distributed.barrier()
     torch.distributed.destroy_process_group()
     return 0

@@ -70,6 +70,9 @@ def load(home: Path, model: str) -> StagedModel | None:
         staged = StagedModel(**data)
     except (OSError, ValueError, TypeError):
         return None
-    ok = (staged.model == model and isinstance(staged.files, dict)
-          and all(isinstance(v, int) for v in staged.files.values()))
+    ok = (
+        staged.model == model
+        and isinstance(staged.files, dict)
+        and all(isinstance(v, int) for v in staged.files.values())
+    )
     return staged if ok else None

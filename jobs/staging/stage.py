@@ -33,46 +33,73 @@ def megatron_python() -> str:
 
 def default_converter(gpus: int) -> list[str]:
     script = Path(__file__).with_name("megatron_import.py")
-    return [megatron_python(), "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={gpus}", str(script)]
+    return [
+        megatron_python(),
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={gpus}",
+        str(script),
+    ]
 
 
 def _snapshot(model: str, revision: str, home: Path) -> StagedModel:
     staged = record.load(home, model)
-    if (staged is not None and staged.is_intact(home)
-            and revision in (staged.revision, staged.commit)):
-        entry.say(f"{model}@{revision} already staged (commit {staged.commit}, "
-                  f"{staged.staged_at}): reused")
+    if (
+        staged is not None
+        and staged.is_intact(home)
+        and revision in (staged.revision, staged.commit)
+    ):
+        entry.say(
+            f"{model}@{revision} already staged (commit {staged.commit}, "
+            f"{staged.staged_at}): reused"
+        )
         return staged
     if staged is not None and revision not in (staged.revision, staged.commit):
-        entry.say(f"{model} was staged at {staged.revision} (commit {staged.commit}); "
-                  f"staging {revision} now, and runs load that from here on")
+        entry.say(
+            f"{model} was staged at {staged.revision} (commit {staged.commit}); "
+            f"staging {revision} now, and runs load that from here on"
+        )
     return download(model, revision, home, entry.say)
 
 
 def _converter(base: list[str], model: str, gpus: int, dtype: str) -> megatron.Converter:
     def run(work: Path) -> int:
-        argv = [*base, "--model", model, "--out", str(work), "--tensor-parallel", str(gpus),
-                "--dtype", dtype]
+        argv = [
+            *base,
+            "--model",
+            model,
+            "--out",
+            str(work),
+            "--tensor-parallel",
+            str(gpus),
+            "--dtype",
+            dtype,
+        ]
         entry.say("running: " + shlex.join(argv))
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}  # reads the snapshot staged above
         pythonpath = [NEMO_RL_HOME, env.get("PYTHONPATH", "")]
         env["PYTHONPATH"] = os.pathsep.join(p for p in pythonpath if p)
         cwd = NEMO_RL_HOME if os.path.isdir(NEMO_RL_HOME) else None
         return subprocess.run(argv, env=env, cwd=cwd, check=False).returncode
+
     return run
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m jobs.staging.stage",
-                                description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m jobs.staging.stage", description=__doc__.splitlines()[0]
+    )
     entry.common_arguments(p)
     p.add_argument("--revision", default="main", help="a branch, tag or commit (default main)")
     p.add_argument("--convert", action="store_true", help="also convert it for NeMo RL Megatron")
     p.add_argument("--gpus", type=int, default=8, help="GPUs the conversion spreads over (TP)")
     p.add_argument("--dtype", default="bfloat16", help="the recipe's policy.precision")
-    p.add_argument("--converter", default=None,
-                   help="the conversion command (default: NeMo RL's import under torchrun)")
+    p.add_argument(
+        "--converter",
+        default=None,
+        help="the conversion command (default: NeMo RL's import under torchrun)",
+    )
     return p
 
 
@@ -90,12 +117,16 @@ def main(argv: list[str]) -> int:
             datasets_cache.stage(home, spec, entry.say)
         if args.convert:
             base = shlex.split(args.converter) if args.converter else default_converter(args.gpus)
-            megatron.convert(layout.megatron_dir(home, args.model), args.model, staged.commit,
-                             _converter(base, args.model, args.gpus, args.dtype), entry.say)
+            megatron.convert(
+                layout.megatron_dir(home, args.model),
+                args.model,
+                staged.commit,
+                _converter(base, args.model, args.gpus, args.dtype),
+                entry.say,
+            )
     except StageError as e:
         return entry.fail(str(e))
-    entry.say(f"stage complete: {args.model}@{staged.commit}; runs load it with "
-              "HF_HUB_OFFLINE=1")
+    entry.say(f"stage complete: {args.model}@{staged.commit}; runs load it with HF_HUB_OFFLINE=1")
     return 0
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from jobs.client.types import JobStatus
 
 spec = importlib.util.spec_from_file_location(
-    "cli_restart_loop", Path(__file__).resolve().parents[2] / "bench" / "cli_restart_loop.py")
+    "cli_restart_loop", Path(__file__).resolve().parents[2] / "bench" / "cli_restart_loop.py"
+)
 loop = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(loop)
 

@@ -30,11 +30,18 @@ def test_every_required_api_is_enabled_and_survives_destroy() -> None:
 def test_the_apis_cover_every_gcp_module_the_stack_uses() -> None:
     # gcp:<module>/... -> the API that serves it.
     served_by = {
-        "compute": "compute.googleapis.com", "container": "container.googleapis.com",
-        "lustre": "lustre.googleapis.com", "servicenetworking": "servicenetworking.googleapis.com",
-        "serviceaccount": "iam.googleapis.com", "projects": "cloudresourcemanager.googleapis.com",
+        "compute": "compute.googleapis.com",
+        "container": "container.googleapis.com",
+        "lustre": "lustre.googleapis.com",
+        "servicenetworking": "servicenetworking.googleapis.com",
+        "serviceaccount": "iam.googleapis.com",
+        "projects": "cloudresourcemanager.googleapis.com",
     }
-    modules = {r.type.split(":")[1].split("/")[0] for r in _dev().custom_resources() if r.type.startswith("gcp:")}
+    modules = {
+        r.type.split(":")[1].split("/")[0]
+        for r in _dev().custom_resources()
+        if r.type.startswith("gcp:")
+    }
     assert modules <= set(served_by), modules - set(served_by)
     assert {served_by[m] for m in modules} <= set(REQUIRED_APIS)
 
@@ -42,15 +49,20 @@ def test_the_apis_cover_every_gcp_module_the_stack_uses() -> None:
 def test_the_apis_include_the_ones_behind_the_resources_the_program_does_not_name() -> None:
     # Enabling an API goes through Service Usage and needs Cloud Resource Manager on (tpg #6101);
     # Workload Identity tokens come from the IAM Service Account Credentials API (issue 18).
-    assert {"serviceusage.googleapis.com", "cloudresourcemanager.googleapis.com",
-            "iamcredentials.googleapis.com"} <= set(REQUIRED_APIS)
+    assert {
+        "serviceusage.googleapis.com",
+        "cloudresourcemanager.googleapis.com",
+        "iamcredentials.googleapis.com",
+    } <= set(REQUIRED_APIS)
 
 
 def test_every_other_gcp_resource_goes_through_the_provider_that_waits_for_the_apis() -> None:
     rendering = _dev()
     (provider,) = rendering.of_type(GCP_PROVIDER)
     assert {s.urn for s in rendering.of_type(SERVICE)} <= set(provider.dependencies)
-    others = [r for r in rendering.custom_resources() if r.type.startswith("gcp:") and r.type != SERVICE]
+    others = [
+        r for r in rendering.custom_resources() if r.type.startswith("gcp:") and r.type != SERVICE
+    ]
     assert len(others) > 20
     for resource in others:
         assert resource.provider.startswith(provider.urn + "::"), resource.name

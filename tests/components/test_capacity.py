@@ -33,7 +33,9 @@ def test_smallest_prefix_is_the_smallest_subnet_that_holds_the_nodes(nodes) -> N
     assert prefix == 29 or nodes_in_subnet(prefix + 1) < nodes
 
 
-def test_rdma_range_too_small_for_the_node_count_names_both_keys_and_the_prefix(stack_config) -> None:
+def test_rdma_range_too_small_for_the_node_count_names_both_keys_and_the_prefix(
+    stack_config,
+) -> None:
     problems = _problems(stack_config, 64, {"rdmaCidr": "192.168.128.0/26"})
     assert problems == [
         "rl-on-gke:network.rdmaCidr = '192.168.128.0/26': each of its 8 subnets (/29) holds 4 nodes (GCP "
@@ -45,7 +47,9 @@ def test_the_suggested_rdma_prefix_is_accepted(stack_config) -> None:
     stack_config["rl-on-gke:gpu"]["nodeCount"] = 64
     stack_config["rl-on-gke:network"] = {"rdmaCidr": "192.168.128.0/22"}
     config = parse_stack_config(raw_from_stack(stack_config))
-    smallest = min(ipaddress.IPv4Network(c).num_addresses for c in config.network.rdma_subnet_cidrs())
+    smallest = min(
+        ipaddress.IPv4Network(c).num_addresses for c in config.network.rdma_subnet_cidrs()
+    )
     assert smallest - 4 >= 64
 
 
@@ -59,7 +63,10 @@ def test_main_subnet_counts_gpu_and_system_nodes(stack_config) -> None:
     stack_config["rl-on-gke:cluster"] = {"systemNodeCount": 2}
     problems = _problems(stack_config, 3, {"mainSubnetCidr": "192.168.0.0/29"})
     assert problems[0].startswith("rl-on-gke:network.mainSubnetCidr = '192.168.0.0/29'")
-    assert "rl-on-gke:gpu.nodeCount + rl-on-gke:cluster.systemNodeCount is 5; use a /28 or larger" in problems[0]
+    assert (
+        "rl-on-gke:gpu.nodeCount + rl-on-gke:cluster.systemNodeCount is 5; use a /28 or larger"
+        in problems[0]
+    )
 
 
 def test_pods_range_gives_every_node_a_slash_24(stack_config) -> None:
@@ -71,17 +78,23 @@ def test_pods_range_gives_every_node_a_slash_24(stack_config) -> None:
 
 
 def test_main_subnet_counts_the_code_sandbox_nodes_when_enabled(stack_config) -> None:
-    stack_config["rl-on-gke:rewards"] = {"codeSandbox": {"enabled": True, "image": "example/sandbox:1", "nodeCount": 2}}
+    stack_config["rl-on-gke:rewards"] = {
+        "codeSandbox": {"enabled": True, "image": "example/sandbox:1", "nodeCount": 2}
+    }
     problems = _problems(stack_config, 2, {"mainSubnetCidr": "192.168.0.0/29"})
     assert problems[0].startswith("rl-on-gke:network.mainSubnetCidr = '192.168.0.0/29'")
-    assert ("rl-on-gke:gpu.nodeCount + rl-on-gke:cluster.systemNodeCount + rl-on-gke:rewards.codeSandbox.nodeCount "
-            "is 5; use a /28 or larger") in problems[0]
+    assert (
+        "rl-on-gke:gpu.nodeCount + rl-on-gke:cluster.systemNodeCount + rl-on-gke:rewards.codeSandbox.nodeCount "
+        "is 5; use a /28 or larger"
+    ) in problems[0]
     # Off, the same ranges hold the same GPU and system nodes.
     stack_config["rl-on-gke:rewards"] = {"codeSandbox": {"enabled": False, "nodeCount": 2}}
     assert parse_stack_config(raw_from_stack(stack_config)).code_sandbox_nodes == 0
 
 
-@pytest.mark.parametrize(("vcpus", "memory_gb", "fits"), [(8, 32, 1), (4, 16, 0), (16, 64, 3), (8, 8, 0), (32, 128, 7)])
+@pytest.mark.parametrize(
+    ("vcpus", "memory_gb", "fits"), [(8, 32, 1), (4, 16, 0), (16, 64, 3), (8, 8, 0), (32, 128, 7)]
+)
 def test_executors_per_node_after_gke_reservations(vcpus: int, memory_gb: int, fits: int) -> None:
     # 8 vCPUs: 8 - 0.09 reserved - 0.5 daemons = 7.41 CPU -> one 4-CPU pod; 8 GB cannot hold 8 GiB.
     assert executor_pods_per_node(vcpus, memory_gb, 4, 8) == fits

@@ -33,7 +33,10 @@ def test_cluster_is_private_with_workload_identity_and_dataplane_v2(config) -> N
     assert inputs["datapathProvider"] == "ADVANCED_DATAPATH"
     assert inputs["enableMultiNetworking"] is True
     assert inputs["removeDefaultNodePool"] is True
-    assert inputs["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "pods", "servicesSecondaryRangeName": "services"}
+    assert inputs["ipAllocationPolicy"] == {
+        "clusterSecondaryRangeName": "pods",
+        "servicesSecondaryRangeName": "services",
+    }
 
 
 def test_control_plane_is_reachable_only_from_the_configured_networks(config) -> None:
@@ -105,11 +108,14 @@ def test_kubeconfig_is_a_secret_that_reaches_the_dns_endpoint_with_the_gke_plugi
 
 
 def test_without_the_dns_endpoint_the_kubeconfig_uses_the_ip_endpoint_and_its_ca(config) -> None:
-    ip_only = config.model_copy(update={"cluster": config.cluster.model_copy(update={"dns_endpoint": False})})
+    ip_only = config.model_copy(
+        update={"cluster": config.cluster.model_copy(update={"dns_endpoint": False})}
+    )
     rendering = _render(ip_only)
     document = json.loads(rendering.outputs["kubeconfig"].value)
     assert document["clusters"][0]["cluster"] == {
-        "server": "https://203.0.113.10", "certificate-authority-data": "T0ZGTElORS1DQQ==",
+        "server": "https://203.0.113.10",
+        "certificate-authority-data": "T0ZGTElORS1DQQ==",
     }
     endpoints = rendering.one(CLUSTER).inputs["controlPlaneEndpointsConfig"]
     assert endpoints == {"dnsEndpointConfig": {"allowExternalTraffic": False}}
@@ -118,7 +124,10 @@ def test_without_the_dns_endpoint_the_kubeconfig_uses_the_ip_endpoint_and_its_ca
 
 def test_kubeconfig_points_at_the_endpoint_with_its_ca() -> None:
     document = json.loads(kubeconfig("c", "1.2.3.4", "Q0E="))
-    assert document["clusters"][0]["cluster"] == {"server": "https://1.2.3.4", "certificate-authority-data": "Q0E="}
+    assert document["clusters"][0]["cluster"] == {
+        "server": "https://1.2.3.4",
+        "certificate-authority-data": "Q0E=",
+    }
     assert document["current-context"] == "c"
 
 
@@ -133,26 +142,42 @@ def test_cluster_gets_the_weekend_night_window_and_states_its_pods_per_node(conf
     inputs = _render(config).one(CLUSTER).inputs
     assert inputs["maintenancePolicy"] == {
         "recurringWindow": {
-            "startTime": "2026-01-03T07:00:00Z", "endTime": "2026-01-03T13:00:00Z",
-            "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"},
+            "startTime": "2026-01-03T07:00:00Z",
+            "endTime": "2026-01-03T13:00:00Z",
+            "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU",
+        },
         # By default node versions are held until end of support (issue 18).
-        "maintenanceExclusions": [{
-            "exclusionName": "rl-on-gke-hold-node-versions", "startTime": "2026-01-01T00:00:00Z",
-            "exclusionOptions": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "endTimeBehavior": "UNTIL_END_OF_SUPPORT"}}],
+        "maintenanceExclusions": [
+            {
+                "exclusionName": "rl-on-gke-hold-node-versions",
+                "startTime": "2026-01-01T00:00:00Z",
+                "exclusionOptions": {
+                    "scope": "NO_MINOR_OR_NODE_UPGRADES",
+                    "endTimeBehavior": "UNTIL_END_OF_SUPPORT",
+                },
+            }
+        ],
     }
     assert inputs["defaultMaxPodsPerNode"] == 110
 
 
-def test_without_authorized_networks_the_ip_endpoint_is_private_and_dns_is_the_way_in(stack_config) -> None:
+def test_without_authorized_networks_the_ip_endpoint_is_private_and_dns_is_the_way_in(
+    stack_config,
+) -> None:
     from components.config import parse_stack_config
     from tests.conftest import raw_from_stack
 
     del stack_config["rl-on-gke:authorizedNetworks"]
     inputs = _render(parse_stack_config(raw_from_stack(stack_config))).one(CLUSTER).inputs
     assert inputs["privateClusterConfig"]["enablePrivateEndpoint"] is True
-    assert inputs["controlPlaneEndpointsConfig"]["dnsEndpointConfig"]["allowExternalTraffic"] is True
+    assert (
+        inputs["controlPlaneEndpointsConfig"]["dnsEndpointConfig"]["allowExternalTraffic"] is True
+    )
     assert inputs["masterAuthorizedNetworksConfig"]["gcpPublicCidrsAccessEnabled"] is False
 
 
 def test_with_authorized_networks_the_ip_endpoint_stays_public_for_them(config) -> None:
-    assert _render(config).one(CLUSTER).inputs["privateClusterConfig"]["enablePrivateEndpoint"] is False
+    assert (
+        _render(config).one(CLUSTER).inputs["privateClusterConfig"]["enablePrivateEndpoint"]
+        is False
+    )

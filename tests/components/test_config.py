@@ -35,24 +35,50 @@ def _problems(stack_config: dict[str, Any]) -> list[str]:
 # The acceptance list of issue 2: each bad config, and the key its error must name.
 BAD_CONFIGS = {
     "lustre 10000 GiB at 1000": (
-        _with("rl-on-gke:lustre.capacityGib", 10000), "rl-on-gke:lustre.capacityGib", "steps of 9000"),
+        _with("rl-on-gke:lustre.capacityGib", 10000),
+        "rl-on-gke:lustre.capacityGib",
+        "steps of 9000",
+    ),
     "throughput 300": (
-        _with("rl-on-gke:lustre.perUnitStorageThroughput", 300), "rl-on-gke:lustre.perUnitStorageThroughput", "125, 250, 500, 1000"),
+        _with("rl-on-gke:lustre.perUnitStorageThroughput", 300),
+        "rl-on-gke:lustre.perUnitStorageThroughput",
+        "125, 250, 500, 1000",
+    ),
     "filesystem with dashes": (
-        _with("rl-on-gke:lustre.filesystem", "lustre-fs-01"), "rl-on-gke:lustre.filesystem", "letters or digits"),
+        _with("rl-on-gke:lustre.filesystem", "lustre-fs-01"),
+        "rl-on-gke:lustre.filesystem",
+        "letters or digits",
+    ),
     "zone outside region": (
-        _with("rl-on-gke:zone", "us-central1-a"), "rl-on-gke:zone", "zone of region us-east1"),
+        _with("rl-on-gke:zone", "us-central1-a"),
+        "rl-on-gke:zone",
+        "zone of region us-east1",
+    ),
     "nodeCount -1": (
-        _with("rl-on-gke:gpu.nodeCount", -1), "rl-on-gke:gpu.nodeCount", "greater than or equal to 0"),
+        _with("rl-on-gke:gpu.nodeCount", -1),
+        "rl-on-gke:gpu.nodeCount",
+        "greater than or equal to 0",
+    ),
     "reservation without a name": (
-        _with("rl-on-gke:gpu.provisioning", "reservation"), "rl-on-gke:gpu.reservation", "required"),
+        _with("rl-on-gke:gpu.provisioning", "reservation"),
+        "rl-on-gke:gpu.reservation",
+        "required",
+    ),
     "unknown machine type": (
-        _with("rl-on-gke:gpu.machineType", "a5-megagpu-16g"), "rl-on-gke:gpu.machineType", "a3-ultragpu-8g, a4-highgpu-8g"),
+        _with("rl-on-gke:gpu.machineType", "a5-megagpu-16g"),
+        "rl-on-gke:gpu.machineType",
+        "a3-ultragpu-8g, a4-highgpu-8g",
+    ),
     "internet-wide control plane": (
         _with("rl-on-gke:authorizedNetworks", [{"cidrBlock": "0.0.0.0/0"}]),
-        "rl-on-gke:authorizedNetworks[0].cidrBlock", "whole internet"),
+        "rl-on-gke:authorizedNetworks[0].cidrBlock",
+        "whole internet",
+    ),
     "overlapping CIDRs": (
-        _with("rl-on-gke:network", {"podsCidr": "192.168.0.0/16"}), "rl-on-gke:network.mainSubnetCidr", "overlaps podsCidr"),
+        _with("rl-on-gke:network", {"podsCidr": "192.168.0.0/16"}),
+        "rl-on-gke:network.mainSubnetCidr",
+        "overlaps podsCidr",
+    ),
 }
 
 
@@ -68,12 +94,18 @@ def test_each_bad_value_is_reported_by_key_value_and_what_is_allowed(name: str) 
 def test_every_problem_is_reported_in_one_error() -> None:
     stack_config = _with("rl-on-gke:zone", "us-west1-a")
     stack_config["rl-on-gke:gpu"] = {"machineType": "a4-highgpu-8g", "nodeCount": -1}
-    stack_config["rl-on-gke:lustre"] = {"capacityGib": 9000, "perUnitStorageThroughput": 300, "filesystem": "x-y"}
+    stack_config["rl-on-gke:lustre"] = {
+        "capacityGib": 9000,
+        "perUnitStorageThroughput": 300,
+        "filesystem": "x-y",
+    }
     problems = _problems(stack_config)
     keys = {p.split(" ")[0].rstrip(":") for p in problems}
     assert keys == {
-        "rl-on-gke:zone", "rl-on-gke:gpu.nodeCount",
-        "rl-on-gke:lustre.perUnitStorageThroughput", "rl-on-gke:lustre.filesystem",
+        "rl-on-gke:zone",
+        "rl-on-gke:gpu.nodeCount",
+        "rl-on-gke:lustre.perUnitStorageThroughput",
+        "rl-on-gke:lustre.filesystem",
     }
 
 
@@ -127,23 +159,41 @@ def test_gke_version_below_the_lustre_port_floor_is_refused() -> None:
 
 @pytest.mark.parametrize("version", ["1.33.2-gke.4655000", "1.34", "1.35.1", "1.33"])
 def test_gke_versions_at_or_above_the_floor_are_accepted(version: str) -> None:
-    config = parse_stack_config(raw_from_stack(_with("rl-on-gke:cluster", {"minMasterVersion": version})))
+    config = parse_stack_config(
+        raw_from_stack(_with("rl-on-gke:cluster", {"minMasterVersion": version}))
+    )
     assert config.cluster.min_master_version == version
 
 
 @pytest.mark.parametrize(
     ("throughput", "capacity", "valid"),
     [
-        (1000, 9000, True), (1000, 18000, True), (1000, 8999, False), (1000, 1_530_000, True),
-        (1000, 1_539_000, False), (1000, 1_584_000, True), (1000, 1_602_000, False),
-        (1000, 10_008_000, True), (1000, 10_080_000, False),
-        (500, 18000, True), (500, 9000, False), (500, 20_016_000, True), (500, 3_060_000 + 18_000, False),
-        (250, 36000, True), (250, 40_032_000, True), (125, 72000, True), (125, 12_240_000, True),
+        (1000, 9000, True),
+        (1000, 18000, True),
+        (1000, 8999, False),
+        (1000, 1_530_000, True),
+        (1000, 1_539_000, False),
+        (1000, 1_584_000, True),
+        (1000, 1_602_000, False),
+        (1000, 10_008_000, True),
+        (1000, 10_080_000, False),
+        (500, 18000, True),
+        (500, 9000, False),
+        (500, 20_016_000, True),
+        (500, 3_060_000 + 18_000, False),
+        (250, 36000, True),
+        (250, 40_032_000, True),
+        (125, 72000, True),
+        (125, 12_240_000, True),
         (125, 144_001, False),
     ],
 )
-def test_lustre_capacity_follows_the_tier_minimum_step_and_maximum(throughput: int, capacity: int, valid: bool) -> None:
-    stack_config = _with("rl-on-gke:lustre", {"capacityGib": capacity, "perUnitStorageThroughput": throughput})
+def test_lustre_capacity_follows_the_tier_minimum_step_and_maximum(
+    throughput: int, capacity: int, valid: bool
+) -> None:
+    stack_config = _with(
+        "rl-on-gke:lustre", {"capacityGib": capacity, "perUnitStorageThroughput": throughput}
+    )
     if valid:
         assert parse_stack_config(raw_from_stack(stack_config)).lustre.capacity_gib == capacity
     else:
@@ -167,13 +217,31 @@ def test_defaults_are_sensible_for_an_unset_optional_block(config) -> None:
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10, 10**7) | st.text(max_size=20)
-    | st.sampled_from(["a4-highgpu-8g", "spot", "reservation", "10.0.0.0/8", "0.0.0.0/0", "us-east1-b"]),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers(-10, 10**7)
+    | st.text(max_size=20)
+    | st.sampled_from(
+        ["a4-highgpu-8g", "spot", "reservation", "10.0.0.0/8", "0.0.0.0/0", "us-east1-b"]
+    ),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
     max_leaves=12,
 )
 known_keys = st.sampled_from(
-    ["project", "region", "zone", "namePrefix", "gpu", "lustre", "authorizedNetworks", "network", "cluster", "ray"]
+    [
+        "project",
+        "region",
+        "zone",
+        "namePrefix",
+        "gpu",
+        "lustre",
+        "authorizedNetworks",
+        "network",
+        "cluster",
+        "ray",
+    ]
 )
 gpu_blocks = st.fixed_dictionaries(
     {},
@@ -202,7 +270,9 @@ lustre_blocks = st.fixed_dictionaries(
     gpu=gpu_blocks,
     lustre=lustre_blocks,
 )
-def test_arbitrary_configs_validate_or_raise_the_config_error_only(base_overrides, gpu, lustre) -> None:
+def test_arbitrary_configs_validate_or_raise_the_config_error_only(
+    base_overrides, gpu, lustre
+) -> None:
     raw = raw_from_stack(copy.deepcopy(BASE_STACK_CONFIG))
     raw["gpu"], raw["lustre"] = gpu, lustre
     raw.update(base_overrides)
@@ -214,11 +284,15 @@ def test_arbitrary_configs_validate_or_raise_the_config_error_only(base_override
     else:
         # Anything that validates honours the rules the components rely on.
         assert parsed.gpu.node_count >= 1
-        assert LUSTRE_TIERS[parsed.lustre.per_unit_storage_throughput].allows(parsed.lustre.capacity_gib)
+        assert LUSTRE_TIERS[parsed.lustre.per_unit_storage_throughput].allows(
+            parsed.lustre.capacity_gib
+        )
         assert (parsed.gpu.reservation is not None) == (parsed.gpu.provisioning == "reservation")
 
 
-@pytest.mark.parametrize("namespace", ["default", "kube-system", "gke-managed-system", "gmp-system"])
+@pytest.mark.parametrize(
+    "namespace", ["default", "kube-system", "gke-managed-system", "gmp-system"]
+)
 def test_training_namespace_cannot_be_a_system_namespace(namespace: str) -> None:
     problems = _problems(_with("rl-on-gke:ray", {"namespace": namespace}))
     assert problems[0].startswith(f"rl-on-gke:ray.namespace = '{namespace}'")
@@ -251,8 +325,14 @@ def test_the_readme_config_reference_names_every_key() -> None:
         found = []
         for name, info in model.model_fields.items():
             key = f"{prefix}{to_camel(name)}"
-            nested = info.annotation if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel) else None
-            found += keys(nested, f"{key}.") if nested and key != "cluster.maintenance.window" else [key]
+            nested = (
+                info.annotation
+                if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)
+                else None
+            )
+            found += (
+                keys(nested, f"{key}.") if nested and key != "cluster.maintenance.window" else [key]
+            )
         return found
 
     top = {"project": "gcp:project", "region": "gcp:region"}

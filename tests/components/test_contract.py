@@ -26,8 +26,10 @@ def test_mount_point_splits_into_ip_and_bare_filesystem_name() -> None:
     assert (mount.ip, mount.filesystem) == ("10.16.0.2", "lustrefs")
 
 
-@pytest.mark.parametrize("bad", ["10.16.0.2:/lustrefs", "10.16.0.2@tcp:lustrefs", "host@tcp:/fs",
-                                 "10.0.0.1@tcp:/toolongname"])
+@pytest.mark.parametrize(
+    "bad",
+    ["10.16.0.2:/lustrefs", "10.16.0.2@tcp:lustrefs", "host@tcp:/fs", "10.0.0.1@tcp:/toolongname"],
+)
 def test_malformed_mount_points_are_refused(bad: str) -> None:
     with pytest.raises(ValueError, match="IP@tcp:/FILESYSTEM|IPv4 address"):
         parse_mount_point(bad)
@@ -55,9 +57,13 @@ def test_export_refuses_a_missing_or_unknown_output_before_exporting_any() -> No
 
 def test_commands_a_person_runs_to_reach_the_cluster() -> None:
     assert get_credentials_command("c", "us-east1", "p", dns_endpoint=True) == (
-        "gcloud container clusters get-credentials c --location us-east1 --project p --dns-endpoint")
+        "gcloud container clusters get-credentials c --location us-east1 --project p --dns-endpoint"
+    )
     assert not get_credentials_command("c", "l", "p", dns_endpoint=False).endswith("--dns-endpoint")
-    assert port_forward_command("rl", "svc-1", 8265) == "kubectl port-forward -n rl svc/svc-1 8265:8265"
+    assert (
+        port_forward_command("rl", "svc-1", 8265)
+        == "kubectl port-forward -n rl svc/svc-1 8265:8265"
+    )
 
 
 def _modules_with_literal(literal: str) -> set[str]:
@@ -69,7 +75,11 @@ def _modules_with_literal(literal: str) -> set[str]:
         for path in (ROOT / directory).rglob("*.py"):
             tree = ast.parse(path.read_text(), filename=str(path))
             for node in ast.walk(tree):
-                if isinstance(node, ast.Constant) and isinstance(node.value, str) and token.search(node.value):
+                if (
+                    isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and token.search(node.value)
+                ):
                     found.add(str(path.relative_to(ROOT)))
     for path in ROOT.glob("*.py"):
         if token.search(path.read_text()):
@@ -77,13 +87,18 @@ def _modules_with_literal(literal: str) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("literal", ["/lustre", "HF_HOME", "rl-on-gke-protect", "/home/kubernetes/bin/gib"])
+@pytest.mark.parametrize(
+    "literal", ["/lustre", "HF_HOME", "rl-on-gke-protect", "/home/kubernetes/bin/gib"]
+)
 def test_each_shared_literal_lives_in_the_contract_only(literal: str) -> None:
     assert _modules_with_literal(literal) == {"components/contract.py"}
 
 
 def test_the_readme_lists_every_stack_output() -> None:
     readme = (ROOT / "README.md").read_text()
-    missing = [StackOutputs.output_name(f) for f in StackOutputs.model_fields
-               if f"`{StackOutputs.output_name(f)}`" not in readme]
+    missing = [
+        StackOutputs.output_name(f)
+        for f in StackOutputs.model_fields
+        if f"`{StackOutputs.output_name(f)}`" not in readme
+    ]
     assert missing == []

@@ -51,13 +51,33 @@ def _problems(config: dict[str, Any], world: OfflineCapacity, monkeypatch) -> li
     return caught.value.problems
 
 
-def test_a_reservation_that_holds_the_stack_passes_and_is_looked_up_by_name_zone_and_project() -> None:
-    world = Recording(machine_types={"us-central1-b": ["a3-ultragpu-8g"]},
-                      reservations={("example-project", "us-central1-b", "h200-training-reservation"): ("a3-ultragpu-8g", 4)})
+def test_a_reservation_that_holds_the_stack_passes_and_is_looked_up_by_name_zone_and_project() -> (
+    None
+):
+    world = Recording(
+        machine_types={"us-central1-b": ["a3-ultragpu-8g"]},
+        reservations={
+            ("example-project", "us-central1-b", "h200-training-reservation"): ("a3-ultragpu-8g", 4)
+        },
+    )
     render(_h200(), stack="h200", capacity=world)
     assert world.asked == [
-        ("getMachineTypes", {"filter": "name = a3-ultragpu-8g", "project": "example-project", "zone": "us-central1-b"}),
-        ("getReservation", {"name": "h200-training-reservation", "project": "example-project", "zone": "us-central1-b"}),
+        (
+            "getMachineTypes",
+            {
+                "filter": "name = a3-ultragpu-8g",
+                "project": "example-project",
+                "zone": "us-central1-b",
+            },
+        ),
+        (
+            "getReservation",
+            {
+                "name": "h200-training-reservation",
+                "project": "example-project",
+                "zone": "us-central1-b",
+            },
+        ),
     ]
 
 
@@ -65,12 +85,17 @@ def test_a_missing_reservation_fails_naming_the_key(monkeypatch) -> None:
     world = OfflineCapacity(machine_types={"us-central1-b": ["a3-ultragpu-8g"]})
     assert _problems(_h200(), world, monkeypatch) == [
         "rl-on-gke:gpu.reservation = 'h200-training-reservation': no reservation h200-training-reservation in "
-        "zone us-central1-b (rl-on-gke:zone) of project example-project (gcp.compute.getReservation)"]
+        "zone us-central1-b (rl-on-gke:zone) of project example-project (gcp.compute.getReservation)"
+    ]
 
 
 def test_a_reservation_of_another_machine_and_too_few_vms_fails_on_both(monkeypatch) -> None:
-    world = OfflineCapacity(machine_types={"us-central1-b": ["a3-ultragpu-8g"]},
-                            reservations={("example-project", "us-central1-b", "h200-training-reservation"): ("a4-highgpu-8g", 2)})
+    world = OfflineCapacity(
+        machine_types={"us-central1-b": ["a3-ultragpu-8g"]},
+        reservations={
+            ("example-project", "us-central1-b", "h200-training-reservation"): ("a4-highgpu-8g", 2)
+        },
+    )
     assert _problems(_h200(), world, monkeypatch) == [
         "rl-on-gke:gpu.reservation = 'h200-training-reservation': reserves a4-highgpu-8g, not a3-ultragpu-8g "
         "(rl-on-gke:gpu.machineType)",
@@ -83,17 +108,25 @@ def test_a_zone_without_the_machine_type_fails_naming_the_key(monkeypatch) -> No
     world = OfflineCapacity(machine_types={"us-east1-b": ["a3-ultragpu-8g"]})
     assert _problems(config, world, monkeypatch) == [
         "rl-on-gke:gpu.machineType = 'a4-highgpu-8g': zone us-east1-b (rl-on-gke:zone) of project example-project "
-        "does not offer it (gcp.compute.getMachineTypes); pick a zone that does"]
+        "does not offer it (gcp.compute.getMachineTypes); pick a zone that does"
+    ]
 
 
 def test_a_shared_reservation_is_looked_up_in_its_own_project_without_its_block() -> None:
     config = _h200()
-    config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"],
-                               "reservation": "projects/capacity-host/reservations/h200/reservationBlocks/b1"}
-    world = Recording(machine_types={"us-central1-b": ["a3-ultragpu-8g"]},
-                      reservations={("capacity-host", "us-central1-b", "h200"): ("a3-ultragpu-8g", 4)})
+    config["rl-on-gke:gpu"] = {
+        **config["rl-on-gke:gpu"],
+        "reservation": "projects/capacity-host/reservations/h200/reservationBlocks/b1",
+    }
+    world = Recording(
+        machine_types={"us-central1-b": ["a3-ultragpu-8g"]},
+        reservations={("capacity-host", "us-central1-b", "h200"): ("a3-ultragpu-8g", 4)},
+    )
     render(config, stack="h200", capacity=world)
-    assert world.asked[-1] == ("getReservation", {"name": "h200", "project": "capacity-host", "zone": "us-central1-b"})
+    assert world.asked[-1] == (
+        "getReservation",
+        {"name": "h200", "project": "capacity-host", "zone": "us-central1-b"},
+    )
 
 
 def test_a_parked_stack_asks_for_no_capacity_and_is_not_checked() -> None:
@@ -104,17 +137,24 @@ def test_a_parked_stack_asks_for_no_capacity_and_is_not_checked() -> None:
     assert world.asked == []
 
 
-def test_a_failing_lookup_fails_the_program_with_the_providers_error_before_any_resource(monkeypatch) -> None:
+def test_a_failing_lookup_fails_the_program_with_the_providers_error_before_any_resource(
+    monkeypatch,
+) -> None:
     import tools.render as render_module
 
     class Failing(OfflineCapacity):
         def answer(self, token: str, args: Any) -> dict[str, Any]:
-            raise RuntimeError("googleapi: Error 403: Compute Engine API has not been used in project")
+            raise RuntimeError(
+                "googleapi: Error 403: Compute Engine API has not been used in project"
+            )
 
     registered: list[str] = []
     original = render_module.RecordingMonitor.RegisterResource
-    monkeypatch.setattr(render_module.RecordingMonitor, "RegisterResource",
-                        lambda self, request: registered.append(request.type) or original(self, request))
+    monkeypatch.setattr(
+        render_module.RecordingMonitor,
+        "RegisterResource",
+        lambda self, request: registered.append(request.type) or original(self, request),
+    )
     with pytest.raises(RuntimeError, match="Compute Engine API has not been used"):
         render(_h200(), stack="h200", capacity=Failing())
     assert [t for t in registered if t != "pulumi:pulumi:Stack"] == []

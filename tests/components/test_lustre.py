@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from components.lustre import (
-    LUSTRE_GKE_SUPPORT_ENABLED, ManagedLustre, ManagedLustreArgs, PrivateServiceAccess,
+    LUSTRE_GKE_SUPPORT_ENABLED,
+    ManagedLustre,
+    ManagedLustreArgs,
+    PrivateServiceAccess,
     PrivateServiceAccessArgs,
 )
 from components.network import Network, NetworkArgs
@@ -18,7 +21,9 @@ CONNECTION = "gcp:servicenetworking/connection:Connection"
 def _render(config):
     def build() -> None:
         network = Network("net", NetworkArgs.for_stack(config))
-        psa = PrivateServiceAccess("psa", PrivateServiceAccessArgs.for_stack(config, network.main_network))
+        psa = PrivateServiceAccess(
+            "psa", PrivateServiceAccessArgs.for_stack(config, network.main_network)
+        )
         ManagedLustre("lustre", ManagedLustreArgs.for_stack(config, network.main_network, psa))
 
     return render_with(build, {})
@@ -51,10 +56,15 @@ def test_firewall_opens_only_the_lnet_port_only_from_the_psa_range(config) -> No
 
 @pytest.mark.parametrize("protect", [True, False])
 def test_protect_keeps_the_instance_and_its_peering_through_destroy(config, protect: bool) -> None:
-    config = config.model_copy(update={"lustre": config.lustre.model_copy(update={"protect": protect})})
+    config = config.model_copy(
+        update={"lustre": config.lustre.model_copy(update={"protect": protect})}
+    )
     rendering = _render(config)
     instance = rendering.one(INSTANCE)
     assert (instance.protect, instance.retain_on_delete) == (protect, protect)
     assert instance.inputs["labels"]["rl-on-gke-protect"] == str(protect).lower()
-    for kept in (rendering.one(CONNECTION), rendering.one("gcp:compute/globalAddress:GlobalAddress")):
+    for kept in (
+        rendering.one(CONNECTION),
+        rendering.one("gcp:compute/globalAddress:GlobalAddress"),
+    ):
         assert kept.retain_on_delete is protect

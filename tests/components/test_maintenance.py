@@ -8,7 +8,10 @@ import pytest
 
 from components.config import ConfigError, parse_stack_config
 from components.maintenance import (
-    MaintenanceSettings, default_window, maintenance_policy_args, min_hours_in_rolling_window,
+    MaintenanceSettings,
+    default_window,
+    maintenance_policy_args,
+    min_hours_in_rolling_window,
 )
 from tests.conftest import raw_from_stack
 
@@ -20,17 +23,24 @@ def _problems(stack_config, maintenance) -> list[str]:
     return caught.value.problems
 
 
-def _window(start="2026-01-03T07:00:00Z", end="2026-01-03T13:00:00Z", recurrence="FREQ=WEEKLY;BYDAY=SA,SU"):
+def _window(
+    start="2026-01-03T07:00:00Z", end="2026-01-03T13:00:00Z", recurrence="FREQ=WEEKLY;BYDAY=SA,SU"
+):
     return {"window": {"startTime": start, "endTime": end, "recurrence": recurrence}}
 
 
-@pytest.mark.parametrize(("region", "start", "days"), [
-    ("us-east1", "2026-01-03T07:00:00Z", "SA,SU"),       # 02:00 EST
-    ("us-central1", "2026-01-03T08:00:00Z", "SA,SU"),    # 02:00 CST
-    ("europe-west4", "2026-01-03T01:00:00Z", "SA,SU"),   # 02:00 CET
-    ("asia-southeast1", "2026-01-02T18:00:00Z", "FR,SA"),  # 02:00 SGT is still Friday in UTC
-])
-def test_default_window_is_weekend_nights_in_the_regions_time_written_in_utc(region, start, days) -> None:
+@pytest.mark.parametrize(
+    ("region", "start", "days"),
+    [
+        ("us-east1", "2026-01-03T07:00:00Z", "SA,SU"),  # 02:00 EST
+        ("us-central1", "2026-01-03T08:00:00Z", "SA,SU"),  # 02:00 CST
+        ("europe-west4", "2026-01-03T01:00:00Z", "SA,SU"),  # 02:00 CET
+        ("asia-southeast1", "2026-01-02T18:00:00Z", "FR,SA"),  # 02:00 SGT is still Friday in UTC
+    ],
+)
+def test_default_window_is_weekend_nights_in_the_regions_time_written_in_utc(
+    region, start, days
+) -> None:
     window = default_window(region)
     assert window.start_time == start
     assert window.recurrence == f"FREQ=WEEKLY;BYDAY={days}"
@@ -52,11 +62,15 @@ def test_a_weekly_window_too_short_for_gke_is_refused_naming_the_hours() -> None
 
 def test_windows_under_four_contiguous_hours_do_not_count_and_are_refused() -> None:
     problems = _problems(_base(), _window(end="2026-01-03T10:00:00Z", recurrence="FREQ=DAILY"))
-    assert problems[0].startswith("rl-on-gke:cluster.maintenance.window.endTime = '2026-01-03T10:00:00Z'")
+    assert problems[0].startswith(
+        "rl-on-gke:cluster.maintenance.window.endTime = '2026-01-03T10:00:00Z'"
+    )
     assert "at least 4 hours" in problems[0]
 
 
-@pytest.mark.parametrize("value", ["2026-01-03 07:00:00", "2026-01-03T07:00:00+01:00", "2026-02-30T07:00:00Z"])
+@pytest.mark.parametrize(
+    "value", ["2026-01-03 07:00:00", "2026-01-03T07:00:00+01:00", "2026-02-30T07:00:00Z"]
+)
 def test_times_must_be_rfc3339_utc(value) -> None:
     problems = _problems(_base(), _window(start=value))
     assert problems[0].startswith(f"rl-on-gke:cluster.maintenance.window.startTime = {value!r}")
@@ -69,8 +83,18 @@ def test_recurrence_outside_daily_or_weekly_by_day_is_refused() -> None:
 
 
 def test_an_exclusion_ending_before_it_starts_is_refused() -> None:
-    problems = _problems(_base(), {"exclusions": [
-        {"name": "campaign", "startTime": "2026-03-01T00:00:00Z", "endTime": "2026-02-01T00:00:00Z"}]})
+    problems = _problems(
+        _base(),
+        {
+            "exclusions": [
+                {
+                    "name": "campaign",
+                    "startTime": "2026-03-01T00:00:00Z",
+                    "endTime": "2026-02-01T00:00:00Z",
+                }
+            ]
+        },
+    )
     assert problems == [
         "rl-on-gke:cluster.maintenance.exclusions[0].endTime = '2026-02-01T00:00:00Z': must be after "
         "startTime 2026-03-01T00:00:00Z"
@@ -78,41 +102,85 @@ def test_an_exclusion_ending_before_it_starts_is_refused() -> None:
 
 
 def test_an_exclusion_needs_exactly_one_of_end_time_and_end_of_support() -> None:
-    problems = _problems(_base(), {"exclusions": [{"name": "campaign", "startTime": "2026-03-01T00:00:00Z"}]})
+    problems = _problems(
+        _base(), {"exclusions": [{"name": "campaign", "startTime": "2026-03-01T00:00:00Z"}]}
+    )
     assert "exactly one of endTime and endTimeBehavior" in problems[0]
 
 
 def test_no_upgrades_exclusions_are_limited_to_30_days() -> None:
-    problems = _problems(_base(), {"exclusions": [{
-        "name": "freeze", "scope": "NO_UPGRADES",
-        "startTime": "2026-03-01T00:00:00Z", "endTime": "2026-04-15T00:00:00Z"}]})
+    problems = _problems(
+        _base(),
+        {
+            "exclusions": [
+                {
+                    "name": "freeze",
+                    "scope": "NO_UPGRADES",
+                    "startTime": "2026-03-01T00:00:00Z",
+                    "endTime": "2026-04-15T00:00:00Z",
+                }
+            ]
+        },
+    )
     assert "at most 30 days" in problems[0]
 
 
 def test_policy_renders_the_window_and_a_campaign_exclusion_until_end_of_support() -> None:
-    settings = MaintenanceSettings.model_validate({"holdNodeVersions": False, "exclusions": [{
-        "name": "grpo-campaign", "startTime": "2026-03-01T00:00:00Z", "endTimeBehavior": "UNTIL_END_OF_SUPPORT"}]})
+    settings = MaintenanceSettings.model_validate(
+        {
+            "holdNodeVersions": False,
+            "exclusions": [
+                {
+                    "name": "grpo-campaign",
+                    "startTime": "2026-03-01T00:00:00Z",
+                    "endTimeBehavior": "UNTIL_END_OF_SUPPORT",
+                }
+            ],
+        }
+    )
     assert maintenance_policy_args(settings, "us-east1") == {
         "recurring_window": {
-            "start_time": "2026-01-03T07:00:00Z", "end_time": "2026-01-03T13:00:00Z",
+            "start_time": "2026-01-03T07:00:00Z",
+            "end_time": "2026-01-03T13:00:00Z",
             "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU",
         },
-        "maintenance_exclusions": [{
-            "exclusion_name": "grpo-campaign", "start_time": "2026-03-01T00:00:00Z",
-            "exclusion_options": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "end_time_behavior": "UNTIL_END_OF_SUPPORT"},
-        }],
+        "maintenance_exclusions": [
+            {
+                "exclusion_name": "grpo-campaign",
+                "start_time": "2026-03-01T00:00:00Z",
+                "exclusion_options": {
+                    "scope": "NO_MINOR_OR_NODE_UPGRADES",
+                    "end_time_behavior": "UNTIL_END_OF_SUPPORT",
+                },
+            }
+        ],
     }
 
 
-def test_by_default_node_versions_are_held_until_end_of_support_before_the_stack_exclusions() -> None:
+def test_by_default_node_versions_are_held_until_end_of_support_before_the_stack_exclusions() -> (
+    None
+):
     # cluster-toolkit's A4 / A3 Ultra blueprints ship this exclusion; the stack's own come after.
-    settings = MaintenanceSettings.model_validate({"exclusions": [{
-        "name": "campaign", "startTime": "2026-03-01T00:00:00Z", "endTimeBehavior": "UNTIL_END_OF_SUPPORT"}]})
+    settings = MaintenanceSettings.model_validate(
+        {
+            "exclusions": [
+                {
+                    "name": "campaign",
+                    "startTime": "2026-03-01T00:00:00Z",
+                    "endTimeBehavior": "UNTIL_END_OF_SUPPORT",
+                }
+            ]
+        }
+    )
     exclusions = maintenance_policy_args(settings, "us-east1")["maintenance_exclusions"]
     assert [e["exclusion_name"] for e in exclusions] == ["rl-on-gke-hold-node-versions", "campaign"]
     assert exclusions[0] == {
-        "exclusion_name": "rl-on-gke-hold-node-versions", "start_time": "2026-01-01T00:00:00Z",
-        "exclusion_options": {"scope": "NO_MINOR_OR_NODE_UPGRADES", "end_time_behavior": "UNTIL_END_OF_SUPPORT"},
+        "exclusion_name": "rl-on-gke-hold-node-versions",
+        "start_time": "2026-01-01T00:00:00Z",
+        "exclusion_options": {
+            "scope": "NO_MINOR_OR_NODE_UPGRADES",
+            "end_time_behavior": "UNTIL_END_OF_SUPPORT",
+        },
     }
 
 
@@ -127,21 +195,35 @@ def test_an_exclusion_that_has_already_ended_is_refused_by_its_key() -> None:
     fmt = "%Y-%m-%dT%H:%M:%SZ"
     now = datetime.now(UTC)
     start, end = (now - timedelta(days=10)).strftime(fmt), (now - timedelta(days=1)).strftime(fmt)
-    problems = _problems(_base(), {"exclusions": [{"name": "old", "startTime": start, "endTime": end}]})
+    problems = _problems(
+        _base(), {"exclusions": [{"name": "old", "startTime": start, "endTime": end}]}
+    )
     assert problems == [problems[0]] and problems[0].startswith(
-        f"rl-on-gke:cluster.maintenance.exclusions[0].endTime = '{end}': is in the past")
+        f"rl-on-gke:cluster.maintenance.exclusions[0].endTime = '{end}': is in the past"
+    )
     assert "terraform-provider-google #9941" in problems[0]
     # One that ends tomorrow is fine.
     later = (now + timedelta(days=1)).strftime(fmt)
     config = _base()
-    config["rl-on-gke:cluster"] = {"maintenance": {"exclusions": [{"name": "soon", "startTime": start, "endTime": later}]}}
+    config["rl-on-gke:cluster"] = {
+        "maintenance": {"exclusions": [{"name": "soon", "startTime": start, "endTime": later}]}
+    }
     parse_stack_config(raw_from_stack(config))
 
 
 def test_an_exclusion_may_not_take_the_default_holds_name() -> None:
-    problems = _problems(_base(), {"exclusions": [{
-        "name": "rl-on-gke-hold-node-versions", "startTime": "2026-03-01T00:00:00Z",
-        "endTimeBehavior": "UNTIL_END_OF_SUPPORT"}]})
+    problems = _problems(
+        _base(),
+        {
+            "exclusions": [
+                {
+                    "name": "rl-on-gke-hold-node-versions",
+                    "startTime": "2026-03-01T00:00:00Z",
+                    "endTimeBehavior": "UNTIL_END_OF_SUPPORT",
+                }
+            ]
+        },
+    )
     assert problems[0].startswith("rl-on-gke:cluster.maintenance.exclusions = ")
     assert "holdNodeVersions" in problems[0]
 

@@ -18,7 +18,9 @@ def test_three_vpcs_with_jumbo_frames_and_only_rdma_on_the_roce_profile(config) 
     rendering = _render(config)
     networks = {r.inputs["name"]: r.inputs for r in rendering.of_type(NETWORK)}
     assert set(networks) == {"rl-test-net", "rl-test-gvnic-net", "rl-test-rdma-net"}
-    assert all(n["mtu"] == JUMBO_MTU and n["autoCreateSubnetworks"] is False for n in networks.values())
+    assert all(
+        n["mtu"] == JUMBO_MTU and n["autoCreateSubnetworks"] is False for n in networks.values()
+    )
     assert networks["rl-test-rdma-net"]["networkProfile"] == (
         "projects/example-project/global/networkProfiles/us-east1-b-vpc-roce"
     )
@@ -28,8 +30,12 @@ def test_three_vpcs_with_jumbo_frames_and_only_rdma_on_the_roce_profile(config) 
 
 def test_rdma_vpc_has_exactly_eight_subnets_and_no_firewall(config) -> None:
     rendering = _render(config)
-    rdma_subnets = [r for r in rendering.of_type(SUBNET) if r.inputs["network"].endswith("/rl-test-rdma-net")]
-    assert sorted(s.inputs["name"] for s in rdma_subnets) == [f"rl-test-rdma-sub-{i}" for i in range(8)]
+    rdma_subnets = [
+        r for r in rendering.of_type(SUBNET) if r.inputs["network"].endswith("/rl-test-rdma-net")
+    ]
+    assert sorted(s.inputs["name"] for s in rdma_subnets) == [
+        f"rl-test-rdma-sub-{i}" for i in range(8)
+    ]
     assert {s.inputs["region"] for s in rdma_subnets} == {"us-east1"}
     firewalled = {r.inputs["network"] for r in rendering.of_type(FIREWALL)}
     assert firewalled == {"rl-test-net", "rl-test-gvnic-net"}
@@ -40,7 +46,8 @@ def test_main_subnet_carries_named_pod_and_service_ranges(config) -> None:
     assert main["ipCidrRange"] == "192.168.0.0/18"
     assert main["privateIpGoogleAccess"] is True
     assert {r["rangeName"]: r["ipCidrRange"] for r in main["secondaryIpRanges"]} == {
-        "pods": "10.4.0.0/14", "services": "10.0.32.0/20",
+        "pods": "10.4.0.0/14",
+        "services": "10.0.32.0/20",
     }
 
 
@@ -59,7 +66,9 @@ def test_every_child_is_parented_to_the_component(config) -> None:
 
 def test_main_vpc_outlives_destroy_only_when_the_data_is_protected(config) -> None:
     assert _render(config).one(NETWORK, "main").retain_on_delete is False
-    protected = config.model_copy(update={"lustre": config.lustre.model_copy(update={"protect": True})})
+    protected = config.model_copy(
+        update={"lustre": config.lustre.model_copy(update={"protect": True})}
+    )
     assert _render(protected).one(NETWORK, "main").retain_on_delete is True
 
 

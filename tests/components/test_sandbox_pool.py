@@ -13,8 +13,14 @@ from components.sandbox_pool import sandbox_pool_args
 
 def args(**kw: object) -> dict:
     settings = {"node_count": 1, "machine_type": "n2-standard-8", **kw}
-    return sandbox_pool_args("example-project", "us-east1", ["us-east1-b"], "cluster-id",
-                             "sa@example.iam.gserviceaccount.com", **settings)
+    return sandbox_pool_args(
+        "example-project",
+        "us-east1",
+        ["us-east1-b"],
+        "cluster-id",
+        "sa@example.iam.gserviceaccount.com",
+        **settings,
+    )
 
 
 def test_pool_has_gke_sandbox_gvisor_in_the_sdks_current_field() -> None:
@@ -47,6 +53,12 @@ def test_pool_upgrades_in_place_like_the_other_pools_and_consumes_no_reservation
     from components.cluster import IN_PLACE_UPGRADE
 
     a = args()
-    assert a["upgrade_settings"] == IN_PLACE_UPGRADE == {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1}
+    assert (
+        a["upgrade_settings"]
+        == IN_PLACE_UPGRADE
+        == {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1}
+    )
     gcp.container.NodePoolUpgradeSettingsArgs(**a["upgrade_settings"])
-    assert a["node_config"]["reservation_affinity"] == {"consume_reservation_type": "NO_RESERVATION"}
+    assert a["node_config"]["reservation_affinity"] == {
+        "consume_reservation_type": "NO_RESERVATION"
+    }

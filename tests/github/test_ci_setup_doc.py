@@ -37,4 +37,4 @@ def test_conditional_project_iam_admin_allows_exactly_the_roles_the_program_gran
 
 def test_deployer_can_only_be_impersonated_from_the_stack_environments() -> None:
     assert ":environment:${stack}" in DOC and ":pull_request" in DOC
-    assert '--attribute-condition="assertion.repository == \'${GITHUB_REPO}\'"' in DOC
+    assert "--attribute-condition=\"assertion.repository == '${GITHUB_REPO}'\"" in DOC

@@ -22,7 +22,9 @@ from jsonschema import validators
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
-SCHEMA_PATH = Path(check_jsonschema.__file__).parent / "builtin_schemas" / "vendor" / "github-workflows.json"
+SCHEMA_PATH = (
+    Path(check_jsonschema.__file__).parent / "builtin_schemas" / "vendor" / "github-workflows.json"
+)
 FILES = sorted(WORKFLOWS.glob("*.yml"))
 
 
@@ -51,11 +53,14 @@ def _validator() -> Any:
 
 
 def schema_errors(document: Any) -> list[str]:
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in _validator().iter_errors(document)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in _validator().iter_errors(document)
+    ]
 
 
 def stack_files() -> set[str]:
-    return {p.name[len("Pulumi."):-len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml")}
+    return {p.name[len("Pulumi.") : -len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml")}
 
 
 def steps_using(job: dict[str, Any], action: str) -> list[dict[str, Any]]:
@@ -72,7 +77,12 @@ def one_step(job: dict[str, Any], action: str) -> dict[str, Any]:
 
 
 def test_the_four_workflows_exist() -> None:
-    assert {f.name for f in FILES} == {"ci.yml", "preview.yml", "plan-diff-comment.yml", "deploy.yml"}
+    assert {f.name for f in FILES} == {
+        "ci.yml",
+        "preview.yml",
+        "plan-diff-comment.yml",
+        "deploy.yml",
+    }
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -126,24 +136,36 @@ def test_default_token_is_read_only(path: Path) -> None:
 def test_pulumi_runs_after_its_virtualenv_and_google_auth(name: str) -> None:
     for job in workflow(name)["jobs"].values():
         steps = job["steps"]
-        pulumi = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")]
+        pulumi = [
+            i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")
+        ]
         if not pulumi:
             continue
         venv = [i for i, s in enumerate(steps) if "python -m venv .venv" in s.get("run", "")]
-        auth = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("google-github-actions/auth@")]
+        auth = [
+            i
+            for i, s in enumerate(steps)
+            if str(s.get("uses", "")).startswith("google-github-actions/auth@")
+        ]
         assert venv and auth and max(venv + auth) < pulumi[0]
-        assert "-r requirements.txt" in steps[venv[0]]["run"] and "-r policy/requirements.txt" in steps[venv[0]]["run"]
+        assert (
+            "-r requirements.txt" in steps[venv[0]]["run"]
+            and "-r policy/requirements.txt" in steps[venv[0]]["run"]
+        )
 
 
 @pytest.mark.parametrize("name", ["preview.yml", "deploy.yml"])
 def test_gke_auth_plugin_is_installed_before_pulumi_reaches_the_cluster(name: str) -> None:
     for job in workflow(name)["jobs"].values():
         steps = job["steps"]
-        pulumi = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")]
+        pulumi = [
+            i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")
+        ]
         if not pulumi:
             continue
         setup = [
-            i for i, s in enumerate(steps)
+            i
+            for i, s in enumerate(steps)
             if str(s.get("uses", "")).startswith("google-github-actions/setup-gcloud@")
             and "gke-gcloud-auth-plugin" in str((s.get("with") or {}).get("install_components", ""))
         ]
@@ -197,25 +219,44 @@ def test_cloud_preview_is_for_same_repository_prs_and_forks_get_the_offline_diff
     jobs = workflow("preview.yml")["jobs"]
     # never pull_request_target; labeled/unlabeled re-run the preview gate when its label changes
     assert workflow("preview.yml")["on"] == {
-        "pull_request": {"types": ["opened", "synchronize", "reopened", "labeled", "unlabeled"]}}
-    assert jobs["preview"]["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
-    assert jobs["plan-diff"]["if"] == "github.event.pull_request.head.repo.full_name != github.repository"
+        "pull_request": {"types": ["opened", "synchronize", "reopened", "labeled", "unlabeled"]}
+    }
+    assert (
+        jobs["preview"]["if"]
+        == "github.event.pull_request.head.repo.full_name == github.repository"
+    )
+    assert (
+        jobs["plan-diff"]["if"]
+        == "github.event.pull_request.head.repo.full_name != github.repository"
+    )
 
 
 def test_fork_job_has_no_cloud_identity_secret_or_write_token() -> None:
     job = workflow("preview.yml")["jobs"]["plan-diff"]
     assert job["permissions"] == {"contents": "read"}
     text = yaml.safe_dump(job)
-    assert "secrets." not in text and "google-github-actions" not in text and "pulumi/actions" not in text
+    assert (
+        "secrets." not in text
+        and "google-github-actions" not in text
+        and "pulumi/actions" not in text
+    )
     assert set(job["strategy"]["matrix"]["stack"]) == stack_files()
 
 
 def test_fork_job_renders_the_plan_diff_against_the_pr_base_and_uploads_it() -> None:
     job = workflow("preview.yml")["jobs"]["plan-diff"]
     assert one_step(job, "actions/checkout")["with"]["fetch-depth"] == 0
-    render = next(s for s in job["steps"] if "make --no-print-directory plan-diff" in s.get("run", ""))
-    assert render["env"] == {"STACK": "${{ matrix.stack }}", "BASE": "${{ github.event.pull_request.base.sha }}"}
-    assert 'STACK="$STACK" BASE="$BASE"' in render["run"] and '> "plan-diff/$STACK.md"' in render["run"]
+    render = next(
+        s for s in job["steps"] if "make --no-print-directory plan-diff" in s.get("run", "")
+    )
+    assert render["env"] == {
+        "STACK": "${{ matrix.stack }}",
+        "BASE": "${{ github.event.pull_request.base.sha }}",
+    }
+    assert (
+        'STACK="$STACK" BASE="$BASE"' in render["run"]
+        and '> "plan-diff/$STACK.md"' in render["run"]
+    )
     upload = one_step(job, "actions/upload-artifact")["with"]
     assert upload["name"] == "plan-diff-${{ matrix.stack }}"
 
@@ -225,18 +266,25 @@ def test_fork_job_renders_the_plan_diff_against_the_pr_base_and_uploads_it() -> 
 
 def test_fork_comment_is_posted_by_workflow_run_without_running_pr_code() -> None:
     poster = workflow("plan-diff-comment.yml")
-    assert poster["on"] == {"workflow_run": {"workflows": [workflow("preview.yml")["name"]], "types": ["completed"]}}
+    assert poster["on"] == {
+        "workflow_run": {"workflows": [workflow("preview.yml")["name"]], "types": ["completed"]}
+    }
     job = poster["jobs"]["comment"]
     assert "head_repository.full_name != github.repository" in job["if"]
     assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
     assert not steps_using(job, "actions/checkout")
     assert not any("run" in s for s in job["steps"])  # nothing from the artifact is executed
     download = one_step(job, "actions/download-artifact")["with"]
-    assert download["run-id"] == "${{ github.event.workflow_run.id }}" and download["pattern"] == "plan-diff-*"
+    assert (
+        download["run-id"] == "${{ github.event.workflow_run.id }}"
+        and download["pattern"] == "plan-diff-*"
+    )
 
 
 def test_fork_comment_takes_the_pr_from_the_event_and_is_sticky_per_stack() -> None:
-    script = one_step(workflow("plan-diff-comment.yml")["jobs"]["comment"], "actions/github-script")["with"]["script"]
+    script = one_step(
+        workflow("plan-diff-comment.yml")["jobs"]["comment"], "actions/github-script"
+    )["with"]["script"]
     assert "p.head.sha === run.head_sha" in script  # PR number from the event, not the artifact
     assert "rl-on-gke:plan-diff stack=${stack}" in script
     assert "updateComment" in script and "github.paginate(github.rest.issues.listComments" in script
@@ -266,7 +314,10 @@ def test_deploy_on_push_covers_every_stack_file() -> None:
 def test_deploy_is_behind_a_per_stack_environment_and_never_overlaps() -> None:
     job = _deploy_job()
     assert job["environment"] == "${{ matrix.stack }}"
-    assert job["concurrency"] == {"group": "pulumi-up-${{ matrix.stack }}", "cancel-in-progress": False}
+    assert job["concurrency"] == {
+        "group": "pulumi-up-${{ matrix.stack }}",
+        "cancel-in-progress": False,
+    }
     assert job["permissions"] == {"contents": "read", "id-token": "write"}
 
 
@@ -284,8 +335,14 @@ def test_deploy_enables_service_usage_and_resource_manager_before_pulumi_up() ->
     # A project with only billing: enabling any API needs these two on first (tpg #6101, #11435).
     steps = _deploy_job()["steps"]
     enable = [i for i, s in enumerate(steps) if "gcloud services enable" in s.get("run", "")]
-    gcloud = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("google-github-actions/setup-gcloud@")]
-    pulumi = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")]
+    gcloud = [
+        i
+        for i, s in enumerate(steps)
+        if str(s.get("uses", "")).startswith("google-github-actions/setup-gcloud@")
+    ]
+    pulumi = [
+        i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")
+    ]
     assert len(enable) == 1 and gcloud and pulumi and gcloud[0] < enable[0] < pulumi[0]
     run = steps[enable[0]]["run"]
     for api in ("serviceusage.googleapis.com", "cloudresourcemanager.googleapis.com"):
@@ -295,9 +352,22 @@ def test_deploy_enables_service_usage_and_resource_manager_before_pulumi_up() ->
 
 def test_preview_gates_replacements_on_the_json_preview_and_the_pr_labels() -> None:
     steps = workflow("preview.yml")["jobs"]["preview"]["steps"]
-    action = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")]
-    json_step = [i for i, s in enumerate(steps) if "pulumi preview" in s.get("run", "") and "--json" in s["run"]]
-    gate = [i for i, s in enumerate(steps) if "python -m tools.preview_gate preview.json" in s.get("run", "")]
+    action = [
+        i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@")
+    ]
+    json_step = [
+        i
+        for i, s in enumerate(steps)
+        if "pulumi preview" in s.get("run", "") and "--json" in s["run"]
+    ]
+    gate = [
+        i
+        for i, s in enumerate(steps)
+        if "python -m tools.preview_gate preview.json" in s.get("run", "")
+    ]
     assert action and json_step and gate and action[0] < json_step[0] < gate[0]
     assert "> preview.json" in steps[json_step[0]]["run"]
-    assert steps[gate[0]]["env"]["LABELS"] == "${{ join(github.event.pull_request.labels.*.name, ',') }}"
+    assert (
+        steps[gate[0]]["env"]["LABELS"]
+        == "${{ join(github.event.pull_request.labels.*.name, ',') }}"
+    )

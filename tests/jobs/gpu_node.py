@@ -31,20 +31,30 @@ class GpuNode:
 
     def start(self) -> None:
         lo, hi = localray.free_port_range(20)
-        args = [str(localray.venv_bin() / "ray"), "start", f"--address={gcs_address(self.head)}",
-                "--block", "--node-ip-address=127.0.0.1", f"--num-gpus={self.gpus}",
-                "--num-cpus=0", f"--node-manager-port={free_port()}",
-                f"--object-manager-port={free_port()}",
-                f"--runtime-env-agent-port={free_port()}",
-                f"--dashboard-agent-listen-port={free_port()}",
-                f"--dashboard-agent-grpc-port={free_port()}",
-                f"--metrics-export-port={free_port()}",
-                f"--min-worker-port={lo}", f"--max-worker-port={hi}", "--disable-usage-stats"]
+        args = [
+            str(localray.venv_bin() / "ray"),
+            "start",
+            f"--address={gcs_address(self.head)}",
+            "--block",
+            "--node-ip-address=127.0.0.1",
+            f"--num-gpus={self.gpus}",
+            "--num-cpus=0",
+            f"--node-manager-port={free_port()}",
+            f"--object-manager-port={free_port()}",
+            f"--runtime-env-agent-port={free_port()}",
+            f"--dashboard-agent-listen-port={free_port()}",
+            f"--dashboard-agent-grpc-port={free_port()}",
+            f"--metrics-export-port={free_port()}",
+            f"--min-worker-port={lo}",
+            f"--max-worker-port={hi}",
+            "--disable-usage-stats",
+        ]
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
         env["RAY_USAGE_STATS_ENABLED"] = "0"
         with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                            start_new_session=True)
+            self.process = subprocess.Popen(
+                args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
 
     def stop(self, grace_s: float = 5.0) -> None:
         """Stop this raylet's whole process tree (its `ray start`, raylet, agents, workers)."""
@@ -67,6 +77,7 @@ def cluster_gpus(dashboard_url: str) -> float:
     """The GPUs the cluster reports, read from the dashboard (what `ray status` would say)."""
     import json
     import urllib.request
+
     with urllib.request.urlopen(f"{dashboard_url}/nodes?view=summary", timeout=10) as r:
         data = json.load(r)
     total = 0.0

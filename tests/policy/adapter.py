@@ -52,7 +52,9 @@ def policy_options(resource: RenderedResource) -> PolicyResourceOptions:
 
 def resource_args(resource: RenderedResource) -> ResourceValidationArgs:
     props = unknown_checking_proxy(masked(resource.inputs))
-    return ResourceValidationArgs(resource.type, props, resource.urn, resource.name, policy_options(resource), None)
+    return ResourceValidationArgs(
+        resource.type, props, resource.urn, resource.name, policy_options(resource), None
+    )
 
 
 def stack_args(rendering: Rendering) -> StackValidationArgs:
@@ -87,11 +89,15 @@ def run_policies(rendering: Rendering, policies: Iterable[Policy] = POLICIES) ->
     for policy in policies:
         if isinstance(policy, ResourceValidationPolicy):
             for resource in rendering.resources:
-                def report(message: str, urn: str | None = None, _r: RenderedResource = resource) -> None:
+
+                def report(
+                    message: str, urn: str | None = None, _r: RenderedResource = resource
+                ) -> None:
                     found.append(Violation(policy.name, _r.urn, message))
 
                 _run(policy.validate(resource_args(resource), report))
         elif isinstance(policy, StackValidationPolicy):
+
             def report_stack(message: str, urn: str | None = None) -> None:
                 found.append(Violation(policy.name, urn or "", message))
 

@@ -11,7 +11,7 @@ from tools.render import ROOT, Rendering, load_stack_file, render
 
 # The stack files leave gcp:project to each user (`pulumi config set gcp:project ...`).
 PLACEHOLDER_PROJECT = "example-project"
-STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in Path(ROOT).glob("Pulumi.*.yaml"))
+STACKS = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in Path(ROOT).glob("Pulumi.*.yaml"))
 
 
 @cache

@@ -32,7 +32,11 @@ def test_pack_requirements_pin_the_same_versions_as_the_program() -> None:
 def test_entry_point_builds_one_mandatory_pack_from_the_rules_module() -> None:
     # Parsed, never imported: PolicyPack() serves gRPC forever.
     tree = ast.parse((PACK / "__main__.py").read_text())
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "PolicyPack"]
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "PolicyPack"
+    ]
     assert len(calls) == 1
     keywords = {k.arg: ast.unparse(k.value) for k in calls[0].keywords}
     assert ast.unparse(calls[0].args[0]) == "PACK_NAME" and PACK_NAME == "rl-on-gke-guardrails"
@@ -56,4 +60,6 @@ def test_no_pack_module_shadows_an_installed_top_level_package() -> None:
     for module in PACK.glob("*.py"):
         if module.stem.startswith("__"):
             continue
-        assert importlib.util.find_spec(module.stem) is None, f"policy/{module.name} shadows '{module.stem}'"
+        assert importlib.util.find_spec(module.stem) is None, (
+            f"policy/{module.name} shadows '{module.stem}'"
+        )

@@ -64,7 +64,9 @@ def test_a_parked_stack_breaks_no_rule() -> None:
 def test_a_stack_that_also_opens_the_ip_endpoint_to_its_networks_breaks_no_rule() -> None:
     # The stack files rely on the DNS endpoint alone; listing networks makes the IP endpoint public.
     def office(config: dict[str, Any]) -> None:
-        config["rl-on-gke:authorizedNetworks"] = [{"cidrBlock": "203.0.113.0/24", "displayName": "office"}]
+        config["rl-on-gke:authorizedNetworks"] = [
+            {"cidrBlock": "203.0.113.0/24", "displayName": "office"}
+        ]
 
     rendering = _rendered_with("dev", office=office)
     cluster = rendering.one("gcp:container/cluster:Cluster").inputs
@@ -126,7 +128,9 @@ class Breakage:
     hint: str
 
 
-def _on(type_: str, change: Callable[..., None], suffix: str = "", **kw: Any) -> Callable[[Rendering, str], Rendering]:
+def _on(
+    type_: str, change: Callable[..., None], suffix: str = "", **kw: Any
+) -> Callable[[Rendering, str], Rendering]:
     return lambda rendering, _stack: mutated(rendering, type_, change, suffix, **kw)
 
 
@@ -136,7 +140,9 @@ def _head_on(pool_suffix: str) -> Callable[[Rendering, str], Rendering]:
         return mutated(
             rendering,
             RAY_CLUSTER,
-            lambda p, _r: _head_spec(p)["nodeSelector"].update({"cloud.google.com/gke-nodepool": pool}),
+            lambda p, _r: _head_spec(p)["nodeSelector"].update(
+                {"cloud.google.com/gke-nodepool": pool}
+            ),
         )
 
     return apply
@@ -166,13 +172,21 @@ _DASHBOARD_NODEPORT = {
     "apiVersion": "v1",
     "kind": "Service",
     "metadata": {"name": "ray-dashboard", "namespace": "rl"},
-    "spec": {"type": "NodePort", "selector": {"app": "x"}, "ports": [{"port": 80, "targetPort": 8265}]},
+    "spec": {
+        "type": "NodePort",
+        "selector": {"app": "x"},
+        "ports": [{"port": 80, "targetPort": 8265}],
+    },
 }
 _HEAD_LOADBALANCER = {
     "apiVersion": "v1",
     "kind": "Service",
     "metadata": {"name": "ray-head-lb", "namespace": "rl"},
-    "spec": {"type": "LoadBalancer", "selector": {"ray.io/node-type": "head"}, "ports": [{"port": 10001}]},
+    "spec": {
+        "type": "LoadBalancer",
+        "selector": {"ray.io/node-type": "head"},
+        "ports": [{"port": 10001}],
+    },
 }
 _DAEMONSET_WITH_HF_TOKEN = {
     "apiVersion": "apps/v1",
@@ -180,7 +194,15 @@ _DAEMONSET_WITH_HF_TOKEN = {
     "metadata": {"name": "downloader", "namespace": "rl"},
     "spec": {
         "template": {
-            "spec": {"containers": [{"name": "c", "image": "busybox", "env": [{"name": "EXTRA", "value": FAKE_HF_TOKEN}]}]}
+            "spec": {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "busybox",
+                        "env": [{"name": "EXTRA", "value": FAKE_HF_TOKEN}],
+                    }
+                ]
+            }
         }
     },
 }
@@ -197,94 +219,237 @@ _public_endpoint = _set("privateClusterConfig.enablePrivateEndpoint", False)
 
 BREAKAGES = [
     Breakage(
-        "gke-control-plane-not-public", "authorized-0.0.0.0/0",
-        _on(CLUSTER, lambda p, r: (_public_endpoint(p, r),
-                                   p["masterAuthorizedNetworksConfig"]["cidrBlocks"].append({"cidrBlock": "0.0.0.0/0"}))),
+        "gke-control-plane-not-public",
+        "authorized-0.0.0.0/0",
+        _on(
+            CLUSTER,
+            lambda p, r: (
+                _public_endpoint(p, r),
+                p["masterAuthorizedNetworksConfig"]["cidrBlocks"].append(
+                    {"cidrBlock": "0.0.0.0/0"}
+                ),
+            ),
+        ),
         "authorizedNetworks",
     ),
     Breakage(
-        "gke-control-plane-not-public", "no-authorized-networks",
-        _on(CLUSTER, lambda p, r: (_public_endpoint(p, r), _drop("masterAuthorizedNetworksConfig")(p, r))),
+        "gke-control-plane-not-public",
+        "no-authorized-networks",
+        _on(
+            CLUSTER,
+            lambda p, r: (_public_endpoint(p, r), _drop("masterAuthorizedNetworksConfig")(p, r)),
+        ),
         "cidrBlocks",
     ),
     Breakage(
-        "gke-control-plane-not-public", "gcp-public-cidrs",
-        _on(CLUSTER, lambda p, r: (_public_endpoint(p, r),
-                                   p["masterAuthorizedNetworksConfig"]["cidrBlocks"].append({"cidrBlock": "203.0.113.0/24"}),
-                                   _set("masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled", True)(p, r))),
+        "gke-control-plane-not-public",
+        "gcp-public-cidrs",
+        _on(
+            CLUSTER,
+            lambda p, r: (
+                _public_endpoint(p, r),
+                p["masterAuthorizedNetworksConfig"]["cidrBlocks"].append(
+                    {"cidrBlock": "203.0.113.0/24"}
+                ),
+                _set("masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled", True)(p, r),
+            ),
+        ),
         "false",
     ),
-    Breakage("gke-private-nodes", "public-nodes", _on(CLUSTER, _set("privateClusterConfig.enablePrivateNodes", False)), "enablePrivateNodes"),
-    Breakage("gke-private-nodes", "pool-override", _on(NODE_POOL, _set("networkConfig.enablePrivateNodes", False), "-gpu-pool"), "enablePrivateNodes"),
-    Breakage("gke-workload-identity", "no-pool", _on(CLUSTER, _drop("workloadIdentityConfig")), "workloadPool"),
     Breakage(
-        "gke-workload-identity", "gce-metadata",
-        _on(NODE_POOL, _set("nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA"), "-gpu-pool"), "GKE_METADATA",
+        "gke-private-nodes",
+        "public-nodes",
+        _on(CLUSTER, _set("privateClusterConfig.enablePrivateNodes", False)),
+        "enablePrivateNodes",
     ),
     Breakage(
-        "gke-nodes-not-default-service-account", "default-compute-sa",
-        _on(NODE_POOL, _set("nodeConfig.serviceAccount", DEFAULT_SA), "-gpu-pool"), "nodeConfig.serviceAccount",
+        "gke-private-nodes",
+        "pool-override",
+        _on(NODE_POOL, _set("networkConfig.enablePrivateNodes", False), "-gpu-pool"),
+        "enablePrivateNodes",
     ),
     Breakage(
-        "gke-nodes-not-default-service-account", "unset-sa",
-        _on(NODE_POOL, _drop("nodeConfig.serviceAccount"), "-system"), "nodeConfig.serviceAccount",
+        "gke-workload-identity",
+        "no-pool",
+        _on(CLUSTER, _drop("workloadIdentityConfig")),
+        "workloadPool",
     ),
     Breakage(
-        "spot-pools-no-reservation", "spot-any-reservation",
-        _on(NODE_POOL, lambda p, _r: p["nodeConfig"].update(
-            spot=True, reservationAffinity={"consumeReservationType": "ANY_RESERVATION"}), "-gpu-pool"),
+        "gke-workload-identity",
+        "gce-metadata",
+        _on(NODE_POOL, _set("nodeConfig.workloadMetadataConfig.mode", "GCE_METADATA"), "-gpu-pool"),
+        "GKE_METADATA",
+    ),
+    Breakage(
+        "gke-nodes-not-default-service-account",
+        "default-compute-sa",
+        _on(NODE_POOL, _set("nodeConfig.serviceAccount", DEFAULT_SA), "-gpu-pool"),
+        "nodeConfig.serviceAccount",
+    ),
+    Breakage(
+        "gke-nodes-not-default-service-account",
+        "unset-sa",
+        _on(NODE_POOL, _drop("nodeConfig.serviceAccount"), "-system"),
+        "nodeConfig.serviceAccount",
+    ),
+    Breakage(
+        "spot-pools-no-reservation",
+        "spot-any-reservation",
+        _on(
+            NODE_POOL,
+            lambda p, _r: p["nodeConfig"].update(
+                spot=True, reservationAffinity={"consumeReservationType": "ANY_RESERVATION"}
+            ),
+            "-gpu-pool",
+        ),
         "NO_RESERVATION",
     ),
     Breakage(
-        "spot-pools-no-reservation", "spot-specific-reservation",
-        _on(NODE_POOL, lambda p, _r: p["nodeConfig"].update(
-            spot=True,
-            reservationAffinity={"consumeReservationType": "SPECIFIC_RESERVATION",
-                                 "key": "compute.googleapis.com/reservation-name", "values": ["r"]}),
-            "-gpu-pool"),
+        "spot-pools-no-reservation",
+        "spot-specific-reservation",
+        _on(
+            NODE_POOL,
+            lambda p, _r: p["nodeConfig"].update(
+                spot=True,
+                reservationAffinity={
+                    "consumeReservationType": "SPECIFIC_RESERVATION",
+                    "key": "compute.googleapis.com/reservation-name",
+                    "values": ["r"],
+                },
+            ),
+            "-gpu-pool",
+        ),
         "NO_RESERVATION",
     ),
-    Breakage("ray-head-on-on-demand-cpu-pool", "head-on-gpu-pool", _head_on("-gpu-pool"), "system pool"),
     Breakage(
-        "ray-head-on-on-demand-cpu-pool", "no-node-selector",
-        _on(RAY_CLUSTER, lambda p, _r: _head_spec(p).pop("nodeSelector")), "gke-nodepool",
+        "ray-head-on-on-demand-cpu-pool", "head-on-gpu-pool", _head_on("-gpu-pool"), "system pool"
     ),
     Breakage(
-        "ray-head-on-on-demand-cpu-pool", "unknown-pool",
-        _on(RAY_CLUSTER, lambda p, _r: _head_spec(p)["nodeSelector"].update({"cloud.google.com/gke-nodepool": "nope"})),
+        "ray-head-on-on-demand-cpu-pool",
+        "no-node-selector",
+        _on(RAY_CLUSTER, lambda p, _r: _head_spec(p).pop("nodeSelector")),
+        "gke-nodepool",
+    ),
+    Breakage(
+        "ray-head-on-on-demand-cpu-pool",
+        "unknown-pool",
+        _on(
+            RAY_CLUSTER,
+            lambda p, _r: _head_spec(p)["nodeSelector"].update(
+                {"cloud.google.com/gke-nodepool": "nope"}
+            ),
+        ),
         "does not define",
     ),
     Breakage("ray-head-on-on-demand-cpu-pool", "system-pool-on-spot", _system_pool_on_spot, "spot"),
-    Breakage("ray-dashboard-not-exposed", "head-loadbalancer", _on(RAY_CLUSTER, _set("spec.headGroupSpec.serviceType", "LoadBalancer")), "ClusterIP"),
-    Breakage("ray-dashboard-not-exposed", "head-ingress", _on(RAY_CLUSTER, _set("spec.headGroupSpec.enableIngress", True)), "port-forward"),
-    Breakage("ray-dashboard-not-exposed", "nodeport-to-8265", _add("kubernetes:core/v1:Service", "dash", _DASHBOARD_NODEPORT), "ClusterIP"),
-    Breakage("ray-dashboard-not-exposed", "lb-selecting-head", _add("kubernetes:core/v1:Service", "lb", _HEAD_LOADBALANCER), "ClusterIP"),
     Breakage(
-        "no-literal-tokens", "hf-token-literal",
-        _on(RAY_CLUSTER, lambda p, _r: _worker_container(p)["env"].append({"name": "HF_TOKEN", "value": "not-a-secret"})),
+        "ray-dashboard-not-exposed",
+        "head-loadbalancer",
+        _on(RAY_CLUSTER, _set("spec.headGroupSpec.serviceType", "LoadBalancer")),
+        "ClusterIP",
+    ),
+    Breakage(
+        "ray-dashboard-not-exposed",
+        "head-ingress",
+        _on(RAY_CLUSTER, _set("spec.headGroupSpec.enableIngress", True)),
+        "port-forward",
+    ),
+    Breakage(
+        "ray-dashboard-not-exposed",
+        "nodeport-to-8265",
+        _add("kubernetes:core/v1:Service", "dash", _DASHBOARD_NODEPORT),
+        "ClusterIP",
+    ),
+    Breakage(
+        "ray-dashboard-not-exposed",
+        "lb-selecting-head",
+        _add("kubernetes:core/v1:Service", "lb", _HEAD_LOADBALANCER),
+        "ClusterIP",
+    ),
+    Breakage(
+        "no-literal-tokens",
+        "hf-token-literal",
+        _on(
+            RAY_CLUSTER,
+            lambda p, _r: _worker_container(p)["env"].append(
+                {"name": "HF_TOKEN", "value": "not-a-secret"}
+            ),
+        ),
         "secretKeyRef",
     ),
     Breakage(
-        "no-literal-tokens", "wandb-key-from-configmap",
-        _on(RAY_CLUSTER, lambda p, _r: _worker_container(p)["env"].append(
-            {"name": "WANDB_API_KEY", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}})),
+        "no-literal-tokens",
+        "wandb-key-from-configmap",
+        _on(
+            RAY_CLUSTER,
+            lambda p, _r: _worker_container(p)["env"].append(
+                {
+                    "name": "WANDB_API_KEY",
+                    "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}},
+                }
+            ),
+        ),
         "secretKeyRef",
     ),
-    Breakage("no-literal-tokens", "hf-token-value-under-any-name", _add("kubernetes:apps/v1:DaemonSet", "dl", _DAEMONSET_WITH_HF_TOKEN), "--secret"),
-    Breakage("no-literal-tokens", "configmap-api-key", _add("kubernetes:core/v1:ConfigMap", "cm", _CONFIGMAP_WITH_KEY), "Secret"),
-    Breakage("lustre-protected", "unprotected", _on(LUSTRE, _set("labels.rl-on-gke-protect", "true"), protect=False), "protect=True"),
-    Breakage("lustre-protected", "bad-label", _on(LUSTRE, _set("labels.rl-on-gke-protect", "yes"), protect=True), "'true' or 'false'"),
     Breakage(
-        "lustre-port-matches-csi", "legacy-port-on",
-        _on(CLUSTER, _set("addonsConfig.lustreCsiDriverConfig.enableLegacyLustrePort", True)), "enableLegacyLustrePort",
+        "no-literal-tokens",
+        "hf-token-value-under-any-name",
+        _add("kubernetes:apps/v1:DaemonSet", "dl", _DAEMONSET_WITH_HF_TOKEN),
+        "--secret",
     ),
-    Breakage("lustre-port-matches-csi", "gke-support-on", _on(LUSTRE, _set("gkeSupportEnabled", True)), "gkeSupportEnabled"),
-    Breakage("lustre-port-matches-csi", "csi-off", _on(CLUSTER, _set("addonsConfig.lustreCsiDriverConfig.enabled", False)), "enabled = true"),
-    Breakage("lustre-port-matches-csi", "no-lnet-firewall", _on(FIREWALL, _set("allows", [{"protocol": "udp"}]), "-lnet"), "tcp:988"),
-    Breakage("lustre-port-matches-csi", "lnet-firewall-wrong-source", _on(FIREWALL, _set("sourceRanges", ["192.168.0.0/18"]), "-lnet"), "Private Service Access"),
+    Breakage(
+        "no-literal-tokens",
+        "configmap-api-key",
+        _add("kubernetes:core/v1:ConfigMap", "cm", _CONFIGMAP_WITH_KEY),
+        "Secret",
+    ),
+    Breakage(
+        "lustre-protected",
+        "unprotected",
+        _on(LUSTRE, _set("labels.rl-on-gke-protect", "true"), protect=False),
+        "protect=True",
+    ),
+    Breakage(
+        "lustre-protected",
+        "bad-label",
+        _on(LUSTRE, _set("labels.rl-on-gke-protect", "yes"), protect=True),
+        "'true' or 'false'",
+    ),
+    Breakage(
+        "lustre-port-matches-csi",
+        "legacy-port-on",
+        _on(CLUSTER, _set("addonsConfig.lustreCsiDriverConfig.enableLegacyLustrePort", True)),
+        "enableLegacyLustrePort",
+    ),
+    Breakage(
+        "lustre-port-matches-csi",
+        "gke-support-on",
+        _on(LUSTRE, _set("gkeSupportEnabled", True)),
+        "gkeSupportEnabled",
+    ),
+    Breakage(
+        "lustre-port-matches-csi",
+        "csi-off",
+        _on(CLUSTER, _set("addonsConfig.lustreCsiDriverConfig.enabled", False)),
+        "enabled = true",
+    ),
+    Breakage(
+        "lustre-port-matches-csi",
+        "no-lnet-firewall",
+        _on(FIREWALL, _set("allows", [{"protocol": "udp"}]), "-lnet"),
+        "tcp:988",
+    ),
+    Breakage(
+        "lustre-port-matches-csi",
+        "lnet-firewall-wrong-source",
+        _on(FIREWALL, _set("sourceRanges", ["192.168.0.0/18"]), "-lnet"),
+        "Private Service Access",
+    ),
     Breakage("rdma-vpc-no-firewall", "firewall-by-name", _firewall_on_rdma("name"), "RDMA"),
     Breakage("rdma-vpc-no-firewall", "firewall-by-id", _firewall_on_rdma("id"), "RDMA"),
-    Breakage("rdma-vpc-no-firewall", "firewall-by-self-link", _firewall_on_rdma("selfLink"), "RDMA"),
+    Breakage(
+        "rdma-vpc-no-firewall", "firewall-by-self-link", _firewall_on_rdma("selfLink"), "RDMA"
+    ),
 ]
 
 
@@ -299,7 +464,9 @@ SANDBOX_IMAGE = "us-docker.pkg.dev/example-project/rl/code-sandbox:1"
 def _with_code_sandbox(stack: str) -> Rendering:
     def enable(config: dict[str, Any]) -> None:
         config["rl-on-gke:rewards"] = {"codeSandbox": {"enabled": True, "image": SANDBOX_IMAGE}}
-        config["rl-on-gke:codeSandboxToken"] = "sandbox-token-" + "0" * 24  # required with the sandbox
+        config["rl-on-gke:codeSandboxToken"] = (
+            "sandbox-token-" + "0" * 24
+        )  # required with the sandbox
 
     return _rendered_with(stack, enable=enable)
 
@@ -310,50 +477,123 @@ def _sandbox_pod(props: dict[str, Any]) -> dict[str, Any]:
 
 def _on_sandbox(type_: str, change: Callable[..., None]) -> Callable[[Rendering, str], Rendering]:
     # The stack files leave the sandbox off: break a rendering that has it.
-    return lambda _rendering, stack: mutated(_with_code_sandbox(stack), type_, change, "-code-sandbox-executor"
-                                             if type_ == DEPLOYMENT else "-code-sandbox-egress-deny")
+    return lambda _rendering, stack: mutated(
+        _with_code_sandbox(stack),
+        type_,
+        change,
+        "-code-sandbox-executor" if type_ == DEPLOYMENT else "-code-sandbox-egress-deny",
+    )
 
 
 @pytest.mark.parametrize("stack", ["dev", "h200"])
 def test_a_stack_with_the_code_sandbox_breaks_no_rule(stack: str) -> None:
     rendering = _with_code_sandbox(stack)
-    assert _sandbox_pod(rendering.one(DEPLOYMENT, "-code-sandbox-executor").inputs)["runtimeClassName"] == "gvisor"
+    assert (
+        _sandbox_pod(rendering.one(DEPLOYMENT, "-code-sandbox-executor").inputs)["runtimeClassName"]
+        == "gvisor"
+    )
     violations = run_policies(rendering)
     assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
 
 
 SANDBOX_BREAKAGES = [
-    Breakage("code-sandbox-isolated", "runc", _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p).pop("runtimeClassName")),
-             "gvisor"),
-    Breakage("code-sandbox-isolated", "runtime-runc-named",
-             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p).update(runtimeClassName="runc")), "gvisor"),
-    Breakage("code-sandbox-isolated", "token-mounted",
-             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p).pop("automountServiceAccountToken")),
-             "automountServiceAccountToken"),
-    Breakage("code-sandbox-isolated", "secret-env",
-             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p)["containers"][0]["env"].append(
-                 {"name": "EXTRA", "valueFrom": {"secretKeyRef": {"name": "rl-tokens", "key": "x"}}})), "Secret"),
+    Breakage(
+        "code-sandbox-isolated",
+        "runc",
+        _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p).pop("runtimeClassName")),
+        "gvisor",
+    ),
+    Breakage(
+        "code-sandbox-isolated",
+        "runtime-runc-named",
+        _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p).update(runtimeClassName="runc")),
+        "gvisor",
+    ),
+    Breakage(
+        "code-sandbox-isolated",
+        "token-mounted",
+        _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p).pop("automountServiceAccountToken")),
+        "automountServiceAccountToken",
+    ),
+    Breakage(
+        "code-sandbox-isolated",
+        "secret-env",
+        _on_sandbox(
+            DEPLOYMENT,
+            lambda p, _r: _sandbox_pod(p)["containers"][0]["env"].append(
+                {"name": "EXTRA", "valueFrom": {"secretKeyRef": {"name": "rl-tokens", "key": "x"}}}
+            ),
+        ),
+        "Secret",
+    ),
     # The service token's name on another key of the Secret (the HF token, say) is not the service token.
-    Breakage("code-sandbox-isolated", "token-name-other-key",
-             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p)["containers"][0]["env"].append(
-                 {"name": "CODE_SANDBOX_TOKEN", "valueFrom": {"secretKeyRef": {"name": "rl-tokens", "key": "HF_TOKEN"}}})),
-             "Secret"),
-    Breakage("code-sandbox-isolated", "privileged",
-             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p)["containers"][0]["securityContext"].update(
-                 privileged=True)), "privileged"),
-    Breakage("code-sandbox-isolated", "secret-envfrom",
-             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p)["containers"][0].update(
-                 envFrom=[{"secretRef": {"name": "rl-tokens"}}])), "Secret"),
-    Breakage("code-sandbox-isolated", "secret-volume",
-             _on_sandbox(DEPLOYMENT, lambda p, _r: _sandbox_pod(p)["volumes"].append(
-                 {"name": "t", "secret": {"secretName": "rl-tokens"}})), "Secret"),
-    Breakage("code-sandbox-isolated", "egress-allowed",
-             _on_sandbox(NETWORK_POLICY, _set("spec.egress", [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}])),
-             "NetworkPolicy"),
-    Breakage("code-sandbox-isolated", "egress-not-a-policy-type",
-             _on_sandbox(NETWORK_POLICY, _set("spec.policyTypes", ["Ingress"])), "NetworkPolicy"),
-    Breakage("code-sandbox-isolated", "policy-selects-other-pods",
-             _on_sandbox(NETWORK_POLICY, _set("spec.podSelector.matchLabels", {"app": "other"})), "NetworkPolicy"),
+    Breakage(
+        "code-sandbox-isolated",
+        "token-name-other-key",
+        _on_sandbox(
+            DEPLOYMENT,
+            lambda p, _r: _sandbox_pod(p)["containers"][0]["env"].append(
+                {
+                    "name": "CODE_SANDBOX_TOKEN",
+                    "valueFrom": {"secretKeyRef": {"name": "rl-tokens", "key": "HF_TOKEN"}},
+                }
+            ),
+        ),
+        "Secret",
+    ),
+    Breakage(
+        "code-sandbox-isolated",
+        "privileged",
+        _on_sandbox(
+            DEPLOYMENT,
+            lambda p, _r: _sandbox_pod(p)["containers"][0]["securityContext"].update(
+                privileged=True
+            ),
+        ),
+        "privileged",
+    ),
+    Breakage(
+        "code-sandbox-isolated",
+        "secret-envfrom",
+        _on_sandbox(
+            DEPLOYMENT,
+            lambda p, _r: _sandbox_pod(p)["containers"][0].update(
+                envFrom=[{"secretRef": {"name": "rl-tokens"}}]
+            ),
+        ),
+        "Secret",
+    ),
+    Breakage(
+        "code-sandbox-isolated",
+        "secret-volume",
+        _on_sandbox(
+            DEPLOYMENT,
+            lambda p, _r: _sandbox_pod(p)["volumes"].append(
+                {"name": "t", "secret": {"secretName": "rl-tokens"}}
+            ),
+        ),
+        "Secret",
+    ),
+    Breakage(
+        "code-sandbox-isolated",
+        "egress-allowed",
+        _on_sandbox(
+            NETWORK_POLICY, _set("spec.egress", [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}])
+        ),
+        "NetworkPolicy",
+    ),
+    Breakage(
+        "code-sandbox-isolated",
+        "egress-not-a-policy-type",
+        _on_sandbox(NETWORK_POLICY, _set("spec.policyTypes", ["Ingress"])),
+        "NetworkPolicy",
+    ),
+    Breakage(
+        "code-sandbox-isolated",
+        "policy-selects-other-pods",
+        _on_sandbox(NETWORK_POLICY, _set("spec.podSelector.matchLabels", {"app": "other"})),
+        "NetworkPolicy",
+    ),
 ]
 BREAKAGES += SANDBOX_BREAKAGES
 
@@ -376,11 +616,15 @@ def test_every_rule_has_a_breakage() -> None:
 @pytest.mark.parametrize("breakage", BREAKAGES, ids=lambda b: f"{b.rule}:{b.id}")
 def test_breaking_a_rule_trips_exactly_that_rule(stack: str, breakage: Breakage) -> None:
     violations = run_policies(breakage.apply(rendered(stack), stack))
-    assert {v.policy for v in violations} == {breakage.rule}, "\n".join(f"{v.policy}: {v.message}" for v in violations)
+    assert {v.policy for v in violations} == {breakage.rule}, "\n".join(
+        f"{v.policy}: {v.message}" for v in violations
+    )
     assert all(breakage.hint in v.message for v in violations), [v.message for v in violations]
 
 
-@pytest.mark.parametrize("breakage", [b for b in BREAKAGES if b.rule == "no-literal-tokens"], ids=lambda b: b.id)
+@pytest.mark.parametrize(
+    "breakage", [b for b in BREAKAGES if b.rule == "no-literal-tokens"], ids=lambda b: b.id
+)
 def test_token_messages_never_repeat_the_value(breakage: Breakage) -> None:
     for violation in run_policies(breakage.apply(rendered("dev"), "dev")):
         assert FAKE_HF_TOKEN not in violation.message

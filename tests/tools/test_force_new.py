@@ -51,12 +51,17 @@ def test_the_table_names_its_upstream_commit_and_covers_every_gcp_type_the_stack
     assert len(UPSTREAM_COMMIT) == 40
     config, secrets = load_stack_file("h200")
     config["gcp:project"] = "example-project"
-    types = {r.type for r in render(config, stack="h200", secret_keys=secrets).custom_resources()
-             if r.type.startswith("gcp:")}
+    types = {
+        r.type
+        for r in render(config, stack="h200", secret_keys=secrets).custom_resources()
+        if r.type.startswith("gcp:")
+    }
     assert types <= set(FORCE_NEW), types - set(FORCE_NEW)
 
 
-@pytest.mark.parametrize(("resource_type", "entry"), ENTRIES, ids=[f"{t.split(':')[-1]}.{e.path}" for t, e in ENTRIES])
+@pytest.mark.parametrize(
+    ("resource_type", "entry"), ENTRIES, ids=[f"{t.split(':')[-1]}.{e.path}" for t, e in ENTRIES]
+)
 def test_every_force_new_path_exists_in_the_sdk_with_its_shape(resource_type: str, entry) -> None:
     assert sdk_shape(resource_type, entry.path) == entry.kind
 
@@ -70,39 +75,74 @@ POOL = "gcp:container/nodePool:NodePool"
 
 
 def _pool(**node_config) -> dict:
-    return flatten({"name": "gpu", "nodeCount": 2, "nodeConfig": {
-        "machineType": "a4-highgpu-8g", "guestAccelerators": [{"type": "nvidia-b200", "count": 8}],
-        "labels": {"role": "gpu"}, **node_config}})
+    return flatten(
+        {
+            "name": "gpu",
+            "nodeCount": 2,
+            "nodeConfig": {
+                "machineType": "a4-highgpu-8g",
+                "guestAccelerators": [{"type": "nvidia-b200", "count": 8}],
+                "labels": {"role": "gpu"},
+                **node_config,
+            },
+        }
+    )
 
 
 def test_an_accelerator_type_change_replaces_the_pool_but_labels_and_node_count_do_not() -> None:
     base = _pool()
-    assert replace_reasons(POOL, base, _pool(guestAccelerators=[{"type": "nvidia-h200-141gb", "count": 8}])) == [
-        "nodeConfig.guestAccelerators[].type"]
+    assert replace_reasons(
+        POOL, base, _pool(guestAccelerators=[{"type": "nvidia-h200-141gb", "count": 8}])
+    ) == ["nodeConfig.guestAccelerators[].type"]
     assert replace_reasons(POOL, base, _pool(labels={"role": "other"})) == []
     assert replace_reasons(POOL, base, {**base, "nodeCount": 3}) == []
 
 
-def test_a_block_replaces_when_it_appears_but_not_when_an_updatable_field_inside_it_changes() -> None:
+def test_a_block_replaces_when_it_appears_but_not_when_an_updatable_field_inside_it_changes() -> (
+    None
+):
     base = _pool()
     assert "nodeConfig.ephemeralStorageLocalSsdConfig" in replace_reasons(
-        POOL, base, _pool(ephemeralStorageLocalSsdConfig={"localSsdCount": 32}))
+        POOL, base, _pool(ephemeralStorageLocalSsdConfig={"localSsdCount": 32})
+    )
     # ... unless the resource ignores it, as the GPU pool does (cluster-toolkit gke-node-pool).
-    assert replace_reasons(POOL, base, _pool(ephemeralStorageLocalSsdConfig={"localSsdCount": 32}),
-                           ignored=["nodeConfig.ephemeralStorageLocalSsdConfig"]) == []
+    assert (
+        replace_reasons(
+            POOL,
+            base,
+            _pool(ephemeralStorageLocalSsdConfig={"localSsdCount": 32}),
+            ignored=["nodeConfig.ephemeralStorageLocalSsdConfig"],
+        )
+        == []
+    )
     # A second accelerator entry: the block's element count changed.
-    assert "nodeConfig.guestAccelerators[]" in replace_reasons(POOL, base, _pool(
-        guestAccelerators=[{"type": "nvidia-b200", "count": 8}, {"type": "nvidia-b200", "count": 8}]))
+    assert "nodeConfig.guestAccelerators[]" in replace_reasons(
+        POOL,
+        base,
+        _pool(
+            guestAccelerators=[
+                {"type": "nvidia-b200", "count": 8},
+                {"type": "nvidia-b200", "count": 8},
+            ]
+        ),
+    )
 
 
 def test_a_map_marked_force_new_replaces_on_any_key() -> None:
-    assert replace_reasons(POOL, _pool(metadata={"a": "1"}), _pool(metadata={"a": "2"})) == ["nodeConfig.metadata"]
+    assert replace_reasons(POOL, _pool(metadata={"a": "1"}), _pool(metadata={"a": "2"})) == [
+        "nodeConfig.metadata"
+    ]
 
 
 def test_a_subnetwork_replaces_when_its_range_shrinks_but_not_when_it_grows() -> None:
     subnet = "gcp:compute/subnetwork:Subnetwork"
-    assert replace_reasons(subnet, {"ipCidrRange": "10.0.0.0/18"}, {"ipCidrRange": "10.0.0.0/17"}) == []
-    assert replace_reasons(subnet, {"ipCidrRange": "10.0.0.0/18"}, {"ipCidrRange": "10.0.0.0/19"}) == ["ipCidrRange"]
+    assert (
+        replace_reasons(subnet, {"ipCidrRange": "10.0.0.0/18"}, {"ipCidrRange": "10.0.0.0/17"})
+        == []
+    )
+    assert replace_reasons(
+        subnet, {"ipCidrRange": "10.0.0.0/18"}, {"ipCidrRange": "10.0.0.0/19"}
+    ) == ["ipCidrRange"]
 
 
 def test_lustre_filesystem_replaces_and_capacity_updates() -> None:
@@ -114,15 +154,40 @@ def test_lustre_filesystem_replaces_and_capacity_updates() -> None:
 
 def test_kubernetes_objects_follow_pulumi_kubernetes_own_force_new_fields() -> None:
     pv, job = "kubernetes:core/v1:PersistentVolume", "kubernetes:batch/v1:Job"
-    base = flatten({"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "9000Gi"},
-                                                        "csi": {"volumeAttributes": {"filesystem": "lustrefs"}}}})
-    grown = flatten({"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "18000Gi"},
-                                                         "csi": {"volumeAttributes": {"filesystem": "lustrefs"}}}})
-    renamed_fs = flatten({"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "9000Gi"},
-                                                              "csi": {"volumeAttributes": {"filesystem": "ckpt"}}}})
+    base = flatten(
+        {
+            "metadata": {"name": "pv"},
+            "spec": {
+                "capacity": {"storage": "9000Gi"},
+                "csi": {"volumeAttributes": {"filesystem": "lustrefs"}},
+            },
+        }
+    )
+    grown = flatten(
+        {
+            "metadata": {"name": "pv"},
+            "spec": {
+                "capacity": {"storage": "18000Gi"},
+                "csi": {"volumeAttributes": {"filesystem": "lustrefs"}},
+            },
+        }
+    )
+    renamed_fs = flatten(
+        {
+            "metadata": {"name": "pv"},
+            "spec": {
+                "capacity": {"storage": "9000Gi"},
+                "csi": {"volumeAttributes": {"filesystem": "ckpt"}},
+            },
+        }
+    )
     assert replace_reasons(pv, base, grown) == []
     assert replace_reasons(pv, base, renamed_fs) == ["spec.csi"]
-    assert replace_reasons(job, flatten({"spec": {"template": {"a": 1}}}), flatten({"spec": {"template": {"a": 2}}})) == [
-        "spec.template"]
-    assert replace_reasons("kubernetes:ray.io/v1:RayCluster", flatten({"metadata": {"name": "a"}}),
-                           flatten({"metadata": {"name": "b"}})) == ["metadata.name"]
+    assert replace_reasons(
+        job, flatten({"spec": {"template": {"a": 1}}}), flatten({"spec": {"template": {"a": 2}}})
+    ) == ["spec.template"]
+    assert replace_reasons(
+        "kubernetes:ray.io/v1:RayCluster",
+        flatten({"metadata": {"name": "a"}}),
+        flatten({"metadata": {"name": "b"}}),
+    ) == ["metadata.name"]

@@ -15,8 +15,12 @@ def _plan(*args: str, columns: int | None = None) -> subprocess.CompletedProcess
     if columns is not None:
         env["COLUMNS"] = str(columns)
     return subprocess.run(
-        [sys.executable, "-m", "tools.plan", *args], cwd=ROOT, capture_output=True, text=True,
-        timeout=300, env=env
+        [sys.executable, "-m", "tools.plan", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
 
 
@@ -60,11 +64,18 @@ def test_plans_of_both_stacks_show_the_day_two_settings() -> None:
         assert 'upgradeSettings={"maxSurge":0,"strategy":"SURGE","maxUnavailable":1}' in text, stack
         assert "maintenancePolicy=" in text and "FREQ=WEEKLY;BYDAY=SA,SU" in text, stack
         assert 'nodeConfig.ephemeralStorageLocalSsdConfig={"localSsdCount":32}' in text, stack
-        assert '/tmp/ray' in text and 'ephemeral-storage="1000Gi"' in text and 'ephemeral-storage="50Gi"' in text
+        assert (
+            "/tmp/ray" in text
+            and 'ephemeral-storage="1000Gi"' in text
+            and 'ephemeral-storage="50Gi"' in text
+        )
         assert 'service="container.googleapis.com", disableOnDestroy=false' in text, stack
-        assert f'kind="Network", metadata.name="rdma-0", waitsFor=["rl-{stack}-k8s-crd-gate-job"]' in text, stack
+        assert (
+            f'kind="Network", metadata.name="rdma-0", waitsFor=["rl-{stack}-k8s-crd-gate-job"]'
+            in text
+        ), stack
         # The CRD gate fails once, at its one deadline (issue 18).
-        assert 'spec.backoffLimit=0' in text and '"name":"GATE_DEADLINE_SECONDS"' in text, stack
+        assert "spec.backoffLimit=0" in text and '"name":"GATE_DEADLINE_SECONDS"' in text, stack
         assert 'upgradeSettings={"maxSurge":1,"strategy":"SURGE","maxUnavailable":0}' in text, stack
 
 
@@ -78,14 +89,21 @@ def test_plan_json_records_each_resources_dependencies() -> None:
 def test_plan_fits_the_readers_80_columns_and_keeps_wrapped_settings_under_their_resource() -> None:
     """Issue 19 (polish): the plan was laid out at a fixed 160 columns, so an 80-column
     terminal broke every long line through the tree's guides."""
-    result = subprocess.run([sys.executable, "-m", "tools.plan", "--stack", "dev"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "COLUMNS": "80"})
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan", "--stack", "dev"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "80"},
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
     # The firewall's settings wrap; each wrapped line keeps the settings' indent in the tree.
-    at = next(i for i, line in enumerate(lines) if "rl-dev-gvnic-internal gcp:compute/firewall" in line)
-    settings = lines[at + 1:at + 4]
+    at = next(
+        i for i, line in enumerate(lines) if "rl-dev-gvnic-internal gcp:compute/firewall" in line
+    )
+    settings = lines[at + 1 : at + 4]
     assert all(line.startswith("│   │     ") for line in settings), settings
     assert "allows=" in "".join(settings)

@@ -14,8 +14,16 @@ from tools.render import ROOT
 
 
 def _resource(urn: str, inputs: dict, **options) -> dict:
-    return {"urn": urn, "type": "t:m:R", "name": urn.split("::")[-1], "custom": True, "inputs": inputs,
-            "protect": options.get("protect", False), "retainOnDelete": False, "deletedWith": ""}
+    return {
+        "urn": urn,
+        "type": "t:m:R",
+        "name": urn.split("::")[-1],
+        "custom": True,
+        "inputs": inputs,
+        "protect": options.get("protect", False),
+        "retainOnDelete": False,
+        "deletedWith": "",
+    }
 
 
 def test_flatten_names_every_leaf_by_path() -> None:
@@ -24,16 +32,25 @@ def test_flatten_names_every_leaf_by_path() -> None:
 
 def test_diff_reports_added_removed_and_changed_paths_only() -> None:
     base = {"resources": [_resource("u::keep", {"x": 1, "y": {"z": 2}}), _resource("u::gone", {})]}
-    head = {"resources": [_resource("u::keep", {"x": 1, "y": {"z": 3}, "w": True}), _resource("u::new", {})]}
+    head = {
+        "resources": [
+            _resource("u::keep", {"x": 1, "y": {"z": 3}, "w": True}),
+            _resource("u::new", {}),
+        ]
+    }
     diff = diff_plans(base, head)
     assert [r["name"] for r in diff.added] == ["new"]
     assert [r["name"] for r in diff.removed] == ["gone"]
-    assert [(c.name, c.changes) for c in diff.changed] == [("keep", [("w", MISSING, True), ("y.z", 2, 3)])]
+    assert [(c.name, c.changes) for c in diff.changed] == [
+        ("keep", [("w", MISSING, True), ("y.z", 2, 3)])
+    ]
 
 
 def test_diff_sees_a_resource_losing_its_protection() -> None:
-    diff = diff_plans({"resources": [_resource("u::fs", {}, protect=True)]},
-                      {"resources": [_resource("u::fs", {}, protect=False)]})
+    diff = diff_plans(
+        {"resources": [_resource("u::fs", {}, protect=True)]},
+        {"resources": [_resource("u::fs", {}, protect=False)]},
+    )
     assert diff.changed[0].changes == [("(protect)", True, False)]
 
 
@@ -45,8 +62,13 @@ def test_markdown_of_an_empty_diff_says_so_and_that_it_is_offline() -> None:
 @pytest.fixture
 def repo_copy(tmp_path: Path) -> Path:
     """A git repo holding this working tree's files, committed, so BASE is a real commit."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     for name in files:
         source = ROOT / name
         if source.is_file():
@@ -59,11 +81,18 @@ def repo_copy(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_changing_gpu_node_count_changes_only_the_pool_size_and_ray_workers(repo_copy: Path) -> None:
+def test_changing_gpu_node_count_changes_only_the_pool_size_and_ray_workers(
+    repo_copy: Path,
+) -> None:
     stack_file = repo_copy / "Pulumi.dev.yaml"
     stack_file.write_text(stack_file.read_text().replace("nodeCount: 2", "nodeCount: 3", 1))
-    result = subprocess.run([sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "HEAD"],
-                            cwd=repo_copy, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "HEAD"],
+        cwd=repo_copy,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert "0 to add, 2 to change, 0 to remove" in text
@@ -71,7 +100,9 @@ def test_changing_gpu_node_count_changes_only_the_pool_size_and_ray_workers(repo
     paths = {row.split("`")[1] for row in changed_rows}
     assert "nodeCount" in paths
     assert {p for p in paths if p != "nodeCount"} == {
-        "spec.workerGroupSpecs[0].replicas", "spec.workerGroupSpecs[0].minReplicas", "spec.workerGroupSpecs[0].maxReplicas",
+        "spec.workerGroupSpecs[0].replicas",
+        "spec.workerGroupSpecs[0].minReplicas",
+        "spec.workerGroupSpecs[0].maxReplicas",
     }
     assert all("`2` | `3`" in row for row in changed_rows)
     assert "REPLACE" not in text and "(gcp:container/nodePool:NodePool): update in place" in text
@@ -82,23 +113,32 @@ def _diff_after(repo: Path, old: str, new: str) -> str:
     text = stack_file.read_text()
     assert old in text
     stack_file.write_text(text.replace(old, new, 1))
-    result = subprocess.run([sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "HEAD"],
-                            cwd=repo, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "HEAD"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
 def test_a_new_gpu_machine_type_is_marked_replace_by_its_force_new_input(repo_copy: Path) -> None:
     text = _diff_after(repo_copy, "machineType: a4-highgpu-8g", "machineType: a3-ultragpu-8g")
-    assert ("`rl-dev-gpu-pool` (gcp:container/nodePool:NodePool): **REPLACE** "
-            "(force-new: `nodeConfig.guestAccelerators[].type`)") in text
+    assert (
+        "`rl-dev-gpu-pool` (gcp:container/nodePool:NodePool): **REPLACE** "
+        "(force-new: `nodeConfig.guestAccelerators[].type`)"
+    ) in text
     assert "**1 of the changes REPLACE a resource** (delete and create): `rl-dev-gpu-pool`." in text
 
 
 def test_a_new_lustre_filesystem_name_is_marked_replace(repo_copy: Path) -> None:
     text = _diff_after(repo_copy, "filesystem: lustrefs", "filesystem: ckpt")
-    assert ("`rl-dev-lustre-instance` (gcp:lustre/instance:Instance): **REPLACE** (force-new: `filesystem`)"
-            in text)
+    assert (
+        "`rl-dev-lustre-instance` (gcp:lustre/instance:Instance): **REPLACE** (force-new: `filesystem`)"
+        in text
+    )
 
 
 def test_growing_lustre_updates_the_instance_and_the_pv_in_place(repo_copy: Path) -> None:
@@ -113,22 +153,34 @@ def test_growing_lustre_updates_the_instance_and_the_pv_in_place(repo_copy: Path
 def test_parking_the_gpus_changes_only_the_pool_size_and_ray_worker_counts(repo_copy: Path) -> None:
     stack_file = repo_copy / "Pulumi.dev.yaml"
     stack_file.write_text(stack_file.read_text().replace("nodeCount: 2", "nodeCount: 0", 1))
-    result = subprocess.run([sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "HEAD"],
-                            cwd=repo_copy, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "HEAD"],
+        cwd=repo_copy,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     text = result.stdout
     # The cluster, Lustre, networks and every other object stay as they are.
     assert "0 to add, 2 to change, 0 to remove" in text
     changed_rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert {row.split("`")[1] for row in changed_rows} == {
-        "nodeCount", "spec.workerGroupSpecs[0].replicas", "spec.workerGroupSpecs[0].minReplicas",
+        "nodeCount",
+        "spec.workerGroupSpecs[0].replicas",
+        "spec.workerGroupSpecs[0].minReplicas",
         "spec.workerGroupSpecs[0].maxReplicas",
     }
     assert all("`2` | `0`" in row for row in changed_rows)
 
 
 def test_unknown_base_ref_exits_2_with_one_line(repo_copy: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "no-such-ref"],
-                            cwd=repo_copy, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "no-such-ref"],
+        cwd=repo_copy,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2
     assert "no-such-ref" in result.stderr and "Traceback" not in result.stderr

@@ -27,23 +27,33 @@ def _load(name: str) -> dict:
 
 
 def _gate(name: str, labels: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tools.preview_gate", str(PREVIEWS / name), "--labels", labels],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tools.preview_gate", str(PREVIEWS / name), "--labels", labels],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_a_gpu_pool_replacement_fails_the_gate_without_the_label() -> None:
     result = _gate("replace-gpu-pool.json", labels="enhancement")
     assert result.returncode == 1
     assert "would replace or delete 1 resource(s)" in result.stderr
-    assert ("create-replacement/replace/delete-replaced: a node pool, rl-dev-gpu-pool "
-            "(gcp:container/nodePool:NodePool)") in result.stderr
+    assert (
+        "create-replacement/replace/delete-replaced: a node pool, rl-dev-gpu-pool "
+        "(gcp:container/nodePool:NodePool)"
+    ) in result.stderr
     assert f"add the `{ALLOW_LABEL}` label" in result.stderr
 
 
 def test_the_same_replacement_passes_with_the_label_and_still_lists_it() -> None:
     result = _gate("replace-gpu-pool.json", labels=f"enhancement,{ALLOW_LABEL}")
     assert result.returncode == 0, result.stderr
-    assert f"allowed by the `{ALLOW_LABEL}` label" in result.stdout and "rl-dev-gpu-pool" in result.stdout
+    assert (
+        f"allowed by the `{ALLOW_LABEL}` label" in result.stdout
+        and "rl-dev-gpu-pool" in result.stdout
+    )
 
 
 def test_an_in_place_node_count_update_passes() -> None:
@@ -53,7 +63,9 @@ def test_an_in_place_node_count_update_passes() -> None:
 
 def test_deleting_lustre_is_blocked_but_replacing_a_kubernetes_object_is_not_guarded() -> None:
     blocked = blocked_steps(_load("delete-lustre.json"))
-    assert [(b.op, b.type, b.name) for b in blocked] == [("delete", "gcp:lustre/instance:Instance", "rl-dev-lustre-instance")]
+    assert [(b.op, b.type, b.name) for b in blocked] == [
+        ("delete", "gcp:lustre/instance:Instance", "rl-dev-lustre-instance")
+    ]
 
 
 def test_each_replacement_step_of_one_resource_is_reported_once_per_op() -> None:
@@ -77,6 +89,11 @@ def test_a_document_that_is_not_a_preview_is_refused(document) -> None:
 def test_unreadable_input_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "preview.json"
     bad.write_text("error: could not load plugin")
-    result = subprocess.run([sys.executable, "-m", "tools.preview_gate", str(bad)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.preview_gate", str(bad)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr

@@ -35,8 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         out = checkpoints.out_path(args.out, ckpt.step)
         if out.exists():
             # Both NeMo RL converters raise FileExistsError on an existing output; say it first.
-            raise checkpoints.NoCheckpoint(f"{out} already exists; delete it or pass another "
-                                           f"--out to export step {ckpt.step} again")
+            raise checkpoints.NoCheckpoint(
+                f"{out} already exists; delete it or pass another "
+                f"--out to export step {ckpt.step} again"
+            )
         todo = checkpoints.plan(args.framework, args.backend, ckpt, out)
     except checkpoints.NoCheckpoint as e:
         print(f"export: {e}", file=sys.stderr, flush=True)
@@ -47,8 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"export: {todo.note}", flush=True)
         shutil.copytree(todo.copy_from, out)
     else:
-        print(f"export: running {shlex.join(todo.argv)}" + (f" in {todo.cwd}" if todo.cwd else ""),
-              flush=True)
+        print(
+            f"export: running {shlex.join(todo.argv)}" + (f" in {todo.cwd}" if todo.cwd else ""),
+            flush=True,
+        )
         try:
             code = subprocess.run(list(todo.argv), cwd=todo.cwd).returncode
         except OSError as e:  # no such program or folder: not the image this recipe runs in

@@ -23,8 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input", type=Path, default=None)
     args = parser.parse_args(argv)
     if gsm8k.is_prepared(args.out, args.format):
-        print(f"GSM8K ({args.format}, format {gsm8k.FORMAT_VERSION}) already prepared in "
-              f"{args.out}; skipping")
+        print(
+            f"GSM8K ({args.format}, format {gsm8k.FORMAT_VERSION}) already prepared in "
+            f"{args.out}; skipping"
+        )
         return 0
     if args.input is not None:
         splits = gsm8k.read_local(args.input)

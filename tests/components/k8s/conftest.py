@@ -13,7 +13,9 @@ from tests.conftest import BASE_STACK_CONFIG, raw_from_stack
 COMBINATIONS = list(itertools.product(sorted(MACHINES), sorted(FRAMEWORKS)))
 
 
-def make_config(machine_type: str = "a4-highgpu-8g", framework: str = "nemo-rl", node_count: int = 2) -> StackConfig:
+def make_config(
+    machine_type: str = "a4-highgpu-8g", framework: str = "nemo-rl", node_count: int = 2
+) -> StackConfig:
     raw = raw_from_stack(BASE_STACK_CONFIG)
     raw["gpu"] = {**raw["gpu"], "machineType": machine_type, "nodeCount": node_count}
     raw["ray"] = {"framework": framework, "namespace": "rl-train"}

@@ -50,12 +50,22 @@ def render_layer(
         cluster = gcp.container.Cluster("cluster", name=config.cluster_name, location=config.region)
         gpu_pool = gcp.container.NodePool("gpu-pool", cluster=cluster.name, location=config.region)
         # A gVisor pool when the config enables the sandbox, unless the test says otherwise.
-        with_pool = config.rewards.code_sandbox.enabled if code_sandbox_pool is None else code_sandbox_pool
-        sandbox_pool = (gcp.container.NodePool("code-sandbox-pool", cluster=cluster.name, location=config.region)
-                        if with_pool else None)
-        tokens = {"HF_TOKEN": hf_token, "WANDB_API_KEY": wandb_key,
-                  # the code-execution service's token, which a stack with the sandbox must set
-                  "CODE_SANDBOX_TOKEN": sandbox_token if config.rewards.code_sandbox.enabled else None}
+        with_pool = (
+            config.rewards.code_sandbox.enabled if code_sandbox_pool is None else code_sandbox_pool
+        )
+        sandbox_pool = (
+            gcp.container.NodePool(
+                "code-sandbox-pool", cluster=cluster.name, location=config.region
+            )
+            if with_pool
+            else None
+        )
+        tokens = {
+            "HF_TOKEN": hf_token,
+            "WANDB_API_KEY": wandb_key,
+            # the code-execution service's token, which a stack with the sandbox must set
+            "CODE_SANDBOX_TOKEN": sandbox_token if config.rewards.code_sandbox.enabled else None,
+        }
         secret_env = {env: pulumi.Output.secret(v) for env, v in tokens.items() if v is not None}
         run_layer["layer"] = KubernetesLayer(
             "k8s",

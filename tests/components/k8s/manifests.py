@@ -129,10 +129,16 @@ def _api_server_rules(manifest: dict[str, Any]) -> None:
     # (pkg/apis/core/validation) rejects volumes and claims without these.
     kind, spec = manifest.get("kind"), manifest.get("spec") or {}
     if kind in ("PersistentVolume", "PersistentVolumeClaim") and not spec.get("accessModes"):
-        raise ApiServerRuleError(f"{kind} {manifest['metadata'].get('name')}: spec.accessModes is required")
+        raise ApiServerRuleError(
+            f"{kind} {manifest['metadata'].get('name')}: spec.accessModes is required"
+        )
     if kind == "PersistentVolume" and not (spec.get("capacity") or {}).get("storage"):
-        raise ApiServerRuleError(f"PersistentVolume {manifest['metadata'].get('name')}: spec.capacity.storage is required")
-    if kind == "PersistentVolumeClaim" and not ((spec.get("resources") or {}).get("requests") or {}).get("storage"):
+        raise ApiServerRuleError(
+            f"PersistentVolume {manifest['metadata'].get('name')}: spec.capacity.storage is required"
+        )
+    if kind == "PersistentVolumeClaim" and not (
+        (spec.get("resources") or {}).get("requests") or {}
+    ).get("storage"):
         raise ApiServerRuleError(
             f"PersistentVolumeClaim {manifest['metadata'].get('name')}: spec.resources.requests.storage is required"
         )

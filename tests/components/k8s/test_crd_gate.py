@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from components.k8s.crd_gate import (
-    DEADLINE_SECONDS, GKE_INSTALLED_CRDS, KUBECTL_IMAGE, cluster_role_manifest, gate_command, job_manifest,
+    DEADLINE_SECONDS,
+    GKE_INSTALLED_CRDS,
+    KUBECTL_IMAGE,
+    cluster_role_manifest,
+    gate_command,
+    job_manifest,
 )
 from tests.components.k8s.conftest import make_config
 from tests.components.k8s.fakes import SYSTEM_POOL, render_layer
@@ -38,11 +43,16 @@ def _crd_name(group: str, kind: str) -> str:
 def test_every_custom_kind_the_layer_creates_is_gated_and_waits_for_the_job(rendering) -> None:
     job = rendering.one(JOB)
     custom = [
-        r for r in rendering.custom_resources()
+        r
+        for r in rendering.custom_resources()
         if r.type.startswith("kubernetes:") and _group_and_kind(r.type)[0] not in _BUILT_IN
     ]
     assert {r.type.rsplit(":", 1)[1] for r in custom} == {
-        "GKENetworkParamSet", "Network", "PodMonitoring", "RayCluster"}
+        "GKENetworkParamSet",
+        "Network",
+        "PodMonitoring",
+        "RayCluster",
+    }
     for resource in custom:
         assert _crd_name(*_group_and_kind(resource.type)) in GKE_INSTALLED_CRDS, resource.type
         assert job.urn in resource.dependencies, resource.name
@@ -53,10 +63,14 @@ def test_job_runs_the_gate_script_over_every_crd_on_the_system_pool(rendering) -
     assert "initContainers" not in pod
     (container,) = pod["containers"]
     assert container["command"] == gate_command(GKE_INSTALLED_CRDS)
-    assert container["command"][:2] == ["/bin/bash", "-c"] and container["command"][-4:] == list(GKE_INSTALLED_CRDS)
+    assert container["command"][:2] == ["/bin/bash", "-c"] and container["command"][-4:] == list(
+        GKE_INSTALLED_CRDS
+    )
     assert container["image"] == KUBECTL_IMAGE
     assert {e["name"]: e["value"] for e in container["env"]} == {
-        "GATE_DEADLINE_SECONDS": str(DEADLINE_SECONDS), "GATE_POLL_SECONDS": "5"}
+        "GATE_DEADLINE_SECONDS": str(DEADLINE_SECONDS),
+        "GATE_POLL_SECONDS": "5",
+    }
     assert pod["nodeSelector"] == {"cloud.google.com/gke-nodepool": SYSTEM_POOL}
     assert pod["serviceAccountName"] == "rl-test-crd-gate"
 
@@ -89,4 +103,5 @@ def test_job_runs_only_after_its_service_account_can_read_the_crds(rendering) ->
     binding = rendering.one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
     assert binding.urn in job.dependencies
     assert binding.inputs["subjects"] == [
-        {"kind": "ServiceAccount", "name": "rl-test-crd-gate", "namespace": "rl-train"}]
+        {"kind": "ServiceAccount", "name": "rl-test-crd-gate", "namespace": "rl-train"}
+    ]

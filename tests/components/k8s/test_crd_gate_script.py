@@ -38,8 +38,11 @@ def _run_gate(server: StandInApiServer, kubectl_dir: Path, home: Path, deadline:
     container = _container()
     env = {e["name"]: e["value"] for e in container["env"]}
     env.update(GATE_DEADLINE_SECONDS=str(deadline), GATE_POLL_SECONDS=str(poll))
-    env.update(PATH=f"{kubectl_dir}{os.pathsep}/usr/bin{os.pathsep}/bin", HOME=str(home),
-               KUBECONFIG=str(server.kubeconfig(home)))
+    env.update(
+        PATH=f"{kubectl_dir}{os.pathsep}/usr/bin{os.pathsep}/bin",
+        HOME=str(home),
+        KUBECONFIG=str(server.kubeconfig(home)),
+    )
     command = container["command"]
     assert command[0] == "/bin/bash"
     started = time.monotonic()
@@ -48,7 +51,9 @@ def _run_gate(server: StandInApiServer, kubectl_dir: Path, home: Path, deadline:
     return result, time.monotonic() - started
 
 
-def test_four_late_crds_are_each_waited_for_until_the_last_one_is_served(kubectl_dir: Path, tmp_path: Path) -> None:
+def test_four_late_crds_are_each_waited_for_until_the_last_one_is_served(
+    kubectl_dir: Path, tmp_path: Path
+) -> None:
     appear = dict(zip(GKE_INSTALLED_CRDS, (1.0, 2.0, 3.0, 4.0), strict=True))
     with StandInApiServer(appear) as server:
         result, elapsed = _run_gate(server, kubectl_dir, tmp_path, deadline=60, poll=0.25)
@@ -62,7 +67,9 @@ def test_four_late_crds_are_each_waited_for_until_the_last_one_is_served(kubectl
     print(f"four late CRDs (1-4 s): gate exited 0 after {elapsed:.2f} s")
 
 
-def test_a_crd_that_never_comes_fails_once_by_name_at_the_deadline(kubectl_dir: Path, tmp_path: Path) -> None:
+def test_a_crd_that_never_comes_fails_once_by_name_at_the_deadline(
+    kubectl_dir: Path, tmp_path: Path
+) -> None:
     never = "podmonitorings.monitoring.googleapis.com"
     appear = {name: (None if name == never else 0.5) for name in GKE_INSTALLED_CRDS}
     deadline = 5
@@ -81,7 +88,9 @@ def test_a_crd_that_never_comes_fails_once_by_name_at_the_deadline(kubectl_dir: 
 
 
 def test_two_missing_crds_are_both_named(kubectl_dir: Path, tmp_path: Path) -> None:
-    appear = {name: None for name in GKE_INSTALLED_CRDS[:2]} | {name: 0.0 for name in GKE_INSTALLED_CRDS[2:]}
+    appear = {name: None for name in GKE_INSTALLED_CRDS[:2]} | {
+        name: 0.0 for name in GKE_INSTALLED_CRDS[2:]
+    }
     with StandInApiServer(appear) as server:
         result, _ = _run_gate(server, kubectl_dir, tmp_path, deadline=2, poll=0.25)
     assert result.returncode == 1

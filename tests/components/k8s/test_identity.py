@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from components.contract import SECRET_ENV
 from components.k8s.identity import (
-    TRAINING_ROLES, WORKLOAD_IDENTITY_ANNOTATION, namespace_manifest,
-    service_account_manifest, token_env, token_secret_manifest, workload_identity_member,
+    TRAINING_ROLES,
+    WORKLOAD_IDENTITY_ANNOTATION,
+    namespace_manifest,
+    service_account_manifest,
+    token_env,
+    token_secret_manifest,
+    workload_identity_member,
 )
 
 HF_TOKEN_KEY, WANDB_API_KEY = SECRET_ENV["hfToken"], SECRET_ENV["wandbApiKey"]

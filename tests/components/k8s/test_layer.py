@@ -8,9 +8,22 @@ from components.catalogue import RAY_DASHBOARD_PORT
 from components.k8s.layer import KubernetesLayer
 from tests.components.k8s.conftest import make_config
 from tests.components.k8s.fakes import (
-    GVNIC_NET, GVNIC_SUB, HF_TOKEN, LUSTRE_IP, RDMA_NET, RDMA_SUBS, SYSTEM_POOL, WANDB_KEY, render_layer,
+    GVNIC_NET,
+    GVNIC_SUB,
+    HF_TOKEN,
+    LUSTRE_IP,
+    RDMA_NET,
+    RDMA_SUBS,
+    SYSTEM_POOL,
+    WANDB_KEY,
+    render_layer,
 )
-from tests.components.k8s.manifests import kubernetes_objects, rendered_manifest, validate, validate_core
+from tests.components.k8s.manifests import (
+    kubernetes_objects,
+    rendered_manifest,
+    validate,
+    validate_core,
+)
 from tools.render import plain_strings
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -35,8 +48,10 @@ def test_nine_device_networks_and_nine_param_sets(run) -> None:
 
 
 def test_param_sets_carry_the_vpc_and_subnet_names_handed_in(run) -> None:
-    specs = {p.inputs["metadata"]["name"]: p.inputs["spec"]
-             for p in run.rendering.of_type("kubernetes:networking.gke.io/v1:GKENetworkParamSet")}
+    specs = {
+        p.inputs["metadata"]["name"]: p.inputs["spec"]
+        for p in run.rendering.of_type("kubernetes:networking.gke.io/v1:GKENetworkParamSet")
+    }
     assert specs["gvnic-1"] == {"vpc": GVNIC_NET, "vpcSubnet": GVNIC_SUB, "deviceMode": "NetDevice"}
     assert [specs[f"rdma-{i}"]["vpcSubnet"] for i in range(8)] == RDMA_SUBS
     assert {specs[f"rdma-{i}"]["vpc"] for i in range(8)} == {RDMA_NET}
@@ -65,18 +80,28 @@ def test_provider_is_replaced_only_when_the_cluster_is(run) -> None:
 
 
 def test_gcp_identity_objects_are_not_tied_to_the_cluster_or_the_kubernetes_provider(run) -> None:
-    gcp = [r for r in run.rendering.custom_resources() if r.type.startswith("gcp:") and r.name.startswith("k8s-")]
+    gcp = [
+        r
+        for r in run.rendering.custom_resources()
+        if r.type.startswith("gcp:") and r.name.startswith("k8s-")
+    ]
     assert {r.type for r in gcp} == {
-        "gcp:serviceaccount/account:Account", "gcp:projects/iAMMember:IAMMember",
+        "gcp:serviceaccount/account:Account",
+        "gcp:projects/iAMMember:IAMMember",
         "gcp:serviceaccount/iAMMember:IAMMember",
     }
     for resource in gcp:
-        assert resource.deleted_with == "" and not resource.provider.startswith("urn:pulumi:test::rl-on-gke::pulumi:providers:kubernetes")
+        assert resource.deleted_with == "" and not resource.provider.startswith(
+            "urn:pulumi:test::rl-on-gke::pulumi:providers:kubernetes"
+        )
 
 
 def test_project_roles_are_granted_to_the_training_gsa_only(run) -> None:
     members = run.rendering.of_type("gcp:projects/iAMMember:IAMMember")
-    assert {m.inputs["role"] for m in members} == {"roles/logging.logWriter", "roles/monitoring.metricWriter"}
+    assert {m.inputs["role"] for m in members} == {
+        "roles/logging.logWriter",
+        "roles/monitoring.metricWriter",
+    }
     assert {m.inputs["member"] for m in members} == {
         "serviceAccount:rl-test-training@example-project.iam.gserviceaccount.com"
     }
@@ -85,11 +110,17 @@ def test_project_roles_are_granted_to_the_training_gsa_only(run) -> None:
 def test_workload_identity_binding_names_the_ksa_and_waits_for_the_cluster(run) -> None:
     binding = run.rendering.one("gcp:serviceaccount/iAMMember:IAMMember")
     assert binding.inputs["role"] == "roles/iam.workloadIdentityUser"
-    assert binding.inputs["member"] == "serviceAccount:example-project.svc.id.goog[rl-train/rl-test-training]"
+    assert (
+        binding.inputs["member"]
+        == "serviceAccount:example-project.svc.id.goog[rl-train/rl-test-training]"
+    )
     assert run.rendering.one(CLUSTER).urn in binding.dependencies
     ksa = run.rendering.one("kubernetes:core/v1:ServiceAccount", "identity-ksa").inputs["metadata"]
     assert (ksa["namespace"], ksa["name"]) == ("rl-train", "rl-test-training")
-    assert ksa["annotations"]["iam.gke.io/gcp-service-account"] == "rl-test-training@example-project.iam.gserviceaccount.com"
+    assert (
+        ksa["annotations"]["iam.gke.io/gcp-service-account"]
+        == "rl-test-training@example-project.iam.gserviceaccount.com"
+    )
 
 
 def test_tokens_appear_in_no_resource_input_outside_a_secret(run) -> None:
@@ -143,7 +174,9 @@ def test_lustre_volume_points_at_the_instance_from_its_outputs(run) -> None:
 
 def test_ray_head_selects_the_system_pool_passed_in(run) -> None:
     head = run.rendering.one(RAY_CLUSTER).inputs["spec"]["headGroupSpec"]
-    assert head["template"]["spec"]["nodeSelector"] == {"cloud.google.com/gke-nodepool": SYSTEM_POOL}
+    assert head["template"]["spec"]["nodeSelector"] == {
+        "cloud.google.com/gke-nodepool": SYSTEM_POOL
+    }
 
 
 def test_every_child_is_named_after_the_layer_and_nested_inside_it(run) -> None:
@@ -166,10 +199,20 @@ def test_every_child_is_named_after_the_layer_and_nested_inside_it(run) -> None:
 def test_layer_exposes_what_the_stack_exports(run) -> None:
     layer = run.component
     assert (layer.ray_cluster_name, layer.namespace, layer.head_service) == (
-        "rl-test-ray", "rl-train", "rl-test-ray-head-svc")
+        "rl-test-ray",
+        "rl-train",
+        "rl-test-ray-head-svc",
+    )
     assert (layer.dashboard_port, layer.framework, layer.node_count, layer.gpus_per_node) == (
-        RAY_DASHBOARD_PORT, "nemo-rl", 2, 8)
-    assert layer.dashboard_port_forward == "kubectl port-forward -n rl-train svc/rl-test-ray-head-svc 8265:8265"
+        RAY_DASHBOARD_PORT,
+        "nemo-rl",
+        2,
+        8,
+    )
+    assert (
+        layer.dashboard_port_forward
+        == "kubectl port-forward -n rl-train svc/rl-test-ray-head-svc 8265:8265"
+    )
 
 
 def test_layer_registers_every_exposed_value_as_an_output(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,9 +225,20 @@ def test_layer_registers_every_exposed_value_as_an_output(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(KubernetesLayer, "register_outputs", spy)
     layer = render_layer(make_config()).component
-    assert registered == {key: getattr(layer, key) for key in (
-        "ray_cluster_name", "namespace", "head_service", "dashboard_port", "framework", "node_count",
-        "gpus_per_node", "dashboard_port_forward", "code_sandbox_url")}
+    assert registered == {
+        key: getattr(layer, key)
+        for key in (
+            "ray_cluster_name",
+            "namespace",
+            "head_service",
+            "dashboard_port",
+            "framework",
+            "node_count",
+            "gpus_per_node",
+            "dashboard_port_forward",
+            "code_sandbox_url",
+        )
+    }
     assert registered["code_sandbox_url"] is None  # the sandbox is off by default
 
 
@@ -197,7 +251,8 @@ def test_every_machine_and_framework_renders_valid_kubernetes_objects(any_config
     rendering = render_layer(any_config).rendering
     ray = rendering.one(RAY_CLUSTER).inputs["spec"]
     assert ray["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"] == {
-        "cloud.google.com/gke-accelerator": any_config.gpu.machine.accelerator_type}
+        "cloud.google.com/gke-accelerator": any_config.gpu.machine.accelerator_type
+    }
     validated = 0
     for resource in kubernetes_objects(rendering.resources):
         if resource.type not in _NO_SCHEMA:
@@ -208,8 +263,12 @@ def test_every_machine_and_framework_renders_valid_kubernetes_objects(any_config
 
 # --- rewards.codeSandbox -----------------------------------------------------------------------
 
-SANDBOX_KINDS = ("kubernetes:core/v1:ConfigMap", "kubernetes:apps/v1:Deployment", "kubernetes:core/v1:Service",
-                 "kubernetes:networking.k8s.io/v1:NetworkPolicy")
+SANDBOX_KINDS = (
+    "kubernetes:core/v1:ConfigMap",
+    "kubernetes:apps/v1:Deployment",
+    "kubernetes:core/v1:Service",
+    "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+)
 
 
 def _sandbox_config(**settings):
@@ -218,7 +277,9 @@ def _sandbox_config(**settings):
 
     raw = raw_from_stack(BASE_STACK_CONFIG)
     raw["ray"] = {"namespace": "rl-train"}
-    raw["rewards"] = {"codeSandbox": {"enabled": True, "image": "example.test/sandbox:1", **settings}}
+    raw["rewards"] = {
+        "codeSandbox": {"enabled": True, "image": "example.test/sandbox:1", **settings}
+    }
     return parse_stack_config(raw)
 
 
@@ -229,7 +290,11 @@ def sandbox_run():
 
 def test_an_enabled_sandbox_adds_four_valid_objects_that_wait_for_their_pool(sandbox_run) -> None:
     rendering = sandbox_run.rendering
-    objects = [r for r in rendering.custom_resources() if "code-sandbox" in r.name and r.type.startswith("kubernetes:")]
+    objects = [
+        r
+        for r in rendering.custom_resources()
+        if "code-sandbox" in r.name and r.type.startswith("kubernetes:")
+    ]
     assert sorted(r.type for r in objects) == sorted(SANDBOX_KINDS)
     for resource in objects:
         validate_core(rendered_manifest(resource))  # kubernetes-validate, strict
@@ -239,7 +304,10 @@ def test_an_enabled_sandbox_adds_four_valid_objects_that_wait_for_their_pool(san
     assert deployment.inputs["spec"]["replicas"] == 2
     command = deployment.inputs["spec"]["template"]["spec"]["containers"][0]["command"]
     assert command[command.index("--concurrency") + 1] == "3"
-    assert sandbox_run.component.code_sandbox_url == "http://rl-test-code-sandbox.rl-train.svc.cluster.local:8080"
+    assert (
+        sandbox_run.component.code_sandbox_url
+        == "http://rl-test-code-sandbox.rl-train.svc.cluster.local:8080"
+    )
 
 
 def test_sandbox_objects_hold_no_token_but_a_reference_to_the_service_token(sandbox_run) -> None:
@@ -249,14 +317,18 @@ def test_sandbox_objects_hold_no_token_but_a_reference_to_the_service_token(sand
         if "code-sandbox" in resource.name:
             strings = plain_strings(resource.inputs)
             assert not any(HF_TOKEN in s or CODE_SANDBOX_TOKEN in s for s in strings), resource.name
-    container = sandbox_run.rendering.one("kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"]["containers"][0]
+    container = sandbox_run.rendering.one("kubernetes:apps/v1:Deployment").inputs["spec"][
+        "template"
+    ]["spec"]["containers"][0]
     refs = [e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e]
     assert refs == [{"name": "rl-test-tokens", "key": "CODE_SANDBOX_TOKEN"}]
 
 
 def test_a_layer_with_the_sandbox_and_no_service_token_is_refused() -> None:
     # The stack is refused by key first (tests/test_main.py); this guards other callers.
-    with pytest.raises(ValueError, match="CODE_SANDBOX_TOKEN is required when rewards.codeSandbox.enabled"):
+    with pytest.raises(
+        ValueError, match="CODE_SANDBOX_TOKEN is required when rewards.codeSandbox.enabled"
+    ):
         render_layer(_sandbox_config(), sandbox_token=None)
 
 
@@ -267,7 +339,10 @@ def test_a_code_change_rolls_the_executor_pods() -> None:
     config = _sandbox_config()
     sources = read_sources()
     before = deployment_manifest(service_inputs(config, "rl-test-ray", sources, "rl-test-tokens"))
-    changed = {**sources, "jobs/rewards/sandbox.py": sources["jobs/rewards/sandbox.py"] + "\n# changed\n"}
+    changed = {
+        **sources,
+        "jobs/rewards/sandbox.py": sources["jobs/rewards/sandbox.py"] + "\n# changed\n",
+    }
     after = deployment_manifest(service_inputs(config, "rl-test-ray", changed, "rl-test-tokens"))
     annotation = lambda m: m["spec"]["template"]["metadata"]["annotations"][CODE_DIGEST_ANNOTATION]  # noqa: E731
     assert annotation(before) != annotation(after)
@@ -276,5 +351,8 @@ def test_a_code_change_rolls_the_executor_pods() -> None:
 @pytest.mark.parametrize("enabled", [True, False])
 def test_the_sandbox_pool_is_required_exactly_when_enabled(enabled: bool) -> None:
     config = _sandbox_config() if enabled else make_config()
-    with pytest.raises(ValueError, match=f"code_sandbox_pool: given exactly when rewards.codeSandbox.enabled \\(enabled is {enabled}\\)"):
+    with pytest.raises(
+        ValueError,
+        match=f"code_sandbox_pool: given exactly when rewards.codeSandbox.enabled \\(enabled is {enabled}\\)",
+    ):
         render_layer(config, code_sandbox_pool=not enabled)

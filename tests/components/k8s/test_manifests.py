@@ -14,18 +14,28 @@ from components.k8s.networks import device_networks, network_manifest, param_set
 from components.k8s.raycluster import RayClusterInputs, ray_cluster_manifest
 from components.k8s.storage import persistent_volume_manifest
 from tests.components.k8s.manifests import (
-    ApiServerRuleError, crd_schema, require_schemas_dir, validate_core, validate_custom,
+    ApiServerRuleError,
+    crd_schema,
+    require_schemas_dir,
+    validate_core,
+    validate_custom,
 )
 
 
 def _ray_cluster(config) -> dict:
-    inputs = RayClusterInputs.for_stack(config, K8sNames.for_stack(config), system_pool_name="system")
+    inputs = RayClusterInputs.for_stack(
+        config, K8sNames.for_stack(config), system_pool_name="system"
+    )
     return ray_cluster_manifest(inputs)
 
 
 def _pv() -> dict:
     return persistent_volume_manifest(
-        "pv", handle="p/z/i", ip="10.0.0.2", filesystem="lustrefs", capacity_gib=9000,
+        "pv",
+        handle="p/z/i",
+        ip="10.0.0.2",
+        filesystem="lustrefs",
+        capacity_gib=9000,
     )
 
 
@@ -39,14 +49,18 @@ def test_a_good_ray_cluster_passes_and_string_replicas_fail(k8s_config) -> None:
 
 def test_a_misspelt_ray_cluster_field_fails_instead_of_being_pruned(k8s_config) -> None:
     manifest = _ray_cluster(k8s_config)
-    manifest["spec"]["headGroupSpec"]["rayStartParam"] = manifest["spec"]["headGroupSpec"].pop("rayStartParams")
+    manifest["spec"]["headGroupSpec"]["rayStartParam"] = manifest["spec"]["headGroupSpec"].pop(
+        "rayStartParams"
+    )
     with pytest.raises(jsonschema.ValidationError, match="rayStartParam"):
         validate_custom(manifest)
 
 
 def test_int_or_string_quantities_accept_both_and_reject_other_types(k8s_config) -> None:
     manifest = _ray_cluster(k8s_config)
-    limits = manifest["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    limits = manifest["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0][
+        "resources"
+    ]["limits"]
     limits["nvidia.com/gpu"] = 8
     validate_custom(manifest)
     limits["nvidia.com/gpu"] = ["8"]

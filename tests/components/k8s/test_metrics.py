@@ -18,10 +18,15 @@ def test_scraped_port_is_named_on_every_ray_container(k8s_config) -> None:
     names = K8sNames.for_stack(k8s_config)
     monitoring = pod_monitoring_manifest(names.pod_monitoring, names.namespace, names.ray_cluster)
     (endpoint,) = monitoring["spec"]["endpoints"]
-    cluster = ray_cluster_manifest(RayClusterInputs.for_stack(k8s_config, names, system_pool_name="system"))
+    cluster = ray_cluster_manifest(
+        RayClusterInputs.for_stack(k8s_config, names, system_pool_name="system")
+    )
     groups = [cluster["spec"]["headGroupSpec"], *cluster["spec"]["workerGroupSpecs"]]
     for group in groups:
         # KubeRay's Ray container is the first (the head pod also runs the re-armer sidecar).
         container = group["template"]["spec"]["containers"][0]
         assert endpoint["port"] in {p["name"] for p in container["ports"]}
-    assert monitoring["spec"]["selector"]["matchLabels"]["ray.io/cluster"] == cluster["metadata"]["name"]
+    assert (
+        monitoring["spec"]["selector"]["matchLabels"]["ray.io/cluster"]
+        == cluster["metadata"]["name"]
+    )

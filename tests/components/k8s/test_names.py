@@ -28,6 +28,14 @@ def test_longest_prefix_still_fits_gcp_and_kubernetes_limits() -> None:
     assert 6 <= len(names.gsa_account_id) <= 30
     # KubeRay derives Service names from the cluster name; keep well under the 63-char label cap.
     assert len(names.head_service) <= 63
-    for value in (names.ray_cluster, names.service_account, names.token_secret, names.lustre_pv,
-                  names.lustre_pvc, names.pod_monitoring, names.head_priority_class, names.gsa_account_id):
+    for value in (
+        names.ray_cluster,
+        names.service_account,
+        names.token_secret,
+        names.lustre_pv,
+        names.lustre_pvc,
+        names.pod_monitoring,
+        names.head_priority_class,
+        names.gsa_account_id,
+    ):
         assert _DNS_LABEL.match(value) and len(value) <= 63, value

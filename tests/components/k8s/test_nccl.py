@@ -25,9 +25,19 @@ def test_installer_runs_in_kube_system_only_on_this_machines_gpus(machine_type: 
     manifest = nccl_installer_manifest(machine)
     assert manifest["metadata"]["namespace"] == "kube-system"
     terms = manifest["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert terms == [{"matchExpressions": [
-        {"key": "cloud.google.com/gke-accelerator", "operator": "In", "values": [machine.accelerator_type]}]}]
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert terms == [
+        {
+            "matchExpressions": [
+                {
+                    "key": "cloud.google.com/gke-accelerator",
+                    "operator": "In",
+                    "values": [machine.accelerator_type],
+                }
+            ]
+        }
+    ]
 
 
 def test_installer_tolerates_gpu_taints_and_is_node_critical() -> None:
@@ -40,7 +50,9 @@ def test_installer_fills_exactly_the_host_dirs_the_ray_workers_mount() -> None:
     spec = nccl_installer_manifest(MACHINES["a4-highgpu-8g"])["spec"]["template"]["spec"]
     filled = {v["hostPath"]["path"] for v in spec["volumes"]}
     config = make_config()
-    inputs = RayClusterInputs.for_stack(config, K8sNames.for_stack(config), system_pool_name="system")
+    inputs = RayClusterInputs.for_stack(
+        config, K8sNames.for_stack(config), system_pool_name="system"
+    )
     worker_volumes = worker_group_spec(inputs)["template"]["spec"]["volumes"]
     mounted = {v["hostPath"]["path"] for v in worker_volumes if "hostPath" in v}
 

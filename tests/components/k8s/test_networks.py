@@ -7,7 +7,11 @@ import json
 import pytest
 
 from components.k8s.networks import (
-    GVNIC_NETWORK, RDMA_NETWORKS, device_networks, network_manifest, param_set_manifest,
+    GVNIC_NETWORK,
+    RDMA_NETWORKS,
+    device_networks,
+    network_manifest,
+    param_set_manifest,
     pod_network_annotations,
 )
 from tests.components.k8s.manifests import validate_custom
@@ -22,7 +26,11 @@ def _networks():
 def test_gvnic_param_set_names_its_vpc_and_subnet_in_net_device_mode() -> None:
     gvnic = param_set_manifest(_networks()[0])
     assert gvnic["metadata"] == {"name": "gvnic-1"}
-    assert gvnic["spec"] == {"vpc": "p-gvnic-net", "vpcSubnet": "p-gvnic-sub", "deviceMode": "NetDevice"}
+    assert gvnic["spec"] == {
+        "vpc": "p-gvnic-net",
+        "vpcSubnet": "p-gvnic-sub",
+        "deviceMode": "NetDevice",
+    }
 
 
 def test_rdma_param_sets_name_the_eight_rdma_subnets_in_order() -> None:
@@ -39,7 +47,11 @@ def test_each_network_is_a_cluster_scoped_device_network_pointing_at_its_param_s
         assert "namespace" not in manifest["metadata"]
         assert manifest["spec"] == {
             "type": "Device",
-            "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": network.name},
+            "parametersRef": {
+                "group": "networking.gke.io",
+                "kind": "GKENetworkParamSet",
+                "name": network.name,
+            },
         }
 
 
@@ -60,7 +72,9 @@ def test_pod_annotation_asks_for_all_ten_interfaces_in_nic_order() -> None:
 
 def test_annotation_only_names_networks_this_module_creates() -> None:
     created = {n.name for n in _networks()}
-    requested = {i["network"] for i in json.loads(pod_network_annotations()["networking.gke.io/interfaces"])}
+    requested = {
+        i["network"] for i in json.loads(pod_network_annotations()["networking.gke.io/interfaces"])
+    }
     assert requested - created == {"default"}
 
 

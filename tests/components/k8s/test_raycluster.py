@@ -9,8 +9,14 @@ from components.contract import SECRET_ENV
 from components.k8s.identity import token_env
 from components.k8s.names import K8sNames
 from components.k8s.raycluster import (
-    HEAD_PRIORITY, HEAD_SCRATCH_GIB, PACKAGES_PATH, RayClusterInputs, head_priority_class_manifest,
-    install_command, ray_cluster_manifest, worker_start_script,
+    HEAD_PRIORITY,
+    HEAD_SCRATCH_GIB,
+    PACKAGES_PATH,
+    RayClusterInputs,
+    head_priority_class_manifest,
+    install_command,
+    ray_cluster_manifest,
+    worker_start_script,
 )
 from tests.components.k8s.conftest import make_config
 from tests.components.k8s.manifests import validate_core, validate_custom
@@ -38,8 +44,11 @@ def _worker(manifest):
 
 def _container(group):
     """The Ray container (the head pod also runs the re-armer beside it)."""
-    (container,) = [c for c in group["template"]["spec"]["containers"]
-                    if c["name"] in ("ray-head", "ray-worker")]
+    (container,) = [
+        c
+        for c in group["template"]["spec"]["containers"]
+        if c["name"] in ("ray-head", "ray-worker")
+    ]
     return container
 
 
@@ -72,14 +81,27 @@ def test_head_runs_on_the_system_pool_and_takes_no_ray_tasks(k8s_config) -> None
     assert "nvidia.com/gpu" not in _container(head)["resources"]["limits"]
 
 
-def test_head_is_guaranteed_qos_high_priority_and_never_evicted_by_the_autoscaler(k8s_config) -> None:
+def test_head_is_guaranteed_qos_high_priority_and_never_evicted_by_the_autoscaler(
+    k8s_config,
+) -> None:
     head = _head(_manifest(k8s_config))
     resources = _container(head)["resources"]
     assert resources["limits"] == {"cpu": "8", "memory": "32Gi"}
     # Guaranteed QoS is decided by cpu and memory only; scratch disk is requested, not limited.
-    assert resources["requests"] == {**resources["limits"], "ephemeral-storage": f"{HEAD_SCRATCH_GIB}Gi"}
-    assert head["template"]["metadata"]["annotations"]["cluster-autoscaler.kubernetes.io/safe-to-evict"] == "false"
-    assert head["template"]["spec"]["priorityClassName"] == K8sNames.for_stack(k8s_config).head_priority_class
+    assert resources["requests"] == {
+        **resources["limits"],
+        "ephemeral-storage": f"{HEAD_SCRATCH_GIB}Gi",
+    }
+    assert (
+        head["template"]["metadata"]["annotations"][
+            "cluster-autoscaler.kubernetes.io/safe-to-evict"
+        ]
+        == "false"
+    )
+    assert (
+        head["template"]["spec"]["priorityClassName"]
+        == K8sNames.for_stack(k8s_config).head_priority_class
+    )
     priority_class = head_priority_class_manifest("pc")
     assert priority_class["value"] == HEAD_PRIORITY > 0 and priority_class["globalDefault"] is False
     validate_core(priority_class)
@@ -96,7 +118,10 @@ def test_ray_containers_are_named_and_expose_the_kuberay_ports(k8s_config) -> No
     head, worker = _container(_head(manifest)), _container(_worker(manifest))
     assert (head["name"], worker["name"]) == ("ray-head", "ray-worker")
     assert {p["name"]: p["containerPort"] for p in head["ports"]} == {
-        "gcs-server": 6379, "dashboard": 8265, "client": 10001, "metrics": RAY_METRICS_PORT,
+        "gcs-server": 6379,
+        "dashboard": 8265,
+        "client": 10001,
+        "metrics": RAY_METRICS_PORT,
     }
     assert {p["name"]: p["containerPort"] for p in worker["ports"]} == {"metrics": RAY_METRICS_PORT}
 
@@ -104,23 +129,44 @@ def test_ray_containers_are_named_and_expose_the_kuberay_ports(k8s_config) -> No
 def test_workers_are_a_fixed_group_of_gpu_node_count(any_config) -> None:
     manifest = _manifest(any_config)
     worker = _worker(manifest)
-    assert worker["replicas"] == worker["minReplicas"] == worker["maxReplicas"] == any_config.gpu.node_count == 3
+    assert (
+        worker["replicas"]
+        == worker["minReplicas"]
+        == worker["maxReplicas"]
+        == any_config.gpu.node_count
+        == 3
+    )
     assert manifest["spec"]["enableInTreeAutoscaling"] is False
 
 
 def test_each_worker_takes_all_gpus_and_the_catalogued_cpu_and_memory(any_config) -> None:
     machine = any_config.gpu.machine
     resources = _container(_worker(_manifest(any_config)))["resources"]
-    expected = {"cpu": str(machine.worker_cpu), "memory": f"{machine.worker_memory_gib}Gi", "nvidia.com/gpu": "8"}
+    expected = {
+        "cpu": str(machine.worker_cpu),
+        "memory": f"{machine.worker_memory_gib}Gi",
+        "nvidia.com/gpu": "8",
+    }
     assert resources["limits"] == expected
-    assert resources["requests"] == {**expected, "ephemeral-storage": f"{machine.worker_scratch_gib}Gi"}
+    assert resources["requests"] == {
+        **expected,
+        "ephemeral-storage": f"{machine.worker_scratch_gib}Gi",
+    }
 
 
-def test_workers_select_this_machines_gpus_and_tolerate_gpu_and_termination_taints(any_config) -> None:
+def test_workers_select_this_machines_gpus_and_tolerate_gpu_and_termination_taints(
+    any_config,
+) -> None:
     spec = _worker(_manifest(any_config))["template"]["spec"]
-    assert spec["nodeSelector"] == {"cloud.google.com/gke-accelerator": any_config.gpu.machine.accelerator_type}
-    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
-    assert {"key": "cloud.google.com/impending-node-termination", "operator": "Exists"} in spec["tolerations"]
+    assert spec["nodeSelector"] == {
+        "cloud.google.com/gke-accelerator": any_config.gpu.machine.accelerator_type
+    }
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec[
+        "tolerations"
+    ]
+    assert {"key": "cloud.google.com/impending-node-termination", "operator": "Exists"} in spec[
+        "tolerations"
+    ]
 
 
 def test_workers_ask_for_ten_interfaces(k8s_config) -> None:
@@ -142,7 +188,10 @@ def test_lustre_claim_is_mounted_at_slash_lustre_on_head_and_workers(k8s_config)
 def test_worker_shm_is_a_memory_emptydir_sized_from_the_machine(any_config) -> None:
     worker = _worker(_manifest(any_config))
     shm = _volumes(worker)[_mounts(worker)["/dev/shm"]]
-    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": f"{any_config.gpu.machine.shm_size_gib}Gi"}
+    assert shm["emptyDir"] == {
+        "medium": "Memory",
+        "sizeLimit": f"{any_config.gpu.machine.shm_size_gib}Gi",
+    }
 
 
 def test_workers_mount_the_gib_and_nvidia_host_dirs(k8s_config) -> None:
@@ -214,7 +263,12 @@ def test_verl_pods_install_the_pinned_verl_before_ray_starts_and_import_it(any_c
         script = init["command"][-1]
         # Exactly veRL 0.6.0, hash-checked, without touching the image's dependencies.
         assert "verl==0.6.0 --hash=sha256:" in script
-        for flag in ("--no-deps", "--require-hashes", "--only-binary=:all:", f"--target {PACKAGES_PATH}"):
+        for flag in (
+            "--no-deps",
+            "--require-hashes",
+            "--only-binary=:all:",
+            f"--target {PACKAGES_PATH}",
+        ):
             assert flag in script
         assert init["image"] == framework.image_ref
         # The install lands in a volume the Ray container mounts and puts on PYTHONPATH.
@@ -237,7 +291,8 @@ def test_every_container_of_the_head_keeps_guaranteed_qos(any_config) -> None:
         resources = container["resources"]
         # QoS is judged on cpu and memory only; the head's scratch disk is a request alone.
         assert {k: resources["requests"][k] for k in ("cpu", "memory")} == {
-            k: resources["limits"][k] for k in ("cpu", "memory")}
+            k: resources["limits"][k] for k in ("cpu", "memory")
+        }
 
 
 def test_install_command_is_one_shell_line_pip_reads_as_a_hashed_requirement() -> None:
@@ -271,11 +326,16 @@ def _run_start(tmp_path, machine, gib_script: str | None):
     return subprocess.run(
         ["/bin/bash", "-lc", "--", start],
         env={"PATH": "/usr/bin:/bin", "KUBERAY_GEN_RAY_START_CMD": "env"},
-        capture_output=True, text=True, timeout=30, check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
     )
 
 
-def test_start_script_exports_gibs_settings_and_ours_on_top_to_ray_start(tmp_path, any_config) -> None:
+def test_start_script_exports_gibs_settings_and_ours_on_top_to_ray_start(
+    tmp_path, any_config
+) -> None:
     machine = any_config.gpu.machine
     gib = "export NCCL_NET=gIB\nexport NCCL_IB_TC=52\nexport NCCL_SOCKET_IFNAME=enp0s12\n"
     done = _run_start(tmp_path, machine, gib)
@@ -317,17 +377,26 @@ def test_a_parked_stack_keeps_a_worker_group_with_no_pods(stack_config) -> None:
     validate_custom(manifest)
 
 
-def test_the_head_pod_starts_the_re_armer_beside_ray_with_the_runs_root_on_lustre(any_config) -> None:
+def test_the_head_pod_starts_the_re_armer_beside_ray_with_the_runs_root_on_lustre(
+    any_config,
+) -> None:
     from components.contract import RUNS_ROOT
     from components.k8s.raycluster import REARM_CODE, REARM_CONTAINER
+
     head = _head(_manifest(any_config))
     containers = head["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["ray-head", REARM_CONTAINER]
     rearm = containers[1]
     script = rearm["command"][-1]
-    assert f"python -m jobs.head.rearm --address http://127.0.0.1:8265 --runs-root {RUNS_ROOT}" \
-        in script and f"PYTHONPATH={REARM_CODE}" in script
+    assert (
+        f"python -m jobs.head.rearm --address http://127.0.0.1:8265 --runs-root {RUNS_ROOT}"
+        in script
+        and f"PYTHONPATH={REARM_CODE}" in script
+    )
     assert {m["mountPath"]: m["name"] for m in rearm["volumeMounts"]} == {"/lustre": "lustre"}
     assert rearm["image"] == _container(head)["image"]
     # Only the head pod: workers ride spot and are not where runs are re-armed from.
-    assert all(c["name"] != REARM_CONTAINER for c in _worker(_manifest(any_config))["template"]["spec"]["containers"])
+    assert all(
+        c["name"] != REARM_CONTAINER
+        for c in _worker(_manifest(any_config))["template"]["spec"]["containers"]
+    )

@@ -16,9 +16,17 @@ REPO = Path(__file__).resolve().parents[3]
 
 def inputs(**overrides: Any) -> SandboxServiceInputs:
     sources = {p: (REPO / p).read_text() for p in sandbox.SOURCE_FILES}
-    return SandboxServiceInputs(**{"name": "rl-test-code-sandbox", "namespace": "rl-train", "image": "gcc:12",
-                                   "ray_cluster": "rl-test-ray", "sources": sources, "token_secret": "rl-tokens",
-                                   **overrides})
+    return SandboxServiceInputs(
+        **{
+            "name": "rl-test-code-sandbox",
+            "namespace": "rl-train",
+            "image": "gcc:12",
+            "ray_cluster": "rl-test-ray",
+            "sources": sources,
+            "token_secret": "rl-tokens",
+            **overrides,
+        }
+    )
 
 
 def by_kind(manifests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -27,7 +35,12 @@ def by_kind(manifests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def test_every_manifest_validates_against_the_kubernetes_schemas() -> None:
     manifests = sandbox.manifests(inputs())
-    assert sorted(m["kind"] for m in manifests) == ["ConfigMap", "Deployment", "NetworkPolicy", "Service"]
+    assert sorted(m["kind"] for m in manifests) == [
+        "ConfigMap",
+        "Deployment",
+        "NetworkPolicy",
+        "Service",
+    ]
     for manifest in manifests:
         validate_core(manifest)  # kubernetes-validate, strict: unknown fields fail too
 
@@ -35,8 +48,16 @@ def test_every_manifest_validates_against_the_kubernetes_schemas() -> None:
 def test_pods_run_under_gvisor_on_the_sandbox_pool_only() -> None:
     pod = by_kind(sandbox.manifests(inputs()))["Deployment"]["spec"]["template"]["spec"]
     assert pod["runtimeClassName"] == "gvisor"
-    assert pod["nodeSelector"] == {"sandbox.gke.io/runtime": "gvisor", "rl-on-gke/role": "code-sandbox"}
-    assert {"key": "sandbox.gke.io/runtime", "operator": "Equal", "value": "gvisor", "effect": "NoSchedule"} in pod["tolerations"]
+    assert pod["nodeSelector"] == {
+        "sandbox.gke.io/runtime": "gvisor",
+        "rl-on-gke/role": "code-sandbox",
+    }
+    assert {
+        "key": "sandbox.gke.io/runtime",
+        "operator": "Equal",
+        "value": "gvisor",
+        "effect": "NoSchedule",
+    } in pod["tolerations"]
 
 
 def test_pods_hold_no_secret_but_the_service_token() -> None:
@@ -46,10 +67,16 @@ def test_pods_hold_no_secret_but_the_service_token() -> None:
     (container,) = pod["containers"]
     assert "envFrom" not in container
     secret_refs = [e for e in container["env"] if "valueFrom" in e]
-    assert secret_refs == [{"name": sandbox.TOKEN_ENV,
-                            "valueFrom": {"secretKeyRef": {"name": "rl-tokens", "key": sandbox.TOKEN_ENV}}}]
+    assert secret_refs == [
+        {
+            "name": sandbox.TOKEN_ENV,
+            "valueFrom": {"secretKeyRef": {"name": "rl-tokens", "key": sandbox.TOKEN_ENV}},
+        }
+    ]
     plain = [e for e in container["env"] if "valueFrom" not in e]
-    assert not any(w in e["name"].upper() for e in plain for w in ("TOKEN", "KEY", "SECRET", "PASSWORD"))
+    assert not any(
+        w in e["name"].upper() for e in plain for w in ("TOKEN", "KEY", "SECRET", "PASSWORD")
+    )
     assert all("secret" not in v and "projected" not in v for v in pod["volumes"])
 
 
@@ -61,11 +88,16 @@ def test_the_executor_is_root_inside_gvisor_with_only_the_listed_capabilities() 
     assert ctx["runAsUser"] == 0 and ctx["privileged"] is False
     assert ctx["allowPrivilegeEscalation"] is False and ctx["readOnlyRootFilesystem"] is True
     assert ctx["capabilities"] == {"drop": ["ALL"], "add": list(sandbox.EXECUTOR_CAPABILITIES)}
-    assert "SYS_PTRACE" not in ctx["capabilities"]["add"] and "SYS_MODULE" not in ctx["capabilities"]["add"]
+    assert (
+        "SYS_PTRACE" not in ctx["capabilities"]["add"]
+        and "SYS_MODULE" not in ctx["capabilities"]["add"]
+    )
 
 
 def test_tini_is_pid_1_and_starts_the_service_as_the_tests_do() -> None:
-    (container,) = by_kind(sandbox.manifests(inputs()))["Deployment"]["spec"]["template"]["spec"]["containers"]
+    (container,) = by_kind(sandbox.manifests(inputs()))["Deployment"]["spec"]["template"]["spec"][
+        "containers"
+    ]
     assert container["command"][:2] == list(sandbox.INIT)
     assert container["command"][2:] == sandbox.service_command(sandbox.PORT, 4)
 
@@ -86,10 +118,15 @@ def test_service_reaches_the_container_port_and_the_code_is_mounted() -> None:
     (container,) = manifests["Deployment"]["spec"]["template"]["spec"]["containers"]
     (port,) = manifests["Service"]["spec"]["ports"]
     assert port["targetPort"] in {p["name"] for p in container["ports"]}
-    assert manifests["Service"]["spec"]["selector"] == manifests["Deployment"]["spec"]["selector"]["matchLabels"]
+    assert (
+        manifests["Service"]["spec"]["selector"]
+        == manifests["Deployment"]["spec"]["selector"]["matchLabels"]
+    )
     mounted = {m["mountPath"] for m in container["volumeMounts"]}
     assert {f"{sandbox.CODE_DIR}/{p}" for p in sandbox.SOURCE_FILES} <= mounted
-    assert set(manifests["ConfigMap"]["data"]) == {sandbox.source_key(p) for p in sandbox.SOURCE_FILES}
+    assert set(manifests["ConfigMap"]["data"]) == {
+        sandbox.source_key(p) for p in sandbox.SOURCE_FILES
+    }
     assert inputs().url == "http://rl-test-code-sandbox.rl-train.svc.cluster.local:8080"
 
 
@@ -98,12 +135,23 @@ def test_the_mounted_sources_are_all_the_service_imports() -> None:
     import subprocess
     import sys
     import tempfile
+
     with tempfile.TemporaryDirectory() as tmp:
         for path in sandbox.SOURCE_FILES:
             (Path(tmp) / path).parent.mkdir(parents=True, exist_ok=True)
             (Path(tmp) / path).write_text((REPO / path).read_text())
-        done = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, '.'); import jobs.rewards.service"],
-                              cwd=tmp, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-I",
+                "-c",
+                "import sys; sys.path.insert(0, '.'); import jobs.rewards.service",
+            ],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 0, done.stderr
 
 

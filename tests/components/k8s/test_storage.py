@@ -4,7 +4,9 @@ from __future__ import annotations
 
 
 from components.k8s.storage import (
-    CSI_DRIVER, persistent_volume_claim_manifest, persistent_volume_manifest,
+    CSI_DRIVER,
+    persistent_volume_claim_manifest,
+    persistent_volume_manifest,
     volume_handle,
 )
 from tests.components.k8s.manifests import validate_core
@@ -13,7 +15,9 @@ from tests.components.k8s.manifests import validate_core
 def _pv(**overrides):
     args = dict(
         handle=volume_handle("example-project", "us-east1-b", "rl-test-lustre"),
-        ip="10.16.0.2", filesystem="lustrefs", capacity_gib=9000,
+        ip="10.16.0.2",
+        filesystem="lustrefs",
+        capacity_gib=9000,
     )
     args.update(overrides)
     return persistent_volume_manifest("rl-test-lustre-pv", **args)
@@ -32,7 +36,10 @@ def test_volume_handle_has_exactly_three_parts() -> None:
 
 def test_volume_handle_accepts_the_instances_full_resource_id() -> None:
     full = "projects/example-project/locations/us-east1-b/instances/rl-test-lustre"
-    assert volume_handle("example-project", "us-east1-b", full) == "example-project/us-east1-b/rl-test-lustre"
+    assert (
+        volume_handle("example-project", "us-east1-b", full)
+        == "example-project/us-east1-b/rl-test-lustre"
+    )
 
 
 def test_pv_uses_the_lustre_csi_driver_with_ip_and_filesystem() -> None:

@@ -19,13 +19,16 @@ def test_an_unexpected_error_is_one_line_with_exit_4(monkeypatch):
     result = runner.invoke(cli.app, ["recipes"])
     assert result.exit_code == ExitCode.INTERNAL == 4
     assert result.stderr.count("\n") == 1
-    assert result.stderr.startswith("error: unexpected ValueError: first line second line third "
-                                    "(hint: this is a bug in python -m jobs, not in your job")
+    assert result.stderr.startswith(
+        "error: unexpected ValueError: first line second line third "
+        "(hint: this is a bug in python -m jobs, not in your job"
+    )
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 
 def test_jobs_debug_shows_the_traceback_and_keeps_exit_4(monkeypatch):
     """Issue 19: JOBS_DEBUG=1 turned exit 4 into 1, which a script reads as "the job failed"."""
+
     def broken(_recipe: object) -> dict:
         raise ValueError("boom")
 
@@ -43,18 +46,40 @@ def test_run_with_a_token_in_the_command_exits_2_before_contacting_anything():
     token = "hf_" + "K" * 34
     # Nothing listens at the address: reaching the cluster would be exit 3, so exit 2 proves
     # the command was refused before any connection, upload or job record.
-    done = run_cli("run", "--address", f"http://127.0.0.1:{free_port()}", "--", "env",
-                   f"HF_TOKEN={token}", "python", "x.py")
+    done = run_cli(
+        "run",
+        "--address",
+        f"http://127.0.0.1:{free_port()}",
+        "--",
+        "env",
+        f"HF_TOKEN={token}",
+        "python",
+        "x.py",
+    )
     assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith("error: the command holds a token-shaped value, refused (the "
-                                  "value is not shown) (hint: tokens come from the cluster's "
-                                  "Kubernetes Secret")
+    assert done.stderr.startswith(
+        "error: the command holds a token-shaped value, refused (the "
+        "value is not shown) (hint: tokens come from the cluster's "
+        "Kubernetes Secret"
+    )
     assert token not in done.stderr + done.stdout and done.stderr.count("\n") == 1
 
 
 def test_resume_takes_nothing_that_would_change_the_run():
-    result = runner.invoke(cli.app, ["submit", "--resume", "r1", "--set", "grpo.max_num_steps=3",
-                                     "--nodes", "2", "--address", "http://127.0.0.1:1"])
+    result = runner.invoke(
+        cli.app,
+        [
+            "submit",
+            "--resume",
+            "r1",
+            "--set",
+            "grpo.max_num_steps=3",
+            "--nodes",
+            "2",
+            "--address",
+            "http://127.0.0.1:1",
+        ],
+    )
     assert result.exit_code == 2
     assert result.stderr.startswith("error: --resume r1 cannot be combined with --set, --nodes")
 

@@ -10,8 +10,14 @@ from tests.jobs.conftest import REPO
 
 def _imported_after(code: str) -> set[str]:
     probe = f"{code}\nimport sys; print(' '.join(sorted(sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
-                          text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return set(done.stdout.split())
 
 
@@ -20,5 +26,6 @@ def test_importing_the_cli_imports_neither_ray_nor_the_websocket_client():
     # `ray` is what `ray job submit` pays for; aiohttp only `--follow`/`logs -f` needs;
     # requests only Ray's upload client.
     assert not {"ray", "aiohttp", "requests"} & loaded, sorted(
-        m for m in loaded if m.split(".")[0] in {"ray", "aiohttp", "requests"})[:5]
+        m for m in loaded if m.split(".")[0] in {"ray", "aiohttp", "requests"}
+    )[:5]
     assert "jobs.client.dashboard" in loaded  # the probe did import the CLI and its client

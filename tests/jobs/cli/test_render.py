@@ -12,8 +12,21 @@ from jobs.cli.app import app
 from jobs.recipes.catalogue import RECIPES
 
 NARROW = {"COLUMNS": "80", "RAY_ADDRESS": None, "JOBS_DEBUG": None}
-COMMANDS = [["submit"], ["run"], ["export"], ["status"], ["logs"], ["stop"], ["list"],
-            ["recipes"], ["data", "gsm8k"], ["data", "code-contests"], ["data"], ["stage"], []]
+COMMANDS = [
+    ["submit"],
+    ["run"],
+    ["export"],
+    ["status"],
+    ["logs"],
+    ["stop"],
+    ["list"],
+    ["recipes"],
+    ["data", "gsm8k"],
+    ["data", "code-contests"],
+    ["data"],
+    ["stage"],
+    [],
+]
 
 
 def _lines(text: str) -> list[str]:
@@ -35,11 +48,22 @@ def test_recipes_fit_80_columns_with_every_name_and_default_whole():
 
 def test_list_fits_80_columns_and_never_cuts_a_63_character_run_name():
     run = "r" * 63  # the longest name check_run_name accepts
-    views = [{"run": run, "status": "RUNNING", "recipe": "nemo-rl-grpo-math-codelab",
-              "attempts": [{"attempt": n, "submission_id": f"{run}-a{n}", "status": s}
-                           for n, s in ((1, "FAILED"), (2, "RUNNING"))],
-              "supervisor": {"submission_id": f"{run}-s1", "status": "RUNNING",
-                             "last_event": {"message": "restarting after a1 FAILED: " + "x " * 40}}}]
+    views = [
+        {
+            "run": run,
+            "status": "RUNNING",
+            "recipe": "nemo-rl-grpo-math-codelab",
+            "attempts": [
+                {"attempt": n, "submission_id": f"{run}-a{n}", "status": s}
+                for n, s in ((1, "FAILED"), (2, "RUNNING"))
+            ],
+            "supervisor": {
+                "submission_id": f"{run}-s1",
+                "status": "RUNNING",
+                "last_event": {"message": "restarting after a1 FAILED: " + "x " * 40},
+            },
+        }
+    ]
     console = Console(width=80, record=True, file=open("/dev/null", "w"))
     console.print(render.runs(views))
     lines = _lines(console.export_text())

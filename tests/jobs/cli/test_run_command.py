@@ -49,8 +49,14 @@ def test_default_named_runs_started_within_a_second_all_start(ray_url, ray_clien
     (unique per second) two of these four always collided."""
     runner = CliRunner()
     started = time.monotonic()
-    results = [runner.invoke(app, ["run", "--json", "--address", ray_url, "--", "true"],
-                             env={"RAY_ADDRESS": None, "JOBS_DEBUG": None}) for _ in range(4)]
+    results = [
+        runner.invoke(
+            app,
+            ["run", "--json", "--address", ray_url, "--", "true"],
+            env={"RAY_ADDRESS": None, "JOBS_DEBUG": None},
+        )
+        for _ in range(4)
+    ]
     took = time.monotonic() - started
     for result in results:
         assert result.exit_code == 0, result.stderr
@@ -60,10 +66,13 @@ def test_default_named_runs_started_within_a_second_all_start(ray_url, ray_clien
 
 def test_three_default_named_runs_in_a_shell_loop_all_start(ray_url, ray_client, gpu_node):
     """Issue 19 #3: names were unique per second, so the loop's second `run` exited 2."""
-    loop = (f'for i in 1 2 3; do "{sys.executable}" -m jobs run --json --address {ray_url} '
-            '-- true || exit 1; done')
-    done = subprocess.run(["bash", "-c", loop], cwd=REPO, env=clean_env(), capture_output=True,
-                          text=True, timeout=180)
+    loop = (
+        f'for i in 1 2 3; do "{sys.executable}" -m jobs run --json --address {ray_url} '
+        "-- true || exit 1; done"
+    )
+    done = subprocess.run(
+        ["bash", "-c", loop], cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, done.stderr
     runs = [view["run"] for view in _json_values(done.stdout)]
     assert len(set(runs)) == 3 and all(r.startswith("run-") for r in runs)
@@ -78,9 +87,23 @@ PRINT_GPUS = "import os; print('CUDA=' + os.environ.get('CUDA_VISIBLE_DEVICES', 
 def test_run_gpus_gives_the_command_its_gpu(ray_url, ray_client, gpu_node):
     """Issue 19 #2: `run --gpus 1` only waited for a GPU in the cluster (and needed
     --max-restarts); the command ran on the GPU-less head without CUDA_VISIBLE_DEVICES."""
-    result = CliRunner().invoke(app, ["run", "--gpus", "1", "--follow", "--json", "--address",
-                                      ray_url, "--", "python", "-c", PRINT_GPUS],
-                                env={"RAY_ADDRESS": None, "JOBS_DEBUG": None})
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--gpus",
+            "1",
+            "--follow",
+            "--json",
+            "--address",
+            ray_url,
+            "--",
+            "python",
+            "-c",
+            PRINT_GPUS,
+        ],
+        env={"RAY_ADDRESS": None, "JOBS_DEBUG": None},
+    )
     assert result.exit_code == 0, result.stderr
     view = json.loads(result.stdout)
     assert view["status"] == "SUCCEEDED"
@@ -89,14 +112,18 @@ def test_run_gpus_gives_the_command_its_gpu(ray_url, ray_client, gpu_node):
     assert "CUDA=0" in result.stderr  # Ray gave the driver the raylet's one GPU
 
 
-@pytest.mark.parametrize("flags", [["--cpus", "1000"], ["--resource", "no_such_resource=1"]],
-                         ids=["cpus", "resource"])
+@pytest.mark.parametrize(
+    "flags", [["--cpus", "1000"], ["--resource", "no_such_resource=1"]], ids=["cpus", "resource"]
+)
 def test_run_reservations_hold_the_command_until_a_node_has_them(ray_url, ray_client, flags):
     """--cpus and --resource reach Ray as entrypoint_num_cpus / entrypoint_resources: asking for
     what no node has keeps even `true` PENDING "waiting for resources" (the dashboard's job
     record does not show the fields themselves)."""
-    result = CliRunner().invoke(app, ["run", *flags, "--json", "--address", ray_url, "--",
-                                      "true"], env={"RAY_ADDRESS": None, "JOBS_DEBUG": None})
+    result = CliRunner().invoke(
+        app,
+        ["run", *flags, "--json", "--address", ray_url, "--", "true"],
+        env={"RAY_ADDRESS": None, "JOBS_DEBUG": None},
+    )
     assert result.exit_code == 0, result.stderr
     job_id = json.loads(result.stdout)["submission_id"]
     try:
@@ -108,32 +135,58 @@ def test_run_reservations_hold_the_command_until_a_node_has_them(ray_url, ray_cl
         run_cli("stop", job_id, "--address", ray_url, env=clean_env(JOBS_STOP_WAIT_S="1"))
 
 
-@pytest.mark.parametrize("item, words", [("slot", "is not NAME=AMOUNT"), ("slot=0", "positive"),
-                                         ("GPU=1", "GPU has its own option")])
+@pytest.mark.parametrize(
+    "item, words",
+    [("slot", "is not NAME=AMOUNT"), ("slot=0", "positive"), ("GPU=1", "GPU has its own option")],
+)
 def test_a_bad_resource_is_refused_naming_it(item, words):
-    result = CliRunner().invoke(app, ["run", "--resource", item, "--address",
-                                      "http://127.0.0.1:9", "--", "true"],
-                                env={"RAY_ADDRESS": None, "JOBS_DEBUG": None})
+    result = CliRunner().invoke(
+        app,
+        ["run", "--resource", item, "--address", "http://127.0.0.1:9", "--", "true"],
+        env={"RAY_ADDRESS": None, "JOBS_DEBUG": None},
+    )
     assert result.exit_code == 2
     assert f"--resource {item!r}" in result.stderr and words in result.stderr
 
 
 # The supervisor's periods, shortened (jobs/head/protocol.py Settings; the CLI forwards them).
-FAST = {"JOBS_SUPERVISOR_POLL_S": "0.5", "JOBS_SUPERVISOR_SETTLE_S": "1",
-        "JOBS_SUPERVISOR_PROGRESS_S": "2", "JOBS_SUPERVISOR_MAX_WAIT_S": "180"}
+FAST = {
+    "JOBS_SUPERVISOR_POLL_S": "0.5",
+    "JOBS_SUPERVISOR_SETTLE_S": "1",
+    "JOBS_SUPERVISOR_PROGRESS_S": "2",
+    "JOBS_SUPERVISOR_MAX_WAIT_S": "180",
+}
 
 
 def test_logs_of_a_run_show_every_attempt_failed_ones_included(ray_url, gpu_node, tmp_path):
     """Issue 19 #8: `logs RUN` showed the supervisor's decisions and the latest attempt only."""
     marker = tmp_path / "ckpt"
-    script = (f"import os, sys; p = {str(marker)!r}\n"
-              "if os.path.exists(p): print('second-attempt-' + 'resumed'); sys.exit(0)\n"
-              "open(p, 'w').close(); print('first-attempt-' + 'died'); sys.exit(1)")
+    script = (
+        f"import os, sys; p = {str(marker)!r}\n"
+        "if os.path.exists(p): print('second-attempt-' + 'resumed'); sys.exit(0)\n"
+        "open(p, 'w').close(); print('first-attempt-' + 'died'); sys.exit(1)"
+    )
     run = f"logs-{uuid.uuid4().hex[:8]}"
     env = {**FAST, "RAY_ADDRESS": None, "JOBS_DEBUG": None}
-    done = CliRunner().invoke(app, ["run", "--name", run, "--max-restarts", "1", "--follow",
-                                    "--json", "--address", ray_url, "--", "python", "-c", script],
-                              env=env)
+    done = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--name",
+            run,
+            "--max-restarts",
+            "1",
+            "--follow",
+            "--json",
+            "--address",
+            ray_url,
+            "--",
+            "python",
+            "-c",
+            script,
+        ],
+        env=env,
+    )
     assert done.exit_code == 0, done.stderr
     result = CliRunner().invoke(app, ["logs", run, "--address", ray_url], env=env)
     assert result.exit_code == 0, result.stderr
@@ -141,21 +194,26 @@ def test_logs_of_a_run_show_every_attempt_failed_ones_included(ray_url, gpu_node
     first, second = f"==> {run}-a1 (FAILED) <==", f"==> {run}-a2 (SUCCEEDED) <=="
     assert first in text and second in text
     # (The printed words are built at run time, so the echoed entrypoint does not hold them.)
-    assert text.index(first) < text.index("first-attempt-died") < text.index(second) < \
-        text.index("second-attempt-resumed")
+    assert (
+        text.index(first)
+        < text.index("first-attempt-died")
+        < text.index(second)
+        < text.index("second-attempt-resumed")
+    )
     assert text.startswith("[supervisor] ")  # the decisions come first, as before
 
 
-def test_stopping_a_job_that_waits_for_resources_ends_with_a_message(ray_url, ray_client,
-                                                                    gpu_node):
+def test_stopping_a_job_that_waits_for_resources_ends_with_a_message(ray_url, ray_client, gpu_node):
     """Issue 19: `stop` of a PENDING job waited forever, silently when piped: Ray keeps a
     stopped job that was never placed PENDING until its start times out (15 min)."""
     job_id = f"pending-{uuid.uuid4().hex[:8]}"
-    ray_client.submit_job(entrypoint="true", submission_id=job_id,
-                          entrypoint_resources={"no_such_resource": 1})
+    ray_client.submit_job(
+        entrypoint="true", submission_id=job_id, entrypoint_resources={"no_such_resource": 1}
+    )
     try:
-        done = run_cli("stop", job_id, "--address", ray_url,
-                       env=clean_env(JOBS_STOP_WAIT_S="3"), timeout=90)
+        done = run_cli(
+            "stop", job_id, "--address", ray_url, env=clean_env(JOBS_STOP_WAIT_S="3"), timeout=90
+        )
         assert done.returncode == 0, done.stderr
         assert f"{job_id}: stopping (PENDING) ..." in done.stderr  # said while waiting, piped
         assert f"{job_id} is still PENDING 3 s after the stop request" in done.stderr

@@ -26,7 +26,8 @@ def test_a_megatron_recipe_stages_its_model_datasets_and_conversion_on_a_gpu_nod
     assert sub["entrypoint"] == (
         "python3 -m jobs.staging.stage --model Qwen/Qwen2.5-72B-Instruct --revision main "
         "--dataset agentica-org/DeepScaleR-Preview-Dataset --dataset HuggingFaceH4/aime_2024 "
-        "--convert --gpus 8 --dtype bfloat16")
+        "--convert --gpus 8 --dtype bfloat16"
+    )
     assert sub["entrypoint_num_gpus"] == 8
     assert sub["runtime_env"]["env_vars"] == {"HF_HOME": "/lustre/huggingface_cache"}
     assert sub["metadata"]["kind"] == "stage" and sub["metadata"]["convert"] == "True"
@@ -69,4 +70,5 @@ def test_numbers_count_up_per_model():
 def test_every_megatron_recipe_converts_and_no_other_does():
     for recipe in RECIPES.values():
         assert stage.target_of(recipe.name).converts == (
-            recipe.framework == "nemo-rl" and "megatron" in recipe.config_file)
+            recipe.framework == "nemo-rl" and "megatron" in recipe.config_file
+        )

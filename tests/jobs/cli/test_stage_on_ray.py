@@ -10,15 +10,24 @@ from tests.fakehub import FakeHub, Repo
 from tests.jobs.conftest import clean_env, run_cli
 
 
-def test_stage_runs_as_a_ray_job_and_leaves_the_pinned_snapshot(ray_url: str, ray_client,
-                                                               tmp_path: Path) -> None:
+def test_stage_runs_as_a_ray_job_and_leaves_the_pinned_snapshot(
+    ray_url: str, ray_client, tmp_path: Path
+) -> None:
     home = tmp_path / "hf"
     with FakeHub() as hub:
         repo = Repo()
         hub.repos["org/tiny"] = repo
         commit = repo.push({"config.json": b"{}", "model.safetensors": b"w" * 4096})
-        done = run_cli("stage", "org/tiny", "--hf-home", str(home), "--address", ray_url,
-                       env=clean_env(HF_ENDPOINT=hub.url), timeout=240)
+        done = run_cli(
+            "stage",
+            "org/tiny",
+            "--hf-home",
+            str(home),
+            "--address",
+            ray_url,
+            env=clean_env(HF_ENDPOINT=hub.url),
+            timeout=240,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         assert f"stage complete: org/tiny@{commit}" in done.stdout + done.stderr
     staged = record.load(home, "org/tiny")
@@ -30,11 +39,21 @@ def test_stage_runs_as_a_ray_job_and_leaves_the_pinned_snapshot(ray_url: str, ra
     assert "stage-org--tiny-1" in listed.stdout
 
 
-def test_a_stage_that_cannot_reach_the_hub_fails_with_the_reason(ray_url: str,
-                                                                 tmp_path: Path) -> None:
+def test_a_stage_that_cannot_reach_the_hub_fails_with_the_reason(
+    ray_url: str, tmp_path: Path
+) -> None:
     with FakeHub() as hub:
-        done = run_cli("stage", "org/absent", "--hf-home", str(tmp_path / "hf"), "--address",
-                       ray_url, "--json", env=clean_env(HF_ENDPOINT=hub.url), timeout=240)
+        done = run_cli(
+            "stage",
+            "org/absent",
+            "--hf-home",
+            str(tmp_path / "hf"),
+            "--address",
+            ray_url,
+            "--json",
+            env=clean_env(HF_ENDPOINT=hub.url),
+            timeout=240,
+        )
     assert done.returncode == 1
     assert json.loads(done.stdout)["status"] == "FAILED"
     assert "'org/absent' is not on the Hub" in done.stderr

@@ -28,14 +28,27 @@ def _wait_terminal(api: JobsAPI, sid: str) -> JobStatus:
 def test_a_submitted_job_reads_back_as_rays_client_reads_it(ray_url, ray_client):
     api = JobsAPI(ray_url + "/")  # a trailing slash is dropped, as Ray's client does
     sid = _sid("api")
-    got = api.submit_job(entrypoint="echo from-the-rest-client", submission_id=sid,
-                         runtime_env={"env_vars": {"X": "1"}}, metadata={"run": "api"},
-                         entrypoint_num_cpus=0.1)
+    got = api.submit_job(
+        entrypoint="echo from-the-rest-client",
+        submission_id=sid,
+        runtime_env={"env_vars": {"X": "1"}},
+        metadata={"run": "api"},
+        entrypoint_num_cpus=0.1,
+    )
     assert got == sid
     assert _wait_terminal(api, sid) == JobStatus.SUCCEEDED
     ours, theirs = api.get_job_info(sid), ray_client.get_job_info(sid)
-    for field in ("status", "entrypoint", "submission_id", "job_id", "metadata", "message",
-                  "start_time", "end_time", "driver_exit_code"):
+    for field in (
+        "status",
+        "entrypoint",
+        "submission_id",
+        "job_id",
+        "metadata",
+        "message",
+        "start_time",
+        "end_time",
+        "driver_exit_code",
+    ):
         assert getattr(ours, field) == getattr(theirs, field), field
     assert ours.metadata == {"run": "api"}
     assert sid in [j.submission_id for j in api.list_jobs()]
@@ -57,8 +70,13 @@ def test_an_unknown_job_is_a_404_and_then_no_such_job(ray_url):
         JobsAPI(ray_url).get_job_info(missing)
     assert raw.value.status == 404 and missing in raw.value.body
     cluster = Dashboard(ray_url)
-    for call in (cluster.status, cluster.info, cluster.logs, cluster.stop,
-                 lambda j: cluster.tail(j, print)):
+    for call in (
+        cluster.status,
+        cluster.info,
+        cluster.logs,
+        cluster.stop,
+        lambda j: cluster.tail(j, print),
+    ):
         with pytest.raises(UsageError) as e:
             call(missing)
         assert type(e.value) is NotFound and e.value.message.startswith("no such job")
@@ -67,8 +85,7 @@ def test_an_unknown_job_is_a_404_and_then_no_such_job(ray_url):
 
 def test_a_duplicate_submission_id_is_already_submitted(ray_url):
     cluster = Dashboard(ray_url)
-    sub = Submission(submission_id=_sid("dup-404"), entrypoint="true", runtime_env={},
-                     metadata={})
+    sub = Submission(submission_id=_sid("dup-404"), entrypoint="true", runtime_env={}, metadata={})
     assert cluster.submit(sub) == sub.submission_id
     with pytest.raises(AlreadySubmitted) as e:
         cluster.submit(sub)
@@ -80,8 +97,12 @@ def test_a_dashboard_that_is_gone_is_unreachable_exit_3(ray_url):
     cluster = Dashboard(proxy.url)
     assert cluster.jobs()  # through the proxy while it is up
     proxy.stop()
-    for call in (cluster.jobs, lambda: cluster.status("x-a1"), lambda: cluster.stop("x-a1"),
-                 lambda: cluster.tail("x-a1", print)):
+    for call in (
+        cluster.jobs,
+        lambda: cluster.status("x-a1"),
+        lambda: cluster.stop("x-a1"),
+        lambda: cluster.tail("x-a1", print),
+    ):
         with pytest.raises(Unreachable) as e:
             call()
         assert e.value.code == ExitCode.UNREACHABLE
@@ -102,8 +123,14 @@ def test_local_packages_are_uploaded_by_rays_packaging_then_submitted(ray_url, t
     cluster = Dashboard(ray_url)
     env = cluster.upload_working_dir({"working_dir": str(tmp_path), "env_vars": {"A": "b"}})
     assert str(env["working_dir"]).startswith("gcs://") and env["env_vars"] == {"A": "b"}
-    sid = cluster.submit(Submission(submission_id=_sid("wd"), entrypoint="cat hello.txt",
-                                    runtime_env={"working_dir": str(tmp_path)}, metadata={}))
+    sid = cluster.submit(
+        Submission(
+            submission_id=_sid("wd"),
+            entrypoint="cat hello.txt",
+            runtime_env={"working_dir": str(tmp_path)},
+            metadata={},
+        )
+    )
     wait_until(lambda: cluster.status(sid).is_terminal(), 90, f"{sid} ends")
     assert cluster.status(sid) == JobStatus.SUCCEEDED
     assert "packaged-by-ray" in cluster.logs(sid)

@@ -26,8 +26,9 @@ def translate(exc: BaseException) -> JobsError:
     return e.value
 
 
-@pytest.mark.parametrize("job_id", ["run-404-a1", "r-20261130-040404-a2", "e404c0de-a1",
-                                    "plain-a1"])
+@pytest.mark.parametrize(
+    "job_id", ["run-404-a1", "r-20261130-040404-a2", "e404c0de-a1", "plain-a1"]
+)
 def test_a_duplicate_is_already_submitted_even_when_its_id_contains_404(job_id):
     err = translate(RuntimeError(DUPLICATE_500.format(id=job_id)))
     assert isinstance(err, AlreadySubmitted)
@@ -40,16 +41,19 @@ def test_an_unknown_job_is_a_usage_error_only_for_status_404():
     assert type(other) is JobsError and "404-ish" in other.message
 
 
-@pytest.mark.parametrize("exc", [
-    RuntimeError("WebSocket connection closed unexpectedly with close code 1006"),
-    RuntimeError("WebSocket error for job x-a1: Cannot write to closing transport"),
-    RuntimeError("Request failed with status code 502: Bad Gateway."),
-    aiohttp.ClientConnectionError("Connection reset by peer"),
-    aiohttp.ServerDisconnectedError(),
-    requests.exceptions.ReadTimeout("read timed out"),
-    requests.exceptions.ChunkedEncodingError("broken"),
-    ConnectionResetError(104, "Connection reset by peer"),
-])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        RuntimeError("WebSocket connection closed unexpectedly with close code 1006"),
+        RuntimeError("WebSocket error for job x-a1: Cannot write to closing transport"),
+        RuntimeError("Request failed with status code 502: Bad Gateway."),
+        aiohttp.ClientConnectionError("Connection reset by peer"),
+        aiohttp.ServerDisconnectedError(),
+        requests.exceptions.ReadTimeout("read timed out"),
+        requests.exceptions.ChunkedEncodingError("broken"),
+        ConnectionResetError(104, "Connection reset by peer"),
+    ],
+)
 def test_losing_the_dashboard_is_unreachable_exit_3(exc):
     err = translate(exc)
     assert isinstance(err, Unreachable) and err.code == ExitCode.UNREACHABLE
@@ -57,12 +61,16 @@ def test_losing_the_dashboard_is_unreachable_exit_3(exc):
 
 
 def test_a_500_shows_the_exception_line_not_the_traceback_header():
-    err = translate(RuntimeError(
-        "Request failed with status code 500: Traceback (most recent call last):\n"
-        '  File "x.py", line 1\nValueError: runtime_env field "pip" is invalid.'))
+    err = translate(
+        RuntimeError(
+            "Request failed with status code 500: Traceback (most recent call last):\n"
+            '  File "x.py", line 1\nValueError: runtime_env field "pip" is invalid.'
+        )
+    )
     assert "Traceback" not in err.line()
-    assert err.message == ('Ray refused to submit x: status code 500: ValueError: runtime_env '
-                           'field "pip" is invalid')
-    assert meaningful_line("Request failed with status code 413: Maximum request body size "
-                           "104857600 exceeded.") == ("Request failed with status code 413: "
-                                                      "Maximum request body size 104857600 exceeded.")
+    assert err.message == (
+        'Ray refused to submit x: status code 500: ValueError: runtime_env field "pip" is invalid'
+    )
+    assert meaningful_line(
+        "Request failed with status code 413: Maximum request body size 104857600 exceeded."
+    ) == ("Request failed with status code 413: Maximum request body size 104857600 exceeded.")

@@ -9,8 +9,10 @@ import requests
 from jobs.client import errors
 from jobs.client.api import JobsAPIError
 
-DUPLICATE = ("Traceback (most recent call last):\nValueError: Job with submission_id r-a2 "
-             "already exists. Please use a different submission_id.")
+DUPLICATE = (
+    "Traceback (most recent call last):\nValueError: Job with submission_id r-a2 "
+    "already exists. Please use a different submission_id."
+)
 
 
 def test_only_a_missing_dashboard_is_retried_never_a_refusal():

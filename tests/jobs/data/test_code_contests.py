@@ -20,21 +20,40 @@ int main() { long long a, b; scanf("%lld %lld", &a, &b); printf("%lld\\n", a + b
 
 def record(name: str, rating: int, private: int = 2, **extra: Any) -> dict[str, Any]:
     return {
-        "name": name, "description": f"Add two numbers ({name}).", "cf_rating": rating, "source": 2,
+        "name": name,
+        "description": f"Add two numbers ({name}).",
+        "cf_rating": rating,
+        "source": 2,
         "public_tests": {"input": ["1 1\n"], "output": ["2\n"]},
-        "private_tests": {"input": [f"{i} {i}\n" for i in range(private)], "output": [f"{2 * i}\n" for i in range(private)]},
+        "private_tests": {
+            "input": [f"{i} {i}\n" for i in range(private)],
+            "output": [f"{2 * i}\n" for i in range(private)],
+        },
         "generated_tests": {"input": [], "output": []},
-        "time_limit": {"seconds": 2, "nanos": 500000000}, "memory_limit_bytes": 256000000,
-        "solutions": {"language": [2], "solution": [SOLUTION.replace("a + b", "a + b /*REFERENCE*/")]},
+        "time_limit": {"seconds": 2, "nanos": 500000000},
+        "memory_limit_bytes": 256000000,
+        "solutions": {
+            "language": [2],
+            "solution": [SOLUTION.replace("a + b", "a + b /*REFERENCE*/")],
+        },
         "incorrect_solutions": {"language": [2], "solution": ["/*WRONG*/"]},
         **extra,
     }
 
 
 # The parquet part has the dataset's {seconds, nanos} time limits; the JSONL part a number and a null.
-PARQUET_RECORDS = [record("easy-800", 800), record("hard-1500", 1500), record("low-700", 700), record("unrated", 0)]
-JSONL_RECORDS = [record("easy-1000", 1000, time_limit=3, memory_limit_bytes=0), record("expert-2400", 2400, time_limit=None),
-                 record("no-private", 900, private=0), record("above-3500", 3600)]
+PARQUET_RECORDS = [
+    record("easy-800", 800),
+    record("hard-1500", 1500),
+    record("low-700", 700),
+    record("unrated", 0),
+]
+JSONL_RECORDS = [
+    record("easy-1000", 1000, time_limit=3, memory_limit_bytes=0),
+    record("expert-2400", 2400, time_limit=None),
+    record("no-private", 900, private=0),
+    record("above-3500", 3600),
+]
 
 
 def _write_inputs(directory: Path) -> None:
@@ -51,7 +70,11 @@ def test_convert_filters_splits_and_normalises(tmp_path: Path) -> None:
     _write_inputs(tmp_path / "in")
     summary = data.convert(tmp_path / "in", tmp_path / "out")
     assert summary.written == {"easy": 2, "hard": 1, "expert": 1}
-    assert dict(summary.dropped) == {"rating below 800": 2, "no private tests": 1, "rating outside the tiers": 1}
+    assert dict(summary.dropped) == {
+        "rating below 800": 2,
+        "no private tests": 1,
+        "rating outside the tiers": 1,
+    }
     easy = _rows(tmp_path / "out/easy/train.parquet")
     assert [r["extra_info"]["name"] for r in easy] == ["easy-800", "easy-1000"]
     row = easy[0]
@@ -61,11 +84,20 @@ def test_convert_filters_splits_and_normalises(tmp_path: Path) -> None:
     assert "<think>" in row["prompt"][0]["content"] and "<code>" in row["prompt"][0]["content"]
     assert "Time limit: 2.5 seconds" in row["prompt"][0]["content"]
     truth = json.loads(row["reward_model"]["ground_truth"])
-    assert truth["time_limit"] == 2.5 and truth["memory_limit_bytes"] == 256000000 and truth["cf_rating"] == 800
+    assert (
+        truth["time_limit"] == 2.5
+        and truth["memory_limit_bytes"] == 256000000
+        and truth["cf_rating"] == 800
+    )
     assert truth["private_tests"]["input"] == ["0 0\n", "1 1\n"]
     limits = [json.loads(r["reward_model"]["ground_truth"]) for r in easy[1:]]
-    assert limits[0]["time_limit"] == 3.0 and limits[0]["memory_limit_bytes"] == reward.DEFAULT_MEMORY_BYTES
-    expert = json.loads(_rows(tmp_path / "out/expert/train.parquet")[0]["reward_model"]["ground_truth"])
+    assert (
+        limits[0]["time_limit"] == 3.0
+        and limits[0]["memory_limit_bytes"] == reward.DEFAULT_MEMORY_BYTES
+    )
+    expert = json.loads(
+        _rows(tmp_path / "out/expert/train.parquet")[0]["reward_model"]["ground_truth"]
+    )
     assert expert["time_limit"] == reward.DEFAULT_TIME_S
 
 
@@ -82,25 +114,43 @@ def test_written_rows_are_scored_by_the_reward(tmp_path: Path) -> None:
     data.convert(tmp_path / "in", tmp_path / "out")
     row = _rows(tmp_path / "out/hard/train.parquet")[0]
     answer = f"<think>sum</think><code>```cpp\n{SOLUTION}\n```</code>"
-    assert reward.compute_score(row["data_source"], answer, row["reward_model"]["ground_truth"], row["extra_info"]) == 1.0
+    assert (
+        reward.compute_score(
+            row["data_source"], answer, row["reward_model"]["ground_truth"], row["extra_info"]
+        )
+        == 1.0
+    )
 
 
 def test_cli_writes_the_splits_and_reports(tmp_path: Path) -> None:
     _write_inputs(tmp_path / "in")
-    done = run_cli("data", "code-contests", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--json")
+    done = run_cli(
+        "data",
+        "code-contests",
+        "--input",
+        str(tmp_path / "in"),
+        "--out",
+        str(tmp_path / "out"),
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["written"] == {"easy": 2, "expert": 1, "hard": 1}
     assert Path(report["paths"]["hard"]) == tmp_path / "out/hard/train.parquet"
 
 
-@pytest.mark.parametrize(("make", "message"), [
-    (lambda d: None, "not a directory"),
-    (lambda d: d.mkdir(), "holds no *.parquet or *.jsonl files"),
-])
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: None, "not a directory"),
+        (lambda d: d.mkdir(), "holds no *.parquet or *.jsonl files"),
+    ],
+)
 def test_cli_rejects_a_bad_input_dir(tmp_path: Path, make: Any, message: str) -> None:
     make(tmp_path / "in")
-    done = run_cli("data", "code-contests", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out"))
+    done = run_cli(
+        "data", "code-contests", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out")
+    )
     assert done.returncode == 2
     assert done.stderr.startswith(f"error: --input {tmp_path / 'in'}: {message}")
     assert not (tmp_path / "out").exists()
@@ -110,8 +160,12 @@ def test_cli_rejects_a_bad_record_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     bad = record("bad", 900)
     bad["private_tests"] = {"input": ["1 1"], "output": []}
-    (tmp_path / "in/a.jsonl").write_text(json.dumps(record("good", 900)) + "\n" + json.dumps(bad) + "\n")
-    done = run_cli("data", "code-contests", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out"))
+    (tmp_path / "in/a.jsonl").write_text(
+        json.dumps(record("good", 900)) + "\n" + json.dumps(bad) + "\n"
+    )
+    done = run_cli(
+        "data", "code-contests", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out")
+    )
     assert done.returncode == 2
     assert "record 'bad': 1 test inputs but 0 outputs" in done.stderr
     assert not (tmp_path / "out").exists()
@@ -123,7 +177,9 @@ def test_cli_refuses_records_of_another_dataset_and_writes_nothing(tmp_path: Pat
     (tmp_path / "in").mkdir()
     gsm8k_rows = [{"question": "What is 2 + 3?", "answer": "2 + 3 = 5\n#### 5"}]
     (tmp_path / "in/train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in gsm8k_rows))
-    done = run_cli("data", "code-contests", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out"))
+    done = run_cli(
+        "data", "code-contests", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out")
+    )
     assert done.returncode == 2, done.stderr
     assert "not deepmind/code_contests records" in done.stderr
     assert "cf_rating" in done.stderr
@@ -134,7 +190,9 @@ def test_cli_refuses_records_of_another_dataset_and_writes_nothing(tmp_path: Pat
 def test_cli_refuses_input_where_no_problem_is_in_a_tier(tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     (tmp_path / "in/a.jsonl").write_text(json.dumps(record("low", 700)) + "\n")
-    done = run_cli("data", "code-contests", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out"))
+    done = run_cli(
+        "data", "code-contests", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out")
+    )
     assert done.returncode == 2, done.stderr
     assert "no problem falls in a tier (1 rating below 800); nothing written" in done.stderr
     assert not (tmp_path / "out").exists()

@@ -18,9 +18,13 @@ from jobs.recipes.catalogue import PAYLOADS, RECIPES
 from tests.jobs.conftest import REPO, clean_env, run_cli
 
 ROWS = {
-    "train": [{"question": "Tom has 1,200 apples and buys 34 more. How many?",
-               "answer": "1200 + 34 = <<1200+34=1234>>1234.\n#### 1,234"},
-              {"question": "What is 2 + 3?", "answer": "2 + 3 = 5\n#### 5"}],
+    "train": [
+        {
+            "question": "Tom has 1,200 apples and buys 34 more. How many?",
+            "answer": "1200 + 34 = <<1200+34=1234>>1234.\n#### 1,234",
+        },
+        {"question": "What is 2 + 3?", "answer": "2 + 3 = 5\n#### 5"},
+    ],
     "test": [{"question": "What is 6 x 7?", "answer": "6 * 7 = 42\n#### 42"}],
 }
 
@@ -37,8 +41,9 @@ def hub_folder(root: Path) -> Path:
 @pytest.fixture
 def converted(tmp_path: Path) -> Path:
     out = tmp_path / "out"
-    done = run_cli("data", "gsm8k", "--input", str(hub_folder(tmp_path / "in")), "--out", str(out),
-                   "--json")
+    done = run_cli(
+        "data", "gsm8k", "--input", str(hub_folder(tmp_path / "in")), "--out", str(out), "--json"
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["rows"] == {"train": 2, "test": 1}
     return out
@@ -53,8 +58,14 @@ def test_nemo_rows_pass_nemo_rl_v0_4_0_loading_path(converted: Path) -> None:
         ds = load_dataset("json", data_files=str(converted / "nemo" / f"{split}.jsonl"))["train"]
         assert len(ds) == len(ROWS[split])
         # ResponseDataset.add_messages_key reads the two keys the recipe's data config names.
-        ds = ds.map(lambda e: {"messages": [{"role": "user", "content": e[input_key]},
-                                             {"role": "assistant", "content": e[output_key]}]})
+        ds = ds.map(
+            lambda e: {
+                "messages": [
+                    {"role": "user", "content": e[input_key]},
+                    {"role": "assistant", "content": e[output_key]},
+                ]
+            }
+        )
         for entry, raw in zip(ds, ROWS[split]):
             # AllTaskProcessedDataset.__getitem__: entry["task_name"] must be a registered
             # processor, and run_grpo_math.py registers only "math".
@@ -80,7 +91,9 @@ def test_verl_rows_pass_verl_v0_6_0_rl_dataset_schema_and_reward(converted: Path
     reward = _verl_gsm8k_reward()
     for split in ("train", "test"):
         # rl_dataset.py _read_files_and_tokenize: datasets.load_dataset("parquet", ...)["train"].
-        ds = load_dataset("parquet", data_files=str(converted / "verl" / f"{split}.parquet"))["train"]
+        ds = load_dataset("parquet", data_files=str(converted / "verl" / f"{split}.parquet"))[
+            "train"
+        ]
         for i, (row, raw) in enumerate(zip(ds, ROWS[split])):
             # _build_messages pops config prompt_key ("prompt"): a list of chat messages.
             assert [m["role"] for m in row["prompt"]] == ["user"]
@@ -101,14 +114,25 @@ def test_an_older_preparation_is_rebuilt_and_a_current_one_reused(tmp_path: Path
     for split in ("train", "test"):  # format 1: rows without task_name, no FORMAT file
         (out / "nemo" / f"{split}.jsonl").write_text('{"question": "q", "answer": "1"}\n')
     assert not gsm8k.is_prepared(out, "nemo")
-    prepare = [sys.executable, str(PAYLOADS / "gsm8k" / "prepare_gsm8k.py"), "--format", "nemo",
-               "--out", str(out), "--input", str(hub_folder(tmp_path / "in"))]
+    prepare = [
+        sys.executable,
+        str(PAYLOADS / "gsm8k" / "prepare_gsm8k.py"),
+        "--format",
+        "nemo",
+        "--out",
+        str(out),
+        "--input",
+        str(hub_folder(tmp_path / "in")),
+    ]
     # Run as Ray runs it: the payload script with the jobs package on PYTHONPATH (py_modules).
     env = clean_env(PYTHONPATH=str(REPO))
     first = subprocess.run(prepare, env=env, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
     assert "wrote" in first.stdout
-    assert json.loads((out / "nemo" / "train.jsonl").read_text().splitlines()[0])["task_name"] == "math"
+    assert (
+        json.loads((out / "nemo" / "train.jsonl").read_text().splitlines()[0])["task_name"]
+        == "math"
+    )
     assert gsm8k.is_prepared(out, "nemo")
     second = subprocess.run(prepare, env=env, capture_output=True, text=True, timeout=120)
     assert "skipping" in second.stdout
@@ -130,8 +154,9 @@ def test_missing_split_is_refused_naming_it_and_nothing_is_written(tmp_path: Pat
 def test_a_row_without_a_final_answer_is_refused_naming_file_and_row(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
-    (folder / "train.jsonl").write_text(json.dumps(ROWS["train"][0]) + "\n"
-                                        + json.dumps({"question": "q", "answer": "none"}) + "\n")
+    (folder / "train.jsonl").write_text(
+        json.dumps(ROWS["train"][0]) + "\n" + json.dumps({"question": "q", "answer": "none"}) + "\n"
+    )
     (folder / "test.jsonl").write_text(json.dumps(ROWS["test"][0]) + "\n")
     done = run_cli("data", "gsm8k", "--input", str(folder), "--out", str(tmp_path / "out"))
     assert done.returncode == 2
@@ -145,19 +170,25 @@ def test_final_answer_strips_thousands_separators() -> None:
 
 
 def test_on_a_real_ray_cluster_the_payload_imports_the_shipped_jobs_package(
-        tmp_path: Path, ray_client) -> None:
+    tmp_path: Path, ray_client
+) -> None:
     from jobs.runs import plan as submission
     from tests.jobs.conftest import wait_until
 
     sub = submission.for_recipe(RECIPES["nemo-rl-grpo-gsm8k"], "data-ray", 1, 8, [], {}, None, "c")
     out = tmp_path / "out"
-    entry = (f"{sys.executable} prepare_gsm8k.py --format nemo --out {out} "
-             f"--input {hub_folder(tmp_path / 'in')}")
+    entry = (
+        f"{sys.executable} prepare_gsm8k.py --format nemo --out {out} "
+        f"--input {hub_folder(tmp_path / 'in')}"
+    )
     # The recipe's runtime_env as submitted (payload working_dir + py_modules), no PYTHONPATH help.
     job = ray_client.submit_job(entrypoint=entry, runtime_env=sub.runtime_env)
     terminal = {"SUCCEEDED", "FAILED", "STOPPED"}
-    wait_until(lambda: str(ray_client.get_job_status(job).value) in terminal, timeout=180,
-               what="the preparation job")
+    wait_until(
+        lambda: str(ray_client.get_job_status(job).value) in terminal,
+        timeout=180,
+        what="the preparation job",
+    )
     assert ray_client.get_job_status(job).value == "SUCCEEDED", ray_client.get_job_logs(job)
     assert gsm8k.is_prepared(out, "nemo")
 
@@ -170,5 +201,7 @@ def test_an_out_that_is_a_file_is_refused_naming_out(tmp_path: Path, under: bool
     out = tmp_path / "taken" / "gsm8k" if under else tmp_path / "taken"
     done = run_cli("data", "gsm8k", "--input", str(hub_folder(tmp_path / "in")), "--out", str(out))
     assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith(f"error: --out {out}: {tmp_path / 'taken'} exists and is not a directory")
+    assert done.stderr.startswith(
+        f"error: --out {out}: {tmp_path / 'taken'} exists and is not a directory"
+    )
     assert (tmp_path / "taken").read_text() == "mine\n"

@@ -58,7 +58,9 @@ def test_nemo_rl_step_without_config_or_weights_is_not_complete(tmp_path):
     nemo_step(tmp_path, "step_6", config=False)
     nemo_step(tmp_path, "step_8", weights=None)
     assert pick("nemo-rl", tmp_path).step == 2
-    with pytest.raises(NoCheckpoint, match=r"no complete checkpoint for step 6 .*complete steps: 2$"):
+    with pytest.raises(
+        NoCheckpoint, match=r"no complete checkpoint for step 6 .*complete steps: 2$"
+    ):
         pick("nemo-rl", tmp_path, step=6)
 
 
@@ -69,7 +71,9 @@ def test_a_chosen_step_is_returned(tmp_path):
 
 
 def test_missing_and_empty_checkpoint_dirs_say_so(tmp_path):
-    with pytest.raises(NoCheckpoint, match=rf"^no checkpoint in {tmp_path / 'nope'}: the directory does not exist"):
+    with pytest.raises(
+        NoCheckpoint, match=rf"^no checkpoint in {tmp_path / 'nope'}: the directory does not exist"
+    ):
         pick("nemo-rl", tmp_path / "nope")
     nemo_step(tmp_path, "tmp_step_2")
     with pytest.raises(NoCheckpoint, match=r"no complete step_N folder \(found: tmp_step_2\)"):
@@ -101,10 +105,18 @@ def test_nemo_rl_dcp_v1_runs_the_dcp_converter_and_copies_the_tokenizer(tmp_path
     step = nemo_step(tmp_path, "step_10")
     got = plan("nemo-rl", "dcp", Checkpoint(10, step), Path("/lustre/runs/r/hf/step_10"))
     # examples/converters/convert_dcp_to_hf.py @v0.4.0: --config, --dcp-ckpt-path, --hf-ckpt-path.
-    assert got.argv == ("uv", "run", "python", "examples/converters/convert_dcp_to_hf.py",
-                        "--config", f"{step}/config.yaml",
-                        "--dcp-ckpt-path", f"{step}/policy/weights",
-                        "--hf-ckpt-path", "/lustre/runs/r/hf/step_10")
+    assert got.argv == (
+        "uv",
+        "run",
+        "python",
+        "examples/converters/convert_dcp_to_hf.py",
+        "--config",
+        f"{step}/config.yaml",
+        "--dcp-ckpt-path",
+        f"{step}/policy/weights",
+        "--hf-ckpt-path",
+        "/lustre/runs/r/hf/step_10",
+    )
     assert got.cwd == recipes.NEMO_RL_HOME == "/opt/nemo-rl"
     assert got.tokenizer_from == step / "policy" / "tokenizer"
 
@@ -113,24 +125,37 @@ def test_nemo_rl_megatron_converts_the_iter_folder_with_the_mcore_extra(tmp_path
     step = nemo_step(tmp_path, "step_4", weights="megatron")
     got = plan("nemo-rl", "megatron", Checkpoint(4, step), Path("/o"))
     # examples/converters/convert_megatron_to_hf.py @v0.4.0 and its docs' command.
-    assert got.argv == ("uv", "run", "--extra", "mcore", "python",
-                        "examples/converters/convert_megatron_to_hf.py",
-                        "--config", f"{step}/config.yaml",
-                        "--megatron-ckpt-path", f"{step}/policy/weights/iter_0000000",
-                        "--hf-ckpt-path", "/o")
+    assert got.argv == (
+        "uv",
+        "run",
+        "--extra",
+        "mcore",
+        "python",
+        "examples/converters/convert_megatron_to_hf.py",
+        "--config",
+        f"{step}/config.yaml",
+        "--megatron-ckpt-path",
+        f"{step}/policy/weights/iter_0000000",
+        "--hf-ckpt-path",
+        "/o",
+    )
     assert got.cwd == "/opt/nemo-rl"
 
 
 def test_megatron_backend_on_a_dcp_checkpoint_is_refused(tmp_path):
     step = nemo_step(tmp_path, "step_4", weights="dcp")
-    with pytest.raises(NoCheckpoint, match=r"no Megatron iter_NNNNNNN folder \(found: \.metadata\)"):
+    with pytest.raises(
+        NoCheckpoint, match=r"no Megatron iter_NNNNNNN folder \(found: \.metadata\)"
+    ):
         plan("nemo-rl", "megatron", Checkpoint(4, step), Path("/o"))
 
 
 def test_dtensor_v2_is_copied_when_consolidated_and_refused_otherwise(tmp_path):
     step = nemo_step(tmp_path, "step_2", weights="v2-consolidated")
     got = plan("nemo-rl", "dcp", Checkpoint(2, step), Path("/o"))
-    assert got.argv == () and got.copy_from == step / "policy" / "weights" / "model" / "consolidated"
+    assert (
+        got.argv == () and got.copy_from == step / "policy" / "weights" / "model" / "consolidated"
+    )
     other = nemo_step(tmp_path, "step_4", weights="v2")
     with pytest.raises(NoCheckpoint, match="DTensor v2 .* checkpointing.save_consolidated=true"):
         plan("nemo-rl", "dcp", Checkpoint(4, other), Path("/o"))
@@ -168,15 +193,19 @@ def test_unknown_backend_is_a_programming_error(tmp_path):
 
 
 def test_out_template_fills_the_step():
-    assert checkpoints.out_path("/lustre/runs/r/hf/step_{step}", 30) == Path("/lustre/runs/r/hf/step_30")
+    assert checkpoints.out_path("/lustre/runs/r/hf/step_{step}", 30) == Path(
+        "/lustre/runs/r/hf/step_30"
+    )
     assert checkpoints.out_path("/lustre/runs/r/final", 30) == Path("/lustre/runs/r/final")
 
 
 def test_the_module_runs_on_the_standard_library_alone():
     # The export payload imports it on the cluster, where the image's python3 may lack pydantic.
     tree = ast.parse(Path(checkpoints.__file__).read_text())
-    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
-                for a in n.names}
-    imported |= {n.module.split(".")[0] for n in ast.walk(tree)
-                 if isinstance(n, ast.ImportFrom) and n.module}
+    imported = {
+        a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    imported |= {
+        n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+    }
     assert imported <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)

@@ -54,6 +54,7 @@ def test_an_export_in_progress_holds_every_checkpoint(tmp_path):
 def test_the_newest_complete_checkpoint_is_never_planned_away(steps, keep):
     import tempfile
     from pathlib import Path
+
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
         for n in steps:

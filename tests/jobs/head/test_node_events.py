@@ -14,24 +14,34 @@ from tests.jobs.gpu_node import GpuNode, wait_gpus
 
 
 def _row(node_id, state, gpus, start, end, head=False, message=None):
-    return {"node_id": node_id, "state": state, "is_head_node": head, "start_time_ms": start,
-            "end_time_ms": end, "resources_total": {"GPU": gpus} if gpus else {"CPU": 2.0},
-            "state_message": message}
+    return {
+        "node_id": node_id,
+        "state": state,
+        "is_head_node": head,
+        "start_time_ms": start,
+        "end_time_ms": end,
+        "resources_total": {"GPU": gpus} if gpus else {"CPU": 2.0},
+        "state_message": message,
+    }
 
 
 def test_only_worker_nodes_dead_within_the_window_count():
-    rows = [_row("head", "DEAD", 0, 0, 5000, head=True),
-            _row("gpu-before", "DEAD", 2, 0, 900),  # marked dead before the attempt started
-            _row("gpu-during", "DEAD", 2, 0, 1500, message="Terminated due to preemption"),
-            _row("gpu-alive", "ALIVE", 2, 0, 0),
-            _row("cpu-during", "DEAD", 0, 0, 1500),
-            _row("gpu-later", "DEAD", 2, 3000, 3500)]  # joined after the judgement
+    rows = [
+        _row("head", "DEAD", 0, 0, 5000, head=True),
+        _row("gpu-before", "DEAD", 2, 0, 900),  # marked dead before the attempt started
+        _row("gpu-during", "DEAD", 2, 0, 1500, message="Terminated due to preemption"),
+        _row("gpu-alive", "ALIVE", 2, 0, 0),
+        _row("cpu-during", "DEAD", 0, 0, 1500),
+        _row("gpu-later", "DEAD", 2, 3000, 3500),
+    ]  # joined after the judgement
     deaths = node_events.deaths_during(rows, start_ms=1000, end_ms=2000, gpus_needed=2)
     assert [d.node_id for d in deaths] == ["gpu-during"]
     assert "Terminated due to preemption" in deaths[0].describe()
     # A run without GPUs counts any worker node, never the head.
-    assert [d.node_id for d in node_events.deaths_during(rows, 1000, 2000, 0)] == \
-        ["gpu-during", "cpu-during"]
+    assert [d.node_id for d in node_events.deaths_during(rows, 1000, 2000, 0)] == [
+        "gpu-during",
+        "cpu-during",
+    ]
 
 
 def test_a_malformed_answer_is_a_value_error():

@@ -15,10 +15,16 @@ JOBS = Path(__file__).resolve().parents[3] / "jobs"
 
 
 def spec(**changes):
-    values = dict(run="r", first_attempt=2, max_restarts=3, gpus_needed=16,
-                  checkpoint_dir="/lustre/runs/r/checkpoints", entrypoint="python train.py",
-                  runtime_env={"working_dir": "gcs://_ray_pkg_x.zip"},
-                  metadata={"run": "r", "attempt": "2"})
+    values = dict(
+        run="r",
+        first_attempt=2,
+        max_restarts=3,
+        gpus_needed=16,
+        checkpoint_dir="/lustre/runs/r/checkpoints",
+        entrypoint="python train.py",
+        runtime_env={"working_dir": "gcs://_ray_pkg_x.zip"},
+        metadata={"run": "r", "attempt": "2"},
+    )
     values.update(changes)
     return Spec(**values)
 
@@ -37,8 +43,12 @@ def test_a_spec_from_another_version_is_refused_by_name():
 
 def test_the_survival_settings_ride_in_the_spec_with_generous_defaults():
     sent = spec()
-    assert (sent.max_preemptions, sent.stall_timeout_s, sent.runs_root, sent.keep) == \
-        (100, 0.0, "", 0)
+    assert (sent.max_preemptions, sent.stall_timeout_s, sent.runs_root, sent.keep) == (
+        100,
+        0.0,
+        "",
+        0,
+    )
     assert Spec.from_json(sent.to_json()).to_dict() == sent.to_dict()
 
 
@@ -51,8 +61,9 @@ def test_ids_round_trip():
 
 
 def test_settings_come_from_the_environment_with_production_defaults():
-    assert Settings.from_env({}) == Settings(poll_s=1.0, max_wait_s=1800.0, settle_s=60.0,
-                                             progress_s=60.0)
+    assert Settings.from_env({}) == Settings(
+        poll_s=1.0, max_wait_s=1800.0, settle_s=60.0, progress_s=60.0
+    )
     assert Settings.from_env({"JOBS_SUPERVISOR_MAX_WAIT_S": "30"}).max_wait_s == 30.0
     env = {"JOBS_SUPERVISOR_POLL_S": "0.2", "HF_TOKEN": "hf_x", "JOBS_OTHER": "1"}
     assert Settings.forwarded(env) == {"JOBS_SUPERVISOR_POLL_S": "0.2"}
@@ -67,23 +78,35 @@ def _hand_written_kinds(path: Path) -> set[str]:
     """Kinds compared with, or stored under a "kind" key, as string literals."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Eq, ast.NotEq))
-                                                 for op in node.ops):
-            found |= {n.value for n in [node.left, *node.comparators]
-                      if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        if isinstance(node, ast.Compare) and all(
+            isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops
+        ):
+            found |= {
+                n.value
+                for n in [node.left, *node.comparators]
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            }
         elif isinstance(node, ast.Dict):
-            found |= {v.value for k, v in zip(node.keys, node.values)
-                      if isinstance(k, ast.Constant) and k.value == "kind"
-                      and isinstance(v, ast.Constant)}
-        elif isinstance(node, ast.keyword) and node.arg == "kind" and isinstance(
-                node.value, ast.Constant):
+            found |= {
+                v.value
+                for k, v in zip(node.keys, node.values)
+                if isinstance(k, ast.Constant) and k.value == "kind" and isinstance(v, ast.Constant)
+            }
+        elif (
+            isinstance(node, ast.keyword)
+            and node.arg == "kind"
+            and isinstance(node.value, ast.Constant)
+        ):
             found.add(node.value.value)
     return found
 
 
 def _settings_spelled(path: Path) -> set[str]:
-    return {n.value for n in ast.walk(ast.parse(path.read_text()))
-            if isinstance(n, ast.Constant) and n.value in Settings.ENV.values()}
+    return {
+        n.value
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.Constant) and n.value in Settings.ENV.values()
+    }
 
 
 def test_protocol_words_are_written_only_in_the_protocol():

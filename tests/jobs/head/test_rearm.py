@@ -36,8 +36,10 @@ def test_only_unfinished_runs_with_a_lapsed_lease_are_re_armed_once(tmp_path):
     _run(tmp_path, "done", ttl=0.05, final=True)
     time.sleep(0.1)
     client = _Client()
-    first, second = Rearmer(client, str(tmp_path), write=lambda _: None), \
-        Rearmer(client, str(tmp_path), write=lambda _: None)
+    first, second = (
+        Rearmer(client, str(tmp_path), write=lambda _: None),
+        Rearmer(client, str(tmp_path), write=lambda _: None),
+    )
     assert first.sweep() == ["lapsed-s2"]
     assert second.sweep() == []  # the new supervisor's lease is taken in its name
     [sub] = client.submitted

@@ -76,8 +76,9 @@ def test_success_finishes_unless_stopped(s):
         assert decide(s).action == Action.FINISH
 
 
-def _simulate(max_restarts: int, gpus_needed: int, progress: list[bool],
-              gpus_after_failure: list[float]) -> int:
+def _simulate(
+    max_restarts: int, gpus_needed: int, progress: list[bool], gpus_after_failure: list[float]
+) -> int:
     """Drive the rules as the supervisor does through attempts that all fail; return how many
     attempts were submitted. Attempt i writes a checkpoint when progress[i] and leaves
     gpus_after_failure[i] GPUs; a wait ends when the GPUs come back."""
@@ -85,9 +86,15 @@ def _simulate(max_restarts: int, gpus_needed: int, progress: list[bool],
     while True:
         i = submitted - 1
         gpus = gpus_after_failure[i % len(gpus_after_failure)]
-        s = Situation(ended="FAILED", restarts_used=restarts, max_restarts=max_restarts,
-                      gpus_needed=gpus_needed, gpus_at_end=gpus, gpus_now=gpus,
-                      progressed=None if submitted == 1 else progress[i % len(progress)])
+        s = Situation(
+            ended="FAILED",
+            restarts_used=restarts,
+            max_restarts=max_restarts,
+            gpus_needed=gpus_needed,
+            gpus_at_end=gpus,
+            gpus_now=gpus,
+            progressed=None if submitted == 1 else progress[i % len(progress)],
+        )
         d = decide(s)
         if d.action == Action.WAIT:
             d = decide(Situation(**{**s.__dict__, "gpus_now": float(gpus_needed), "waited_s": 60}))
@@ -99,13 +106,17 @@ def _simulate(max_restarts: int, gpus_needed: int, progress: list[bool],
 
 @given(st.integers(0, 20), st.integers(0, 16))
 def test_a_crash_with_every_gpu_present_is_tried_at_most_twice(max_restarts, gpus_needed):
-    assert _simulate(max_restarts, gpus_needed, [False], [float(gpus_needed)]) == \
-        min(2, max_restarts + 1)
+    assert _simulate(max_restarts, gpus_needed, [False], [float(gpus_needed)]) == min(
+        2, max_restarts + 1
+    )
 
 
-@given(st.integers(0, 20), st.integers(1, 16),
-       st.lists(st.booleans(), min_size=1, max_size=8),
-       st.lists(st.integers(0, 16).map(float), min_size=1, max_size=8))
+@given(
+    st.integers(0, 20),
+    st.integers(1, 16),
+    st.lists(st.booleans(), min_size=1, max_size=8),
+    st.lists(st.integers(0, 16).map(float), min_size=1, max_size=8),
+)
 def test_attempts_never_exceed_max_restarts_plus_one(max_restarts, gpus_needed, progress, gpus):
     assert 1 <= _simulate(max_restarts, gpus_needed, progress, gpus) <= max_restarts + 1
 
@@ -118,22 +129,44 @@ def test_preemptions_and_progress_use_every_restart(max_restarts, gpus_needed):
 
 
 def test_the_first_failure_is_retried_even_with_every_gpu_present():
-    s = Situation(ended="FAILED", restarts_used=0, max_restarts=3, gpus_needed=8,
-                  gpus_at_end=8, gpus_now=8, progressed=None)
+    s = Situation(
+        ended="FAILED",
+        restarts_used=0,
+        max_restarts=3,
+        gpus_needed=8,
+        gpus_at_end=8,
+        gpus_now=8,
+        progressed=None,
+    )
     assert decide(s).action == Action.SUBMIT
 
 
 def test_a_crash_says_why_and_is_not_retried():
-    s = Situation(ended="FAILED", restarts_used=1, max_restarts=5, gpus_needed=2,
-                  gpus_at_end=2, gpus_now=2, progressed=False)
+    s = Situation(
+        ended="FAILED",
+        restarts_used=1,
+        max_restarts=5,
+        gpus_needed=2,
+        gpus_at_end=2,
+        gpus_now=2,
+        progressed=False,
+    )
     d = decide(s)
     assert (d.action, d.reason) == (Action.GIVE_UP, Reason.CRASH)
     assert "every GPU present" in d.message and "no new checkpoint" in d.message
 
 
 def test_missing_gpus_wait_then_give_up_after_the_limit():
-    base = dict(ended="FAILED", restarts_used=0, max_restarts=1, gpus_needed=2,
-                gpus_at_end=0.0, gpus_now=0.0, progressed=None, max_wait_s=1800.0)
+    base = dict(
+        ended="FAILED",
+        restarts_used=0,
+        max_restarts=1,
+        gpus_needed=2,
+        gpus_at_end=0.0,
+        gpus_now=0.0,
+        progressed=None,
+        max_wait_s=1800.0,
+    )
     assert decide(Situation(**base, waited_s=10)).action == Action.WAIT
     late = decide(Situation(**base, waited_s=1800))
     assert (late.action, late.reason) == (Action.GIVE_UP, Reason.WAIT_TIMEOUT)
@@ -149,10 +182,18 @@ def _run(max_restarts: int, ends: list[tuple[bool, bool]], max_preemptions: int 
     since_failure = False  # a new checkpoint since the last failure that was not a preemption
     for i, (preempted, checkpointed) in enumerate(ends):
         since_failure = since_failure or checkpointed
-        s = Situation(ended="FAILED", restarts_used=restarts, max_restarts=max_restarts,
-                      gpus_needed=2, gpus_at_end=2.0, gpus_now=2.0,
-                      progressed=since_failure if baseline_seen else None, preempted=preempted,
-                      preemptions_used=preemptions, max_preemptions=max_preemptions)
+        s = Situation(
+            ended="FAILED",
+            restarts_used=restarts,
+            max_restarts=max_restarts,
+            gpus_needed=2,
+            gpus_at_end=2.0,
+            gpus_now=2.0,
+            progressed=since_failure if baseline_seen else None,
+            preempted=preempted,
+            preemptions_used=preemptions,
+            max_preemptions=max_preemptions,
+        )
         if decide(s).action != Action.SUBMIT:
             return i + 1
         if preempted:
@@ -170,29 +211,56 @@ def test_three_preemptions_in_a_row_need_no_restart():
 def test_preemptions_between_crashes_do_not_make_a_crash_count_twice_or_less():
     # crash, preemption, preemption, crash: the second crash ends it (2 crash attempts), and the
     # preemptions in between neither end it early nor count as crash attempts.
-    assert _run(5, [(False, False), (True, False), (True, False), (False, False),
-                    (False, False)]) == 4
+    assert (
+        _run(5, [(False, False), (True, False), (True, False), (False, False), (False, False)]) == 4
+    )
 
 
 def test_preemptions_have_their_own_budget():
-    s = Situation(ended="FAILED", restarts_used=0, max_restarts=5, gpus_needed=2,
-                  gpus_at_end=2, gpus_now=2, progressed=False, preempted=True,
-                  preemptions_used=3, max_preemptions=3)
+    s = Situation(
+        ended="FAILED",
+        restarts_used=0,
+        max_restarts=5,
+        gpus_needed=2,
+        gpus_at_end=2,
+        gpus_now=2,
+        progressed=False,
+        preempted=True,
+        preemptions_used=3,
+        max_preemptions=3,
+    )
     d = decide(s)
     assert (d.action, d.reason) == (Action.GIVE_UP, Reason.PREEMPTIONS_EXHAUSTED)
 
 
 def test_a_stall_is_restarted_but_spends_a_restart_and_is_not_a_crash():
-    s = Situation(ended="STALLED", restarts_used=0, max_restarts=1, gpus_needed=0,
-                  gpus_at_end=0, gpus_now=0, progressed=False)
+    s = Situation(
+        ended="STALLED",
+        restarts_used=0,
+        max_restarts=1,
+        gpus_needed=0,
+        gpus_at_end=0,
+        gpus_now=0,
+        progressed=False,
+    )
     assert decide(s).action == Action.SUBMIT
-    assert decide(Situation(**{**s.__dict__, "restarts_used": 1})).reason == \
-        Reason.RESTARTS_EXHAUSTED
+    assert (
+        decide(Situation(**{**s.__dict__, "restarts_used": 1})).reason == Reason.RESTARTS_EXHAUSTED
+    )
 
 
 def test_a_run_without_gpus_never_settles():
-    s = Situation(ended="FAILED", restarts_used=0, max_restarts=1, gpus_needed=0,
-                  gpus_at_end=0, gpus_now=0, progressed=None, stable_s=0.0, settle_s=60.0)
+    s = Situation(
+        ended="FAILED",
+        restarts_used=0,
+        max_restarts=1,
+        gpus_needed=0,
+        gpus_at_end=0,
+        gpus_now=0,
+        progressed=None,
+        stable_s=0.0,
+        settle_s=60.0,
+    )
     assert decide(s).action == Action.SUBMIT
     gpu = Situation(**{**s.__dict__, "gpus_needed": 2, "gpus_at_end": 2.0, "gpus_now": 2.0})
     assert decide(gpu).reason == Reason.SETTLING

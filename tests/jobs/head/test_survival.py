@@ -23,20 +23,28 @@ from tests import localray
 from tests.jobs.conftest import wait_until
 from tests.jobs.gpu_node import GpuNode, wait_gpus
 
-FAST = dict(JOBS_SUPERVISOR_POLL_S="0.5", JOBS_SUPERVISOR_SETTLE_S="3",
-            JOBS_SUPERVISOR_PROGRESS_S="5", JOBS_SUPERVISOR_MAX_WAIT_S="300",
-            JOBS_SUPERVISOR_LEASE_S="3")
+FAST = dict(
+    JOBS_SUPERVISOR_POLL_S="0.5",
+    JOBS_SUPERVISOR_SETTLE_S="3",
+    JOBS_SUPERVISOR_PROGRESS_S="5",
+    JOBS_SUPERVISOR_MAX_WAIT_S="300",
+    JOBS_SUPERVISOR_LEASE_S="3",
+)
 # The GCS marks a raylet dead after 3 missed checks 1 s apart (defaults: 5 of up to 10 s).
-FAST_HEALTH = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
-               "RAY_health_check_failure_threshold": "3",
-               "RAY_health_check_initial_delay_ms": "1000"}
+FAST_HEALTH = {
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_timeout_ms": "1000",
+    "RAY_health_check_failure_threshold": "3",
+    "RAY_health_check_initial_delay_ms": "1000",
+}
 
 pytestmark = pytest.mark.ray
 
 
 def cli(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args), env={**FAST, "RAY_ADDRESS": None,
-                                                     "COLUMNS": "250"})
+    result = CliRunner().invoke(
+        app, list(args), env={**FAST, "RAY_ADDRESS": None, "COLUMNS": "250"}
+    )
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -69,6 +77,7 @@ def gpu(head) -> Iterator[list[GpuNode]]:
 
 def _stop_everything(head: localray.LocalRay) -> None:
     from ray.job_submission import JobSubmissionClient
+
     client = JobSubmissionClient(head.dashboard_url)
     jobs = client.list_jobs()
     for kind_first in (True, False):  # supervisors first: nothing is resubmitted after
@@ -124,6 +133,7 @@ except Exception as e:
 
 def record(root: Path, run: str) -> list[dict]:
     from jobs.head.run_store import RunStore
+
     return RunStore(root, run).events()
 
 
@@ -135,9 +145,25 @@ def finished(root: Path, run: str) -> dict | None:
 def test_preemptions_are_told_from_crashes_by_node_events(head, gpu, tmp_path):
     """Three preemptions in a row with --max-restarts 0 end in success."""
     run, d, root = name("preempt"), tmp_path / "marks", tmp_path / "runs"
-    code, out, err = cli("run", "--address", head.dashboard_url, "--name", run, "--gpus", "2",
-                         "--max-restarts", "0", "--max-preemptions", "3", "--runs-root",
-                         str(root), "--", "python", "-c", gpu_script(d, succeed_from=3))
+    code, out, err = cli(
+        "run",
+        "--address",
+        head.dashboard_url,
+        "--name",
+        run,
+        "--gpus",
+        "2",
+        "--max-restarts",
+        "0",
+        "--max-preemptions",
+        "3",
+        "--runs-root",
+        str(root),
+        "--",
+        "python",
+        "-c",
+        gpu_script(d, succeed_from=3),
+    )
     assert code == 0, err
     for i in range(3):
         wait_until(lambda: (d / f"running-{i}").exists(), 120, f"attempt {i + 1} running")
@@ -155,9 +181,23 @@ def test_preemptions_are_told_from_crashes_by_node_events(head, gpu, tmp_path):
 
 def test_a_crash_is_tried_twice_and_a_preemption_is_not_one_of_them(head, gpu, tmp_path):
     run, d, root = name("crash"), tmp_path / "marks", tmp_path / "runs"
-    code, _, err = cli("run", "--address", head.dashboard_url, "--name", run, "--gpus", "2",
-                       "--max-restarts", "5", "--runs-root", str(root), "--", "python", "-c",
-                       gpu_script(d, succeed_from=99, crash_from=1))
+    code, _, err = cli(
+        "run",
+        "--address",
+        head.dashboard_url,
+        "--name",
+        run,
+        "--gpus",
+        "2",
+        "--max-restarts",
+        "5",
+        "--runs-root",
+        str(root),
+        "--",
+        "python",
+        "-c",
+        gpu_script(d, succeed_from=99, crash_from=1),
+    )
     assert code == 0, err
     wait_until(lambda: (d / "running-0").exists(), 120, "attempt 1 running")
     preempt(head, gpu)
@@ -171,19 +211,34 @@ def test_a_crash_is_tried_twice_and_a_preemption_is_not_one_of_them(head, gpu, t
 
 def test_a_silent_attempt_is_stopped_as_stalled_and_restarted(head, tmp_path):
     run, d, root = name("stall"), tmp_path / "marks", tmp_path / "runs"
-    script = (f"import os, sys, time; d = {str(d)!r}; os.makedirs(d, exist_ok=True)\n"
-              "n = len(os.listdir(d)); open(os.path.join(d, str(n)), 'w').close()\n"
-              "if n: print('done'); sys.exit(0)\n"
-              "print('loading', flush=True); time.sleep(600)")
-    code, _, err = cli("run", "--address", head.dashboard_url, "--name", run, "--max-restarts",
-                       "1", "--stall-timeout", "4", "--runs-root", str(root), "--", "python",
-                       "-c", script)
+    script = (
+        f"import os, sys, time; d = {str(d)!r}; os.makedirs(d, exist_ok=True)\n"
+        "n = len(os.listdir(d)); open(os.path.join(d, str(n)), 'w').close()\n"
+        "if n: print('done'); sys.exit(0)\n"
+        "print('loading', flush=True); time.sleep(600)"
+    )
+    code, _, err = cli(
+        "run",
+        "--address",
+        head.dashboard_url,
+        "--name",
+        run,
+        "--max-restarts",
+        "1",
+        "--stall-timeout",
+        "4",
+        "--runs-root",
+        str(root),
+        "--",
+        "python",
+        "-c",
+        script,
+    )
     assert code == 0, err
     wait_until(lambda: finished(root, run) is not None, 120, "the run's end")
     recs = record(root, run)
     assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
-    assert [r["status"] for r in recs if r["event"] == "attempt_ended"] == \
-        ["STALLED", "SUCCEEDED"]
+    assert [r["status"] for r in recs if r["event"] == "attempt_ended"] == ["STALLED", "SUCCEEDED"]
     stalled = [r for r in recs if r["event"] == "stalled"]
     assert len(stalled) == 1 and stalled[0]["quiet_s"] >= 4
     _, out, _ = cli("status", run, "--runs-root", str(root))
@@ -194,10 +249,24 @@ def _rearmer(address: str, root: Path):
     import subprocess
     import sys
     from tests.jobs.conftest import REPO, clean_env
-    return subprocess.Popen([sys.executable, "-m", "jobs.head.rearm", "--address", address,
-                             "--runs-root", str(root), "--interval", "1"], cwd=REPO,
-                            env=clean_env(**FAST), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jobs.head.rearm",
+            "--address",
+            address,
+            "--runs-root",
+            str(root),
+            "--interval",
+            "1",
+        ],
+        cwd=REPO,
+        env=clean_env(**FAST),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _stop(proc) -> None:
@@ -215,17 +284,31 @@ def _status(root: Path, run: str) -> dict:
     return json.loads(out)
 
 
-def test_a_killed_supervisor_reads_unsupervised_and_is_re_armed_and_stop_ends_it(
-        head, tmp_path):
+def test_a_killed_supervisor_reads_unsupervised_and_is_re_armed_and_stop_ends_it(head, tmp_path):
     run, root = name("oom"), tmp_path / "runs"
-    code, _, err = cli("run", "--address", head.dashboard_url, "--name", run, "--max-restarts",
-                       "1", "--runs-root", str(root), "--", "python", "-c",
-                       "import time; print('training', flush=True); time.sleep(600)")
+    code, _, err = cli(
+        "run",
+        "--address",
+        head.dashboard_url,
+        "--name",
+        run,
+        "--max-restarts",
+        "1",
+        "--runs-root",
+        str(root),
+        "--",
+        "python",
+        "-c",
+        "import time; print('training', flush=True); time.sleep(600)",
+    )
     assert code == 0, err
     wait_until(lambda: any(r["event"] == "submitted" for r in record(root, run)), 60, "a1")
     # The supervisor's python (not the shell Ray wraps the entrypoint in).
-    [sup] = [p for p in psutil.process_iter(["cmdline"])
-             if {"jobs.head.supervisor", f"{run}-s1"} <= set(p.info["cmdline"] or [])]
+    [sup] = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if {"jobs.head.supervisor", f"{run}-s1"} <= set(p.info["cmdline"] or [])
+    ]
     sup.kill()  # as an out-of-memory kill would end it
     killed = time.monotonic()
     wait_until(lambda: _status(root, run)["status"] == "UNSUPERVISED", 30, "unsupervised")
@@ -237,8 +320,9 @@ def test_a_killed_supervisor_reads_unsupervised_and_is_re_armed_and_stop_ends_it
         wait_until(lambda: _status(root, run)["status"] == "SUPERVISED", 60, "re-armed")
         v = _status(root, run)
         assert v["supervisor"]["submission_id"] == f"{run}-s2"
-        wait_until(lambda: any(r["event"] == "adopted" for r in record(root, run)), 60,
-                   "a1 adopted")
+        wait_until(
+            lambda: any(r["event"] == "adopted" for r in record(root, run)), 60, "a1 adopted"
+        )
         assert [a["submission_id"] for a in _status(root, run)["attempts"]] == [f"{run}-a1"]
         code, _, err = cli("stop", run, "--address", head.dashboard_url)
         assert code == 0, err
@@ -254,15 +338,29 @@ def test_a_killed_supervisor_reads_unsupervised_and_is_re_armed_and_stop_ends_it
 
 def test_the_whole_cluster_lost_mid_run_goes_on_on_a_new_one_with_the_rearmer(tmp_path):
     run, root, d = name("headloss"), tmp_path / "runs", tmp_path / "marks"
-    script = (f"import os, sys, time; d = {str(d)!r}; os.makedirs(d, exist_ok=True)\n"
-              "n = len(os.listdir(d)); open(os.path.join(d, str(n)), 'w').close()\n"
-              "if n: print('resumed'); sys.exit(0)\n"
-              "print('training', flush=True); time.sleep(600)")
+    script = (
+        f"import os, sys, time; d = {str(d)!r}; os.makedirs(d, exist_ok=True)\n"
+        "n = len(os.listdir(d)); open(os.path.join(d, str(n)), 'w').close()\n"
+        "if n: print('resumed'); sys.exit(0)\n"
+        "print('training', flush=True); time.sleep(600)"
+    )
     first = localray.start(num_cpus=2)
     try:
-        code, _, err = cli("run", "--address", first.dashboard_url, "--name", run,
-                           "--max-restarts", "1", "--runs-root", str(root), "--", "python",
-                           "-c", script)
+        code, _, err = cli(
+            "run",
+            "--address",
+            first.dashboard_url,
+            "--name",
+            run,
+            "--max-restarts",
+            "1",
+            "--runs-root",
+            str(root),
+            "--",
+            "python",
+            "-c",
+            script,
+        )
         assert code == 0, err
         wait_until(lambda: (d / "0").exists(), 60, "a1 running")
     finally:
@@ -280,8 +378,10 @@ def test_the_whole_cluster_lost_mid_run_goes_on_on_a_new_one_with_the_rearmer(tm
         wait_until(lambda: finished(root, run) is not None, 120, "the run's end")
         v = _status(root, run)
         assert v["status"] == "SUCCEEDED", [r["message"] for r in v["history"]]
-        assert [(a["submission_id"], a["status"]) for a in v["attempts"]] == \
-            [(f"{run}-a1", "FAILED"), (f"{run}-a2", "SUCCEEDED")]
+        assert [(a["submission_id"], a["status"]) for a in v["attempts"]] == [
+            (f"{run}-a1", "FAILED"),
+            (f"{run}-a2", "SUCCEEDED"),
+        ]
         sups = {r.get("supervisor") for r in v["history"] if r["event"] == "submitted"}
         assert sups == {f"{run}-s1", f"{run}-s2"}  # attempts from before and after the loss
     finally:
@@ -304,28 +404,40 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(he
     release, go = tmp_path / "export-done", tmp_path / "go"
     client = JobSubmissionClient(head.dashboard_url)
     # Attempt 1 fails once `go` exists (after the export started); attempt 2 succeeds.
-    script = (f"import os, sys, time; m = {str(tmp_path / 'marks')!r}; os.makedirs(m, exist_ok=True)\n"
-              "n = len(os.listdir(m)); open(os.path.join(m, str(n)), 'w').close()\n"
-              f"while not n and not os.path.exists({str(go)!r}): time.sleep(0.2)\n"
-              "sys.exit(0 if n else 1)")
+    script = (
+        f"import os, sys, time; m = {str(tmp_path / 'marks')!r}; os.makedirs(m, exist_ok=True)\n"
+        "n = len(os.listdir(m)); open(os.path.join(m, str(n)), 'w').close()\n"
+        f"while not n and not os.path.exists({str(go)!r}): time.sleep(0.2)\n"
+        "sys.exit(0 if n else 1)"
+    )
     sub = plan.for_command(["python", "-c", script], run, None, None, "test")
     try:
         sid = handoff.hand_off(
-            Dashboard(head.dashboard_url), sub, max_restarts=1, gpus=0,
-            checkpoint_dir=str(ckpt), hint_where="",
-            options=handoff.Options(runs_root=str(root), keep=2))
+            Dashboard(head.dashboard_url),
+            sub,
+            max_restarts=1,
+            gpus=0,
+            checkpoint_dir=str(ckpt),
+            hint_where="",
+            options=handoff.Options(runs_root=str(root), keep=2),
+        )
         assert sid == f"{run}-s1"
-        client.submit_job(entrypoint=f"python -c \"import os, time\nwhile not os.path.exists("
-                          f"{str(release)!r}): time.sleep(0.2)\"",
-                          submission_id=f"{run}-export-1",
-                          metadata={"run": run, "kind": "export"})
+        client.submit_job(
+            entrypoint=f'python -c "import os, time\nwhile not os.path.exists('
+            f'{str(release)!r}): time.sleep(0.2)"',
+            submission_id=f"{run}-export-1",
+            metadata={"run": run, "kind": "export"},
+        )
         go.touch()
         wait_until(lambda: any(r["event"] == "held" for r in record(root, run)), 60, "held")
         time.sleep(2)  # four poll periods: still held, nothing pruned, no second attempt
-        assert sorted(p.name for p in ckpt.iterdir() if p.name.startswith("global")) == \
-            ["global_step_2", "global_step_4", "global_step_6", "global_step_8"]
-        assert not any(r["event"] == "submitted" and r["attempt"] == 2
-                       for r in record(root, run))
+        assert sorted(p.name for p in ckpt.iterdir() if p.name.startswith("global")) == [
+            "global_step_2",
+            "global_step_4",
+            "global_step_6",
+            "global_step_8",
+        ]
+        assert not any(r["event"] == "submitted" and r["attempt"] == 2 for r in record(root, run))
     finally:
         release.touch()
     wait_until(lambda: finished(root, run) is not None, 60, "the run's end")
@@ -333,7 +445,9 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(he
     assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
     [pruned] = [r for r in recs if r["event"] == "pruned"]
     assert pruned["removed"] == ["global_step_2", "global_step_8"]
-    assert sorted(p.name for p in ckpt.iterdir() if p.name.startswith("global")) == \
-        ["global_step_4", "global_step_6"]
+    assert sorted(p.name for p in ckpt.iterdir() if p.name.startswith("global")) == [
+        "global_step_4",
+        "global_step_6",
+    ]
     ended = [r for r in recs if r["event"] == "attempt_ended"]
     assert ended[0]["new_checkpoint"] is None  # nothing to compare with: not a crash

@@ -57,9 +57,18 @@ def test_unknown_capacity_is_skipped_with_a_note_and_a_small_lustre_refuses():
 
 def _outputs(capacity: int | None) -> stack.StackOutputs:
     return stack.StackOutputs(
-        rayClusterName="rc", rayNamespace="ray", rayHeadService="rc-head-svc",
-        rayDashboardPort=free_port(), rayFramework="nemo-rl", gpuNodeCount=8, gpusPerNode=8,
-        clusterName="c", clusterLocation="l", clusterProject="p", lustreCapacityGib=capacity)
+        rayClusterName="rc",
+        rayNamespace="ray",
+        rayHeadService="rc-head-svc",
+        rayDashboardPort=free_port(),
+        rayFramework="nemo-rl",
+        gpuNodeCount=8,
+        gpusPerNode=8,
+        clusterName="c",
+        clusterLocation="l",
+        clusterProject="p",
+        lustreCapacityGib=capacity,
+    )
 
 
 @pytest.mark.parametrize("force", [False, True])

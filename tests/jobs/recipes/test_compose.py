@@ -16,9 +16,13 @@ VENDORED_NEMO = REPO / "jobs" / "recipes" / "configs" / "nemo-rl-v0.4.0"
 
 
 def test_vendored_nemo_rl_chain_keeps_its_licence_and_the_five_grpo_math_configs():
-    names = {p.relative_to(VENDORED_NEMO).as_posix() for p in VENDORED_NEMO.rglob("*") if p.is_file()}
-    assert names == {"LICENSE"} | {f"examples/configs/grpo_math_{n}.yaml" for n in
-                                   ("1B", "1B_megatron", "8B", "8B_megatron", "70B_megatron")}
+    names = {
+        p.relative_to(VENDORED_NEMO).as_posix() for p in VENDORED_NEMO.rglob("*") if p.is_file()
+    }
+    assert names == {"LICENSE"} | {
+        f"examples/configs/grpo_math_{n}.yaml"
+        for n in ("1B", "1B_megatron", "8B", "8B_megatron", "70B_megatron")
+    }
     assert "Apache License" in (VENDORED_NEMO / "LICENSE").read_text()
 
 
@@ -58,13 +62,19 @@ def test_nemo_rl_defaults_chain_merges_parents_first():
     assert cfg.checkpointing.enabled is False  # from 1B_megatron (§1.3)
     assert cfg.grpo.val_period == 10  # only in 1B
     # The `mul` resolver NeMo RL registers resolves (run_grpo_math.py L43).
-    assert OmegaConf.to_container(cfg, resolve=True)["policy"]["dynamic_batching"]["train_mb_tokens"] == 4096
+    assert (
+        OmegaConf.to_container(cfg, resolve=True)["policy"]["dynamic_batching"]["train_mb_tokens"]
+        == 4096
+    )
 
 
 def _apply(name: str, *user: str) -> object:
     recipe = RECIPES[name]
-    return compose.apply(recipe.framework, recipe.config_file,
-                         recipe.args(RunContext(run="r", nodes=8, gpus_per_node=8), {}) + list(user))
+    return compose.apply(
+        recipe.framework,
+        recipe.config_file,
+        recipe.args(RunContext(run="r", nodes=8, gpus_per_node=8), {}) + list(user),
+    )
 
 
 def test_plus_on_an_existing_key_is_refused_naming_double_plus():
@@ -79,10 +89,17 @@ def test_double_plus_and_plus_on_new_keys_are_applied_like_hydra():
     assert cfg.policy.megatron_cfg.converter_type == "X" and cfg.my.extra == 1
 
 
-@pytest.mark.parametrize("name, item, close", [
-    ("nemo-rl-grpo-math", "grpo.num_generation_per_prompt=4", "grpo.num_generations_per_prompt"),
-    ("verl-grpo-gsm8k", "trainer.save_frq=5", "trainer.save_freq"),
-])
+@pytest.mark.parametrize(
+    "name, item, close",
+    [
+        (
+            "nemo-rl-grpo-math",
+            "grpo.num_generation_per_prompt=4",
+            "grpo.num_generations_per_prompt",
+        ),
+        ("verl-grpo-gsm8k", "trainer.save_frq=5", "trainer.save_freq"),
+    ],
+)
 def test_unknown_keys_are_refused_with_close_matches_from_the_config(name, item, close):
     with pytest.raises(UsageError) as e:
         _apply(name, item)
@@ -109,21 +126,50 @@ def test_new_keys_are_exactly_the_recipe_defaults_the_framework_config_lacks(nam
     assert lacking == set(recipe.new_keys)
 
 
-@pytest.mark.parametrize("framework, config, item, key, wanted", [
-    ("nemo-rl", "grpo_math_1B.yaml", "grpo.num_prompts_per_step=abc", "grpo.num_prompts_per_step",
-     "takes a number (int"),
-    ("nemo-rl", "grpo_math_1B.yaml", "grpo.max_num_epochs=abc", "grpo.max_num_epochs",
-     "takes a number (int"),
-    ("nemo-rl", "grpo_math_1B.yaml", "policy.dtensor_cfg.enabled=yes", "policy.dtensor_cfg.enabled",
-     "takes true or false (bool"),
-    ("nemo-rl", "grpo_math_1B.yaml", "++checkpointing={save_period:x}", "checkpointing.save_period",
-     "takes a number (int"),
-    ("verl", "ppo_trainer", "actor_rollout_ref.rollout.n=five", "actor_rollout_ref.rollout.n",
-     "takes an integer (veRL 0.6.0 declares it int)"),
-    ("verl", "ppo_trainer", "trainer.logger=console", "trainer.logger", "takes a list"),
-])
-def test_an_override_of_another_type_than_the_config_holds_is_refused(framework, config, item,
-                                                                       key, wanted):
+@pytest.mark.parametrize(
+    "framework, config, item, key, wanted",
+    [
+        (
+            "nemo-rl",
+            "grpo_math_1B.yaml",
+            "grpo.num_prompts_per_step=abc",
+            "grpo.num_prompts_per_step",
+            "takes a number (int",
+        ),
+        (
+            "nemo-rl",
+            "grpo_math_1B.yaml",
+            "grpo.max_num_epochs=abc",
+            "grpo.max_num_epochs",
+            "takes a number (int",
+        ),
+        (
+            "nemo-rl",
+            "grpo_math_1B.yaml",
+            "policy.dtensor_cfg.enabled=yes",
+            "policy.dtensor_cfg.enabled",
+            "takes true or false (bool",
+        ),
+        (
+            "nemo-rl",
+            "grpo_math_1B.yaml",
+            "++checkpointing={save_period:x}",
+            "checkpointing.save_period",
+            "takes a number (int",
+        ),
+        (
+            "verl",
+            "ppo_trainer",
+            "actor_rollout_ref.rollout.n=five",
+            "actor_rollout_ref.rollout.n",
+            "takes an integer (veRL 0.6.0 declares it int)",
+        ),
+        ("verl", "ppo_trainer", "trainer.logger=console", "trainer.logger", "takes a list"),
+    ],
+)
+def test_an_override_of_another_type_than_the_config_holds_is_refused(
+    framework, config, item, key, wanted
+):
     """Issue 19 #5: `abc` for a count crashed later (exit 4) or was taken silently."""
     with pytest.raises(UsageError) as e:
         compose.apply(framework, config, [item])
@@ -131,10 +177,17 @@ def test_an_override_of_another_type_than_the_config_holds_is_refused(framework,
     assert item.rsplit("=", 1)[1].split(":")[-1].rstrip("}") in e.value.message
 
 
-@pytest.mark.parametrize("item", ["grpo.max_num_epochs=2", "policy.optimizer.kwargs.lr=1e-6",
-                                  "policy.optimizer.kwargs.weight_decay=0",
-                                  "checkpointing.metric_name=null", "grpo.val_period=${grpo.max_num_steps}",
-                                  "policy.model_name=Qwen/Qwen2.5-1.5B"])
+@pytest.mark.parametrize(
+    "item",
+    [
+        "grpo.max_num_epochs=2",
+        "policy.optimizer.kwargs.lr=1e-6",
+        "policy.optimizer.kwargs.weight_decay=0",
+        "checkpointing.metric_name=null",
+        "grpo.val_period=${grpo.max_num_steps}",
+        "policy.model_name=Qwen/Qwen2.5-1.5B",
+    ],
+)
 def test_overrides_of_the_config_types_pass(item):
     compose.apply("nemo-rl", "grpo_math_1B.yaml", [item])
 
@@ -148,23 +201,39 @@ def test_verl_field_types_snapshot_equals_a_live_reading_of_the_installed_verl()
     assert live_field_types()["actor_rollout_ref.actor.ppo_micro_batch_size"] == "Optional[int]"
 
 
-@pytest.mark.parametrize("item, words", [
-    # null in the YAML, Optional[int] in veRL's FSDPActorConfig: the YAML alone could not tell.
-    ("actor_rollout_ref.actor.ppo_micro_batch_size=abc",
-     "takes an integer or null (veRL 0.6.0 declares it Optional[int]), not 'abc'"),
-    ("actor_rollout_ref.actor.ppo_epochs=1.5", "takes an integer (veRL 0.6.0 declares it int)"),
-    ("actor_rollout_ref.actor.use_dynamic_bsz=1", "takes true or false (veRL 0.6.0 declares it bool)"),
-    ("actor_rollout_ref.rollout.n=null", "takes an integer (veRL 0.6.0 declares it int), not null"),
-])
+@pytest.mark.parametrize(
+    "item, words",
+    [
+        # null in the YAML, Optional[int] in veRL's FSDPActorConfig: the YAML alone could not tell.
+        (
+            "actor_rollout_ref.actor.ppo_micro_batch_size=abc",
+            "takes an integer or null (veRL 0.6.0 declares it Optional[int]), not 'abc'",
+        ),
+        ("actor_rollout_ref.actor.ppo_epochs=1.5", "takes an integer (veRL 0.6.0 declares it int)"),
+        (
+            "actor_rollout_ref.actor.use_dynamic_bsz=1",
+            "takes true or false (veRL 0.6.0 declares it bool)",
+        ),
+        (
+            "actor_rollout_ref.rollout.n=null",
+            "takes an integer (veRL 0.6.0 declares it int), not null",
+        ),
+    ],
+)
 def test_verl_overrides_are_checked_against_its_dataclass_types(item, words):
     with pytest.raises(UsageError) as e:
         compose.apply("verl", "ppo_trainer", [item])
     assert words in e.value.message
 
 
-@pytest.mark.parametrize("item", ["actor_rollout_ref.actor.ppo_micro_batch_size=null",
-                                  "actor_rollout_ref.actor.ppo_micro_batch_size=4",
-                                  "actor_rollout_ref.actor.clip_ratio=1",
-                                  "actor_rollout_ref.rollout.temperature=0.7"])
+@pytest.mark.parametrize(
+    "item",
+    [
+        "actor_rollout_ref.actor.ppo_micro_batch_size=null",
+        "actor_rollout_ref.actor.ppo_micro_batch_size=4",
+        "actor_rollout_ref.actor.clip_ratio=1",
+        "actor_rollout_ref.rollout.temperature=0.7",
+    ],
+)
 def test_verl_overrides_of_the_declared_types_pass(item):
     compose.apply("verl", "ppo_trainer", [item])

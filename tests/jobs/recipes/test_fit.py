@@ -67,7 +67,11 @@ def verl_accepts(cfg, world: int) -> bool:
         return False
     # fsdp_workers.py L573-579: the rollout's TP x DP x PP divides the world.
     r = cfg.actor_rollout_ref.rollout
-    return world % (r.tensor_model_parallel_size * r.data_parallel_size * r.pipeline_model_parallel_size) == 0
+    return (
+        world
+        % (r.tensor_model_parallel_size * r.data_parallel_size * r.pipeline_model_parallel_size)
+        == 0
+    )
 
 
 def nemo_accepts(cfg, world: int) -> bool:
@@ -77,7 +81,11 @@ def nemo_accepts(cfg, world: int) -> bool:
     p = c["policy"]
     if p["megatron_cfg"]["enabled"]:
         m = p["megatron_cfg"]
-        mp = m["tensor_model_parallel_size"] * m["pipeline_model_parallel_size"] * m["context_parallel_size"]
+        mp = (
+            m["tensor_model_parallel_size"]
+            * m["pipeline_model_parallel_size"]
+            * m["context_parallel_size"]
+        )
     else:
         mp = p["dtensor_cfg"]["tensor_parallel_size"] * p["dtensor_cfg"]["context_parallel_size"]
     if world < mp or world % mp:
@@ -125,7 +133,9 @@ def test_sweep_submitted_configs_pass_and_refused_ones_fail_the_framework_checks
 
 
 def test_h200_stack_size_runs_verl_with_batch_sizes_derived_from_32_gpus():
-    composed = validate.compose_run(RECIPES["verl-grpo-gsm8k"], RunContext(run="h", nodes=4, gpus_per_node=8), {})
+    composed = validate.compose_run(
+        RECIPES["verl-grpo-gsm8k"], RunContext(run="h", nodes=4, gpus_per_node=8), {}
+    )
     assert composed.adapted == {"actor_rollout_ref.actor.ppo_mini_batch_size": "256"}
     assert verl_accepts(composed.config, 32)
 
@@ -143,8 +153,11 @@ def test_a_tp_pp_override_changes_the_replica_size_the_rule_uses():
 
 def test_user_batch_sizes_are_not_adapted_and_the_refusal_says_so():
     with pytest.raises(UsageError) as e:
-        validate.compose_run(RECIPES["verl-grpo-gsm8k"], RunContext(run="u", nodes=2, gpus_per_node=8),
-                             {"data.train_batch_size": ("", "256")})
+        validate.compose_run(
+            RECIPES["verl-grpo-gsm8k"],
+            RunContext(run="u", nodes=2, gpus_per_node=8),
+            {"data.train_batch_size": ("", "256")},
+        )
     assert "fsdp_workers.py" in e.value.message
     assert "drop --set data.train_batch_size" in (e.value.hint or "")
 
@@ -153,36 +166,57 @@ def _closed_address() -> str:
     return f"http://127.0.0.1:{free_port()}"  # nothing listens: a contact would be exit 3
 
 
-@pytest.mark.parametrize("setting, words", [
-    ("+policy.megatron_cfg.converter_type=X", "++policy.megatron_cfg.converter_type=X"),
-    ("++checkpointing={enabled:false}", "checkpointing stays on"),
-    ("++checkpointing={checkpoint_dir:/tmp/x}", "checkpointing.checkpoint_dir=/tmp/x"),
-])
+@pytest.mark.parametrize(
+    "setting, words",
+    [
+        ("+policy.megatron_cfg.converter_type=X", "++policy.megatron_cfg.converter_type=X"),
+        ("++checkpointing={enabled:false}", "checkpointing stays on"),
+        ("++checkpointing={checkpoint_dir:/tmp/x}", "checkpointing.checkpoint_dir=/tmp/x"),
+    ],
+)
 def test_refused_before_the_cluster_is_contacted(setting, words):
-    result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--set", setting,
-                                 "--address", _closed_address()])
+    result = runner.invoke(
+        app, ["submit", "nemo-rl-grpo-math", "--set", setting, "--address", _closed_address()]
+    )
     assert result.exit_code == 2, result.stderr
     assert words in result.stderr
 
 
-@pytest.mark.parametrize("setting", ["ray_kwargs.ray_init.num_cpus=4", "++trainer={resume_mode:disable}",
-                                     "++trainer={save_freq:-1}"])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "ray_kwargs.ray_init.num_cpus=4",
+        "++trainer={resume_mode:disable}",
+        "++trainer={save_freq:-1}",
+    ],
+)
 def test_verl_settings_that_crash_or_unlock_are_refused_before_contact(setting):
-    result = runner.invoke(app, ["submit", "verl-grpo-gsm8k", "--set", setting,
-                                 "--address", _closed_address()])
+    result = runner.invoke(
+        app, ["submit", "verl-grpo-gsm8k", "--set", setting, "--address", _closed_address()]
+    )
     assert result.exit_code == 2, result.stderr
 
 
 def test_codelab_recipe_is_the_codelabs_short_run():
-    result = runner.invoke(app, ["submit", "nemo-rl-grpo-math-codelab", "--dry-run", "--json",
-                                 "--name", "c"])
+    result = runner.invoke(
+        app, ["submit", "nemo-rl-grpo-math-codelab", "--dry-run", "--json", "--name", "c"]
+    )
     assert result.exit_code == 0, result.stderr
     entry = json.loads(result.stdout)["entrypoint"]
-    for part in ("grpo.max_num_steps=20", "checkpointing.save_period=2",
-                 "checkpointing.keep_top_k=2", "checkpointing.metric_name=null"):
+    for part in (
+        "grpo.max_num_steps=20",
+        "checkpointing.save_period=2",
+        "checkpointing.keep_top_k=2",
+        "checkpointing.metric_name=null",
+    ):
         assert part in entry
-    cfg = compose.apply("nemo-rl", "grpo_math_70B_megatron.yaml",
-                        RECIPES["nemo-rl-grpo-math-codelab"].args(RunContext(run="c", nodes=8, gpus_per_node=8), {}))
+    cfg = compose.apply(
+        "nemo-rl",
+        "grpo_math_70B_megatron.yaml",
+        RECIPES["nemo-rl-grpo-math-codelab"].args(
+            RunContext(run="c", nodes=8, gpus_per_node=8), {}
+        ),
+    )
     assert cfg.checkpointing.metric_name is None and cfg.grpo.max_num_steps == 20
 
 
@@ -190,15 +224,20 @@ def test_codelab_recipe_is_the_codelabs_short_run():
 def test_nemo_batch_adaptation_lands_on_the_fewest_extra_prompts(nodes, gpus, prompts, gbs):
     """Issue 19 #4: 3 x 4 GPUs raised 32 prompts to 129 (batch 516) where 33 (batch 528) fits."""
     recipe = RECIPES["nemo-rl-grpo-gsm8k"]
-    composed = validate.compose_run(recipe, RunContext(run="a", nodes=nodes, gpus_per_node=gpus), {})
-    assert composed.adapted == {"grpo.num_prompts_per_step": str(prompts),
-                                "policy.train_global_batch_size": str(gbs)}
+    composed = validate.compose_run(
+        recipe, RunContext(run="a", nodes=nodes, gpus_per_node=gpus), {}
+    )
+    assert composed.adapted == {
+        "grpo.num_prompts_per_step": str(prompts),
+        "policy.train_global_batch_size": str(gbs),
+    }
     assert nemo_accepts(composed.config, nodes * gpus)
     # Nothing nearer fits: one prompt fewer, whatever the global batch, breaks the rules.
     below = OmegaConf.create(OmegaConf.to_container(composed.config))
     below.grpo.num_prompts_per_step = prompts - 1
-    assert not any(nemo_accepts(_with_gbs(below, g), nodes * gpus)
-                   for g in range(512, (prompts - 1) * 16 + 1))
+    assert not any(
+        nemo_accepts(_with_gbs(below, g), nodes * gpus) for g in range(512, (prompts - 1) * 16 + 1)
+    )
 
 
 def _with_gbs(cfg, gbs):
@@ -208,22 +247,37 @@ def _with_gbs(cfg, gbs):
 
 def test_verl_train_batch_grows_on_the_gpu_steps_not_the_mini_batch_steps():
     """3 x 4 GPUs: 264 (the first multiple of 12 / gcd(5, 12) above 256), not 288."""
-    composed = validate.compose_run(RECIPES["verl-grpo-gsm8k"],
-                                    RunContext(run="v", nodes=3, gpus_per_node=4), {})
-    assert composed.adapted == {"data.train_batch_size": "264",
-                                "actor_rollout_ref.actor.ppo_mini_batch_size": "96"}
+    composed = validate.compose_run(
+        RECIPES["verl-grpo-gsm8k"], RunContext(run="v", nodes=3, gpus_per_node=4), {}
+    )
+    assert composed.adapted == {
+        "data.train_batch_size": "264",
+        "actor_rollout_ref.actor.ppo_mini_batch_size": "96",
+    }
     assert verl_accepts(composed.config, 12)
 
 
-@pytest.mark.parametrize("recipe, setting, words", [
-    ("nemo-rl-grpo-gsm8k", "grpo.num_prompts_per_step=abc",
-     "grpo.num_prompts_per_step takes a number (int 32 in the nemo-rl config), not 'abc'"),
-    ("nemo-rl-grpo-gsm8k", "grpo.max_num_epochs=abc", "grpo.max_num_epochs takes a number"),
-    ("nemo-rl-grpo-math", "policy.train_global_batch_size=1.5",
-     "policy.train_global_batch_size must be a positive integer"),
-    ("verl-grpo-gsm8k", "actor_rollout_ref.rollout.n=0",
-     "actor_rollout_ref.rollout.n must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "recipe, setting, words",
+    [
+        (
+            "nemo-rl-grpo-gsm8k",
+            "grpo.num_prompts_per_step=abc",
+            "grpo.num_prompts_per_step takes a number (int 32 in the nemo-rl config), not 'abc'",
+        ),
+        ("nemo-rl-grpo-gsm8k", "grpo.max_num_epochs=abc", "grpo.max_num_epochs takes a number"),
+        (
+            "nemo-rl-grpo-math",
+            "policy.train_global_batch_size=1.5",
+            "policy.train_global_batch_size must be a positive integer",
+        ),
+        (
+            "verl-grpo-gsm8k",
+            "actor_rollout_ref.rollout.n=0",
+            "actor_rollout_ref.rollout.n must be a positive integer",
+        ),
+    ],
+)
 def test_a_bad_batch_override_exits_2_naming_it_not_4_or_a_size(recipe, setting, words):
     """Issue 19 #5: exit 4 ("a bug"), silent acceptance, or "sizes that fit: none" before."""
     result = runner.invoke(app, ["submit", recipe, "--dry-run", "--nodes", "2", "--set", setting])
@@ -233,8 +287,16 @@ def test_a_bad_batch_override_exits_2_naming_it_not_4_or_a_size(recipe, setting,
 
 
 def test_a_size_refusal_caused_by_an_override_blames_the_override():
-    result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run",
-                                 "--set", "++grpo.num_generations_per_prompt=4"])
+    result = runner.invoke(
+        app,
+        [
+            "submit",
+            "nemo-rl-grpo-math",
+            "--dry-run",
+            "--set",
+            "++grpo.num_generations_per_prompt=4",
+        ],
+    )
     assert result.exit_code == 2, result.stderr
     assert "the cause is --set ++grpo.num_generations_per_prompt=4" in result.stderr
     assert "sizes that fit" not in result.stderr

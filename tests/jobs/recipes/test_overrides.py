@@ -11,8 +11,11 @@ from jobs.recipes.catalogue import RECIPES, RunContext
 
 def test_prefixes_are_kept():
     parsed = overrides.parse(["a.b=1", "+c.d=x=y", "++e=3"])
-    assert [(o.prefix, o.key, o.value) for o in parsed] == [("", "a.b", "1"), ("+", "c.d", "x=y"),
-                                                            ("++", "e", "3")]
+    assert [(o.prefix, o.key, o.value) for o in parsed] == [
+        ("", "a.b", "1"),
+        ("+", "c.d", "x=y"),
+        ("++", "e", "3"),
+    ]
 
 
 @pytest.mark.parametrize("item", ["no_equals", "=value", "+=x"])
@@ -23,7 +26,9 @@ def test_malformed_items_are_usage_errors(item):
 
 def test_new_key_of_the_recipe_is_rendered_with_plus_when_overridden():
     recipe = RECIPES["nemo-rl-grpo-gsm8k"]
-    checked = overrides.check(recipe, overrides.parse(["data.train_data_path=/lustre/x.jsonl"]), "r")
+    checked = overrides.check(
+        recipe, overrides.parse(["data.train_data_path=/lustre/x.jsonl"]), "r"
+    )
     entry = recipe.render(RunContext(run="r", nodes=1, gpus_per_node=1), checked)
     assert "+data.train_data_path=/lustre/x.jsonl" in entry
     assert "/lustre/datasets/gsm8k/nemo/train.jsonl" not in entry
@@ -37,28 +42,40 @@ def _check(recipe: str, *items: str, run: str = "r1") -> dict[str, tuple[str, st
 # (issue 9): composing on the framework's config decides (tests/jobs/recipes/test_compose.py).
 def test_keys_are_passed_on_for_the_composition_to_judge():
     checked = _check("nemo-rl-grpo-math", "+my.extra=1", "++grpo.max_num_steps=5", "grpo.x=1")
-    assert checked == {"my.extra": ("+", "1"), "grpo.max_num_steps": ("++", "5"),
-                       "grpo.x": ("", "1")}
+    assert checked == {
+        "my.extra": ("+", "1"),
+        "grpo.max_num_steps": ("++", "5"),
+        "grpo.x": ("", "1"),
+    }
 
 
-@pytest.mark.parametrize("item", ["++checkpointing.enabled=false", "++cluster.num_nodes=2",
-                                  "++checkpointing.checkpoint_dir=/tmp/x",
-                                  "++checkpointing.save_period=0"])
+@pytest.mark.parametrize(
+    "item",
+    [
+        "++checkpointing.enabled=false",
+        "++cluster.num_nodes=2",
+        "++checkpointing.checkpoint_dir=/tmp/x",
+        "++checkpointing.save_period=0",
+    ],
+)
 def test_locked_path_and_positive_checks_apply_to_prefixed_keys_too(item):
     with pytest.raises(UsageError):
         _check("nemo-rl-grpo-math", item)
 
 
-@pytest.mark.parametrize("value", [
-    "/lustre/../tmp/x",             # climbs out of Lustre
-    "/lustre/runs/r1/../r2/ckpt",   # climbs into another run
-    "/lustre/runs/r1/..",           # the runs root
-    "/lustre/runs/other/checkpoints",
-    "/lustre/datasets/gsm8k",
-    "/lustre/runs/r1",              # the run dir itself, not inside it
-    "/lustre/runs/r10/checkpoints",  # a prefix of the name is another run
-    "results/grpo",
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "/lustre/../tmp/x",  # climbs out of Lustre
+        "/lustre/runs/r1/../r2/ckpt",  # climbs into another run
+        "/lustre/runs/r1/..",  # the runs root
+        "/lustre/runs/other/checkpoints",
+        "/lustre/datasets/gsm8k",
+        "/lustre/runs/r1",  # the run dir itself, not inside it
+        "/lustre/runs/r10/checkpoints",  # a prefix of the name is another run
+        "results/grpo",
+    ],
+)
 def test_output_paths_must_stay_inside_the_runs_own_directory(value):
     with pytest.raises(UsageError) as e:
         _check("nemo-rl-grpo-math", f"checkpointing.checkpoint_dir={value}")

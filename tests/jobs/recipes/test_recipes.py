@@ -32,16 +32,29 @@ def test_dry_run_shows_lustre_checkpoints_nodes_overrides_and_no_credentials(nam
     # A key of the framework's own config that no recipe fixes.
     some_key = {"nemo-rl": "grpo.max_val_samples", "verl": "trainer.test_freq"}[recipe.framework]
     nodes = "8" if recipe.default_nodes == 8 else "4"  # the 72B layout needs 16+ GPUs
-    out = dry_run(name, "--name", "dry-1", "--nodes", nodes, "--gpus-per-node", "4",
-                  "--set", f"{some_key}=42", "--set", "+my.extra=yes")
+    out = dry_run(
+        name,
+        "--name",
+        "dry-1",
+        "--nodes",
+        nodes,
+        "--gpus-per-node",
+        "4",
+        "--set",
+        f"{some_key}=42",
+        "--set",
+        "+my.extra=yes",
+    )
     entry = out["entrypoint"]
     assert out["submission_id"] == "dry-1-a1"
     ckpt = f"{recipe.checkpoint_key}=/lustre/runs/dry-1/checkpoints"
     assert ckpt in entry
     assert out["metadata"]["checkpoint_dir"] == "/lustre/runs/dry-1/checkpoints"
     # Saving on: veRL's default save_freq is -1 (never); each veRL recipe sets its own period.
-    on = {"nemo-rl": "checkpointing.enabled=true",
-          "verl": f"trainer.save_freq={recipe.defaults.get('trainer.save_freq')}"}
+    on = {
+        "nemo-rl": "checkpointing.enabled=true",
+        "verl": f"trainer.save_freq={recipe.defaults.get('trainer.save_freq')}",
+    }
     assert recipe.framework == "nemo-rl" or int(recipe.defaults["trainer.save_freq"]) > 0
     assert on[recipe.framework] in entry
     assert f"{recipe.node_key}={nodes}" in entry and f"{recipe.gpus_key}=4" in entry
@@ -64,8 +77,16 @@ def test_dry_run_shows_lustre_checkpoints_nodes_overrides_and_no_credentials(nam
 def test_metadata_records_the_callers_commit_and_the_jobs_commit(tmp_path):
     # Run from a directory outside any git tree: the caller's commit is "unknown" there, while
     # jobs_commit still names this rl-on-gke checkout.
-    done = run_cli("submit", "verl-grpo-gsm8k", "--dry-run", "--json", "--name", "c1",
-                   cwd=tmp_path, env=clean_env(PYTHONPATH=str(REPO), GIT_CEILING_DIRECTORIES=str(tmp_path.parent)))
+    done = run_cli(
+        "submit",
+        "verl-grpo-gsm8k",
+        "--dry-run",
+        "--json",
+        "--name",
+        "c1",
+        cwd=tmp_path,
+        env=clean_env(PYTHONPATH=str(REPO), GIT_CEILING_DIRECTORIES=str(tmp_path.parent)),
+    )
     assert done.returncode == 0, done.stderr
     meta = json.loads(done.stdout)["metadata"]
     assert meta["git_commit"] == "unknown"
@@ -78,16 +99,22 @@ def test_metadata_records_the_callers_commit_and_the_jobs_commit(tmp_path):
 # Changed with issue 9: the refusal now comes from NeMo RL's own rules on the composed config
 # (jobs.recipes.fit), names the rule's source and the nearest node counts that fit; 48 GPUs (3 x 16) is
 # refused too, since DP 3 does not divide the global batch of 256.
-@pytest.mark.parametrize("nodes, gpus, rule", [
-    ("1", "8", "lm_policy.py L121-139"), ("3", "8", "lm_policy.py L121-139"),
-    ("1", "4", "lm_policy.py L121-139"), ("2", "6", "lm_policy.py L121-139"),
-    ("6", "8", "batched_data_dict.py L377-380")])
+@pytest.mark.parametrize(
+    "nodes, gpus, rule",
+    [
+        ("1", "8", "lm_policy.py L121-139"),
+        ("3", "8", "lm_policy.py L121-139"),
+        ("1", "4", "lm_policy.py L121-139"),
+        ("2", "6", "lm_policy.py L121-139"),
+        ("6", "8", "batched_data_dict.py L377-380"),
+    ],
+)
 def test_70b_recipe_refuses_a_cluster_its_tp4_pp4_layout_does_not_fit(nodes, gpus, rule):
-    result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run", "--nodes", nodes,
-                                 "--gpus-per-node", gpus])
+    result = runner.invoke(
+        app, ["submit", "nemo-rl-grpo-math", "--dry-run", "--nodes", nodes, "--gpus-per-node", gpus]
+    )
     assert result.exit_code == 2
-    assert (f"recipe nemo-rl-grpo-math does not fit {nodes} node(s) x {gpus} GPU(s)"
-            in result.stderr)
+    assert f"recipe nemo-rl-grpo-math does not fit {nodes} node(s) x {gpus} GPU(s)" in result.stderr
     assert rule in result.stderr and "sizes that fit" in result.stderr
     assert result.stdout == ""
 
@@ -111,33 +138,44 @@ def test_nemo_recipes_override_runtime_env_merge_and_use_image_code():
         if recipe.framework == "nemo-rl":
             assert env["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"
             assert "cd /opt/nemo-rl && uv run python examples/run_grpo_math.py" in recipe.render(
-                RunContext(run="r", nodes=1, gpus_per_node=8), {})
+                RunContext(run="r", nodes=1, gpus_per_node=8), {}
+            )
         else:
             assert "RAY_OVERRIDE_JOB_RUNTIME_ENV" not in env
 
 
 def test_math_recipe_is_the_codelab_run():
     entry = dry_run("nemo-rl-grpo-math", "--name", "m")["entrypoint"]
-    for part in ("--config examples/configs/grpo_math_70B_megatron.yaml",
-                 "policy.model_name=Qwen/Qwen2.5-72B-Instruct", "data.dataset_name=DeepScaler",
-                 "grpo.num_generations_per_prompt=8", "grpo.num_prompts_per_step=32",
-                 "policy.train_global_batch_size=256", "cluster.num_nodes=8"):
+    for part in (
+        "--config examples/configs/grpo_math_70B_megatron.yaml",
+        "policy.model_name=Qwen/Qwen2.5-72B-Instruct",
+        "data.dataset_name=DeepScaler",
+        "grpo.num_generations_per_prompt=8",
+        "grpo.num_prompts_per_step=32",
+        "policy.train_global_batch_size=256",
+        "cluster.num_nodes=8",
+    ):
         assert part in entry
 
 
 def test_gsm8k_recipes_prepare_data_on_lustre_first():
     nemo = dry_run("nemo-rl-grpo-gsm8k", "--name", "g")
-    staging = ("python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-1.5B-Instruct --dataset "
-               "openai/gsm8k:main && ")
-    assert nemo["entrypoint"].startswith(staging + "python3 prepare_gsm8k.py --format nemo "
-                                         "--out /lustre/datasets/gsm8k && cd /opt/nemo-rl")
+    staging = (
+        "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-1.5B-Instruct --dataset "
+        "openai/gsm8k:main && "
+    )
+    assert nemo["entrypoint"].startswith(
+        staging + "python3 prepare_gsm8k.py --format nemo "
+        "--out /lustre/datasets/gsm8k && cd /opt/nemo-rl"
+    )
     assert "data.dataset_name=ResponseDataset" in nemo["entrypoint"]
     assert "+data.train_data_path=/lustre/datasets/gsm8k/nemo/train.jsonl" in nemo["entrypoint"]
     assert "+data.input_key=question +data.output_key=answer" in nemo["entrypoint"]
     verl = dry_run("verl-grpo-gsm8k", "--name", "v")
     assert verl["entrypoint"].startswith(
         "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-3B-Instruct --dataset "
-        "openai/gsm8k:main && python3 prepare_gsm8k.py --format verl ")
+        "openai/gsm8k:main && python3 prepare_gsm8k.py --format verl "
+    )
     assert "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo" in verl["entrypoint"]
     assert "actor_rollout_ref.rollout.name=vllm" in verl["entrypoint"]
     n = int(verl["entrypoint"].split("actor_rollout_ref.rollout.n=")[1].split()[0])
@@ -161,8 +199,10 @@ def test_recipe_versions_come_from_the_catalogue():
 
 
 def test_unknown_override_exits_2_naming_it_and_the_closest_key():
-    result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run",
-                                 "--set", "grpo.num_generation_per_prompt=4"])
+    result = runner.invoke(
+        app,
+        ["submit", "nemo-rl-grpo-math", "--dry-run", "--set", "grpo.num_generation_per_prompt=4"],
+    )
     assert result.exit_code == 2
     assert "'grpo.num_generation_per_prompt'" in result.stderr
     assert "grpo.num_generations_per_prompt" in result.stderr
@@ -174,12 +214,15 @@ def test_plus_prefix_allows_a_deliberate_new_key():
     assert "+trainer.brand_new=1" in out["entrypoint"]
 
 
-@pytest.mark.parametrize("setting, words", [
-    ("checkpointing.enabled=false", "checkpointing stays on"),
-    ("cluster.num_nodes=2", "--nodes"),
-    ("checkpointing.checkpoint_dir=results/grpo", "/lustre/"),
-    ("checkpointing.save_period=-1", "positive"),
-])
+@pytest.mark.parametrize(
+    "setting, words",
+    [
+        ("checkpointing.enabled=false", "checkpointing stays on"),
+        ("cluster.num_nodes=2", "--nodes"),
+        ("checkpointing.checkpoint_dir=results/grpo", "/lustre/"),
+        ("checkpointing.save_period=-1", "positive"),
+    ],
+)
 def test_settings_that_would_lose_the_run_are_refused(setting, words):
     result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run", "--set", setting])
     assert result.exit_code == 2
@@ -193,22 +236,32 @@ def test_unknown_recipe_suggests_the_closest():
 
 
 def test_framework_mismatch_is_refused():
-    result = runner.invoke(app, ["submit", "verl-grpo-gsm8k", "--dry-run", "--framework", "nemo-rl"])
+    result = runner.invoke(
+        app, ["submit", "verl-grpo-gsm8k", "--dry-run", "--framework", "nemo-rl"]
+    )
     assert result.exit_code == 2
     assert "needs a verl cluster" in result.stderr
 
 
-@pytest.mark.parametrize("setting, shown", [
-    ("logger.wandb.api_key=abc", "logger.wandb.api_key"), ("hf_token=abc", "hf_token"),
-    (f"policy.model_name={FAKE_TOKEN}", "policy.model_name"), ("+data.secret=x", "data.secret"),
-    ("my.password=x", "my.password"), (f"{FAKE_TOKEN}=x", "(hidden)"),
-])
+@pytest.mark.parametrize(
+    "setting, shown",
+    [
+        ("logger.wandb.api_key=abc", "logger.wandb.api_key"),
+        ("hf_token=abc", "hf_token"),
+        (f"policy.model_name={FAKE_TOKEN}", "policy.model_name"),
+        ("+data.secret=x", "data.secret"),
+        ("my.password=x", "my.password"),
+        (f"{FAKE_TOKEN}=x", "(hidden)"),
+    ],
+)
 def test_token_like_settings_exit_2_without_echoing_the_value(setting, shown):
     result = runner.invoke(app, ["submit", "nemo-rl-grpo-math", "--dry-run", "--set", setting])
     assert result.exit_code == 2
-    assert result.stderr.startswith(f"error: --set {shown} looks like a credential, refused (the "
-                                    "value is not shown) (hint: tokens come from the cluster's "
-                                    "Kubernetes Secret")
+    assert result.stderr.startswith(
+        f"error: --set {shown} looks like a credential, refused (the "
+        "value is not shown) (hint: tokens come from the cluster's "
+        "Kubernetes Secret"
+    )
     assert FAKE_TOKEN not in result.stderr + result.stdout
     assert "abc" not in result.stderr and result.stdout == ""
 
@@ -240,14 +293,22 @@ def test_every_attempt_stages_first_and_runs_offline():
     math = dry_run("nemo-rl-grpo-math", "--name", "m")
     assert math["entrypoint"].startswith(
         "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-72B-Instruct --dataset "
-        "agentica-org/DeepScaleR-Preview-Dataset --dataset HuggingFaceH4/aime_2024 --megatron && ")
+        "agentica-org/DeepScaleR-Preview-Dataset --dataset HuggingFaceH4/aime_2024 --megatron && "
+    )
     assert math["runtime_env"]["env_vars"]["HF_HUB_OFFLINE"] == "1"
     assert math["runtime_env"]["py_modules"]
-    own = dry_run("verl-grpo-gsm8k", "--name", "v", "--set",
-                  "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct")
-    assert own["entrypoint"].startswith("python3 -m jobs.staging.ensure --model "
-                                        "Qwen/Qwen2.5-7B-Instruct --dataset")
+    own = dry_run(
+        "verl-grpo-gsm8k",
+        "--name",
+        "v",
+        "--set",
+        "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
+    )
+    assert own["entrypoint"].startswith(
+        "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-7B-Instruct --dataset"
+    )
     assert "--megatron" not in own["entrypoint"].split(" && ")[0]
     code = dry_run("verl-grpo-codecontests", "--name", "c")
     assert code["entrypoint"].split(" && ")[0] == (
-        "python3 -m jobs.staging.ensure --model deepseek-ai/DeepSeek-R1-Distill-Qwen-7B")
+        "python3 -m jobs.staging.ensure --model deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"
+    )

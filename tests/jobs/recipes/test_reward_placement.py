@@ -38,20 +38,33 @@ def test_without_the_service_only_the_flag_lets_a_submission_through():
 def test_recipes_whose_reward_runs_no_code_are_not_concerned():
     for recipe in RECIPES.values():
         if not recipe.runs_model_code:
-            assert reward_sandbox.decide(recipe, None, allow=False, source="x") == reward_sandbox.Decision()
+            assert (
+                reward_sandbox.decide(recipe, None, allow=False, source="x")
+                == reward_sandbox.Decision()
+            )
     assert [r.name for r in RECIPES.values() if r.runs_model_code] == [NAME]
 
 
 def _outputs(url: str | None) -> stack.StackOutputs:
     return stack.StackOutputs(
-        rayClusterName="rc", rayNamespace="ray", rayHeadService="rc-head-svc", rayDashboardPort=8265,
-        rayFramework="verl", gpuNodeCount=1, gpusPerNode=8, clusterName="c", clusterLocation="l",
-        clusterProject="p", codeSandboxUrl=url)
+        rayClusterName="rc",
+        rayNamespace="ray",
+        rayHeadService="rc-head-svc",
+        rayDashboardPort=8265,
+        rayFramework="verl",
+        gpuNodeCount=1,
+        gpusPerNode=8,
+        clusterName="c",
+        clusterLocation="l",
+        clusterProject="p",
+        codeSandboxUrl=url,
+    )
 
 
-@pytest.mark.parametrize("url, allow, code", [(None, False, 2), (None, True, 99),
-                                              (URL, False, 99)])
-def test_without_a_sandbox_service_submit_needs_the_flag_and_contacts_nothing(monkeypatch, url, allow, code):
+@pytest.mark.parametrize("url, allow, code", [(None, False, 2), (None, True, 99), (URL, False, 99)])
+def test_without_a_sandbox_service_submit_needs_the_flag_and_contacts_nothing(
+    monkeypatch, url, allow, code
+):
     monkeypatch.setattr(stack, "read", lambda name: _outputs(url))
     sent = []
     from jobs.runs import address
@@ -62,7 +75,9 @@ def test_without_a_sandbox_service_submit_needs_the_flag_and_contacts_nothing(mo
 
     monkeypatch.setattr(address, "connect", no_connect)
     monkeypatch.setattr(submission, "for_recipe", _recording(submission.for_recipe, sent))
-    args = ["submit", NAME, "--stack", "s", "--name", "u"] + (["--allow-unsandboxed-reward"] if allow else [])
+    args = ["submit", NAME, "--stack", "s", "--name", "u"] + (
+        ["--allow-unsandboxed-reward"] if allow else []
+    )
     result = runner.invoke(app, args)
     assert result.exit_code == code, result.stderr
     if code == 2:
@@ -83,6 +98,7 @@ def _recording(real, sent):
         sub = real(*args, **kwargs)
         sent.append(sub)
         return sub
+
     return wrapper
 
 

@@ -131,8 +131,14 @@ int main() { char path[200] = {0}; if (scanf("%199s", path) != 1) return 1; int 
 
 
 def truth(inputs: list[str], outputs: list[str], time_limit: float = 2.0) -> str:
-    return json.dumps({"name": "attack", "time_limit": time_limit, "memory_limit_bytes": 256 * 2**20,
-                       "private_tests": {"input": inputs, "output": outputs}})
+    return json.dumps(
+        {
+            "name": "attack",
+            "time_limit": time_limit,
+            "memory_limit_bytes": 256 * 2**20,
+            "private_tests": {"input": inputs, "output": outputs},
+        }
+    )
 
 
 SUM_TRUTH = truth(["1 2", "20 22"], ["3", "42"])

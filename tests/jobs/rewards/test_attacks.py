@@ -35,9 +35,19 @@ class Service:
     def __init__(self) -> None:
         self.token = secrets.token_hex(24)
         argv = service_command(0, 2, host="127.0.0.1", socket_timeout_s=SOCKET_TIMEOUT_S)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO), SANDBOX_TOKEN_ENV: self.token}
-        self.proc = subprocess.Popen([sys.executable, *argv[1:]], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PYTHONPATH": str(REPO),
+            SANDBOX_TOKEN_ENV: self.token,
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, *argv[1:]],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         line = self.proc.stdout.readline()  # printed once the executor has built a box
         assert "sandbox executor on 127.0.0.1:" in line, self.proc.stderr.read()
         self.port = int(line.split(":")[1].split()[0])
@@ -83,8 +93,14 @@ def via(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict
 
 
 def batch(codes: list[str], truths: list[str], **kwargs: str) -> list[float]:
-    return compute_score_batch(["code_contests"] * len(codes), [a.answer(c) for c in codes], truths, None,
-                               concurrency=len(codes), **kwargs)
+    return compute_score_batch(
+        ["code_contests"] * len(codes),
+        [a.answer(c) for c in codes],
+        truths,
+        None,
+        concurrency=len(codes),
+        **kwargs,
+    )
 
 
 def test_kill_everyone_leaves_the_siblings_at_one(via: dict[str, str]) -> None:
@@ -93,7 +109,9 @@ def test_kill_everyone_leaves_the_siblings_at_one(via: dict[str, str]) -> None:
 
 
 def test_siblings_binaries_cannot_be_written_read_or_run(via: dict[str, str]) -> None:
-    scores = batch([a.TAMPER, a.SLOW_SUM, a.SLOW_SUM], [a.BLOCKED_TRUTH, a.SUM_TRUTH, a.SUM_TRUTH], **via)
+    scores = batch(
+        [a.TAMPER, a.SLOW_SUM, a.SLOW_SUM], [a.BLOCKED_TRUTH, a.SUM_TRUTH, a.SUM_TRUTH], **via
+    )
     assert scores == [1.0, 1.0, 1.0]
 
 
@@ -111,12 +129,17 @@ def test_signalling_init_and_parent_changes_nothing(via: dict[str, str], service
     assert service.proc.poll() is None and service.healthy_within(3)
 
 
-def test_no_secret_environment_process_or_host_file_is_visible(via: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_secret_environment_process_or_host_file_is_visible(
+    via: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     marker = f"RLSECRET-{secrets.token_hex(8)}"
     monkeypatch.setenv("HF_TOKEN", marker)
     host = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
     try:
-        assert cc.compute_score("code_contests", a.answer(a.SNOOP), a.BLOCKED_TRUTH, None, **via) == 1.0
+        assert (
+            cc.compute_score("code_contests", a.answer(a.SNOOP), a.BLOCKED_TRUTH, None, **via)
+            == 1.0
+        )
     finally:
         host.kill()
         host.wait()
@@ -129,7 +152,9 @@ def test_expected_outputs_cannot_be_read_from_any_process(via: dict[str, str]) -
     assert cc.compute_score("code_contests", a.answer(a.SNOOP), truth, None, **via) == 0.0
 
 
-def test_a_symlink_to_root_in_a_locked_directory_breaks_nothing(via: dict[str, str], service: Service) -> None:
+def test_a_symlink_to_root_in_a_locked_directory_breaks_nothing(
+    via: dict[str, str], service: Service
+) -> None:
     start = time.monotonic()
     scores = batch([a.SYMLINK_TRAP, a.SLOW_SUM], [a.SUM_TRUTH] * 2, **via)
     assert scores == [1.0, 1.0] and time.monotonic() - start < 60
@@ -137,10 +162,15 @@ def test_a_symlink_to_root_in_a_locked_directory_breaks_nothing(via: dict[str, s
 
 
 def test_disk_flood_stops_at_the_box_quota(via: dict[str, str]) -> None:
-    assert cc.compute_score("code_contests", a.answer(a.DISK_FLOOD), a.BLOCKED_TRUTH, None, **via) == 1.0
+    assert (
+        cc.compute_score("code_contests", a.answer(a.DISK_FLOOD), a.BLOCKED_TRUTH, None, **via)
+        == 1.0
+    )
 
 
-def test_unix_sockets_user_namespaces_and_io_uring_are_refused(via: dict[str, str], tmp_path: Path) -> None:
+def test_unix_sockets_user_namespaces_and_io_uring_are_refused(
+    via: dict[str, str], tmp_path: Path
+) -> None:
     path = f"/tmp/rl-attack-{secrets.token_hex(4)}.sock"
     listeners = []
     for address in (path, "\0" + path):
@@ -171,13 +201,18 @@ def executor() -> Iterator[Executor]:
 
 def test_cpu_time_of_forked_children_counts(executor: Executor) -> None:
     # A wide wall margin, so the box's own CPU accounting (not the wall backstop) ends it even on a loaded machine.
-    r = executor.run(a.FORKED_CPU, [Case(input="", output="ok")], Limits(time_s=1, processes=4, wall_margin_s=30)).results[0]
+    r = executor.run(
+        a.FORKED_CPU, [Case(input="", output="ok")], Limits(time_s=1, processes=4, wall_margin_s=30)
+    ).results[0]
     assert r.status is Status.time_limit and r.cpu_s > 1 and not r.timed_out
 
 
 def test_memory_is_capped_across_children_and_memfds(executor: Executor) -> None:
-    r = executor.run(a.MEMORY_HOG, [Case(input="", output="blocked")],
-                     Limits(processes=8, memory_bytes=256 * 2**20)).results[0]
+    r = executor.run(
+        a.MEMORY_HOG,
+        [Case(input="", output="blocked")],
+        Limits(processes=8, memory_bytes=256 * 2**20),
+    ).results[0]
     assert r.status is Status.passed
 
 
@@ -200,9 +235,13 @@ def auth(service: Service) -> str:
 
 def test_negative_or_missing_content_length_is_refused(service: Service) -> None:
     start = time.monotonic()
-    status, body = raw_request(service, f"POST /run HTTP/1.1\r\nHost: x\r\n{auth(service)}Content-Length: -1\r\n")
+    status, body = raw_request(
+        service, f"POST /run HTTP/1.1\r\nHost: x\r\n{auth(service)}Content-Length: -1\r\n"
+    )
     assert status == 400 and b"non-negative" in body
-    status, _ = raw_request(service, f"POST /run HTTP/1.1\r\nHost: x\r\n{auth(service)}Connection: close\r\n")
+    status, _ = raw_request(
+        service, f"POST /run HTTP/1.1\r\nHost: x\r\n{auth(service)}Connection: close\r\n"
+    )
     assert status == 411
     assert time.monotonic() - start < 5 and service.healthy_within(3)
 
@@ -214,7 +253,9 @@ def test_idle_connections_are_dropped_and_the_service_answers(service: Service) 
         for s in idle:
             s.settimeout(SOCKET_TIMEOUT_S + 8)
             try:
-                s.recv(1024)  # the canned 503 for those over the cap, then EOF; EOF at the timeout for the rest
+                s.recv(
+                    1024
+                )  # the canned 503 for those over the cap, then EOF; EOF at the timeout for the rest
                 while s.recv(1024):
                     pass
             except (ConnectionResetError, TimeoutError):
@@ -227,18 +268,32 @@ def test_idle_connections_are_dropped_and_the_service_answers(service: Service) 
 
 
 def test_caller_chosen_limits_above_the_caps_are_refused(service: Service) -> None:
-    body = json.dumps({"code": a.SUM, "tests": [{"input": "1 2", "output": "3"}],
-                       "limits": {"time_s": 60, "memory_bytes": 8 * 2**30, "processes": 256}}).encode()
-    status, reply = raw_request(service, f"POST /run HTTP/1.1\r\nHost: x\r\n{auth(service)}Connection: close\r\n"
-                                         f"Content-Length: {len(body)}\r\n", body)
+    body = json.dumps(
+        {
+            "code": a.SUM,
+            "tests": [{"input": "1 2", "output": "3"}],
+            "limits": {"time_s": 60, "memory_bytes": 8 * 2**30, "processes": 256},
+        }
+    ).encode()
+    status, reply = raw_request(
+        service,
+        f"POST /run HTTP/1.1\r\nHost: x\r\n{auth(service)}Connection: close\r\n"
+        f"Content-Length: {len(body)}\r\n",
+        body,
+    )
     fields = {d["field"] for d in json.loads(reply)["details"]}
     assert status == 400 and fields == {"limits.time_s", "limits.memory_bytes", "limits.processes"}
 
 
-def test_requests_without_the_token_are_refused(service: Service, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_requests_without_the_token_are_refused(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
     body = b'{"code": "", "tests": []}'
-    status, _ = raw_request(service, f"POST /run HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                                     f"Content-Length: {len(body)}\r\n", body)
+    status, _ = raw_request(
+        service,
+        f"POST /run HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {len(body)}\r\n",
+        body,
+    )
     assert status == 401
     wrong = "w" * 32
     monkeypatch.setenv(SANDBOX_TOKEN_ENV, wrong)
@@ -248,7 +303,12 @@ def test_requests_without_the_token_are_refused(service: Service, monkeypatch: p
 
 
 def test_the_service_does_not_start_without_a_token() -> None:
-    done = subprocess.run([sys.executable, *service_command(0, 1, host="127.0.0.1")[1:]], cwd=REPO,
-                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO)},
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, *service_command(0, 1, host="127.0.0.1")[1:]],
+        cwd=REPO,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0 and SANDBOX_TOKEN_ENV in done.stderr

@@ -18,14 +18,21 @@ def test_scores_every_solution_in_order_with_the_real_compiler() -> None:
     scores = batch.compute_score_batch(
         data_sources=["code_contests"] * 4,
         solution_strs=[answer(SUM), answer(SUM_SMALL), "no code here", answer("int main( {")],
-        ground_truths=[gt] * 4, extra_infos=[{}] * 4)
+        ground_truths=[gt] * 4,
+        extra_infos=[{}] * 4,
+    )
     assert scores == [1.0, 0.5, cc.NO_CODE, cc.COMPILE_ERROR]
 
 
 def test_reward_kwargs_reach_every_solution() -> None:
     # binary=True is the recipe's default: a half-right solution then scores 0.
-    scores = batch.compute_score_batch(["code_contests"] * 2, [answer(SUM), answer(SUM_SMALL)],
-                                       [truth(), truth()], None, binary=True)
+    scores = batch.compute_score_batch(
+        ["code_contests"] * 2,
+        [answer(SUM), answer(SUM_SMALL)],
+        [truth(), truth()],
+        None,
+        binary=True,
+    )
     assert scores == [1.0, 0.0]
 
 
@@ -43,7 +50,9 @@ def test_solutions_are_scored_concurrently_up_to_the_limit(monkeypatch) -> None:
         return 1.0
 
     monkeypatch.setattr(batch, "compute_score", slow)
-    assert batch.compute_score_batch(["d"] * 6, ["s"] * 6, ["g"] * 6, None, concurrency=3) == [1.0] * 6
+    assert (
+        batch.compute_score_batch(["d"] * 6, ["s"] * 6, ["g"] * 6, None, concurrency=3) == [1.0] * 6
+    )
     assert peak == 3
 
 
@@ -52,8 +61,9 @@ def test_a_broken_executor_raises_instead_of_scoring_zero(monkeypatch: pytest.Mo
     # budget (15 minutes in production) is cut to 2 s so the test ends once it is spent.
     monkeypatch.setattr(cc, "REMOTE_BUDGET_S", 2.0)
     with pytest.raises(RuntimeError, match="CODE_SANDBOX_URL=http://127.0.0.1:9"):
-        batch.compute_score_batch(["code_contests"], [answer(SUM)], [truth()], None,
-                                  sandbox_url="http://127.0.0.1:9")
+        batch.compute_score_batch(
+            ["code_contests"], [answer(SUM)], [truth()], None, sandbox_url="http://127.0.0.1:9"
+        )
 
 
 def test_a_concurrency_below_one_is_refused() -> None:

@@ -27,10 +27,21 @@ int main() { long long a, b; scanf("%lld %lld", &a, &b); volatile unsigned long 
              while (clock() < CLOCKS_PER_SEC * 6 / 10) x++; printf("%lld\\n", a + b); }"""
 
 
-def truth(time_limit: object = {"seconds": 2.0, "nanos": 0.0}, **extra: object) -> dict[str, object]:
-    return {"name": "1000_A. Sum", "cf_rating": 800, "time_limit": time_limit, "memory_limit_bytes": 256000000,
-            "private_tests": {"input": ["1 2\n", "3 4\n", "9 9\n", "50 50\n"], "output": ["3\n", "7", "18\n", "100\n"]},
-            "public_tests": {"input": ["0 0\n"], "output": ["0\n"]}, **extra}
+def truth(
+    time_limit: object = {"seconds": 2.0, "nanos": 0.0}, **extra: object
+) -> dict[str, object]:
+    return {
+        "name": "1000_A. Sum",
+        "cf_rating": 800,
+        "time_limit": time_limit,
+        "memory_limit_bytes": 256000000,
+        "private_tests": {
+            "input": ["1 2\n", "3 4\n", "9 9\n", "50 50\n"],
+            "output": ["3\n", "7", "18\n", "100\n"],
+        },
+        "public_tests": {"input": ["0 0\n"], "output": ["0\n"]},
+        **extra,
+    }
 
 
 def answer(code: str) -> str:
@@ -84,14 +95,26 @@ def test_ground_truth_as_json_string_and_as_numpy_arrays() -> None:
 
 
 def test_extraction_takes_the_last_code_block_then_the_last_cpp_fence() -> None:
-    assert cc.extract_code("<code>a</code> text <code>```cpp\nfirst\n```\n```cpp\nsecond\n```</code>") == "second\n"
+    assert (
+        cc.extract_code("<code>a</code> text <code>```cpp\nfirst\n```\n```cpp\nsecond\n```</code>")
+        == "second\n"
+    )
     assert cc.extract_code("<code>\nplain\n</code>").strip() == "plain"
     assert cc.extract_code("```cpp\none\n```\n```python\nno\n```\n```c++\ntwo\n```") == "two\n"
     assert cc.extract_code("```python\nprint(1)\n```") is None
 
 
-@pytest.mark.parametrize(("value", "seconds"), [({"seconds": 2.0, "nanos": 0.0}, 2.0), ({"seconds": 1, "nanos": 500000000}, 1.5),
-                                                (3, 3.0), (0.25, 0.25), (None, cc.DEFAULT_TIME_S), ({"seconds": 0, "nanos": 0}, cc.DEFAULT_TIME_S)])
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ({"seconds": 2.0, "nanos": 0.0}, 2.0),
+        ({"seconds": 1, "nanos": 500000000}, 1.5),
+        (3, 3.0),
+        (0.25, 0.25),
+        (None, cc.DEFAULT_TIME_S),
+        ({"seconds": 0, "nanos": 0}, cc.DEFAULT_TIME_S),
+    ],
+)
 def test_time_limit_forms(value: object, seconds: float) -> None:
     assert cc.time_limit_seconds(value) == seconds
 
@@ -106,7 +129,13 @@ def test_bad_limits_and_tests_are_named() -> None:
 
 
 def test_tests_above_the_cap_are_a_seeded_sample() -> None:
-    gt = {"name": "p", "private_tests": {"input": [str(i) for i in range(50)], "output": [str(i) for i in range(50)]}}
+    gt = {
+        "name": "p",
+        "private_tests": {
+            "input": [str(i) for i in range(50)],
+            "output": [str(i) for i in range(50)],
+        },
+    }
     picked = [c.input for c in cc.select_tests(gt, 10, seed=1)]
     assert len(picked) == 10 and len(set(picked)) == 10
     assert picked == [c.input for c in cc.select_tests(gt, 10, seed=1)]
@@ -119,12 +148,18 @@ def test_loads_the_way_verl_loads_a_custom_reward(tmp_path: Path) -> None:
     # fn(data_source=..., solution_str=..., ground_truth=..., extra_info=..., **reward_kwargs).
     driver = f"""
 import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("custom_module", {str(REPO / 'jobs/rewards/code_contests.py')!r})
+spec = importlib.util.spec_from_file_location("custom_module", {str(REPO / "jobs/rewards/code_contests.py")!r})
 module = importlib.util.module_from_spec(spec); sys.modules["custom_module"] = module; spec.loader.exec_module(module)
 kwargs = {{"binary": True}}
 print(module.compute_score(data_source="code_contests", solution_str={answer(SUM)!r},
                            ground_truth={json.dumps(truth())!r}, extra_info={{"index": 0}}, **kwargs))
 """
-    done = subprocess.run([sys.executable, "-I", "-c", driver], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", driver],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1.0"

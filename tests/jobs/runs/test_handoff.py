@@ -26,8 +26,12 @@ from jobs.cli.app import app
 from tests.jobs.conftest import as_in_a_terminal, REPO, clean_env, wait_until
 from tests.jobs.gpu_node import GpuNode, wait_gpus
 
-FAST = dict(JOBS_SUPERVISOR_POLL_S="0.5", JOBS_SUPERVISOR_SETTLE_S="1",
-            JOBS_SUPERVISOR_PROGRESS_S="2", JOBS_SUPERVISOR_MAX_WAIT_S="180")
+FAST = dict(
+    JOBS_SUPERVISOR_POLL_S="0.5",
+    JOBS_SUPERVISOR_SETTLE_S="1",
+    JOBS_SUPERVISOR_PROGRESS_S="2",
+    JOBS_SUPERVISOR_MAX_WAIT_S="180",
+)
 
 
 def env() -> dict[str, str]:
@@ -44,8 +48,9 @@ class Done:
 def cli(*args: str) -> Done:
     """`python -m jobs ARGS` in this process (a fresh interpreter costs ~3 s of Ray imports on
     this 2-core machine); the one run that must die with SIGKILL is a real process."""
-    result = CliRunner().invoke(app, list(args), env={**FAST, "RAY_ADDRESS": None,
-                                                     "COLUMNS": "250"})
+    result = CliRunner().invoke(
+        app, list(args), env={**FAST, "RAY_ADDRESS": None, "COLUMNS": "250"}
+    )
     return Done(result.exit_code, result.stdout, result.stderr)
 
 
@@ -89,10 +94,12 @@ def _fails_once(marker: Path, go: Path | None = None) -> str:
     """Attempt 1 leaves a marker (its "checkpoint") and fails, after `go` exists if given;
     a later attempt finds the marker and succeeds."""
     wait = f"while not os.path.exists({str(go)!r}): time.sleep(0.2)\n" if go else ""
-    return (f"import os, sys, time; p = {str(marker)!r}\n"
-            "if os.path.exists(p): print('resumed'); sys.exit(0)\n"
-            f"open(p, 'w').close(); print('attempt 1 running', flush=True)\n{wait}"
-            "print('attempt 1 dies', flush=True); sys.exit(1)")
+    return (
+        f"import os, sys, time; p = {str(marker)!r}\n"
+        "if os.path.exists(p): print('resumed'); sys.exit(0)\n"
+        f"open(p, 'w').close(); print('attempt 1 running', flush=True)\n{wait}"
+        "print('attempt 1 dies', flush=True); sys.exit(1)"
+    )
 
 
 def _read_until(proc: subprocess.Popen[str], needle: str, timeout: float = 90) -> str:
@@ -115,9 +122,28 @@ def _read_until(proc: subprocess.Popen[str], needle: str, timeout: float = 90) -
 def test_restarts_go_on_after_the_cli_is_killed_with_sigkill(ray_url, ray_client, tmp_path):
     run = name("survive")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jobs", "run", "--address", ray_url, "--name", run,
-         "--max-restarts", "2", "--", "python", "-c", _fails_once(tmp_path / "ckpt")],
-        cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "jobs",
+            "run",
+            "--address",
+            ray_url,
+            "--name",
+            run,
+            "--max-restarts",
+            "2",
+            "--",
+            "python",
+            "-c",
+            _fails_once(tmp_path / "ckpt"),
+        ],
+        cwd=REPO,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         said = _read_until(proc, "handed to its supervisor")
         proc.send_signal(signal.SIGKILL)
@@ -139,8 +165,13 @@ def test_restarts_go_on_after_the_cli_is_killed_with_sigkill(ray_url, ray_client
     lines = story.stdout
     assert f"supervisor: {run}-s1 SUCCEEDED" in lines
     assert f"outcome: run {run} succeeded ({run}-a2)" in lines
-    order = [f"submitted {run}-a1", f"{run}-a1 FAILED (exit code 1)", f"submitted {run}-a2",
-             "restart 1 of 2", f"{run}-a2 SUCCEEDED"]
+    order = [
+        f"submitted {run}-a1",
+        f"{run}-a1 FAILED (exit code 1)",
+        f"submitted {run}-a2",
+        "restart 1 of 2",
+        f"{run}-a2 SUCCEEDED",
+    ]
     positions = [lines.index(text) for text in order]
     assert positions == sorted(positions), lines
     logs = cli("logs", run, "--address", ray_url)
@@ -151,13 +182,26 @@ def test_restarts_go_on_after_the_cli_is_killed_with_sigkill(ray_url, ray_client
 
 
 def test_a_run_waits_for_its_gpus_and_a_stop_during_the_wait_resubmits_nothing(
-        ray_url, ray_client, gpu_node, tmp_path):
+    ray_url, ray_client, gpu_node, tmp_path
+):
     back, stopped = name("wait"), name("stopwait")
     go = tmp_path / "go"
     for run in (back, stopped):
-        done = cli("run", "--address", ray_url, "--name", run, "--gpus", "2",
-                       "--max-restarts", "1", "--", "python", "-c",
-                       _fails_once(tmp_path / f"{run}.ckpt", go))
+        done = cli(
+            "run",
+            "--address",
+            ray_url,
+            "--name",
+            run,
+            "--gpus",
+            "2",
+            "--max-restarts",
+            "1",
+            "--",
+            "python",
+            "-c",
+            _fails_once(tmp_path / f"{run}.ckpt", go),
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == run
     for run in (back, stopped):
@@ -176,7 +220,9 @@ def test_a_run_waits_for_its_gpus_and_a_stop_during_the_wait_resubmits_nothing(
         halt = cli("stop", stopped, "--address", ray_url, "--json")
         assert halt.returncode == 0, halt.stderr
         assert json.loads(halt.stdout) == {
-            "run": stopped, "stopped": [{"submission_id": f"{stopped}-s1", "status": "STOPPED"}]}
+            "run": stopped,
+            "stopped": [{"submission_id": f"{stopped}-s1", "status": "STOPPED"}],
+        }
     finally:
         gpu_node.start()  # the replacement node joins
     wait_gpus(ray_url, 2)
@@ -191,22 +237,41 @@ def test_a_run_waits_for_its_gpus_and_a_stop_during_the_wait_resubmits_nothing(
 
 
 def test_a_crash_with_every_gpu_present_is_tried_twice_whatever_max_restarts(
-        ray_url, ray_client, gpu_node):
+    ray_url, ray_client, gpu_node
+):
     run = name("crash")
-    done = cli("run", "--address", ray_url, "--name", run, "--gpus", "2", "--max-restarts",
-                   "5", "--follow", "--json", "--", "python", "-c",
-                   "print('bad config', flush=True); raise SystemExit(3)")
+    done = cli(
+        "run",
+        "--address",
+        ray_url,
+        "--name",
+        run,
+        "--gpus",
+        "2",
+        "--max-restarts",
+        "5",
+        "--follow",
+        "--json",
+        "--",
+        "python",
+        "-c",
+        "print('bad config', flush=True); raise SystemExit(3)",
+    )
     assert done.returncode == 1, done.stderr
     result = json.loads(done.stdout)
-    assert result["attempts"] == [{"submission_id": f"{run}-a1", "status": "FAILED"},
-                                  {"submission_id": f"{run}-a2", "status": "FAILED"}]
+    assert result["attempts"] == [
+        {"submission_id": f"{run}-a1", "status": "FAILED"},
+        {"submission_id": f"{run}-a2", "status": "FAILED"},
+    ]
     assert result["outcome"]["reason"] == "crash"
     assert "[supervisor]" in done.stderr and "bad config" in done.stderr
     assert f"{run}-a3" not in _ids(ray_client)
     human = cli("status", run, "--address", ray_url).stdout
-    assert "outcome: gave up: crash, not a preemption: the attempt failed with every GPU " \
-           "present (2 of 2 needed), no node lost and no new checkpoint since the previous " \
-           "failure" in human
+    assert (
+        "outcome: gave up: crash, not a preemption: the attempt failed with every GPU "
+        "present (2 of 2 needed), no node lost and no new checkpoint since the previous "
+        "failure" in human
+    )
 
 
 def test_new_checkpoints_keep_restarts_going(ray_url, tmp_path):
@@ -214,27 +279,45 @@ def test_new_checkpoints_keep_restarts_going(ray_url, tmp_path):
     ckpt = tmp_path / "checkpoints"
     # Each attempt saves a new step_N and fails, until the second checkpoint exists: the second
     # failure is not a crash (it checkpointed), so the third attempt runs.
-    script = (f"import os, sys; d = {str(ckpt)!r}; os.makedirs(d, exist_ok=True)\n"
-              "n = len(os.listdir(d))\n"
-              "if n >= 2: print('done'); sys.exit(0)\n"
-              "os.makedirs(os.path.join(d, f'step_{n + 1}')); sys.exit(1)")
-    done = cli("run", "--address", ray_url, "--name", run, "--max-restarts", "2",
-                   "--checkpoint-dir", str(ckpt), "--follow", "--json", "--", "python", "-c",
-                   script)
+    script = (
+        f"import os, sys; d = {str(ckpt)!r}; os.makedirs(d, exist_ok=True)\n"
+        "n = len(os.listdir(d))\n"
+        "if n >= 2: print('done'); sys.exit(0)\n"
+        "os.makedirs(os.path.join(d, f'step_{n + 1}')); sys.exit(1)"
+    )
+    done = cli(
+        "run",
+        "--address",
+        ray_url,
+        "--name",
+        run,
+        "--max-restarts",
+        "2",
+        "--checkpoint-dir",
+        str(ckpt),
+        "--follow",
+        "--json",
+        "--",
+        "python",
+        "-c",
+        script,
+    )
     assert done.returncode == 0, done.stderr
-    assert [a["status"] for a in json.loads(done.stdout)["attempts"]] == \
-        ["FAILED", "FAILED", "SUCCEEDED"]
+    assert [a["status"] for a in json.loads(done.stdout)["attempts"]] == [
+        "FAILED",
+        "FAILED",
+        "SUCCEEDED",
+    ]
 
 
 def test_resume_re_arms_a_run_whose_supervisor_is_gone_and_one_supervisor_at_a_time(
-        ray_url, ray_client):
+    ray_url, ray_client
+):
     run = name("rearm")
     # On this CPU head the NeMo RL entrypoint fails at once (no /opt/nemo-rl): a failed a1.
-    first = cli("submit", "nemo-rl-grpo-math", "--address", ray_url, "--name", run,
-                    "--follow")
+    first = cli("submit", "nemo-rl-grpo-math", "--address", ray_url, "--name", run, "--follow")
     assert first.returncode == 1, first.stderr
-    armed = cli("submit", "--resume", run, "--address", ray_url, "--max-restarts", "1",
-                    "--json")
+    armed = cli("submit", "--resume", run, "--address", ray_url, "--max-restarts", "1", "--json")
     assert armed.returncode == 0, armed.stderr
     assert json.loads(armed.stdout)["supervisor"] == f"{run}-s1"
     # The recipe's size (8 nodes x 8 GPUs) is missing on this cluster: it waits, a2 not yet sent.
@@ -245,8 +328,7 @@ def test_resume_re_arms_a_run_whose_supervisor_is_gone_and_one_supervisor_at_a_t
     assert f"run {run} is already driven by its supervisor {run}-s1" in again.stderr
     assert cli("stop", run, "--address", ray_url).returncode == 0
     # The supervisor is gone: --resume arms a new one, with the next deterministic id.
-    rearmed = cli("submit", "--resume", run, "--address", ray_url, "--max-restarts", "1",
-                      "--json")
+    rearmed = cli("submit", "--resume", run, "--address", ray_url, "--max-restarts", "1", "--json")
     assert rearmed.returncode == 0, rearmed.stderr
     assert json.loads(rearmed.stdout)["supervisor"] == f"{run}-s2"
     assert cli("stop", run, "--address", ray_url).returncode == 0
@@ -257,15 +339,25 @@ def test_resume_re_arms_a_run_whose_supervisor_is_gone_and_one_supervisor_at_a_t
 @pytest.mark.parametrize("supervised", [["--max-restarts", "1"], ["--max-preemptions", "3"]])
 def test_cpus_or_resources_with_restarts_are_refused_before_contacting_anything(supervised):
     """The supervisor's attempts carry no entrypoint resources yet: refused, not dropped."""
-    done = cli("run", "--address", "http://127.0.0.1:9", "--resource", "slot=1",
-               *supervised, "--", "true")
+    done = cli(
+        "run", "--address", "http://127.0.0.1:9", "--resource", "slot=1", *supervised, "--", "true"
+    )
     assert done.returncode == 2
     assert "--cpus and --resource cannot be combined with a supervised run" in done.stderr
 
 
 def test_a_relative_checkpoint_dir_is_refused():
-    done = cli("run", "--address", "http://127.0.0.1:9", "--max-restarts", "1",
-                   "--checkpoint-dir", "ckpt", "--", "true")
+    done = cli(
+        "run",
+        "--address",
+        "http://127.0.0.1:9",
+        "--max-restarts",
+        "1",
+        "--checkpoint-dir",
+        "ckpt",
+        "--",
+        "true",
+    )
     assert done.returncode == 2 and "--checkpoint-dir 'ckpt'" in done.stderr
 
 
@@ -285,11 +377,30 @@ def _no_leftover_supervisors(ray_client) -> Iterator[None]:
 def test_ctrl_c_while_following_detaches_only_the_cli(ray_url, ray_client):
     run = name("detach")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jobs", "run", "--address", ray_url, "--name", run,
-         "--max-restarts", "1", "--follow", "--", "python", "-c",
-         "import time; print('tick', flush=True); time.sleep(600)"],
-        cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=as_in_a_terminal)
+        [
+            sys.executable,
+            "-m",
+            "jobs",
+            "run",
+            "--address",
+            ray_url,
+            "--name",
+            run,
+            "--max-restarts",
+            "1",
+            "--follow",
+            "--",
+            "python",
+            "-c",
+            "import time; print('tick', flush=True); time.sleep(600)",
+        ],
+        cwd=REPO,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=as_in_a_terminal,
+    )
     try:
         wait_until(lambda: _status(ray_client, f"{run}-a1") == JobStatus.RUNNING, 60, "a1 runs")
         proc.send_signal(signal.SIGINT)

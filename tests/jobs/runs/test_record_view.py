@@ -24,8 +24,10 @@ def test_attempts_causes_and_unsupervised_after_the_lease_lapses(tmp_path):
     _write(store, ev.SUBMITTED, attempt=2, submission_id="r-a2", supervisor="r-s1")
     v = record_view.view(tmp_path, "r")
     assert v["status"] == "SUPERVISED" and lease is not None
-    assert [(a["submission_id"], a["status"], a["cause"]) for a in v["attempts"]] == \
-        [("r-a1", "FAILED", "preempted"), ("r-a2", "RUNNING", None)]
+    assert [(a["submission_id"], a["status"], a["cause"]) for a in v["attempts"]] == [
+        ("r-a1", "FAILED", "preempted"),
+        ("r-a2", "RUNNING", None),
+    ]
     time.sleep(0.3)
     v = record_view.view(tmp_path, "r")
     assert v["status"] == record_view.UNSUPERVISED

@@ -3,9 +3,16 @@
 from components.contract import StackOutputs
 
 BASE = {
-    "rayClusterName": "rl-dev-ray", "rayNamespace": "rl", "rayHeadService": "rl-dev-ray-head-svc",
-    "rayDashboardPort": 8265, "rayFramework": "nemo-rl", "gpuNodeCount": 2, "gpusPerNode": 8,
-    "clusterName": "rl-dev-gke", "clusterLocation": "us-east1", "clusterProject": "my-proj",
+    "rayClusterName": "rl-dev-ray",
+    "rayNamespace": "rl",
+    "rayHeadService": "rl-dev-ray-head-svc",
+    "rayDashboardPort": 8265,
+    "rayFramework": "nemo-rl",
+    "gpuNodeCount": 2,
+    "gpusPerNode": 8,
+    "clusterName": "rl-dev-gke",
+    "clusterLocation": "us-east1",
+    "clusterProject": "my-proj",
 }
 
 
@@ -28,7 +35,9 @@ from jobs.runs import stack  # noqa: E402
 from jobs.common.errors import Unreachable, UsageError  # noqa: E402
 
 
-@pytest.mark.parametrize(("key", "value"), [("gpuNodeCount", -1), ("gpusPerNode", 0), ("gpusPerNode", -1)])
+@pytest.mark.parametrize(
+    ("key", "value"), [("gpuNodeCount", -1), ("gpusPerNode", 0), ("gpusPerNode", -1)]
+)
 def test_a_stack_without_gpus_is_refused_in_one_line_naming_the_output(key, value):
     with pytest.raises(UsageError) as e:
         stack.parse("dev", {**BASE, key: value})
@@ -49,4 +58,7 @@ def test_a_parked_stack_is_read_but_refused_for_new_attempts_with_the_unpark_com
         stack.require_gpus("dev", outputs)
     line = e.value.line()
     assert "stack 'dev' is parked" in line and "gpuNodeCount=0" in line
-    assert "pulumi config set --path 'rl-on-gke:gpu.nodeCount' <nodes> --type int --stack dev && pulumi up --stack dev" in line
+    assert (
+        "pulumi config set --path 'rl-on-gke:gpu.nodeCount' <nodes> --type int --stack dev && pulumi up --stack dev"
+        in line
+    )

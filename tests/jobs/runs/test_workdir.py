@@ -17,9 +17,16 @@ def make_tree(root: Path) -> None:
     (root / "pkg" / "a.py").write_text("print('a')\n" * 50)
     (root / "main.py").write_text("import pkg\n")
     (root / "empty").mkdir()
-    for excluded in (".git/objects/big", ".venv/lib/big", "pkg/__pycache__/a.pyc",
-                     ".pulumi/stacks/dev.json", "Pulumi.dev.yaml", ".env", "data/ignored.bin",
-                     "pkg/local.tmp"):
+    for excluded in (
+        ".git/objects/big",
+        ".venv/lib/big",
+        "pkg/__pycache__/a.pyc",
+        ".pulumi/stacks/dev.json",
+        "Pulumi.dev.yaml",
+        ".env",
+        "data/ignored.bin",
+        "pkg/local.tmp",
+    ):
         path = root / excluded
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(os.urandom(4096))
@@ -42,8 +49,10 @@ def test_measure_matches_the_zip_ray_builds(tmp_path):
 def test_secrets_and_state_are_excluded(tmp_path):
     make_tree(tmp_path)
     names = {n for n, _ in workdir.measure(tmp_path, top=100).largest}
-    assert not any(n.startswith((".git/", ".venv/", ".pulumi/")) or n in ("Pulumi.dev.yaml", ".env")
-                   for n in names)
+    assert not any(
+        n.startswith((".git/", ".venv/", ".pulumi/")) or n in ("Pulumi.dev.yaml", ".env")
+        for n in names
+    )
 
 
 def test_oversize_is_refused_naming_the_largest_files(tmp_path):
@@ -64,10 +73,20 @@ def test_excluded_bulk_does_not_count(tmp_path):
     assert workdir.check(tmp_path).files == 1
 
 
-CREDENTIAL_FILES = ("id_rsa", "id_rsa.pub", ".ssh/id_ed25519", ".netrc", ".pypirc", ".npmrc",
-                    "home/.config/gcloud/application_default_credentials.json",
-                    ".config/gcloud/credentials.db", "sa-key.json", "conf/my-sa-key.json",
-                    "credentials.json", "sub/credentials.json")
+CREDENTIAL_FILES = (
+    "id_rsa",
+    "id_rsa.pub",
+    ".ssh/id_ed25519",
+    ".netrc",
+    ".pypirc",
+    ".npmrc",
+    "home/.config/gcloud/application_default_credentials.json",
+    ".config/gcloud/credentials.db",
+    "sa-key.json",
+    "conf/my-sa-key.json",
+    "credentials.json",
+    "sub/credentials.json",
+)
 
 
 def test_credential_files_are_excluded_and_ray_agrees(tmp_path):
@@ -85,6 +104,7 @@ def test_credential_files_are_excluded_and_ray_agrees(tmp_path):
     zip_path = tmp_path / "pkg.zip"
     _zip_files(str(src), list(workdir.DEFAULT_EXCLUDES), str(zip_path), include_gitignore=True)
     import zipfile
+
     with zipfile.ZipFile(zip_path) as z:
         files = {n for n in z.namelist() if not n.endswith("/")}
     assert files == {"train.py", "config.json"}

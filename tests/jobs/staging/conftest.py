@@ -25,20 +25,40 @@ def hub() -> Iterator[FakeHub]:
 def tiny(hub: FakeHub) -> Repo:
     repo = Repo()
     hub.repos["org/tiny"] = repo
-    repo.push({"config.json": b'{"model_type": "qwen2"}',
-               "model.safetensors": os.urandom(3 * 2**20),
-               "tokenizer.json": b"{}",
-               "original/consolidated.pth": b"x" * 1000})
+    repo.push(
+        {
+            "config.json": b'{"model_type": "qwen2"}',
+            "model.safetensors": os.urandom(3 * 2**20),
+            "tokenizer.json": b"{}",
+            "original/consolidated.pth": b"x" * 1000,
+        }
+    )
     return repo
 
 
-def run_module(module: str, args: list[str], hf_home: Path, endpoint: str,
-               offline: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_module(
+    module: str,
+    args: list[str],
+    hf_home: Path,
+    endpoint: str,
+    offline: bool = True,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
     """`python -m MODULE ARGS` with the job's environment: HF_HOME, the Hub, offline set."""
-    env = {**os.environ, "HF_HOME": str(hf_home), "HF_ENDPOINT": endpoint,
-           "PYTHONPATH": str(REPO_ROOT)}
+    env = {
+        **os.environ,
+        "HF_HOME": str(hf_home),
+        "HF_ENDPOINT": endpoint,
+        "PYTHONPATH": str(REPO_ROOT),
+    }
     env.pop("HF_TOKEN", None)
     if offline:
         env["HF_HUB_OFFLINE"] = "1"
-    return subprocess.run([sys.executable, "-m", module, *args], env=env, capture_output=True,
-                          text=True, timeout=timeout, cwd=hf_home.parent)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=hf_home.parent,
+    )

@@ -14,8 +14,9 @@ from tests.jobs.staging.conftest import run_module
 STAGE = "jobs.staging.stage"
 
 
-def test_stage_pins_the_commit_and_an_offline_load_by_name_gets_it(tmp_path: Path, hub: FakeHub,
-                                                                    tiny: Repo) -> None:
+def test_stage_pins_the_commit_and_an_offline_load_by_name_gets_it(
+    tmp_path: Path, hub: FakeHub, tiny: Repo
+) -> None:
     home = tmp_path / "hf"
     first = tiny.branches["main"]
     done = run_module(STAGE, ["--model", "org/tiny"], home, hub.url)
@@ -31,17 +32,26 @@ def test_stage_pins_the_commit_and_an_offline_load_by_name_gets_it(tmp_path: Pat
     hub.__exit__()
     env = {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1"}
     loaded = subprocess.run(
-        [sys.executable, "-c", "from huggingface_hub import hf_hub_download, snapshot_download\n"
-         "print(open(hf_hub_download('org/tiny', 'config.json')).read())\n"
-         "print(snapshot_download('org/tiny', allow_patterns=['*.safetensors', '*.json']))"],
-        env=env, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-c",
+            "from huggingface_hub import hf_hub_download, snapshot_download\n"
+            "print(open(hf_hub_download('org/tiny', 'config.json')).read())\n"
+            "print(snapshot_download('org/tiny', allow_patterns=['*.safetensors', '*.json']))",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert loaded.returncode == 0, loaded.stderr
     assert "qwen2" in loaded.stdout
     assert loaded.stdout.strip().endswith(f"snapshots/{first}")
 
 
-def test_a_download_cut_half_way_resumes_from_the_bytes_on_disk(tmp_path: Path, hub: FakeHub,
-                                                                 tiny: Repo) -> None:
+def test_a_download_cut_half_way_resumes_from_the_bytes_on_disk(
+    tmp_path: Path, hub: FakeHub, tiny: Repo
+) -> None:
     home = tmp_path / "hf"
     # Larger than huggingface_hub's 10 MB read chunk, so the part before the cut is on disk.
     tiny.push({**tiny.commits[tiny.branches["main"]], "model.safetensors": os.urandom(24 * 2**20)})
@@ -55,12 +65,13 @@ def test_a_download_cut_half_way_resumes_from_the_bytes_on_disk(tmp_path: Path, 
     assert resumed and int(resumed[-1].split("=")[1].rstrip("-")) > 0
     staged = record.load(home, "org/tiny")
     assert staged is not None and staged.is_intact(home)
-    blob = (layout.snapshot_dir(home, "org/tiny", staged.commit) / "model.safetensors")
+    blob = layout.snapshot_dir(home, "org/tiny", staged.commit) / "model.safetensors"
     assert blob.read_bytes() == tiny.commits[staged.commit]["model.safetensors"]
 
 
-def test_a_staged_model_is_reused_without_contacting_the_hub(tmp_path: Path, hub: FakeHub,
-                                                             tiny: Repo) -> None:
+def test_a_staged_model_is_reused_without_contacting_the_hub(
+    tmp_path: Path, hub: FakeHub, tiny: Repo
+) -> None:
     home = tmp_path / "hf"
     assert run_module(STAGE, ["--model", "org/tiny"], home, hub.url).returncode == 0
     hub.requests.clear()
@@ -71,7 +82,8 @@ def test_a_staged_model_is_reused_without_contacting_the_hub(tmp_path: Path, hub
 
 
 def test_a_lost_file_makes_the_record_stale_and_the_stage_fetches_it_again(
-        tmp_path: Path, hub: FakeHub, tiny: Repo) -> None:
+    tmp_path: Path, hub: FakeHub, tiny: Repo
+) -> None:
     home = tmp_path / "hf"
     assert run_module(STAGE, ["--model", "org/tiny"], home, hub.url).returncode == 0
     staged = record.load(home, "org/tiny")
@@ -84,7 +96,8 @@ def test_a_lost_file_makes_the_record_stale_and_the_stage_fetches_it_again(
 
 
 def test_unknown_model_revision_and_malformed_id_are_refused_by_name(
-        tmp_path: Path, hub: FakeHub, tiny: Repo) -> None:
+    tmp_path: Path, hub: FakeHub, tiny: Repo
+) -> None:
     home = tmp_path / "hf"
     nope = run_module(STAGE, ["--model", "org/nope"], home, hub.url)
     assert nope.returncode == 1 and "'org/nope' is not on the Hub" in nope.stderr

@@ -11,8 +11,9 @@ from tests.jobs.staging.conftest import run_module
 ENSURE = "jobs.staging.ensure"
 
 
-def test_a_staged_model_is_used_without_contacting_the_hub(tmp_path: Path, hub: FakeHub,
-                                                           tiny: Repo) -> None:
+def test_a_staged_model_is_used_without_contacting_the_hub(
+    tmp_path: Path, hub: FakeHub, tiny: Repo
+) -> None:
     home = tmp_path / "hf"
     assert run_module("jobs.staging.stage", ["--model", "org/tiny"], home, hub.url).returncode == 0
     hub.requests.clear()
@@ -22,8 +23,9 @@ def test_a_staged_model_is_used_without_contacting_the_hub(tmp_path: Path, hub: 
     assert "loads it offline" in done.stdout and hub.requests == []
 
 
-def test_an_unstaged_model_is_staged_by_the_attempt_itself_once(tmp_path: Path, hub: FakeHub,
-                                                                tiny: Repo) -> None:
+def test_an_unstaged_model_is_staged_by_the_attempt_itself_once(
+    tmp_path: Path, hub: FakeHub, tiny: Repo
+) -> None:
     home = tmp_path / "hf"
     done = run_module(ENSURE, ["--model", "org/tiny"], home, hub.url)
     assert done.returncode == 0, done.stderr
@@ -36,7 +38,8 @@ def test_an_unstaged_model_is_staged_by_the_attempt_itself_once(tmp_path: Path, 
 
 
 def test_an_unstaged_model_with_no_hub_fails_the_attempt_with_the_reason(
-        tmp_path: Path, hub: FakeHub) -> None:
+    tmp_path: Path, hub: FakeHub
+) -> None:
     home = tmp_path / "hf"
     done = run_module(ENSURE, ["--model", "org/absent"], home, hub.url)
     assert done.returncode == 1
@@ -52,8 +55,9 @@ def test_a_local_directory_needs_no_staging(tmp_path: Path, hub: FakeHub) -> Non
     assert hub.requests == []
 
 
-def test_a_recipes_hub_dataset_is_staged_once_and_loads_offline(tmp_path: Path, hub: FakeHub,
-                                                               tiny: Repo) -> None:
+def test_a_recipes_hub_dataset_is_staged_once_and_loads_offline(
+    tmp_path: Path, hub: FakeHub, tiny: Repo
+) -> None:
     """The attempt's first step loads the dataset online once; the framework's own
     `load_dataset(name, config)` then works with HF_HUB_OFFLINE=1 and the Hub gone."""
     import io
@@ -68,9 +72,13 @@ def test_a_recipes_hub_dataset_is_staged_once_and_loads_offline(tmp_path: Path, 
     pq.write_table(pa.table({"question": ["1+1?", "2+2?"], "answer": ["2", "4"]}), table)
     data = Repo()
     hub.repos["org/qa"] = data
-    data.push({"README.md": b"---\nconfigs:\n- config_name: main\n  data_files:\n  - split: train"
-                            b"\n    path: main/train-*\n---\n",
-               "main/train-00000-of-00001.parquet": table.getvalue()})
+    data.push(
+        {
+            "README.md": b"---\nconfigs:\n- config_name: main\n  data_files:\n  - split: train"
+            b"\n    path: main/train-*\n---\n",
+            "main/train-00000-of-00001.parquet": table.getvalue(),
+        }
+    )
     home = tmp_path / "hf"
     done = run_module(ENSURE, ["--model", "org/tiny", "--dataset", "org/qa:main"], home, hub.url)
     assert done.returncode == 0, done.stderr
@@ -80,8 +88,17 @@ def test_a_recipes_hub_dataset_is_staged_once_and_loads_offline(tmp_path: Path, 
     assert again.returncode == 0 and hub.requests == []
     hub.__exit__()
     env = {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    loaded = subprocess.run([sys.executable, "-c", "from datasets import load_dataset; "
-                             "print(load_dataset('org/qa', 'main')['train'][1]['answer'])"],
-                            env=env, capture_output=True, text=True, timeout=120)
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from datasets import load_dataset; "
+            "print(load_dataset('org/qa', 'main')['train'][1]['answer'])",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert loaded.returncode == 0, loaded.stderr
     assert loaded.stdout.strip().endswith("4")

@@ -18,7 +18,7 @@ from jobs.staging import layout, megatron, record
 from tests.fakehub import FakeHub, Repo
 from tests.jobs.staging.conftest import run_module
 
-CONVERTER = '''
+CONVERTER = """
 import argparse, os, sys
 p = argparse.ArgumentParser()
 for a in ("--model", "--out", "--tensor-parallel", "--dtype"):
@@ -32,7 +32,7 @@ open(os.path.join(it, "__0_0.distcp"), "w").write("half")
 if os.environ.get("DIE_HALF_WAY"):
     sys.exit(9)
 open(os.path.join(it, "run_config.yaml"), "w").write("model: {}")
-'''
+"""
 
 
 @pytest.fixture
@@ -45,13 +45,21 @@ def converter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Pat
 
 
 def _stage(home: Path, hub: FakeHub, command: str, *extra: str):
-    return run_module("jobs.staging.stage", ["--model", "org/tiny", "--convert", "--gpus", "8",
-                                              "--converter", command, *extra], home, hub.url)
+    return run_module(
+        "jobs.staging.stage",
+        ["--model", "org/tiny", "--convert", "--gpus", "8", "--converter", command, *extra],
+        home,
+        hub.url,
+    )
 
 
 def test_a_conversion_that_dies_half_way_leaves_nothing_nemo_rl_would_load(
-        tmp_path: Path, hub: FakeHub, tiny: Repo, converter: tuple[str, Path],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path,
+    hub: FakeHub,
+    tiny: Repo,
+    converter: tuple[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     home = tmp_path / "hf"
     monkeypatch.setenv("DIE_HALF_WAY", "1")
     done = _stage(home, hub, converter[0])
@@ -62,7 +70,8 @@ def test_a_conversion_that_dies_half_way_leaves_nothing_nemo_rl_would_load(
 
 
 def test_a_partial_conversion_is_redone_and_a_complete_one_reused(
-        tmp_path: Path, hub: FakeHub, tiny: Repo, converter: tuple[str, Path]) -> None:
+    tmp_path: Path, hub: FakeHub, tiny: Repo, converter: tuple[str, Path]
+) -> None:
     home = tmp_path / "hf"
     target = layout.megatron_dir(home, "org/tiny")
     (target / "iter_0000000").mkdir(parents=True)  # what a preempted in-run conversion leaves
@@ -82,7 +91,8 @@ def test_a_partial_conversion_is_redone_and_a_complete_one_reused(
 
 
 def test_an_attempt_removes_an_unmarked_conversion_and_keeps_a_marked_one(
-        tmp_path: Path, hub: FakeHub, tiny: Repo, converter: tuple[str, Path]) -> None:
+    tmp_path: Path, hub: FakeHub, tiny: Repo, converter: tuple[str, Path]
+) -> None:
     home = tmp_path / "hf"
     assert _stage(home, hub, converter[0]).returncode == 0
     target = layout.megatron_dir(home, "org/tiny")
@@ -90,8 +100,9 @@ def test_an_attempt_removes_an_unmarked_conversion_and_keeps_a_marked_one(
     assert kept.returncode == 0, kept.stderr
     assert "complete" in kept.stdout and (target / layout.CONVERTED_MARKER).exists()
     (target / layout.CONVERTED_MARKER).unlink()  # as NeMo RL's in-run conversion leaves it
-    removed = run_module("jobs.staging.ensure", ["--model", "org/tiny", "--megatron"], home,
-                         hub.url)
+    removed = run_module(
+        "jobs.staging.ensure", ["--model", "org/tiny", "--megatron"], home, hub.url
+    )
     assert removed.returncode == 0, removed.stderr
     assert "no completion marker" in removed.stdout and not target.exists()
 
@@ -110,10 +121,11 @@ def test_the_conversion_dir_follows_nemo_rls_rule(tmp_path: Path) -> None:
     # nemo_rl/models/policy/utils.py L231-254 and megatron_policy_worker.py L488-492 @v0.4.0
     home = tmp_path / "hf"
     assert layout.megatron_dir(home, "Qwen/Qwen2.5-72B-Instruct", {}) == (
-        home / "nemo_rl" / "Qwen" / "Qwen2.5-72B-Instruct")
+        home / "nemo_rl" / "Qwen" / "Qwen2.5-72B-Instruct"
+    )
     assert layout.megatron_dir(home, "org/m", {"NRL_MEGATRON_CHECKPOINT_DIR": "/x"}) == Path(
-        "/x/org/m")
+        "/x/org/m"
+    )
     local = tmp_path / "weights"
     local.mkdir()
-    assert layout.megatron_dir(home, str(local), {}).name == "model_" + str(local).replace(
-        "/", "_")
+    assert layout.megatron_dir(home, str(local), {}).name == "model_" + str(local).replace("/", "_")
