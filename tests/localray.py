@@ -20,10 +20,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 # Ray ships psutil in ray/thirdparty_files and puts it on sys.path when imported; the
 # project pins Ray, so this is the psutil the `ray` CLI itself uses.
 import ray  # noqa: F401  (side effect: makes the vendored psutil importable)
-import psutil  # noqa: E402
 
 from jobs.client.net import dashboard_answers, free_port
 

@@ -72,7 +72,7 @@ def handled(fn: F) -> F:
             raise typer.Exit(130) from None
         except (typer.Exit, typer.Abort, SystemExit):
             raise
-        except Exception as e:  # noqa: BLE001 - the promise is one line, never a traceback
+        except Exception as e:
             if os.environ.get("JOBS_DEBUG") == "1":
                 # The traceback asked for, and still exit 4: a script must read the same
                 # outcome with or without debugging on.

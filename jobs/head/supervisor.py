@@ -475,7 +475,7 @@ class Supervisor:
                 code = self._loop(state)
             except _LeaseLost:
                 return self._left()
-            except Exception as e:  # noqa: BLE001  (a supervisor that does not die)
+            except Exception as e:
                 if self.stopping.is_set():
                     return self._stopped(state)
                 text = " ".join(str(e).split())[:500]

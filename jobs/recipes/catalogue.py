@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.catalogue import FRAMEWORKS, FrameworkSpec
-from components.contract import DATASETS_ROOT, Framework, HF_HOME_ENV, HF_HOME_PATH, RUNS_ROOT
+from components.contract import DATASETS_ROOT, HF_HOME_ENV, HF_HOME_PATH, RUNS_ROOT, Framework
 from jobs.rewards import SANDBOX_URL_ENV as CODE_SANDBOX_URL_ENV
 
 # NeMo RL's code in its NGC image (docker/Dockerfile WORKDIR); `uv run` needs its pyproject.

@@ -53,9 +53,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from jobs.rewards.seccomp import filter_program
 
@@ -405,7 +405,7 @@ class Leased:
     def uid(self) -> int | None:
         return self.lease.uid if self.lease else None
 
-    def __enter__(self) -> "Leased":
+    def __enter__(self) -> Leased:
         return self
 
     def __exit__(self, *exc: object) -> None:

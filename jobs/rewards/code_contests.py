@@ -32,7 +32,7 @@ from typing import Any
 if __name__ != "jobs.rewards.code_contests":
     # Loaded by path (veRL): the package next to this file, not whichever `jobs` the interpreter finds first.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from jobs.rewards import SANDBOX_TOKEN_ENV, SANDBOX_URL_ENV, sandbox  # noqa: E402
+from jobs.rewards import SANDBOX_TOKEN_ENV, SANDBOX_URL_ENV, sandbox
 
 NO_CODE = -1.0
 COMPILE_ERROR = -0.5

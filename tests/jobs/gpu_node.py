@@ -8,11 +8,11 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
 import ray  # noqa: F401  (makes Ray's vendored psutil importable)
-import psutil  # noqa: E402
 
-from tests import localray
 from jobs.client.net import free_port
+from tests import localray
 
 
 def gcs_address(head: localray.LocalRay) -> str:

@@ -12,14 +12,13 @@ import time
 import uuid
 
 import pytest
+import ray
 from ray.job_submission import JobStatus
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
 from jobs.client.net import free_port
-import ray
-
-from tests.jobs.conftest import as_in_a_terminal, REPO, Proxy, clean_env, run_cli, wait_until
+from tests.jobs.conftest import REPO, Proxy, as_in_a_terminal, clean_env, run_cli, wait_until
 
 runner = CliRunner()
 

@@ -8,10 +8,10 @@ import uuid
 
 from ray.job_submission import JobStatus
 
-from jobs.recipes import overrides
-from jobs.runs import plan as submission
 from jobs.client.net import free_port
+from jobs.recipes import overrides
 from jobs.recipes.catalogue import RECIPES
+from jobs.runs import plan as submission
 from tests.jobs.conftest import run_cli, wait_until
 
 

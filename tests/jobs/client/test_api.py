@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from jobs.client.dashboard import AlreadySubmitted, Dashboard
-from jobs.common.errors import ExitCode, NotFound, Unreachable, UsageError
-from jobs.client.types import JobStatus
 from jobs.client.api import JobsAPI, JobsAPIError
+from jobs.client.dashboard import AlreadySubmitted, Dashboard
+from jobs.client.types import JobStatus
+from jobs.common.errors import ExitCode, NotFound, Unreachable, UsageError
 from jobs.runs.plan import Submission
 from tests.jobs.conftest import Proxy, clean_env, run_cli, wait_until
 

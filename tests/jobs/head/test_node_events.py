@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-import ray  # noqa: F401  (makes Ray's vendored psutil importable)
-import psutil  # noqa: E402
+import psutil
 import pytest
+import ray  # noqa: F401  (makes Ray's vendored psutil importable)
 
 from jobs.head import node_events
 from tests.jobs.gpu_node import GpuNode, wait_gpus

@@ -13,9 +13,9 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import ray  # noqa: F401  (makes Ray's vendored psutil importable)
-import psutil  # noqa: E402
+import psutil
 import pytest
+import ray  # noqa: F401  (makes Ray's vendored psutil importable)
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
@@ -248,6 +248,7 @@ def test_a_silent_attempt_is_stopped_as_stalled_and_restarted(head, tmp_path):
 def _rearmer(address: str, root: Path):
     import subprocess
     import sys
+
     from tests.jobs.conftest import REPO, clean_env
 
     return subprocess.Popen(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from jobs.recipes import compose
 from jobs.common.errors import UsageError
+from jobs.recipes import compose
 from jobs.recipes.catalogue import RECIPES, RunContext
 from tests.jobs.conftest import REPO
 from tools import verl_snapshot

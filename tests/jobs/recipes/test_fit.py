@@ -11,12 +11,12 @@ from hydra.errors import InstantiationException
 from omegaconf import OmegaConf
 from typer.testing import CliRunner
 
+from jobs.cli.app import app
+from jobs.client.net import free_port
+from jobs.common.errors import UsageError
 from jobs.recipes import compose
 from jobs.recipes import prepare as validate
-from jobs.cli.app import app
-from jobs.common.errors import UsageError
 from jobs.recipes.catalogue import RECIPES, RunContext
-from jobs.client.net import free_port
 from tools import verl_snapshot
 
 runner = CliRunner()

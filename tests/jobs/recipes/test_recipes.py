@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 import jobs
 from components.catalogue import FRAMEWORKS
-from jobs.runs import plan as submission
 from jobs.cli.app import app
-from jobs.recipes.catalogue import RECIPES, RunContext
 from jobs.common.redact import key_looks_secret, value_looks_secret
+from jobs.recipes.catalogue import RECIPES, RunContext
+from jobs.runs import plan as submission
 from tests.jobs.conftest import REPO, clean_env, run_cli
 
 FAKE_TOKEN = "hf_" + "Q" * 34

@@ -19,16 +19,15 @@ from ray.job_submission import JobStatus
 from typer.testing import CliRunner
 
 import jobs
-from jobs.recipes import ckpt_size
-from jobs.recipes import compose
-from jobs.runs import plan as submission
-from jobs.recipes import prepare as validate
 from jobs.cli.app import app
-from jobs.data import code_contests as data
 from jobs.common.errors import UsageError
+from jobs.data import code_contests as data
+from jobs.recipes import ckpt_size, compose
+from jobs.recipes import prepare as validate
 from jobs.recipes.catalogue import CODE_CONTESTS_REWARD, CODE_SANDBOX_URL_ENV, RECIPES, RunContext
-from jobs.rewards import code_contests as cc
 from jobs.rewards import SANDBOX_TOKEN_ENV, service
+from jobs.rewards import code_contests as cc
+from jobs.runs import plan as submission
 from tests.jobs.recipes.test_fit import verl_accepts
 from tools import verl_snapshot
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from components.k8s.sandbox import service_command
-from jobs.rewards import SANDBOX_TOKEN_ENV, box, code_contests as cc
+from jobs.rewards import SANDBOX_TOKEN_ENV, box
+from jobs.rewards import code_contests as cc
 from jobs.rewards.batch import compute_score_batch
 from jobs.rewards.sandbox import Case, Executor, Limits, Status
 from tests.jobs.rewards import attacks as a

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.runs import address
 from jobs.common.errors import UsageError
-from tests.jobs.conftest import as_in_a_terminal, REPO, clean_env, pid_alive, run_cli, wait_until
+from jobs.runs import address
+from tests.jobs.conftest import REPO, as_in_a_terminal, clean_env, pid_alive, run_cli, wait_until
 
 OUTPUTS = {
     "rayClusterName": "rl-dev-ray",

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 from ray.job_submission import JobStatus
-
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
-from tests.jobs.conftest import as_in_a_terminal, REPO, clean_env, wait_until
+from tests.jobs.conftest import REPO, as_in_a_terminal, clean_env, wait_until
 from tests.jobs.gpu_node import GpuNode, wait_gpus
 
 FAST = dict(
