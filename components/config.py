@@ -312,7 +312,7 @@ class StackConfig(Settings):
     gpu: GpuSettings
     lustre: LustreSettings
     # Optional while cluster.dnsEndpoint is on: the IAM-gated DNS endpoint is then the way in and
-    # the IP endpoint is made private (components/cluster.py).
+    # the IP endpoint is made private (components/gcp/cluster.py).
     authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)
     network: NetworkSettings = NetworkSettings()
     cluster: ClusterSettings = ClusterSettings()

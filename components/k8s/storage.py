@@ -1,7 +1,7 @@
 """The Managed Lustre instance as a statically provisioned PersistentVolume + claim.
 
 Static, not dynamic, provisioning: the instance is created (and protected from destroy) by
-components/lustre.py, so Kubernetes must only ever *point at* it (reference 3.3).
+components/gcp/lustre.py, so Kubernetes must only ever *point at* it (reference 3.3).
 """
 
 from __future__ import annotations

@@ -229,7 +229,8 @@ def test_an_exclusion_may_not_take_the_default_holds_name() -> None:
 
 
 def _base():
-    from tests.conftest import BASE_STACK_CONFIG
     import copy
+
+    from tests.conftest import BASE_STACK_CONFIG
 
     return copy.deepcopy(BASE_STACK_CONFIG)

@@ -12,10 +12,10 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.cluster import IN_PLACE_UPGRADE, node_security
 from components.config import GpuSettings, StackConfig
 from components.contract import NODE_ROLE_LABEL
-from components.network import GpuNics
+from components.gcp.cluster import IN_PLACE_UPGRADE, node_security
+from components.gcp.network import GpuNics
 
 GPU_POOL_NAME = "gpu"
 # Inputs whose change would replace the pool but that never need to change on their own:

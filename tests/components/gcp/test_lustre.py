@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from components.lustre import (
+from components.gcp.lustre import (
     LUSTRE_GKE_SUPPORT_ENABLED,
     ManagedLustre,
     ManagedLustreArgs,
     PrivateServiceAccess,
     PrivateServiceAccessArgs,
 )
-from components.network import Network, NetworkArgs
+from components.gcp.network import Network, NetworkArgs
 from tools.render import render_with
 
 INSTANCE = "gcp:lustre/instance:Instance"

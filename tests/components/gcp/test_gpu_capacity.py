@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from components.gpu_capacity import CapacityError
+from components.gcp.gpu_capacity import CapacityError
 from tests.conftest import BASE_STACK_CONFIG
 from tools.render import OfflineCapacity, load_stack_file, render
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from components.cluster import GkeCluster, GkeClusterArgs
 from components.config import parse_stack_config
-from components.gpu_pool import GpuNodePool, GpuNodePoolArgs, reservation_affinity
-from components.network import Network, NetworkArgs
+from components.gcp.cluster import GkeCluster, GkeClusterArgs
+from components.gcp.gpu_pool import GpuNodePool, GpuNodePoolArgs, reservation_affinity
+from components.gcp.network import Network, NetworkArgs
 from tests.conftest import raw_from_stack
 from tools.render import render_with
 

@@ -16,8 +16,8 @@ import pulumi_gcp as gcp
 from components.capacity import MAX_PODS_PER_NODE
 from components.config import AuthorizedNetwork, ClusterSettings, StackConfig
 from components.contract import NODE_ROLE_LABEL, get_credentials_command
+from components.gcp.network import PODS_RANGE_NAME, SERVICES_RANGE_NAME
 from components.maintenance import maintenance_policy_args
-from components.network import PODS_RANGE_NAME, SERVICES_RANGE_NAME
 
 SYSTEM_POOL_NAME = "system"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
