@@ -1,4 +1,4 @@
-"""How every `python -m jobs` command writes: stdout/stderr consoles, --json, and errors as one
+"""How every `rl-jobs` command writes: stdout/stderr consoles, --json, and errors as one
 line with the documented exit code (jobs/common/errors.py), never a traceback."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def handled(fn: F) -> F:
             text = " ".join(f"error: unexpected {type(e).__name__}: {e}".split())
             err().print(
                 redact(
-                    f"{text} (hint: this is a bug in {commands.PROGRAM}, not in your job; "
+                    f"{text} (hint: this is a bug in {commands.program()}, not in your job; "
                     "rerun with JOBS_DEBUG=1 for the traceback)"
                 ),
                 markup=False,

@@ -530,7 +530,7 @@ class Supervisor:
                 return self._stopped(state)
 
     def _export_hold(self) -> str | None:
-        """A live export job of this run (`python -m jobs export`, metadata kind=export)."""
+        """A live export job of this run (`rl-jobs export`, metadata kind=export)."""
         for job in self._retry(self.client.list_jobs) or []:
             meta = job.metadata or {}
             if (

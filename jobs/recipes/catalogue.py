@@ -311,7 +311,7 @@ CODE_CONTESTS_REWARD = "code_contests_reward.py"
 # The CodeFu-7B sample's settings (see `_codecontests`).
 _CODECONTESTS_DEFAULTS: dict[str, str] = {
     "algorithm.adv_estimator": "grpo",
-    # Written by `python -m jobs data code-contests` (docs/code-contests.md); easy is the
+    # Written by `rl-jobs data code-contests` (docs/code-contests.md); easy is the
     # tier CodeFu trains on. Validation: the same conversion of the dataset's own `valid`
     # split, so no validation problem is a training problem.
     "data.train_files": "{datasets}/code_contests/easy/train.parquet",

@@ -115,7 +115,7 @@ def for_recipe(
         workdir.check(payload)
         runtime_env.update(workdir.runtime_env(payload))
     # The first step (jobs.staging.ensure) and payloads (e.g. jobs.data.gsm8k, the same
-    # conversion as `python -m jobs data`) import shared code: ship this package, importable
+    # conversion as `rl-jobs data`) import shared code: ship this package, importable
     # as `jobs` on the cluster.
     workdir.check(JOBS_PACKAGE)
     runtime_env["py_modules"] = [str(JOBS_PACKAGE)]

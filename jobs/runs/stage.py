@@ -49,7 +49,7 @@ def target_of(name: str) -> Target:
     if not layout.is_model_id(name):
         raise UsageError(
             f"MODEL {name!r} is neither a recipe nor a Hugging Face model id",
-            "give org/name as the Hub spells it, or a recipe from `python -m jobs recipes`",
+            "give org/name as the Hub spells it, or a recipe from `rl-jobs recipes`",
         )
     users = [r for r in RECIPES.values() if r.model == name]
     datasets = tuple(dict.fromkeys(d for r in users for d in r.hub_datasets))
