@@ -485,6 +485,7 @@ def test_enabling_the_code_sandbox_applies_its_four_objects_in_the_training_name
                 "-code-sandbox-service",
                 "-code-sandbox-egress-deny",
             ),
+            strict=True,
         )
     }
     cluster = rendering.one("gcp:container/cluster:Cluster")

@@ -34,7 +34,7 @@ def key_looks_secret(key: str) -> bool:
     words = _words(key)
     if any(w in _SECRET_WORDS for w in words):
         return True
-    return any(pair in _SECRET_PAIRS for pair in zip(words, words[1:]))
+    return any(pair in _SECRET_PAIRS for pair in zip(words, words[1:], strict=False))
 
 
 def value_looks_secret(value: str) -> bool:

@@ -8,8 +8,10 @@ import subprocess
 import time
 from pathlib import Path
 
-import psutil
 import ray  # noqa: F401  (makes Ray's vendored psutil importable)
+
+# isort: split
+import psutil  # Ray's vendored copy, importable once `ray` is imported
 
 from jobs.client.net import free_port
 from tests import localray

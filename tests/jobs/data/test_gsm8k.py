@@ -66,7 +66,7 @@ def test_nemo_rows_pass_nemo_rl_v0_4_0_loading_path(converted: Path) -> None:
                 ]
             }
         )
-        for entry, raw in zip(ds, ROWS[split]):
+        for entry, raw in zip(ds, ROWS[split], strict=True):
             # AllTaskProcessedDataset.__getitem__: entry["task_name"] must be a registered
             # processor, and run_grpo_math.py registers only "math".
             assert entry["task_name"] == "math"
@@ -94,7 +94,7 @@ def test_verl_rows_pass_verl_v0_6_0_rl_dataset_schema_and_reward(converted: Path
         ds = load_dataset("parquet", data_files=str(converted / "verl" / f"{split}.parquet"))[
             "train"
         ]
-        for i, (row, raw) in enumerate(zip(ds, ROWS[split])):
+        for i, (row, raw) in enumerate(zip(ds, ROWS[split], strict=True)):
             # _build_messages pops config prompt_key ("prompt"): a list of chat messages.
             assert [m["role"] for m in row["prompt"]] == ["user"]
             assert raw["question"] in row["prompt"][0]["content"]

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 
-import psutil
 import pytest
 import ray  # noqa: F401  (makes Ray's vendored psutil importable)
+
+# isort: split
+import psutil  # Ray's vendored copy, importable once `ray` is imported
 
 from jobs.head import node_events
 from tests.jobs.gpu_node import GpuNode, wait_gpus

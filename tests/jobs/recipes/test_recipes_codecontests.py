@@ -290,7 +290,7 @@ def _submit_as_the_recipe(
         time.sleep(1)
     logs = ray_client.get_job_logs(job)
     assert status == JobStatus.SUCCEEDED, logs[-3000:]
-    line = next(l for l in logs.splitlines() if l.startswith("RESULT "))
+    line = next(ln for ln in logs.splitlines() if ln.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
 
 

@@ -204,13 +204,15 @@ def test_a_run_waits_for_its_gpus_and_a_stop_during_the_wait_resubmits_nothing(
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == run
     for run in (back, stopped):
-        wait_until(lambda: _status(ray_client, f"{run}-a1") == JobStatus.RUNNING, 60, "a1 runs")
+        wait_until(
+            lambda run=run: _status(ray_client, f"{run}-a1") == JobStatus.RUNNING, 60, "a1 runs"
+        )
     gpu_node.stop()  # the spot node is reclaimed...
     wait_gpus(ray_url, 0)
     go.touch()  # ...and the attempts die with it
     try:
         for run in (back, stopped):
-            wait_until(lambda: "waiting" in _events(ray_url, run), 60, f"{run} waiting")
+            wait_until(lambda run=run: "waiting" in _events(ray_url, run), 60, f"{run} waiting")
         human = cli("status", back, "--address", ray_url).stdout
         assert f"{back}-a1 FAILED" in human and "the cluster has 0 of 2 GPUs" in human
         assert "waiting for 2 GPUs since " in human
