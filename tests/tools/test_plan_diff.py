@@ -12,6 +12,9 @@ import pytest
 from tools.plan_diff import MISSING, diff_plans, flatten, to_markdown
 from tools.render import ROOT
 
+# Each test renders whole stacks under Pulumi's mock runtime (tools/plan, tools/plan_diff).
+pytestmark = pytest.mark.plan
+
 
 def _resource(urn: str, inputs: dict, **options) -> dict:
     return {

@@ -141,6 +141,7 @@ def test_an_older_preparation_is_rebuilt_and_a_current_one_reused(tmp_path: Path
     assert not gsm8k.is_prepared(out, "nemo")
 
 
+@pytest.mark.subprocess_cli
 def test_missing_split_is_refused_naming_it_and_nothing_is_written(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
@@ -151,6 +152,7 @@ def test_missing_split_is_refused_naming_it_and_nothing_is_written(tmp_path: Pat
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.subprocess_cli
 def test_a_row_without_a_final_answer_is_refused_naming_file_and_row(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
@@ -169,6 +171,7 @@ def test_final_answer_strips_thousands_separators() -> None:
         gsm8k.final_answer("no marker")
 
 
+@pytest.mark.ray
 def test_on_a_real_ray_cluster_the_payload_imports_the_shipped_jobs_package(
     tmp_path: Path, ray_client
 ) -> None:
@@ -193,6 +196,7 @@ def test_on_a_real_ray_cluster_the_payload_imports_the_shipped_jobs_package(
     assert gsm8k.is_prepared(out, "nemo")
 
 
+@pytest.mark.subprocess_cli
 @pytest.mark.subprocess_cli
 @pytest.mark.parametrize("under", [False, True])
 def test_an_out_that_is_a_file_is_refused_naming_out(tmp_path: Path, under: bool) -> None:

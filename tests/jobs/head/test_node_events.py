@@ -60,6 +60,7 @@ def test_stability_restarts_when_the_node_set_changes():
 
 
 @pytest.mark.ray
+@pytest.mark.ray
 def test_a_sigkilled_gpu_raylet_is_a_death_during_the_window(ray_head):
     node = GpuNode(ray_head, gpus=2)
     node.start()

@@ -102,6 +102,7 @@ def accepts(framework: str, cfg, world: int) -> bool:
     return (nemo_accepts if framework == "nemo-rl" else verl_accepts)(cfg, world)
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_sweep_submitted_configs_pass_and_refused_ones_fail_the_framework_checks(name):
     recipe = RECIPES[name]

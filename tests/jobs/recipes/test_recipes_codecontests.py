@@ -294,6 +294,7 @@ def _submit_as_the_recipe(
     return json.loads(line.removeprefix("RESULT "))
 
 
+@pytest.mark.ray
 def test_a_job_submitted_as_the_recipe_loads_the_reward_by_its_path_and_scores_with_gpp(ray_client):
     result = _submit_as_the_recipe(ray_client, None)
     # The relative path resolved in the actor's cwd: the extracted payload, not this checkout.
@@ -305,6 +306,7 @@ def test_a_job_submitted_as_the_recipe_loads_the_reward_by_its_path_and_scores_w
     assert result["scores"] == [1.0, 0.0, cc.NO_CODE, cc.COMPILE_ERROR]
 
 
+@pytest.mark.ray
 def test_with_the_stacks_sandbox_url_the_job_scores_through_the_service(ray_client):
     token = "service-token-" + uuid.uuid4().hex  # 46 characters, above the service's minimum
     server = service.serve("127.0.0.1", 0, concurrency=8, max_body_bytes=1 << 20, token=token)

@@ -24,6 +24,8 @@ from jobs.rewards.batch import compute_score_batch
 from jobs.rewards.sandbox import Case, Executor, Limits, Status
 from tests.jobs.rewards import attacks as a
 
+pytestmark = pytest.mark.compiler
+
 REPO = Path(__file__).resolve().parents[3]
 SOCKET_TIMEOUT_S = 2.0
 

@@ -17,6 +17,8 @@ import pytest
 from jobs.rewards import box, seccomp
 from jobs.rewards.sandbox import Case, Executor, Limits, Status, remove_tree
 
+pytestmark = pytest.mark.compiler
+
 REPO = Path(__file__).resolve().parents[3]
 
 ECHO_SUM = r"""

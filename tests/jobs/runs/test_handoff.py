@@ -25,6 +25,8 @@ from jobs.cli.app import app
 from tests.jobs.conftest import REPO, as_in_a_terminal, clean_env, wait_until
 from tests.jobs.gpu_node import GpuNode, wait_gpus
 
+pytestmark = pytest.mark.ray
+
 FAST = dict(
     JOBS_SUPERVISOR_POLL_S="0.5",
     JOBS_SUPERVISOR_SETTLE_S="1",
