@@ -209,3 +209,18 @@ def test_an_out_that_is_a_file_is_refused_naming_out(tmp_path: Path, under: bool
         f"error: --out {out}: {tmp_path / 'taken'} exists and is not a directory"
     )
     assert (tmp_path / "taken").read_text() == "mine\n"
+
+
+@pytest.mark.subprocess_cli
+@pytest.mark.parametrize("name", ["passwd", "my_secret", "api_key"])
+def test_an_out_path_named_like_a_credential_is_printed_as_written(
+    tmp_path: Path, name: str
+) -> None:
+    """Issue 29 item 7: `--out /etc/passwd` was printed as `***` (the redactor read
+    `passwd: ...` as a credential assignment)."""
+    (tmp_path / name).write_text("mine\n")
+    out = tmp_path / name
+    done = run_cli("data", "gsm8k", "--input", str(hub_folder(tmp_path / "in")), "--out", str(out))
+    assert done.returncode == 2, done.stderr
+    assert f"--out {out}: {out} exists and is not a directory" in done.stderr
+    assert "***" not in done.stderr
