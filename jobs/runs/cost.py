@@ -187,10 +187,10 @@ class CostReport:
         return node_hours * self.node_hour_usd
 
     def view(self) -> dict[str, Any]:
-        """A JSON-ready view (hours and dollars rounded to 2 places)."""
+        """A JSON-ready view (hours and dollars to 6 places: a short attempt is not rounded away)."""
 
         def r2(x: float | None) -> float | None:
-            return None if x is None else round(x, 2)
+            return None if x is None else round(x, 6)
 
         return {
             "period": {"start_ms": self.period.start_ms, "end_ms": self.period.end_ms},
