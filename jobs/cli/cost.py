@@ -80,7 +80,7 @@ def cost_cmd(
     since: SinceOpt = None,
     node_hour_usd: PriceOpt = None,
 ) -> None:
-    """Show GPU node-hours and cost per run, and the GPU node-hours no run used."""
+    """Show GPU node-hours and cost per run, and idle GPU hours."""
     now_ms = int(time.time() * 1000)
     period = cost.period_since(since, now_ms)
     where = address.choose(addr, stack_name)
