@@ -58,7 +58,7 @@ BUDGET_APIS: dict[str, str] = {
 class ProjectApisArgs:
     project: str
     region: str
-    # Extra APIs (name -> what calls it) on top of REQUIRED_APIS.
+    # Extra APIs on top of REQUIRED_APIS (from BUDGET_APIS when the stack sets a budget).
     optional: tuple[str, ...] = ()
 
     @classmethod

@@ -440,6 +440,12 @@ def autoscaler_options(inputs: RayClusterInputs) -> dict[str, Any]:
     ray-operator/controllers/ray/utils/validation.go `ValidateRayClusterSpec`), so the env var
     is deliberately absent here. The same validation requires restartPolicy Never or unset on
     every pod with v2, which the pod templates leave unset.
+    The sidecar talks to the Kubernetes API as the head pod's service account (our Workload
+    Identity KSA, which exists before the RayCluster): KubeRay binds its autoscaler Role to the
+    head template's `serviceAccountName` and creates a service account only when none by that
+    name exists (kuberay ray-operator/controllers/ray/utils/util.go
+    `GetHeadGroupServiceAccountName`; raycluster_controller.go `reconcileAutoscalerServiceAccount`,
+    `reconcileAutoscalerRoleBinding`).
     """
     return {
         "version": "v2",
