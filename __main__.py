@@ -7,6 +7,7 @@ import pulumi
 
 from components.contract import SECRET_ENV, export_stack_outputs
 from components.gcp.apis import ProjectApis, ProjectApisArgs
+from components.gcp.budget import ProjectBudget, ProjectBudgetArgs
 from components.gcp.cluster import GkeCluster, GkeClusterArgs
 from components.gcp.gpu_capacity import GpuCapacityArgs, check_gpu_capacity
 from components.gcp.gpu_pool import GpuNodePool, GpuNodePoolArgs
@@ -19,6 +20,7 @@ from components.gcp.lustre import (
 from components.gcp.network import Network, NetworkArgs
 from components.gcp.sandbox_pool import SandboxNodePool, SandboxNodePoolArgs
 from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
+from components.prices import node_hour_price
 from components.stack_inputs import load_stack
 
 config, secret_env = load_stack()
@@ -29,7 +31,7 @@ prefix = config.name_prefix
 
 # Enables the Google APIs; every component below creates its GCP resources through the
 # provider that waits for them (components/gcp/apis.py).
-apis = ProjectApis(f"{prefix}-apis", ProjectApisArgs(project=config.project, region=config.region))
+apis = ProjectApis(f"{prefix}-apis", ProjectApisArgs.for_stack(config))
 on_apis = pulumi.ResourceOptions(providers=[apis.provider])
 
 network = Network(prefix, NetworkArgs.for_stack(config), on_apis)
@@ -82,6 +84,16 @@ k8s = KubernetesLayer(
     on_apis,
 )
 
+# A Cloud Billing budget with e-mail alerts, only when the stack sets `budget`.
+budget = (
+    ProjectBudget(
+        f"{prefix}-budget", ProjectBudgetArgs.for_stack(config, after=apis.services), on_apis
+    )
+    if config.budget is not None
+    else None
+)
+price = node_hour_price(config.gpu.machine_type, config.gpu.provisioning, config.cost.node_hour_usd)
+
 export_stack_outputs(
     pulumi.export,
     cluster_name=gke.cluster.name,
@@ -106,6 +118,10 @@ export_stack_outputs(
         "rdmaSubnets": [subnet.name for subnet in network.rdma_subnets],
     },
     gpu_pool=gpu_pool.node_pool.name,
+    gpu_scaling=config.gpu.scaling_mode,
+    # What `rl-jobs cost` prices a node-hour at, and the figure's source (components/prices.py).
+    gpu_node_hour_usd=price.usd if price else None,
+    gpu_node_hour_source=price.source if price else None,
     gpu_node_count=k8s.node_count,
     gpus_per_node=k8s.gpus_per_node,
     ray_cluster_name=k8s.ray_cluster_name,

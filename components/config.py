@@ -53,6 +53,24 @@ _SYSTEM_NAMESPACES = {
 }
 _GKE_VERSION = re.compile(r"^1\.(\d+)(\.(\d+)(-gke\.(\d+))?)?$")
 
+# Whether each capacity mode's GPU nodes follow demand unless `gpu.scaling` says otherwise: a
+# reservation bills whether or not its VMs run, so releasing them saves nothing and risks the
+# capacity; every other mode bills only for the nodes that exist.
+DEFAULT_SCALING: dict[str, Literal["static", "on-demand"]] = {
+    "spot": "on-demand",
+    "on-demand": "on-demand",
+    "flex-start": "on-demand",
+    "reservation": "static",
+}
+# Idle minutes before a GPU worker is released. A node that comes back costs its provisioning
+# (a few minutes for an A4 / A3 Ultra VM) plus the pull of the ~20 GiB framework image
+# (components/catalogue.py FRAMEWORKS; several minutes on a new node), billed with nothing
+# training: about 10-15 node-minutes. Holding an idle node for as long as a comeback costs
+# before releasing it never spends more than twice the best choice made in hindsight (the
+# rent-or-buy rule), and it outlasts the gap between a failed attempt and its restart (the
+# supervisor's 60 s settle), so a restart keeps its nodes.
+DEFAULT_IDLE_MINUTES = 15
+
 
 class ConfigError(ValueError):
     """Every problem of a stack's configuration, one per line."""
@@ -77,6 +95,13 @@ class GpuSettings(Settings):
     # flex-start only: hours each node may run before GKE removes it (pulumi-gcp
     # NodePoolNodeConfigArgs.max_run_duration); GKE's limit and default is 7 days.
     max_run_duration_hours: int | None = Field(default=None, ge=1, le=FLEX_START_MAX_RUN_HOURS)
+    # Whether the GPU nodes follow demand: `on-demand` lets KubeRay's autoscaler add Ray workers
+    # (and GKE's cluster autoscaler their nodes) when a run asks for GPUs and remove them
+    # `idle_minutes` after the last one is idle; `static` keeps nodeCount nodes up. Unset: the
+    # capacity mode's default (DEFAULT_SCALING; README "Capacity").
+    scaling: Literal["static", "on-demand"] | None = None
+    # How long a GPU worker may sit idle before the autoscaler removes it (scaling on-demand).
+    idle_minutes: int = Field(default=DEFAULT_IDLE_MINUTES, ge=1, le=24 * 60)
 
     @field_validator("machine_type")
     @classmethod
@@ -108,6 +133,14 @@ class GpuSettings(Settings):
                 f"only allowed with provisioning 'reservation' (provisioning is "
                 f"'{self.provisioning}')",
             )
+        if "idle_minutes" in self.model_fields_set and self.scaling_mode == "static":
+            raise rule(
+                "idle_minutes",
+                self.idle_minutes,
+                "only allowed when the GPU nodes scale on demand (scaling is 'static'"
+                + ("" if self.scaling else f", the default for provisioning '{self.provisioning}'")
+                + "; set rl-on-gke:gpu.scaling: on-demand to use it)",
+            )
         if self.provisioning != "flex-start" and self.max_run_duration_hours is not None:
             raise rule(
                 "max_run_duration_hours",
@@ -119,6 +152,82 @@ class GpuSettings(Settings):
     @property
     def machine(self):
         return MACHINES[self.machine_type]
+
+    @property
+    def scaling_mode(self) -> Literal["static", "on-demand"]:
+        """`scaling` as set, else the capacity mode's default."""
+        return self.scaling or DEFAULT_SCALING[self.provisioning]
+
+    @property
+    def scales_on_demand(self) -> bool:
+        return self.scaling_mode == "on-demand"
+
+
+class CostSettings(Settings):
+    """What the stack's GPU nodes cost: exported for `rl-jobs cost` (components/prices.py)."""
+
+    # USD per GPU node-hour; unset: the price table's estimate for the machine type and mode.
+    node_hour_usd: float | None = Field(default=None, gt=0, le=10_000)
+
+
+# A Cloud Billing account id: three groups of six upper-case hex digits (Cloud Billing API
+# `billingAccounts/{id}`, e.g. 012345-6789AB-CDEF01 as `gcloud billing accounts list` prints it).
+_BILLING_ACCOUNT = re.compile(r"^[0-9A-F]{6}-[0-9A-F]{6}-[0-9A-F]{6}$")
+# What a notification e-mail address must look like: one @, no spaces, a dotted domain.
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# A budget takes at most five monitoring notification channels (pulumi-gcp 10.2
+# billing BudgetAllUpdatesRuleArgs.monitoring_notification_channels: "A maximum of 5").
+MAX_BUDGET_EMAILS = 5
+
+
+class BudgetSettings(Settings):
+    """A monthly Cloud Billing budget on the stack's project that e-mails as spend crosses thresholds."""
+
+    # Required; None only so that a missing one is refused with the format it must have.
+    billing_account: str | None = Field(default=None, validate_default=True)
+    # Whole units of the billing account's currency per calendar month.
+    monthly_amount: int = Field(ge=1, le=100_000_000)
+    # Fractions of the amount (1.0 = 100%) at which an e-mail goes out.
+    thresholds: list[float] = Field(default_factory=lambda: [0.5, 0.9, 1.0], min_length=1)
+    emails: list[str] = Field(min_length=1, max_length=MAX_BUDGET_EMAILS)
+
+    @field_validator("billing_account")
+    @classmethod
+    def _billing_account(cls, value: str | None) -> str | None:
+        if value is None:
+            raise ValueError(
+                "required: the billing account that pays for the project, as XXXXXX-XXXXXX-XXXXXX "
+                "(`gcloud billing projects describe <project>` prints it)"
+            )
+        if not _BILLING_ACCOUNT.match(value.removeprefix("billingAccounts/")):
+            raise ValueError(
+                "must be a billing account id XXXXXX-XXXXXX-XXXXXX (six upper-case hex digits, "
+                "three times, e.g. 012345-6789AB-CDEF01)"
+            )
+        return value.removeprefix("billingAccounts/")
+
+    @field_validator("thresholds")
+    @classmethod
+    def _thresholds(cls, value: list[float]) -> list[float]:
+        bad = [t for t in value if not 0 < t <= 10]
+        if bad:
+            raise ValueError(
+                f"each threshold must be a fraction of the amount above 0 and at most 10 "
+                f"(0.5 = 50%); not {bad}"
+            )
+        if len(set(value)) != len(value):
+            raise ValueError("must not repeat a threshold")
+        return sorted(value)
+
+    @field_validator("emails")
+    @classmethod
+    def _emails(cls, value: list[str]) -> list[str]:
+        bad = [e for e in value if not _EMAIL.match(e)]
+        if bad:
+            raise ValueError(f"must be e-mail addresses (name@example.com); not {bad}")
+        if len(set(value)) != len(value):
+            raise ValueError("must not repeat an address")
+        return value
 
 
 class LustreSettings(Settings):
@@ -329,6 +438,9 @@ class StackConfig(Settings):
     ray: RaySettings = RaySettings()
     # Off unless rewards.codeSandbox.enabled: the gVisor pool and executor service (rewards_config.py).
     rewards: RewardsSettings = RewardsSettings()
+    cost: CostSettings = CostSettings()
+    # Optional: a Cloud Billing budget with e-mail alerts (components/gcp/budget.py).
+    budget: BudgetSettings | None = None
 
     @field_validator("project")
     @classmethod

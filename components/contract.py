@@ -171,6 +171,12 @@ class StackOutputs(BaseModel):
     code_sandbox_url: str | None = None
     networks: dict[str, Any] | None = None
     gpu_pool: str | None = None
+    # gpu.scaling as the stack resolved it ("static" or "on-demand"); older stacks lack it.
+    gpu_scaling: str | None = None
+    # What one GPU node-hour costs and where that figure comes from (components/prices.py or the
+    # stack's cost.nodeHourUsd): `rl-jobs cost` prices node-hours with it. Older stacks lack it.
+    gpu_node_hour_usd: float | None = Field(default=None, gt=0)
+    gpu_node_hour_source: str | None = None
     dashboard_port_forward: str | None = None
 
     def get_credentials_command(self) -> str:

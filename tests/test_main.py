@@ -549,3 +549,40 @@ def test_the_executor_code_in_the_configmap_is_the_repositorys() -> None:
         .inputs["data"]
     )
     assert data == {source_key(p): (ROOT / p).read_text() for p in SOURCE_FILES}
+
+
+def test_each_stack_exports_its_node_hour_price_with_its_source() -> None:
+    """Issue 27 item 2: jobs read the price through the stack outputs contract."""
+    from components.prices import list_price
+
+    dev = jobs_stack.parse("dev", _as_stack_output_json(rendered("dev").outputs))
+    assert dev.gpu_scaling == "static"  # pinned in Pulumi.dev.yaml until runs ask for GPUs
+    assert (dev.gpu_node_hour_usd, dev.gpu_node_hour_source) == (
+        list_price("a4-highgpu-8g", "spot").usd,
+        list_price("a4-highgpu-8g", "spot").source,
+    )
+    h200 = jobs_stack.parse("h200", _as_stack_output_json(rendered("h200").outputs))
+    assert h200.gpu_scaling == "static" and h200.gpu_node_hour_source.startswith("estimate")
+    assert h200.gpu_node_hour_usd == list_price("a3-ultragpu-8g", "reservation").usd
+
+
+def test_cost_node_hour_usd_overrides_the_table_and_is_named_as_the_source() -> None:
+    config, secret_keys = load_stack_file("dev")
+    config["gcp:project"] = "example-project"
+    config["rl-on-gke:cost"] = {"nodeHourUsd": 41.5}
+    outputs = render(config, stack="dev", secret_keys=secret_keys).outputs
+    assert outputs["gpuNodeHourUsd"] == 41.5
+    assert outputs["gpuNodeHourSource"] == "stack config rl-on-gke:cost.nodeHourUsd"
+
+
+@pytest.mark.parametrize("bad", [0, -3.0, "40"])
+def test_a_bad_node_hour_price_is_refused_by_key(bad) -> None:
+    config = copy.deepcopy(BASE_STACK_CONFIG)
+    config["rl-on-gke:cost"] = {"nodeHourUsd": bad}
+    from components.config import parse_stack_config
+    from tests.conftest import raw_from_stack
+
+    with pytest.raises(ConfigError) as caught:
+        parse_stack_config(raw_from_stack(config))
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"rl-on-gke:cost.nodeHourUsd = {bad!r}: ")

@@ -27,11 +27,23 @@ CODE_SANDBOX = {
 }
 
 
+# A stack file with a budget (issue 27): its budget and e-mail channels are only rendered then.
+BUDGET = "+budget"
+BUDGET_CONFIG = {
+    "billingAccount": "012345-6789AB-CDEF01",
+    "monthlyAmount": 5000,
+    "thresholds": [0.5, 1.0],
+    "emails": ["ml-platform@example.com"],
+}
+
+
 @cache
 def _rendered(stack: str) -> Rendering:
-    name = stack.removesuffix(SANDBOX)
+    name = stack.removesuffix(SANDBOX).removesuffix(BUDGET)
     config, secret_keys = load_stack_file(name)
     config.setdefault("gcp:project", "example-project")
+    if stack.endswith(BUDGET):
+        config["rl-on-gke:budget"] = BUDGET_CONFIG
     if stack.endswith(SANDBOX):
         config["rl-on-gke:rewards"] = CODE_SANDBOX
         config["rl-on-gke:codeSandboxToken"] = (
@@ -106,7 +118,7 @@ def _gcp_resources(stack: str):
     ]
 
 
-@pytest.mark.parametrize("stack", [*STACKS, f"dev{SANDBOX}"])
+@pytest.mark.parametrize("stack", [*STACKS, f"dev{SANDBOX}", f"h200{BUDGET}"])
 def test_every_gcp_input_key_is_declared_by_the_sdk(stack: str) -> None:
     problems = {
         f"{r.type} {r.name}": unknown
@@ -148,6 +160,32 @@ def test_the_walk_accepts_the_flex_start_pool_keys() -> None:
         r for r in rendering.of_type("gcp:container/nodePool:NodePool") if r.inputs["name"] == "gpu"
     ]
     assert pool.inputs["nodeConfig"]["flexStart"] is True and "autoscaling" in pool.inputs
+    assert unknown_keys(pool.inputs, args_class(pool.type), "") == []
+
+
+def test_the_walk_reaches_the_budget_keys() -> None:
+    """Issue 27 item 3: the budget's nested inputs are walked, not skipped."""
+    rendered = {r.type: r.inputs for r in _gcp_resources(f"h200{BUDGET}")}
+    budget = rendered["gcp:billing/budget:Budget"]
+    assert budget["amount"]["specifiedAmount"]["units"] == "5000"
+    assert budget["allUpdatesRule"]["monitoringNotificationChannels"]
+    assert rendered["gcp:monitoring/notificationChannel:NotificationChannel"]["type"] == "email"
+
+
+def test_the_walk_accepts_the_autoscaled_pool_keys() -> None:
+    """Issue 27 item 1: a spot pool that scales on demand autoscales from zero."""
+    config, secret_keys = load_stack_file("dev")
+    config["gcp:project"] = "example-project"
+    config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "scaling": "on-demand"}
+    rendering = render(config, stack="dev", secret_keys=secret_keys)
+    (pool,) = [
+        r for r in rendering.of_type("gcp:container/nodePool:NodePool") if r.inputs["name"] == "gpu"
+    ]
+    assert pool.inputs["autoscaling"] == {
+        "totalMinNodeCount": 0,
+        "totalMaxNodeCount": 2,
+        "locationPolicy": "ANY",
+    }
     assert unknown_keys(pool.inputs, args_class(pool.type), "") == []
 
 

@@ -125,6 +125,9 @@ class Rendering:
 
 MACHINE_TYPES_TOKEN = "gcp:compute/getMachineTypes:getMachineTypes"
 RESERVATION_TOKEN = "gcp:compute/getReservation:getReservation"
+PROJECT_TOKEN = "gcp:organizations/getProject:getProject"
+# The stand-in project number offline plans give every project (the budget filter needs one).
+OFFLINE_PROJECT_NUMBER = "123456789012"
 
 
 def _raw(value: Any) -> Any:
@@ -194,6 +197,9 @@ class OfflineCapacity:
             }
         if token == RESERVATION_TOKEN:
             return self._reservation(str(project), str(zone), str(args.get("name")))
+        if token == PROJECT_TOKEN:
+            project_id = args.get("projectId")
+            return {"projectId": project_id, "number": OFFLINE_PROJECT_NUMBER, "id": project_id}
         return {}
 
     def _reservation(self, project: str, zone: str, name: str) -> dict[str, Any]:

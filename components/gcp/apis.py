@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from components.config import StackConfig
+
 # Each API and what in this stack calls it.
 REQUIRED_APIS: dict[str, str] = {
     "compute.googleapis.com": "VPCs, subnets, NAT, firewalls, PSA range",
@@ -45,10 +47,28 @@ def service_args(project: str, api: str) -> dict[str, object]:
     }
 
 
+# APIs only some stacks use: enabled only when the stack uses them, so a stack without them
+# plans exactly as before.
+BUDGET_APIS: dict[str, str] = {
+    "billingbudgets.googleapis.com": "the Cloud Billing budget (budget)",
+}
+
+
 @dataclass(frozen=True)
 class ProjectApisArgs:
     project: str
     region: str
+    # Extra APIs on top of REQUIRED_APIS (from BUDGET_APIS when the stack sets a budget).
+    optional: tuple[str, ...] = ()
+
+    @classmethod
+    def for_stack(cls, config: StackConfig) -> ProjectApisArgs:
+        optional = tuple(BUDGET_APIS) if config.budget is not None else ()
+        return cls(project=config.project, region=config.region, optional=optional)
+
+    @property
+    def apis(self) -> list[str]:
+        return [*REQUIRED_APIS, *self.optional]
 
 
 class ProjectApis(pulumi.ComponentResource):
@@ -67,7 +87,7 @@ class ProjectApis(pulumi.ComponentResource):
                 **service_args(args.project, api),
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for api in REQUIRED_APIS
+            for api in args.apis
         ]
         # Children of the stack's components inherit this provider, so each GCP resource waits
         # for the APIs without every component having to thread a dependency through.
@@ -77,4 +97,4 @@ class ProjectApis(pulumi.ComponentResource):
             region=args.region,
             opts=pulumi.ResourceOptions(parent=self, depends_on=self.services),
         )
-        self.register_outputs({"apis": list(REQUIRED_APIS)})
+        self.register_outputs({"apis": args.apis})

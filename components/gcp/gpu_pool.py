@@ -1,4 +1,5 @@
-"""The A4 / A3 Ultra GPU node pool: spot, reservation or on-demand, with 1 gVNIC + 8 RDMA NICs.
+"""The A4 / A3 Ultra GPU node pool: spot, reservation, on-demand or flex-start, static or autoscaled
+from zero, with 1 gVNIC + 8 RDMA NICs.
 
 Extra NIC order matters: the node's eth1 is the gVNIC and eth2..eth9 are RDMA 0..7, which is
 what the RayCluster's `networking.gke.io/interfaces` annotation assumes (components/k8s).
@@ -35,10 +36,11 @@ GPU_POOL_IGNORED = ("nodeConfig.ephemeralStorageLocalSsdConfig",)
 # and ignores what GKE reports.
 FLEX_START_IGNORED = ("upgradeSettings",)
 # GKE refuses an autoscaling pool whose maximum is zero ("max_node_count and total_max_node_count
-# cannot be both set to zero", terraform-google-kubernetes-engine#1554), so a parked flex-start
-# pool keeps a ceiling of one node: it stays empty because no Ray worker asks for a GPU (the
-# RayCluster's worker group is at 0 replicas when parked, components/k8s/raycluster.py).
-PARKED_FLEX_START_MAX_NODES = 1
+# cannot be both set to zero", terraform-google-kubernetes-engine#1554), so a parked autoscaled
+# pool (flex-start, or any mode with gpu.scaling on-demand) keeps a ceiling of one node: it stays
+# empty because no Ray worker asks for a GPU (the RayCluster's worker group allows 0 workers when
+# parked, components/k8s/raycluster.py).
+PARKED_AUTOSCALED_MAX_NODES = 1
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 
 
@@ -91,6 +93,18 @@ def reservation_affinity(gpu: GpuSettings, project: str) -> dict[str, Any]:
     return {"consume_reservation_type": "NO_RESERVATION"}
 
 
+def autoscaling(gpu: GpuSettings) -> dict[str, Any]:
+    """GKE's cluster autoscaler between 0 and nodeCount: it adds a node when a Ray worker pod
+    cannot be scheduled for want of a GPU node and removes one whose worker is gone. Total
+    (not per-zone) limits with location policy ANY, as GKE's flex-start and Spot guides create
+    them: the pool is single-zone, and ANY takes capacity wherever it is."""
+    return {
+        "total_min_node_count": 0,
+        "total_max_node_count": max(gpu.node_count, PARKED_AUTOSCALED_MAX_NODES),
+        "location_policy": "ANY",
+    }
+
+
 def flex_start_args(gpu: GpuSettings) -> dict[str, Any]:
     """What a flex-start (Dynamic Workload Scheduler) pool changes, as cluster-toolkit requires it
     (modules/compute/gke-node-pool/main.tf lines 416-429: auto-repair off, no static node count,
@@ -101,11 +115,7 @@ def flex_start_args(gpu: GpuSettings) -> dict[str, Any]:
         node_config["max_run_duration"] = f"{gpu.max_run_duration_hours * 3600}s"
     return {
         "initial_node_count": 0,
-        "autoscaling": {
-            "total_min_node_count": 0,
-            "total_max_node_count": max(gpu.node_count, PARKED_FLEX_START_MAX_NODES),
-            "location_policy": "ANY",
-        },
+        "autoscaling": autoscaling(gpu),
         "management": {"auto_repair": False, "auto_upgrade": True},
         "node_config": node_config,
     }
@@ -137,7 +147,8 @@ def gpu_pool_args(
         "cluster": cluster,
         "location": config.region,
         "node_locations": [config.zone],
-        # A static size: NeMo RL and veRL are not elastic, the RayCluster pins min = max.
+        # Static: nodeCount nodes up (NeMo RL and veRL are not elastic; the RayCluster pins
+        # min = max). Autoscaled modes replace it below.
         "node_count": gpu.node_count,
         "node_config": {
             **node_security(service_account),
@@ -181,6 +192,15 @@ def gpu_pool_args(
         del args["upgrade_settings"]
         args["node_config"].update(flex.pop("node_config"))
         args.update(flex)
+    elif gpu.scales_on_demand:
+        # 0..nodeCount, nodes added when Ray's autoscaler asks for GPU workers (gpu.scaling).
+        # No node_count (the autoscaler owns the size; the provider documents node_count as not
+        # to be used alongside autoscaling) and no initial_node_count: it is ForceNew
+        # (terraform-provider-google-beta resource_container_node_pool.go, tools/force_new.py),
+        # so setting it would replace a pool deployed static; the provider creates a new pool
+        # with 0 nodes when neither is given.
+        del args["node_count"]
+        args["autoscaling"] = autoscaling(gpu)
     return args
 
 
@@ -204,4 +224,10 @@ class GpuNodePool(pulumi.ComponentResource):
                 ignore_changes=gpu_pool_ignored(args.gpu),
             ),
         )
-        self.register_outputs({"poolName": self.node_pool.name, "nodeCount": args.gpu.node_count})
+        self.register_outputs(
+            {
+                "poolName": self.node_pool.name,
+                "nodeCount": args.gpu.node_count,
+                "scaling": args.gpu.scaling_mode,
+            }
+        )

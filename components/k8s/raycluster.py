@@ -1,4 +1,4 @@
-"""The RayCluster (`ray.io/v1`): an unpreemptible CPU head and one fixed-size GPU worker group.
+"""The RayCluster (`ray.io/v1`): an unpreemptible CPU head and one GPU worker group, fixed or autoscaled.
 
 Shape from reference 3.6 (kubernetes-engine-samples verl / NeMo RL clusters) and 3.7 (KubeRay
 v1.7.0 types). The head sits on the on-demand system pool with `num-cpus: "0"` so it only runs
@@ -171,6 +171,10 @@ class RayClusterInputs:
     head_priority_class: str
     # secretKeyRef env vars from identity.token_env; empty when no token is configured.
     token_env: Sequence[dict[str, Any]] = field(default_factory=tuple)
+    # gpu.scaling on-demand: Ray's autoscaler sizes the worker group between 0 and
+    # worker_replicas and releases a worker idle for idle_timeout_s.
+    autoscale: bool = False
+    idle_timeout_s: int = 0
 
     @classmethod
     def for_stack(
@@ -194,6 +198,8 @@ class RayClusterInputs:
             lustre_claim=names.lustre_pvc,
             head_priority_class=names.head_priority_class,
             token_env=tuple(token_env),
+            autoscale=config.gpu.scales_on_demand,
+            idle_timeout_s=config.gpu.idle_minutes * 60,
         )
 
 
@@ -327,6 +333,26 @@ def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
     return spec
 
 
+def worker_counts(inputs: RayClusterInputs) -> dict[str, int]:
+    """The worker group's replica fields, fixed or autoscaled.
+
+    Fixed (gpu.scaling static): min = max = replicas = nodeCount, as in every reference cluster;
+    the GPU pool is static and a run is sized to it. A parked stack (nodeCount 0) keeps 0 of
+    each, which the KubeRay CRD allows (all three default to or accept 0).
+    Autoscaled (gpu.scaling on-demand): 0..nodeCount and no `replicas` at all. Ray's autoscaler
+    owns that field (it writes the count it wants into the RayCluster; KubeRay creates the pods);
+    a `replicas` in the program's manifest would be applied again by every `pulumi up` and
+    delete the workers of a running job. The CRD's default (0) sets it at creation.
+    """
+    if inputs.autoscale:
+        return {"minReplicas": 0, "maxReplicas": inputs.worker_replicas}
+    return {
+        "replicas": inputs.worker_replicas,
+        "minReplicas": inputs.worker_replicas,
+        "maxReplicas": inputs.worker_replicas,
+    }
+
+
 def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
     machine = inputs.machine
     init_containers, install_volumes = _install_parts(inputs)
@@ -337,13 +363,7 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
     }
     spec: dict[str, Any] = {
         "groupName": WORKER_GROUP,
-        # Fixed size, as in every reference cluster: the GPU pool is static and a training run
-        # is sized to it; the autoscaler would only add pods that cannot schedule. A parked stack
-        # (gpu.nodeCount 0) keeps the group at 0 replicas, which the KubeRay CRD allows (all
-        # three default to or accept 0): no worker pods, and unparking changes only these counts.
-        "replicas": inputs.worker_replicas,
-        "minReplicas": inputs.worker_replicas,
-        "maxReplicas": inputs.worker_replicas,
+        **worker_counts(inputs),
         "numOfHosts": 1,
         "rayStartParams": {},
         "template": {
@@ -404,17 +424,57 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
     return spec
 
 
+# The autoscaler sidecar KubeRay adds to the head pod. Requests = limits (KubeRay's own default
+# is 500m / 512Mi, both) so the head pod keeps Guaranteed QoS.
+AUTOSCALER_RESOURCES = {"cpu": "500m", "memory": "512Mi"}
+
+
+def autoscaler_options(inputs: RayClusterInputs) -> dict[str, Any]:
+    """`spec.autoscalerOptions` (KubeRay v1.7.0 CRD) for the in-tree Ray autoscaler, version 2.
+
+    `version: v2` is how KubeRay turns autoscaler v2 on: the operator then sets
+    RAY_enable_autoscaler_v2 on the head container itself (kuberay ray-operator/controllers/ray/
+    common/pod.go `setAutoscalerV2EnvVars`), and refuses a RayCluster whose head sets that env
+    var as well ("both .spec.autoscalerOptions.version and head Pod env var
+    RAY_enable_autoscaler_v2 are set, please only use the former", kuberay
+    ray-operator/controllers/ray/utils/validation.go `ValidateRayClusterSpec`), so the env var
+    is deliberately absent here. The same validation requires restartPolicy Never or unset on
+    every pod with v2, which the pod templates leave unset.
+    The sidecar talks to the Kubernetes API as the head pod's service account (our Workload
+    Identity KSA, which exists before the RayCluster): KubeRay binds its autoscaler Role to the
+    head template's `serviceAccountName` and creates a service account only when none by that
+    name exists (kuberay ray-operator/controllers/ray/utils/util.go
+    `GetHeadGroupServiceAccountName`; raycluster_controller.go `reconcileAutoscalerServiceAccount`,
+    `reconcileAutoscalerRoleBinding`).
+    """
+    return {
+        "version": "v2",
+        # A worker with no task, actor or object for this long is removed (gpu.idleMinutes).
+        "idleTimeoutSeconds": inputs.idle_timeout_s,
+        # A run asks for all its GPU nodes at once (one placement group); adding them one at a
+        # time would only delay it.
+        "upscalingMode": "Default",
+        "resources": {
+            "requests": dict(AUTOSCALER_RESOURCES),
+            "limits": dict(AUTOSCALER_RESOURCES),
+        },
+    }
+
+
 def ray_cluster_manifest(inputs: RayClusterInputs) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "rayVersion": inputs.framework.ray_version,
+        "enableInTreeAutoscaling": inputs.autoscale,
+    }
+    if inputs.autoscale:
+        spec["autoscalerOptions"] = autoscaler_options(inputs)
+    spec["headGroupSpec"] = head_group_spec(inputs)
+    spec["workerGroupSpecs"] = [worker_group_spec(inputs)]
     return {
         "apiVersion": API_VERSION,
         "kind": "RayCluster",
         "metadata": {"name": inputs.name, "namespace": inputs.namespace},
-        "spec": {
-            "rayVersion": inputs.framework.ray_version,
-            "enableInTreeAutoscaling": False,
-            "headGroupSpec": head_group_spec(inputs),
-            "workerGroupSpecs": [worker_group_spec(inputs)],
-        },
+        "spec": spec,
     }
 
 

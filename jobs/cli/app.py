@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from jobs.cli import inspect, render, runs, stage
+from jobs.cli import cost, inspect, render, runs, stage
 from jobs.cli import options as opt
 from jobs.cli.console import Terminated, emit_json, handled, out
 from jobs.cli.data import data_app
@@ -59,6 +59,7 @@ def recipes_cmd(as_json: opt.JsonOpt = False) -> None:
 app.registered_commands += runs.app.registered_commands
 app.registered_commands += stage.app.registered_commands
 app.registered_commands += inspect.app.registered_commands
+app.registered_commands += cost.app.registered_commands
 app.add_typer(data_app, name="data")
 
 

@@ -88,6 +88,19 @@ class JobsAPI:
         comes from; Ray 2.46 and 2.60)."""
         return list(self._request("GET", "/nodes?view=summary")["data"]["summary"])
 
+    def list_nodes(self) -> list[dict[str, Any]]:
+        """`GET /api/v0/nodes?limit=10000&detail=1`: every node Ray's node table holds, alive and
+        dead, with `start_time_ms` / `end_time_ms` (the state API, Ray 2.60
+        dashboard/state_aggregator.py `list_nodes`; jobs/head/node_events.py reads the same)."""
+        answer = self._request("GET", "/api/v0/nodes?limit=10000&detail=1")
+        try:
+            rows = answer["data"]["result"]["result"]
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"not a node listing: {str(answer)[:200]}") from e
+        if not isinstance(rows, list):
+            raise ValueError(f"not a node listing: {str(answer)[:200]}")
+        return [r for r in rows if isinstance(r, dict)]
+
     def get_version(self) -> dict[str, Any]:
         """`GET /api/version`: {"version", "ray_version", "ray_commit", ...} (job_head.py L345)."""
         return dict(self._request("GET", "/api/version"))

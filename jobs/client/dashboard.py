@@ -232,6 +232,11 @@ class Dashboard:
         alive = [n.get("raylet", {}) for n in nodes if n.get("raylet", {}).get("state") == "ALIVE"]
         return sum(float(r.get("resourcesTotal", {}).get("GPU", 0)) for r in alive)
 
+    def nodes(self) -> list[dict[str, Any]]:
+        """Every node in Ray's node table, alive and dead (JobsAPI.list_nodes)."""
+        with _translated("list the cluster's nodes"):
+            return self.api.list_nodes()
+
     def status(self, job_id: str) -> JobStatus:
         with _translated(f"get the status of {job_id}"):
             return self.api.get_job_status(job_id)

@@ -61,6 +61,34 @@ def test_a_parked_stack_breaks_no_rule() -> None:
     assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
 
 
+def test_a_stack_whose_gpus_scale_on_demand_breaks_no_rule() -> None:
+    """Issue 27 item 1: the autoscaled pool and RayCluster, running and parked."""
+
+    def on_demand(config: dict[str, Any]) -> None:
+        config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "scaling": "on-demand"}
+
+    def park(config: dict[str, Any]) -> None:
+        config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "nodeCount": 0}
+
+    for changes in ({"on_demand": on_demand}, {"on_demand": on_demand, "park": park}):
+        violations = run_policies(_rendered_with("dev", **changes))
+        assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
+
+
+def test_a_stack_with_a_budget_breaks_no_rule() -> None:
+    """Issue 27 item 3: the budget, its e-mail channels and its own provider."""
+
+    def budget(config: dict[str, Any]) -> None:
+        config["rl-on-gke:budget"] = {
+            "billingAccount": "012345-6789AB-CDEF01",
+            "monthlyAmount": 1000,
+            "emails": ["ml-platform@example.com"],
+        }
+
+    violations = run_policies(_rendered_with("h200", budget=budget))
+    assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
+
+
 def test_a_stack_that_also_opens_the_ip_endpoint_to_its_networks_breaks_no_rule() -> None:
     # The stack files rely on the DNS endpoint alone; listing networks makes the IP endpoint public.
     def office(config: dict[str, Any]) -> None:

@@ -98,8 +98,10 @@ def test_extra_nics_are_gvnic_then_rdma_zero_to_seven(config) -> None:
     ]
 
 
-def test_gpu_nodes_are_tainted_use_the_metadata_server_and_have_a_static_size(config) -> None:
-    pool = _gpu_pool(config)
+def test_gpu_nodes_are_tainted_use_the_metadata_server_and_have_a_static_size(
+    stack_config,
+) -> None:
+    pool = _gpu_pool(_config(stack_config, scaling="static"))
     assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"} in pool[
         "nodeConfig"
     ]["taints"]
@@ -137,7 +139,7 @@ def test_bundled_local_ssds_back_the_nodes_ephemeral_storage(stack_config) -> No
 
 
 def test_a_parked_pool_has_zero_nodes_and_keeps_its_shape(stack_config) -> None:
-    pool = _gpu_pool(_config(stack_config, nodeCount=0))
+    pool = _gpu_pool(_config(stack_config, nodeCount=0, scaling="static"))
     assert pool["nodeCount"] == 0
     assert len(pool["networkConfig"]["additionalNodeNetworkConfigs"]) == 9
 
@@ -240,3 +242,82 @@ def test_static_pools_keep_their_in_place_upgrade_and_do_not_ignore_it(config) -
     pool = _gpu_pool_resource(config)
     assert pool.inputs["upgradeSettings"]["maxSurge"] == 0
     assert "upgradeSettings" not in pool.ignore_changes
+
+
+# ------------------------------------------------------------------ issue 27: scaling on demand
+
+
+def test_spot_and_on_demand_pools_autoscale_from_zero_to_node_count_by_default(
+    stack_config,
+) -> None:
+    """Issue 27 item 1: nodes come when Ray's autoscaler asks for GPU workers and go when it
+    releases them; no static size and no initial count (ForceNew: it would replace a pool that
+    was deployed static)."""
+    import copy
+
+    for mode in ("spot", "on-demand"):
+        pool = _gpu_pool(_config(copy.deepcopy(stack_config), provisioning=mode))
+        assert "nodeCount" not in pool and "initialNodeCount" not in pool, mode
+        assert pool["autoscaling"] == {
+            "totalMinNodeCount": 0,
+            "totalMaxNodeCount": 2,
+            "locationPolicy": "ANY",
+        }, mode
+        # Everything else of the pool is as static: auto-repair, in-place upgrades, its NICs.
+        assert pool["management"] == {"autoRepair": True, "autoUpgrade": True}
+        assert pool["upgradeSettings"]["maxSurge"] == 0
+        assert len(pool["networkConfig"]["additionalNodeNetworkConfigs"]) == 9
+
+
+def test_a_reservation_pool_stays_static_unless_asked(stack_config) -> None:
+    import copy
+
+    static = _gpu_pool(
+        _config(copy.deepcopy(stack_config), provisioning="reservation", reservation="r1")
+    )
+    assert static["nodeCount"] == 2 and "autoscaling" not in static
+    asked = _gpu_pool(
+        _config(
+            copy.deepcopy(stack_config),
+            provisioning="reservation",
+            reservation="r1",
+            scaling="on-demand",
+        )
+    )
+    assert "nodeCount" not in asked and asked["autoscaling"]["totalMaxNodeCount"] == 2
+    assert asked["nodeConfig"]["reservationAffinity"]["consumeReservationType"] == (
+        "SPECIFIC_RESERVATION"
+    )
+
+
+def test_a_static_spot_pool_keeps_its_fixed_size(stack_config) -> None:
+    pool = _gpu_pool(_config(stack_config, scaling="static"))
+    assert pool["nodeCount"] == 2 and "autoscaling" not in pool
+
+
+def test_a_parked_autoscaled_pool_never_renders_a_zero_maximum(stack_config) -> None:
+    """GKE refuses max 0 (terraform-google-kubernetes-engine#1554), as for flex-start."""
+    pool = _gpu_pool(_config(stack_config, nodeCount=0))
+    assert pool["autoscaling"]["totalMinNodeCount"] == 0
+    assert pool["autoscaling"]["totalMaxNodeCount"] == 1
+
+
+def test_scaling_and_idle_minutes_are_refused_by_key_with_what_is_allowed(stack_config) -> None:
+    import copy
+
+    (bad_mode,) = _problems(copy.deepcopy(stack_config), scaling="auto")
+    assert bad_mode.startswith("rl-on-gke:gpu.scaling = 'auto': ")
+    assert "'static'" in bad_mode and "'on-demand'" in bad_mode
+    (zero,) = _problems(copy.deepcopy(stack_config), idleMinutes=0)
+    assert zero.startswith("rl-on-gke:gpu.idleMinutes = 0: ") and "1" in zero
+    assert _problems(copy.deepcopy(stack_config), scaling="static", idleMinutes=30) == [
+        "rl-on-gke:gpu.idleMinutes = 30: only allowed when the GPU nodes scale on demand "
+        "(scaling is 'static'; set rl-on-gke:gpu.scaling: on-demand to use it)"
+    ]
+    assert _problems(
+        copy.deepcopy(stack_config), provisioning="reservation", reservation="r", idleMinutes=30
+    ) == [
+        "rl-on-gke:gpu.idleMinutes = 30: only allowed when the GPU nodes scale on demand "
+        "(scaling is 'static', the default for provisioning 'reservation'; set "
+        "rl-on-gke:gpu.scaling: on-demand to use it)"
+    ]

@@ -14,10 +14,13 @@ COMBINATIONS = list(itertools.product(sorted(MACHINES), sorted(FRAMEWORKS)))
 
 
 def make_config(
-    machine_type: str = "a4-highgpu-8g", framework: str = "nemo-rl", node_count: int = 2
+    machine_type: str = "a4-highgpu-8g",
+    framework: str = "nemo-rl",
+    node_count: int = 2,
+    **gpu: object,
 ) -> StackConfig:
     raw = raw_from_stack(BASE_STACK_CONFIG)
-    raw["gpu"] = {**raw["gpu"], "machineType": machine_type, "nodeCount": node_count}
+    raw["gpu"] = {**raw["gpu"], "machineType": machine_type, "nodeCount": node_count, **gpu}
     raw["ray"] = {"framework": framework, "namespace": "rl-train"}
     return parse_stack_config(raw)
 

@@ -1,4 +1,4 @@
-"""The RayCluster: a protected CPU-pool head, a fixed GPU worker group with every NIC and mount."""
+"""The RayCluster: a protected CPU-pool head, a GPU worker group (fixed or autoscaled) with every NIC and mount."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from components.k8s.raycluster import (
     ray_cluster_manifest,
     worker_start_script,
 )
-from tests.components.k8s.conftest import make_config
+from tests.components.k8s.conftest import COMBINATIONS, make_config
 from tests.components.k8s.manifests import validate_core, validate_custom
 
 HF_TOKEN_KEY = SECRET_ENV["hfToken"]
@@ -126,17 +126,60 @@ def test_ray_containers_are_named_and_expose_the_kuberay_ports(k8s_config) -> No
     assert {p["name"]: p["containerPort"] for p in worker["ports"]} == {"metrics": RAY_METRICS_PORT}
 
 
-def test_workers_are_a_fixed_group_of_gpu_node_count(any_config) -> None:
-    manifest = _manifest(any_config)
+def test_static_workers_are_a_fixed_group_of_gpu_node_count() -> None:
+    for machine, framework in COMBINATIONS:
+        config = make_config(machine, framework, node_count=3, scaling="static")
+        manifest = _manifest(config)
+        worker = _worker(manifest)
+        assert worker["replicas"] == worker["minReplicas"] == worker["maxReplicas"] == 3
+        assert manifest["spec"]["enableInTreeAutoscaling"] is False
+        assert "autoscalerOptions" not in manifest["spec"]
+        validate_custom(manifest)
+
+
+def test_on_demand_workers_autoscale_from_zero_to_node_count_with_the_idle_timeout() -> None:
+    """Issue 27 item 1: Ray's in-tree autoscaler (v2) owns the GPU worker count, 0..nodeCount,
+    and releases a worker idle for gpu.idleMinutes."""
+    config = make_config(node_count=3, scaling="on-demand", idleMinutes=20)
+    manifest = _manifest(config)
+    spec = manifest["spec"]
+    assert spec["enableInTreeAutoscaling"] is True
+    options = spec["autoscalerOptions"]
+    assert options["version"] == "v2" and options["idleTimeoutSeconds"] == 20 * 60
     worker = _worker(manifest)
-    assert (
-        worker["replicas"]
-        == worker["minReplicas"]
-        == worker["maxReplicas"]
-        == any_config.gpu.node_count
-        == 3
-    )
-    assert manifest["spec"]["enableInTreeAutoscaling"] is False
+    assert worker["minReplicas"] == 0 and worker["maxReplicas"] == 3
+    # The autoscaler writes `replicas`; a program-owned value would be re-applied on every
+    # `pulumi up` and delete a running job's workers.
+    assert "replicas" not in worker
+    validate_custom(manifest)
+
+
+def test_autoscaler_v2_is_asked_for_by_version_never_by_the_head_env_var() -> None:
+    """KubeRay (utils/validation.go ValidateRayClusterSpec) refuses a RayCluster that sets both
+    autoscalerOptions.version and RAY_enable_autoscaler_v2 on the head, and v2 needs every pod's
+    restartPolicy Never or unset."""
+    manifest = _manifest(make_config(scaling="on-demand"))
+    head, worker = _head(manifest), _worker(manifest)
+    for group in (head, worker):
+        spec = group["template"]["spec"]
+        assert spec.get("restartPolicy", "Never") == "Never"
+        for c in spec["containers"]:
+            assert "RAY_enable_autoscaler_v2" not in {e["name"] for e in c.get("env", [])}
+
+
+def test_the_autoscaler_sidecar_keeps_the_head_pod_guaranteed() -> None:
+    resources = _manifest(make_config(scaling="on-demand"))["spec"]["autoscalerOptions"][
+        "resources"
+    ]
+    assert resources["requests"] == resources["limits"]
+
+
+def test_each_capacity_mode_scales_as_the_readme_says() -> None:
+    expected = {"spot": True, "on-demand": True, "flex-start": True, "reservation": False}
+    for mode, autoscaled in expected.items():
+        extra = {"reservation": "r1"} if mode == "reservation" else {}
+        config = make_config(provisioning=mode, **extra)
+        assert _manifest(config)["spec"]["enableInTreeAutoscaling"] is autoscaled, mode
 
 
 def test_each_worker_takes_all_gpus_and_the_catalogued_cpu_and_memory(any_config) -> None:
@@ -371,9 +414,17 @@ def test_a_parked_stack_keeps_a_worker_group_with_no_pods(stack_config) -> None:
     from tests.conftest import raw_from_stack
 
     stack_config["rl-on-gke:gpu"]["nodeCount"] = 0
+    stack_config["rl-on-gke:gpu"]["scaling"] = "static"
     manifest = _manifest(parse_stack_config(raw_from_stack(stack_config)))
     worker = _worker(manifest)
     assert worker["replicas"] == worker["minReplicas"] == worker["maxReplicas"] == 0
+    validate_custom(manifest)
+
+
+def test_a_parked_autoscaled_stack_allows_no_worker() -> None:
+    manifest = _manifest(make_config(node_count=0, scaling="on-demand"))
+    worker = _worker(manifest)
+    assert worker["minReplicas"] == worker["maxReplicas"] == 0
     validate_custom(manifest)
 
 

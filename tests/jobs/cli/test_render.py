@@ -20,6 +20,7 @@ COMMANDS = [
     ["logs"],
     ["stop"],
     ["list"],
+    ["cost"],
     ["recipes"],
     ["data", "gsm8k"],
     ["data", "code-contests"],

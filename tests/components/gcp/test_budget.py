@@ -1,0 +1,120 @@
+"""The budget (issue 27 item 3): e-mail channels and a monthly budget on the project, or nothing at all."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from components.config import ConfigError, parse_stack_config
+from tests.conftest import BASE_STACK_CONFIG, raw_from_stack
+from tools.render import OFFLINE_PROJECT_NUMBER, load_stack_file, render
+
+BUDGET = {
+    "billingAccount": "012345-6789AB-CDEF01",
+    "monthlyAmount": 20000,
+    "thresholds": [0.9, 0.5],
+    "emails": ["ml-platform@example.com", "finance@example.com"],
+}
+BUDGET_TYPE = "gcp:billing/budget:Budget"
+CHANNEL_TYPE = "gcp:monitoring/notificationChannel:NotificationChannel"
+
+
+def _render(budget: dict | None):
+    config, secret_keys = load_stack_file("dev")
+    config["gcp:project"] = "example-project"
+    if budget is not None:
+        config["rl-on-gke:budget"] = budget
+    return render(config, stack="dev", secret_keys=secret_keys)
+
+
+def test_a_budget_e_mails_each_address_at_each_threshold_and_on_the_forecast() -> None:
+    rendering = _render(BUDGET)
+    channels = rendering.of_type(CHANNEL_TYPE)
+    assert sorted(c.inputs["labels"]["email_address"] for c in channels) == sorted(BUDGET["emails"])
+    assert all(
+        c.inputs["type"] == "email" and c.inputs["project"] == "example-project" for c in channels
+    )
+    (budget,) = rendering.of_type(BUDGET_TYPE)
+    b = budget.inputs
+    assert b["billingAccount"] == "012345-6789AB-CDEF01"
+    assert b["amount"] == {"specifiedAmount": {"units": "20000"}}
+    # The budget counts this project only, by number, over each calendar month.
+    assert b["budgetFilter"]["projects"] == [f"projects/{OFFLINE_PROJECT_NUMBER}"]
+    assert b["budgetFilter"]["calendarPeriod"] == "MONTH"
+    assert b["thresholdRules"] == [
+        {"thresholdPercent": 0.5, "spendBasis": "CURRENT_SPEND"},
+        {"thresholdPercent": 0.9, "spendBasis": "CURRENT_SPEND"},
+        {"thresholdPercent": 1.0, "spendBasis": "FORECASTED_SPEND"},
+    ]
+    assert sorted(b["allUpdatesRule"]["monitoringNotificationChannels"]) == sorted(
+        f"{c.name}-id" for c in channels
+    )
+
+
+def test_the_budget_api_is_enabled_and_called_with_a_quota_project() -> None:
+    rendering = _render(BUDGET)
+    services = {r.inputs["service"] for r in rendering.of_type("gcp:projects/service:Service")}
+    assert "billingbudgets.googleapis.com" in services
+    (budget,) = rendering.of_type(BUDGET_TYPE)
+    provider = next(
+        r
+        for r in rendering.of_type("pulumi:providers:gcp")
+        if r.inputs.get("userProjectOverride") in (True, "true")
+    )
+    assert provider.inputs["billingProject"] == "example-project"
+    assert budget.provider and budget.provider.startswith(provider.urn)
+
+
+def test_no_budget_config_registers_nothing_of_it() -> None:
+    rendering = _render(None)
+    assert rendering.of_type(BUDGET_TYPE) == [] and rendering.of_type(CHANNEL_TYPE) == []
+    services = {r.inputs["service"] for r in rendering.of_type("gcp:projects/service:Service")}
+    assert "billingbudgets.googleapis.com" not in services
+
+
+def _problems(**budget) -> list[str]:
+    config = copy.deepcopy(BASE_STACK_CONFIG)
+    config["rl-on-gke:budget"] = {k: v for k, v in {**BUDGET, **budget}.items() if v is not None}
+    with pytest.raises(ConfigError) as caught:
+        parse_stack_config(raw_from_stack(config))
+    return caught.value.problems
+
+
+def test_a_missing_billing_account_is_refused_by_name() -> None:
+    (problem,) = _problems(billingAccount=None)
+    assert problem.startswith("rl-on-gke:budget.billingAccount = <unset>: required")
+    assert "XXXXXX-XXXXXX-XXXXXX" in problem
+
+
+@pytest.mark.parametrize(
+    "bad", ["0123456789ABCDEF01", "012345-6789ab-cdef01", "012345-6789AB", "billing-account"]
+)
+def test_a_malformed_billing_account_is_refused_with_its_format(bad: str) -> None:
+    (problem,) = _problems(billingAccount=bad)
+    assert problem.startswith(f"rl-on-gke:budget.billingAccount = {bad!r}: ")
+    assert "XXXXXX-XXXXXX-XXXXXX" in problem
+
+
+def test_a_bad_config_registers_nothing() -> None:
+    # The program validates before registering anything: render raises, no resource is left.
+    config, secret_keys = load_stack_file("dev")
+    config["gcp:project"] = "example-project"
+    config["rl-on-gke:budget"] = {**BUDGET, "billingAccount": "nope"}
+    with pytest.raises(Exception, match="billingAccount"):
+        render(config, stack="dev", secret_keys=secret_keys)
+
+
+def test_amount_thresholds_and_addresses_are_checked_by_key() -> None:
+    (amount,) = _problems(monthlyAmount=0)
+    assert amount.startswith("rl-on-gke:budget.monthlyAmount = 0: ")
+    (threshold,) = _problems(thresholds=[0.5, 0])
+    assert (
+        threshold.startswith("rl-on-gke:budget.thresholds = [0.5, 0]: ") and "above 0" in threshold
+    )
+    (email,) = _problems(emails=["not-an-address"])
+    assert email.startswith("rl-on-gke:budget.emails = ['not-an-address']: ")
+    (too_many,) = _problems(emails=[f"u{i}@example.com" for i in range(6)])
+    assert too_many.startswith("rl-on-gke:budget.emails = ") and "5" in too_many
+    (unknown,) = _problems(currency="EUR")
+    assert unknown.startswith("rl-on-gke:budget.currency: unknown key")
