@@ -24,8 +24,10 @@ STAGE: Kind = "stage"
 
 # The module the supervisor job runs: `python -m jobs.head.supervisor <its own submission id>`.
 SUPERVISOR_MODULE = "jobs.head.supervisor"
+# A supervisor job's metadata key set by the re-armer (jobs/head/rearm.py): the supervisor
+# continues the run's current life instead of starting a new one (jobs/head/events.py `life`).
+REARMED_KEY = "rearmed"
 
-_ATTEMPT_SUFFIX = re.compile(r"^(?P<run>.+)-a(?P<attempt>[0-9]+)$")
 _SUPERVISOR_SUFFIX = re.compile(r"^(?P<run>.+)-s(?P<n>[0-9]+)$")
 
 
@@ -33,11 +35,6 @@ def attempt_id(run: str, attempt: int) -> str:
     """Attempt N of a run is the Ray job `<run>-aN`: Ray's unique submission ids make a resubmit
     of the same attempt collide instead of running twice."""
     return f"{run}-a{attempt}"
-
-
-def split_attempt_id(submission_id: str) -> tuple[str, int] | None:
-    m = _ATTEMPT_SUFFIX.match(submission_id)
-    return (m.group("run"), int(m.group("attempt"))) if m else None
 
 
 def supervisor_id(run: str, n: int) -> str:
@@ -72,6 +69,9 @@ class Spec:
     stall_timeout_s: float = 0.0  # 0: no stall watchdog
     runs_root: str = ""  # "": the run's record stays in the supervisor's job log only
     keep: int = 0  # complete checkpoints kept between attempts (jobs/head/hygiene.py); 0: all
+    # Longest wait for the GPUs after a failure before the run gives up; 0: no deadline (the
+    # default: waiting for spot capacity alone never ends a run).
+    capacity_deadline_s: float = 0.0
 
     METADATA_KEY = "spec"
 

@@ -48,7 +48,7 @@ class Reason(str, Enum):
     RESTARTS_EXHAUSTED = "restarts_exhausted"
     PREEMPTIONS_EXHAUSTED = "preemptions_exhausted"
     CRASH = "crash"  # failed with every GPU present and no new checkpoint since the previous one
-    WAIT_TIMEOUT = "wait_timeout"  # the GPUs did not come back within the bounded wait
+    DEADLINE = "deadline"  # the GPUs did not come back before the deadline the user set
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,10 @@ class Situation:
     progressed: bool | None
     stop_requested: bool = False
     waited_s: float = 0.0
-    max_wait_s: float = 1800.0
+    # The user's deadline for a capacity wait (`--capacity-deadline`); 0: none. Waiting for
+    # spot capacity alone never ends a run otherwise: a stockout of hours is common for spot
+    # B200, and a run given up then is a run the user must notice and resume by hand.
+    max_wait_s: float = 0.0
     preempted: bool = False
     preemptions_used: int = 0
     max_preemptions: int = 100
@@ -133,12 +136,13 @@ def _after_failure(s: Situation) -> Decision | None:
 
 def _capacity(s: Situation) -> Decision:
     if not _has(s.gpus_now, s.gpus_needed):
-        if s.waited_s >= s.max_wait_s:
+        if s.max_wait_s > 0 and s.waited_s >= s.max_wait_s:
             return Decision(
                 Action.GIVE_UP,
-                Reason.WAIT_TIMEOUT,
-                f"waited {s.waited_s:.0f} s for {s.gpus_needed} GPUs (limit "
-                f"{s.max_wait_s:.0f} s); the cluster has {s.gpus_now:g}",
+                Reason.DEADLINE,
+                f"waited {s.waited_s:.0f} s for {s.gpus_needed} GPUs, past the capacity "
+                f"deadline set for the run ({s.max_wait_s:.0f} s); the cluster has "
+                f"{s.gpus_now:g}",
             )
         return Decision(
             Action.WAIT,

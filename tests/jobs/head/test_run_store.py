@@ -33,7 +33,7 @@ def test_one_holder_at_a_time_and_takeover_only_after_expiry(tmp_path):
     assert b.acquire("r-s2", ttl_s=0.5) is None  # alive: nobody else drives the run
     assert a.acquire("r-s1", ttl_s=0.5).gen == 1  # the holder keeps it
     time.sleep(0.6)
-    assert not a.lease().alive()
+    assert not a.alive(a.lease())
     second = b.acquire("r-s2", ttl_s=5)
     assert second is not None and second.gen == 2
     assert a.renew(first) is None  # fenced: the old holder learns it lost the run
@@ -53,4 +53,4 @@ def test_release_expires_the_lease_at_once(tmp_path):
     store = RunStore(tmp_path, "r")
     lease = store.acquire("r-s1", ttl_s=60)
     store.release(lease)
-    assert not store.lease().alive()
+    assert not store.alive(store.lease())
