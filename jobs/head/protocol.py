@@ -15,12 +15,14 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 # Every Ray job this tool submits records one of these as its metadata `kind`.
-Kind = Literal["recipe", "command", "export", "supervisor", "stage"]
+Kind = Literal["recipe", "command", "export", "supervisor", "stage", "stop"]
 RECIPE: Kind = "recipe"
 COMMAND: Kind = "command"
 EXPORT: Kind = "export"
 SUPERVISOR: Kind = "supervisor"
 STAGE: Kind = "stage"
+STOP: Kind = "stop"  # `rl-jobs stop RUN` recording the stop in the run's record (jobs/head/stop.py)
+STOP_MODULE = "jobs.head.stop"
 
 # The module the supervisor job runs: `python -m jobs.head.supervisor <its own submission id>`.
 SUPERVISOR_MODULE = "jobs.head.supervisor"

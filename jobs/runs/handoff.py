@@ -293,10 +293,46 @@ def follow_run(
         time.sleep(POLL_S)
 
 
+def _runs_root(sup: JobDetails) -> str:
+    try:
+        return protocol.Spec.from_json((sup.metadata or {})[protocol.Spec.METADATA_KEY]).runs_root
+    except (KeyError, ValueError, TypeError):
+        return ""
+
+
+def request_stop(
+    cluster: Dashboard, run: str, runs_root: str, watcher: follow.Watcher
+) -> tuple[str, JobStatus]:
+    """Record the user's stop in the run's record on the runs root (a small job on the head,
+    jobs/head/stop.py), so the SIGTERM that follows is final and no re-armer takes the run."""
+    n = 1 + sum(1 for j in cluster.jobs() if listing.metadata_of(j).kind == protocol.STOP)
+    sid = f"{run}-stop{n}"
+    cluster.submit(
+        Submission(
+            submission_id=sid,
+            entrypoint=f"python -m {protocol.STOP_MODULE} {run} --runs-root {runs_root}",
+            runtime_env={"py_modules": [str(JOBS_DIR)], "env_vars": {"PYTHONSAFEPATH": "1"}},
+            metadata={"run": run, "kind": protocol.STOP, "submitted_by": SUBMITTED_BY},
+        )
+    )
+    return sid, watcher.wait_for(sid, follow.terminal, "recording the stop")
+
+
 def stop_run(cluster: Dashboard, run: str, watcher: follow.Watcher) -> list[tuple[str, JobStatus]]:
-    """Stop the run's supervisor first (so nothing is resubmitted), then its live attempts."""
+    """Record the stop (runs with a runs root), then stop the run's supervisor (so nothing is
+    resubmitted), then its live attempts."""
     stopped: list[tuple[str, JobStatus]] = []
-    for s in supervisors(cluster.jobs(), run):
+    sups = supervisors(cluster.jobs(), run)
+    roots = sorted({r for s in sups if not s.status.is_terminal() and (r := _runs_root(s))})
+    for root in roots:
+        sid, status = request_stop(cluster, run, root, watcher)
+        if status != JobStatus.SUCCEEDED:
+            raise UsageError(
+                f"could not record the stop of run {run} in {root} ({status.value}); "
+                "without it the re-armer would restart the run, so nothing was stopped",
+                f"see {commands.command('logs', sid)} and try again",
+            )
+    for s in sups:
         if not s.status.is_terminal():
             sid = s.submission_id or ""
             cluster.stop(sid)
@@ -316,8 +352,8 @@ def print_story(write: Callable[[str], object], recs: list[dict[str, Any]]) -> N
 
 
 def final_reason(recs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    ends = [r for r in recs if r.get("event") in run_events.FINAL]
-    return ends[-1] if ends else None
+    """The end of the run's current life (a run resumed after it ended is not over)."""
+    return run_events.outcome(recs)
 
 
 def is_run_with_supervisor(cluster: Dashboard, ident: str) -> bool:

@@ -164,9 +164,11 @@ class Fault:
     at: float
     kind: str
     arg: float = 0.0
+    detail: str = ""  # api: "<answer>" or "<answer>@<method>" (else random answers, any call)
 
     def __str__(self) -> str:
-        return f"t+{self.at:>8.0f}s {self.kind}({self.arg:g})"
+        detail = f", {self.detail!r}" if self.detail else ""
+        return f"Fault({self.at:g}, {self.kind!r}, {self.arg:g}{detail})"
 
 
 @dataclass
@@ -177,9 +179,12 @@ class Schedule:
     capacity_deadline_s: float = 0.0
 
     def describe(self) -> str:
-        lines = [f"schedule seed={self.seed} keep={self.keep}"]
-        lines += [f"  {f}" for f in self.faults]
-        return "\n".join(lines)
+        """The schedule as Python that replays it (also `random_schedule(seed)`)."""
+        faults = "".join(f"\n        {f}," for f in self.faults)
+        return (
+            f"Schedule(seed={self.seed}, keep={self.keep}, "
+            f"capacity_deadline_s={self.capacity_deadline_s:g}, faults=[{faults}\n    ])"
+        )
 
 
 class World:
@@ -202,7 +207,7 @@ class World:
         self.jobs: dict[str, Job] = {}
         self.head_up = True
         self.rearmer_up = True
-        self.api_faults: list[str] = []
+        self.api_faults: list[tuple[str, str]] = []  # (answer, method or "")
         self.nodes: list[Node] = []
         self.node_ids = itertools.count(1)
         self.history: list[str] = []  # what happened, for a failing seed's report
@@ -335,11 +340,14 @@ class World:
 
     # ------------------------------------------------------------------ the Jobs API
 
-    def _api(self) -> None:
+    def _api(self, method: str = "") -> None:
         if not self.head_up:
             raise ConnectionRefusedError(111, "Connection refused")
-        if self.api_faults:
-            kind = self.api_faults.pop(0)
+        if self.api_faults and self.api_faults[0][1] in ("", method):
+            kind = self.api_faults.pop(0)[0]
+            if kind == "lost_answer":
+                self.api_faults.insert(0, (kind, "submit_job"))  # only a submit loses its answer
+                return
             if kind == "500":
                 raise JobsAPIError(500, "Internal Server Error")
             if kind == "503":
@@ -356,23 +364,23 @@ class World:
         return job
 
     def get_job_status(self, sid: str) -> JobStatus:
-        self._api()
+        self._api("get_job_status")
         return self._job(sid).status
 
     def get_job_info(self, sid: str) -> Job:
-        self._api()
+        self._api("get_job_info")
         return self._job(sid)
 
     def list_jobs(self) -> list[Job]:
-        self._api()
+        self._api("list_jobs")
         return list(self.jobs.values())
 
     def get_job_logs(self, sid: str) -> str:
-        self._api()
+        self._api("get_job_logs")
         return ""
 
     def stop_job(self, sid: str) -> bool:
-        self._api()
+        self._api("stop_job")
         job = self._job(sid)
         if job.status not in LIVE:
             return False
@@ -387,7 +395,7 @@ class World:
         metadata: dict[str, str],
         submission_id: str,
     ) -> str:
-        self._api()
+        self._api("submit_job")
         if submission_id in self.jobs:
             raise JobsAPIError(500, f"Job with submission_id {submission_id} already exists")
         job = Job(submission_id, dict(metadata), entrypoint, submitted_at=self.now)
@@ -396,7 +404,7 @@ class World:
             self._start_supervisor(job)
         else:
             self._start_attempt(job)
-        if self.api_faults and self.api_faults[0] == "lost_answer":
+        if self.api_faults and self.api_faults[0] == ("lost_answer", "submit_job"):
             self.api_faults.pop(0)
             raise TimeoutError("timed out (the job was submitted)")
         return submission_id
@@ -616,8 +624,11 @@ class World:
     # ------------------------------------------------------------------ faults
 
     def apply(self, f: Fault) -> None:
-        self.note(f"FAULT {f.kind}({f.arg:g})")
-        getattr(self, f"_fault_{f.kind}")(f.arg)
+        self.note(f"FAULT {f}")
+        if f.kind == "api":
+            self._fault_api(f.arg, f.detail)
+        else:
+            getattr(self, f"_fault_{f.kind}")(f.arg)
 
     def _fault_preempt(self, stockout_s: float) -> None:
         alive = [n for n in self.nodes if n.alive and n.gpus]
@@ -632,9 +643,11 @@ class World:
             self._add_node(GPUS_PER_NODE)
             self.note("a replacement GPU node joined")
 
-    def _fault_api(self, n: float) -> None:
+    def _fault_api(self, n: float, detail: str = "") -> None:
         kinds = ["500", "503", "timeout", "malformed", "lost_answer"]
-        self.api_faults += [kinds[int(self.rng.random() * len(kinds))] for _ in range(int(n))]
+        answer, _, method = detail.partition("@")
+        for _ in range(int(n)):
+            self.api_faults.append((answer or kinds[int(self.rng.random() * len(kinds))], method))
 
     def _live_supervisor(self) -> Job | None:
         live = [j for j in self.jobs.values() if j.kind == protocol.SUPERVISOR and j.status in LIVE]
