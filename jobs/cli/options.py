@@ -68,6 +68,15 @@ StallOpt = Annotated[
         help="Stop and restart an attempt that prints nothing and checkpoints nothing for this long, recorded 'stalled' (default: 7200 for recipes, off for run; 0: off).",
     ),
 ]
+DeadlineOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--capacity-deadline",
+        min=0,
+        metavar="SECONDS",
+        help="Give the run up when its GPUs are not back this long after a failure (default: no deadline; a spot stockout of hours never ends a supervised run on its own).",
+    ),
+]
 RunsRootOpt = Annotated[
     str | None,
     typer.Option(
@@ -136,7 +145,10 @@ def stop_hint(job_id: str, where: address.Where) -> str:
 
 
 def supervision(
-    max_preemptions: int | None, stall_timeout: float | None, runs_root: str | None
+    max_preemptions: int | None,
+    stall_timeout: float | None,
+    runs_root: str | None,
+    capacity_deadline: float | None = None,
 ) -> handoff.Options:
     """What `run`/`submit` ask of the supervisor beyond --max-restarts (checked here)."""
     if runs_root is not None and not runs_root.startswith("/"):
@@ -144,7 +156,9 @@ def supervision(
             f"--runs-root {runs_root!r} is not an absolute path",
             f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}",
         )
-    return handoff.Options(max_preemptions, stall_timeout, runs_root or "")
+    return handoff.Options(
+        max_preemptions, stall_timeout, runs_root or "", capacity_deadline_s=capacity_deadline
+    )
 
 
 def follow_or_detach(

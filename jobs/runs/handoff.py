@@ -47,6 +47,7 @@ class Options:
     stall_timeout_s: float | None = None
     runs_root: str = ""
     keep: int = 0  # complete checkpoints kept between attempts (veRL recipes); 0: no pruning
+    capacity_deadline_s: float | None = None  # None: no deadline (protocol.Spec)
 
     def supervised(self, max_restarts: int) -> bool:
         return (
@@ -54,6 +55,7 @@ class Options:
             or bool(self.max_preemptions)
             or bool(self.stall_timeout_s)
             or bool(self.runs_root)
+            or bool(self.capacity_deadline_s)
         )
 
 
@@ -109,6 +111,7 @@ def hand_off(
         ),
         runs_root=options.runs_root,
         keep=options.keep,
+        capacity_deadline_s=options.capacity_deadline_s or 0.0,
     )
     sup_env = _supervisor_env(attempt_env)
     n = 1 + max((protocol.supervisor_number(s.submission_id or "") for s in sups), default=0)
