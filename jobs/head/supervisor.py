@@ -41,7 +41,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
 import signal
 import sys
 import threading
@@ -52,21 +51,18 @@ from typing import Any
 
 from jobs.client import errors
 from jobs.client.api import JobsAPI
+from jobs.head import checkpoints, hygiene, node_events, protocol
 from jobs.head import events as ev
-from jobs.head import hygiene, node_events, protocol
 from jobs.head.clock import REAL, Clock
 from jobs.head.protocol import Settings, Spec
 from jobs.head.restart_policy import Action, Decision, Reason, Situation, decide
 from jobs.head.run_store import Lease, RunStore
 
-# NeMo RL writes `tmp_step_N` and renames it to `step_N` when complete (nemo_rl/utils/
-# checkpoint.py v0.4.0 L109-179, `init_tmp_checkpoint` / `finalize_checkpoint`); veRL writes
-# `global_step_N/` and then `latest_checkpointed_iteration.txt` = N as the save's last act
-# (verl/trainer/ppo/ray_trainer.py v0.6.0 L819-824), so a `global_step_N` above that number (or
-# without the file) is half-written. Hidden files are not checkpoints either.
-_NOT_A_CHECKPOINT = ("tmp_", "old_step_", ".")
-_VERL_STEP = re.compile(r"^global_step_(?P<n>[0-9]+)$")
-VERL_TRACKER = "latest_checkpointed_iteration.txt"
+
+def checkpoint_entries(directory: str | None) -> frozenset[str]:
+    """The complete checkpoints (and a plain command's entries) in a run's checkpoint dir; a
+    new name appearing is progress (jobs/head/checkpoints.py `entries`, the one rule)."""
+    return checkpoints.entries(directory)
 
 
 def _listdir(directory: str | None) -> list[str]:
@@ -76,30 +72,6 @@ def _listdir(directory: str | None) -> list[str]:
         return os.listdir(directory)
     except OSError:
         return []
-
-
-def checkpoint_entries(directory: str | None) -> frozenset[str]:
-    """The complete checkpoints in a run's checkpoint dir (NeMo RL `step_N`, veRL
-    `global_step_N` up to its tracker, any other entry of a plain command); a new name appearing
-    is progress. Empty when the dir is unknown or does not exist yet."""
-    names = _listdir(directory)
-    tracker: int | None = None
-    if VERL_TRACKER in names:
-        try:
-            with open(os.path.join(directory or "", VERL_TRACKER)) as f:
-                text = f.read().strip()
-            tracker = int(text) if text.isdigit() else None
-        except OSError:
-            tracker = None
-    out = set()
-    for n in names:
-        if n.startswith(_NOT_A_CHECKPOINT) or n == VERL_TRACKER:
-            continue
-        m = _VERL_STEP.match(n)
-        if m and (tracker is None or int(m["n"]) > tracker):
-            continue
-        out.add(n)
-    return frozenset(out)
 
 
 def checkpoint_activity(directory: str | None) -> frozenset[str]:

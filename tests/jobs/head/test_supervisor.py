@@ -14,7 +14,9 @@ def test_checkpoint_entries_ignore_half_written_and_hidden_entries(tmp_path):
     assert checkpoint_entries(str(tmp_path / "missing")) == frozenset()
     assert checkpoint_entries("") == frozenset()
     for n in ("step_10", "tmp_step_20", ".lock", "old_step_3"):
-        (tmp_path / n).mkdir()
+        (tmp_path / n / "policy" / "weights").mkdir(parents=True)
+        (tmp_path / n / "config.yaml").write_text("{}")
+    (tmp_path / "step_30").mkdir()  # no config, no weights: not a complete NeMo RL step
     assert checkpoint_entries(str(tmp_path)) == {"step_10"}
 
 
@@ -22,6 +24,7 @@ def test_a_verl_step_counts_only_once_its_tracker_points_at_it(tmp_path):
     # veRL writes global_step_N/ first and latest_checkpointed_iteration.txt last
     # (verl/trainer/ppo/ray_trainer.py v0.6.0 L819-824): a step above the tracker is half-written.
     (tmp_path / "global_step_5" / "actor").mkdir(parents=True)
+    (tmp_path / "global_step_5" / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"w")
     assert checkpoint_entries(str(tmp_path)) == frozenset()
     (tmp_path / "latest_checkpointed_iteration.txt").write_text("5")
     (tmp_path / "global_step_10" / "actor").mkdir(parents=True)  # being written
