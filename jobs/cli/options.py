@@ -56,7 +56,8 @@ PreemptionsOpt = Annotated[
         "--max-preemptions",
         min=0,
         metavar="N",
-        help="Hand the run to a supervisor that resubmits an attempt ended by a lost node (a preemption, read from Ray's node table) up to N times, apart from --max-restarts (default 100 when supervised).",
+        help="Hand the run to a supervisor that resubmits an attempt ended by a lost node (a preemption, read from Ray's node table) up to N times, apart from --max-restarts (default "
+        f"{handoff.DEFAULT_MAX_PREEMPTIONS} when supervised).",
     ),
 ]
 StallOpt = Annotated[
@@ -65,7 +66,8 @@ StallOpt = Annotated[
         "--stall-timeout",
         min=0,
         metavar="SECONDS",
-        help="Stop and restart an attempt that prints nothing and checkpoints nothing for this long, recorded 'stalled' (default: 7200 for recipes, off for run; 0: off).",
+        help="Stop and restart an attempt that prints nothing and checkpoints nothing for this long, recorded 'stalled' (default: "
+        f"{handoff.RECIPE_STALL_TIMEOUT_S:g} for recipes, off for run; 0: off).",
     ),
 ]
 DeadlineOpt = Annotated[

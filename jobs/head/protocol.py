@@ -54,6 +54,42 @@ def supervisor_entrypoint(submission_id: str) -> str:
     return f"python -m {SUPERVISOR_MODULE} {submission_id}"
 
 
+def supervisor_metadata(
+    spec: dict[str, Any],
+    n: int,
+    submitted_by: str,
+    *,
+    rearmed: bool = False,
+    jobs_commit: str = "",
+) -> dict[str, str]:
+    """The one writer of a supervisor job's Ray metadata (the CLI's hand-off and the re-armer):
+    the spec the supervisor reads, and the keys `list`/`status` show (str -> str, as Ray wants)."""
+    provenance = spec.get("metadata") or {}
+    meta = {
+        "run": str(spec["run"]),
+        "kind": SUPERVISOR,
+        "supervisor": str(n),
+        Spec.METADATA_KEY: json.dumps(spec, sort_keys=True),
+        "max_restarts": str(spec.get("max_restarts", "")),
+        "gpus": str(spec.get("gpus_needed", "")),
+        "stack": str(provenance.get("stack", "")),
+        "git_commit": str(provenance.get("git_commit", "")),
+        "jobs_commit": jobs_commit or str(provenance.get("jobs_commit", "")),
+        "submitted_by": submitted_by,
+    }
+    if rearmed:
+        meta[REARMED_KEY] = "1"
+    return meta
+
+
+# Supervision's defaults, defined once: the CLI's help, the hand-off and the policy read these.
+# Preemptions are not the run's fault: a generous budget, apart from --max-restarts.
+DEFAULT_MAX_PREEMPTIONS = 100
+# A recipe's stall timeout: longer than the first model load of the largest recipe (70B, with a
+# one-time Megatron conversion) and a ~1 TB checkpoint save on Lustre (reference §8).
+RECIPE_STALL_TIMEOUT_S = 7200.0
+
+
 @dataclass(frozen=True)
 class Spec:
     """The run as the CLI hands it over (the supervisor job's metadata `spec`, JSON)."""
@@ -67,7 +103,7 @@ class Spec:
     runtime_env: dict[str, Any]
     metadata: dict[str, str]
     # Attempts ended by a lost node (read from Ray's node table) spend this, never max_restarts.
-    max_preemptions: int = 100
+    max_preemptions: int = DEFAULT_MAX_PREEMPTIONS
     stall_timeout_s: float = 0.0  # 0: no stall watchdog
     runs_root: str = ""  # "": the run's record stays in the supervisor's job log only
     keep: int = 0  # complete checkpoints kept between attempts (jobs/head/hygiene.py); 0: all

@@ -17,7 +17,6 @@ Standard library and Ray: it runs in the head's image.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
@@ -95,14 +94,9 @@ class Rearmer:
         sid = f"{run}-s{1 + max(seen, default=0)}"
         if store.acquire(sid, HANDOFF_S) is None:
             return None  # another re-armer (or a supervisor) took it first
-        meta = {
-            "run": run,
-            "kind": protocol.SUPERVISOR,
-            "supervisor": str(_number(sid)),
-            protocol.Spec.METADATA_KEY: json.dumps(spec),
-            "submitted_by": "python -m jobs.head.rearm",
-            protocol.REARMED_KEY: "1",
-        }
+        meta = protocol.supervisor_metadata(
+            spec, _number(sid), "python -m jobs.head.rearm", rearmed=True
+        )
         self.client.submit_job(
             entrypoint=protocol.supervisor_entrypoint(sid),
             runtime_env=_supervisor_env(store),

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
+from jobs.head.protocol import DEFAULT_MAX_PREEMPTIONS
+
 AttemptEnd = Literal[
     "SUCCEEDED", "FAILED", "STOPPED", "STALLED"
 ]  # STALLED: the watchdog stopped it
@@ -80,7 +82,7 @@ class Situation:
     max_wait_s: float = 0.0
     preempted: bool = False
     preemptions_used: int = 0
-    max_preemptions: int = 100
+    max_preemptions: int = DEFAULT_MAX_PREEMPTIONS
     stable_s: float = float("inf")
     settle_s: float = 0.0
 

@@ -32,11 +32,8 @@ from jobs.runs.report import Reporter
 from jobs.runs.workdir import DEFAULT_EXCLUDES
 
 JOBS_DIR = Path(jobs.__file__).resolve().parent
-# Preemptions are not the run's fault: a generous budget, apart from --max-restarts.
-DEFAULT_MAX_PREEMPTIONS = 100
-# A recipe's stall timeout: longer than the first model load of the largest recipe (70B, with
-# a one-time Megatron conversion) and a ~1 TB checkpoint save on Lustre (reference §8).
-RECIPE_STALL_TIMEOUT_S = 7200.0
+DEFAULT_MAX_PREEMPTIONS = protocol.DEFAULT_MAX_PREEMPTIONS
+RECIPE_STALL_TIMEOUT_S = protocol.RECIPE_STALL_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -116,18 +113,7 @@ def hand_off(
     sup_env = _supervisor_env(attempt_env)
     n = 1 + max((protocol.supervisor_number(s.submission_id or "") for s in sups), default=0)
     sid = protocol.supervisor_id(run, n)
-    meta = {
-        "run": run,
-        "kind": protocol.SUPERVISOR,
-        "supervisor": str(n),
-        protocol.Spec.METADATA_KEY: spec.to_json(),
-        "max_restarts": str(max_restarts),
-        "gpus": str(gpus),
-        "stack": sub.metadata.get("stack", ""),
-        "git_commit": sub.metadata.get("git_commit", ""),
-        "jobs_commit": jobs_commit(),
-        "submitted_by": SUBMITTED_BY,
-    }
+    meta = protocol.supervisor_metadata(spec.to_dict(), n, SUBMITTED_BY, jobs_commit=jobs_commit())
     try:
         cluster.submit(
             Submission(
