@@ -99,8 +99,10 @@ def _has(gpus: float, needed: int) -> bool:
 
 
 def is_crash(s: Situation) -> bool:
-    """Failed, no node lost, every GPU present and no new checkpoint since the previous failure
-    that was not a preemption."""
+    """Failed, no node lost, every GPU present, and `progressed` False: neither this attempt nor
+    the previous failure that was not a preemption made progress (a new checkpoint, or a
+    completed training step, jobs/head/progress.py). Counting checkpoints alone made two
+    transient failures inside one save period a crash (issue 24 item 6)."""
     return (
         s.ended == "FAILED"
         and not s.preempted
@@ -130,8 +132,9 @@ def _after_failure(s: Situation) -> Decision | None:
             Action.GIVE_UP,
             Reason.CRASH,
             f"crash, not a preemption: the attempt failed with every GPU present "
-            f"({s.gpus_at_end:g} of {s.gpus_needed} needed), no node lost and no "
-            "new checkpoint since the previous failure; it is not retried again",
+            f"({s.gpus_at_end:g} of {s.gpus_needed} needed), no node lost, no "
+            "new checkpoint since the previous failure and no training step completed; "
+            "it is not retried again",
         )
     return None
 

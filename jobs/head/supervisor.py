@@ -51,7 +51,7 @@ from typing import Any
 
 from jobs.client import errors
 from jobs.client.api import JobsAPI
-from jobs.head import checkpoints, hygiene, node_events, protocol
+from jobs.head import checkpoints, hygiene, node_events, progress, protocol
 from jobs.head import events as ev
 from jobs.head.clock import REAL, Clock
 from jobs.head.protocol import Settings, Spec
@@ -85,6 +85,8 @@ class Probes:
 
     nodes: Callable[[], list[dict[str, Any]]]
     log_size: Callable[[str], int]
+    # Training steps an attempt completed, read from its log (jobs/head/progress.py).
+    steps: Callable[[str], int] = lambda _job_id: 0
 
 
 @dataclass
@@ -99,6 +101,11 @@ class RunState:
     watching: bool = False  # `current` is submitted and its end not recorded yet
     baseline: frozenset[str] = field(default_factory=frozenset)
     has_baseline: bool = False
+    # Whether the previous failure that was not a preemption had made progress itself: a crash
+    # is two such failures in a row without progress (a transient failure during a load, after
+    # a failure that had trained, is retried).
+    prev_progressed: bool | None = None
+    own_progress: bool | None = None
     situation: Situation | None = None
     ended_at: float = 0.0
     end_entries: frozenset[str] = field(default_factory=frozenset)
@@ -281,7 +288,15 @@ class Supervisor:
         state.watching = False
         state.ended_at = self.clock.monotonic()
         state.end_entries = checkpoint_entries(spec.checkpoint_dir)
-        progressed = bool(state.end_entries - state.baseline) if state.has_baseline else None
+        new_ckpt = bool(state.end_entries - state.baseline) if state.has_baseline else None
+        stepped = self._steps(job_id)
+        # Progress is a new checkpoint or a completed training step (issue 24 item 6).
+        state.own_progress = None if new_ckpt is None else new_ckpt or stepped > 0
+        progressed = (
+            None
+            if state.own_progress is None
+            else state.own_progress or state.prev_progressed is True
+        )
         gpus, _ = self._observe()
         capacity = (
             f"; the cluster has {gpus:g} of {spec.gpus_needed} GPUs" if spec.gpus_needed > 0 else ""
@@ -290,7 +305,9 @@ class Supervisor:
             None: "no earlier failure to compare checkpoints with",
             True: "new checkpoint since the previous failure",
             False: "no new checkpoint since the previous failure",
-        }[progressed]
+        }[new_ckpt]
+        if stepped:
+            ckpt += f"; {stepped} training step(s) completed"
         self.record(
             ev.ATTEMPT_ENDED,
             f"{job_id} {ended}{self._end_message(job_id, ended)}{capacity}; {ckpt}",
@@ -298,7 +315,8 @@ class Supervisor:
             submission_id=job_id,
             status=ended,
             gpus=gpus,
-            new_checkpoint=progressed,
+            new_checkpoint=new_ckpt,
+            steps_completed=stepped,
         )
         state.situation = Situation(
             ended=ended,
@@ -566,6 +584,7 @@ class Supervisor:
                 else:
                     state.restarts += 1
                     state.baseline, state.has_baseline = state.end_entries, True
+                    state.prev_progressed = state.own_progress
             if not self._submit_next(state, d):
                 return self._stopped(state)
 
@@ -638,6 +657,7 @@ class Supervisor:
             started_ms=state.started_ms,
             baseline=sorted(state.baseline),
             has_baseline=state.has_baseline,
+            prev_progressed=state.prev_progressed,
         )
         return True
 
@@ -698,6 +718,12 @@ class Supervisor:
             reason="lease_lost",
         )
         return 0
+
+    def _steps(self, job_id: str) -> int:
+        try:
+            return self.probes.steps(job_id)
+        except (OSError, RuntimeError, ValueError, http.client.HTTPException):
+            return 0  # unknown: judged by checkpoints alone
 
     def _end_message(self, job_id: str, ended: str) -> str:
         if ended != "FAILED":
@@ -778,6 +804,7 @@ def restore(sup: Supervisor) -> RunState | None:
         started_ms=int(last.get("started_ms", 0)),
         baseline=frozenset(last.get("baseline", [])),
         has_baseline=bool(last.get("has_baseline", False)),
+        prev_progressed=last.get("prev_progressed"),
     )
     after = recs[recs.index(last) + 1 :]
     ended = [r for r in after if r.get("event") == ev.ATTEMPT_ENDED]
@@ -840,7 +867,15 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
             cache[job_id] = (time.monotonic(), size)
         return size
 
-    return Probes(nodes=lambda: node_events.fetch(dashboard), log_size=log_size)
+    def steps(job_id: str) -> int:
+        try:
+            with open(os.path.join(logs, f"job-driver-{job_id}.log"), errors="replace") as f:
+                text = f.read()
+        except OSError:
+            text = client.get_job_logs(job_id)
+        return progress.completed_steps(text)
+
+    return Probes(nodes=lambda: node_events.fetch(dashboard), log_size=log_size, steps=steps)
 
 
 def from_job(

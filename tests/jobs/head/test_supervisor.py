@@ -46,3 +46,15 @@ def test_the_jobs_package_is_published_for_the_rearmer_and_current_swaps(tmp_pat
         _publish_code(str(tmp_path))
     assert (tmp_path / ".rearm" / "current").resolve() != first
     assert len([p for p in (tmp_path / ".rearm").iterdir() if p.name.startswith("v")]) == 3
+
+
+def test_completed_steps_are_read_from_either_frameworks_step_lines():
+    """Issue 24 item 6: the crash rule's progress includes training steps, read from the log."""
+    from jobs.head.progress import completed_steps
+
+    nemo = "loading...\n==== Step 11/500 ====\nloss 1\n==== Step 12/500 ====\n"
+    verl = "step:7 - actor/loss:0.1\nstep:8 - actor/loss:0.09\nstep:8 - timing_s/gen:3\n"
+    assert completed_steps(nemo) == 1  # step 11 done once step 12 started
+    assert completed_steps(verl) == 1
+    assert completed_steps("==== Step 1/500 ====\nTraceback: CUDA OOM\n") == 0
+    assert completed_steps("no steps at all") == 0

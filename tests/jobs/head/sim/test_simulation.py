@@ -154,3 +154,14 @@ def test_item5_a_lease_file_never_written_expires(base):
     )
     assert world.succeeded
     assert [r for r in _events(world) if r["event"] == ev.REARMED]
+
+
+def test_item6_two_transient_failures_inside_one_save_period_do_not_end_the_run(base):
+    """Issue 24 item 6: two failures with no node lost, the second after the attempt trained
+    two steps but before its next checkpoint. The crash rule counted checkpoints only, so the
+    run gave up as a "crash"; a completed training step is progress."""
+    world = _run(
+        Schedule(seed=7, faults=[Fault(1000, "transient"), Fault(1800, "transient")]), base
+    )
+    assert world.succeeded
+    assert not [r for r in _events(world) if r["event"] == ev.GAVE_UP]

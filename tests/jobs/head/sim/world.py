@@ -126,6 +126,7 @@ class Job:
     # attempts
     nodes: tuple[str, ...] = ()
     step: int = 0
+    start_step: int = 0
     token: int = 0
     # supervisors
     runner: _Runner | None = None
@@ -412,7 +413,11 @@ class World:
     # ------------------------------------------------------------------ supervisors
 
     def _start_supervisor(self, job: Job) -> None:
-        probes = Probes(nodes=self._node_rows, log_size=lambda sid: self._log_size(sid))
+        probes = Probes(
+            nodes=self._node_rows,
+            log_size=lambda sid: self._log_size(sid),
+            steps=lambda sid: self._steps_done(sid),
+        )
         sup = from_job(
             self,
             job.submission_id,
@@ -460,6 +465,11 @@ class World:
         self._api()
         return [n.row() for n in self.nodes]
 
+    def _steps_done(self, sid: str) -> int:
+        self._api("get_job_logs")  # production reads the log file, else the Jobs API's copy
+        job = self.jobs.get(sid)
+        return max(0, job.step - job.start_step) if job else 0
+
     def _log_size(self, sid: str) -> int:
         return self.jobs[sid].step * 100 if sid in self.jobs else 0
 
@@ -489,7 +499,7 @@ class World:
             self.at(self.now + PLACEMENT_TIMEOUT_S, lambda: self._fail(job, token))
             return
         job.nodes = tuple(n.node_id for n in free[:NODES])
-        job.step = self._resume_step()
+        job.step = job.start_step = self._resume_step()
         self.at(self.now + LOAD_S, lambda: self._step(job, token))
 
     def _resume_step(self) -> int:
@@ -653,6 +663,12 @@ class World:
         live = [j for j in self.jobs.values() if j.kind == protocol.SUPERVISOR and j.status in LIVE]
         return live[0] if live else None
 
+    def _fault_transient(self, _arg: float) -> None:
+        """The attempt fails on its own (an NCCL timeout, a flaky read): no node is lost."""
+        for job in list(self.jobs.values()):
+            if job.kind != protocol.SUPERVISOR and job.status in LIVE:
+                self._fail(job, job.token)
+
     def _fault_sigterm(self, _arg: float) -> None:
         """Something other than `rl-jobs stop` terminates the supervisor (a head pod deleted)."""
         job = self._live_supervisor()
@@ -789,6 +805,7 @@ def random_schedule(seed: int) -> Schedule:
         ("stop", 1),
         ("torn_lease", 2),
         ("twin_rearm", 2),
+        ("transient", 3),
     ]
     names = [k for k, w in kinds for _ in range(w)]
     while True:
