@@ -27,7 +27,7 @@ from tests.jobs.head.sim.world import (
 )
 
 # Seeds per run of the suite: `SIM_SCHEDULES=5000` for a long hunt.
-SCHEDULES = int(os.environ.get("SIM_SCHEDULES", "120"))
+SCHEDULES = int(os.environ.get("SIM_SCHEDULES", "100"))
 SEED_BASE = int(os.environ.get("SIM_SEED_BASE", "0"))
 
 
@@ -45,10 +45,11 @@ def base(tmp_path: Path) -> Path:
         yield tmp_path
 
 
-def _replay_hint(world_or_schedule: Schedule, why: str, history: list[str]) -> str:
+def _replay_hint(schedule: Schedule, why: str, history: list[str]) -> str:
+    seeded = f"simulate(random_schedule({schedule.seed}), DIR), i.e. " if schedule.from_seed else ""
     return (
-        f"{why}\nreplay: simulate(random_schedule({world_or_schedule.seed})) or\n"
-        f"{world_or_schedule.describe()}\nlast events:\n  " + "\n  ".join(history[-25:])
+        f"{why}\nreplay with {seeded}simulate(SCHEDULE, DIR) where SCHEDULE is\n"
+        f"{schedule.describe()}\nlast events:\n  " + "\n  ".join(history[-25:])
     )
 
 

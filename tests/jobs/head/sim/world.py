@@ -178,9 +178,10 @@ class Schedule:
     faults: list[Fault]
     keep: int = 1
     capacity_deadline_s: float = 0.0
+    from_seed: bool = False  # made by random_schedule(seed), which replays it too
 
     def describe(self) -> str:
-        """The schedule as Python that replays it (also `random_schedule(seed)`)."""
+        """The schedule as Python that replays it with `simulate(schedule, folder)`."""
         faults = "".join(f"\n        {f}," for f in self.faults)
         return (
             f"Schedule(seed={self.seed}, keep={self.keep}, "
@@ -822,7 +823,7 @@ def random_schedule(seed: int) -> Schedule:
         faults.append(Fault(round(t), kind, round(arg)))
         if kind == "stop" and rng.random() < 0.7:
             faults.append(Fault(round(t + rng.uniform(60, 7200)), "resume"))
-    return Schedule(seed, faults, keep=rng.choice([0, 1, 2]))
+    return Schedule(seed, faults, keep=rng.choice([0, 1, 2]), from_seed=True)
 
 
 def simulate(schedule: Schedule, base: Path, tail_s: float = 48 * 3600.0) -> World:
