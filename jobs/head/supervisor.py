@@ -106,6 +106,7 @@ class RunState:
     # a failure that had trained, is retried).
     prev_progressed: bool | None = None
     own_progress: bool | None = None
+    stop_requested: bool = False  # the user stopped the run before this supervisor came
     situation: Situation | None = None
     ended_at: float = 0.0
     end_entries: frozenset[str] = field(default_factory=frozenset)
@@ -532,8 +533,8 @@ class Supervisor:
                         threading.Thread(target=self._keep_lease, daemon=True).start()
                 if state is None:
                     self.state = state = restore(self)
-                    if state is None:  # the run's life was asked to stop before we came
-                        return self._stopped(None)
+                    if state.stop_requested:  # the run was stopped before we came
+                        return self._stopped(state)
                 return self._loop(state)
             except _LeaseLost:
                 return self._left()
@@ -781,18 +782,19 @@ def _publish_code(runs_root: str) -> None:
         shutil.rmtree(os.path.join(base, old), ignore_errors=True)  # keep the newest three
 
 
-def restore(sup: Supervisor) -> RunState | None:
+def restore(sup: Supervisor) -> RunState:
     """Where the run stands: fresh from the spec, or, when the run's current life (events.life)
     holds earlier supervisors' decisions (a re-arm), from their last attempt, which is adopted
     when it is still on this cluster and counted as preempted with the head when Ray answers
     that it does not know it (404). Any other failure to ask is raised, never read as "lost":
-    a second attempt must never start beside a live one. None when the user asked the run to
-    stop before this supervisor came."""
+    a second attempt must never start beside a live one. With `stop_requested` when the user
+    asked the run to stop before this supervisor came (its last attempt is then stopped)."""
     spec = sup.spec
     recs = ev.life(sup.store.events()) if sup.store is not None else []
-    if ev.stop_requested(recs):
-        return None
     submitted = [r for r in recs if r.get("event") == ev.SUBMITTED]
+    if ev.stop_requested(recs):
+        last_id = str(submitted[-1]["submission_id"]) if submitted else None
+        return RunState(attempt=spec.first_attempt - 1, current=last_id, stop_requested=True)
     if not submitted:
         return RunState(attempt=spec.first_attempt - 1)
     last = submitted[-1]
