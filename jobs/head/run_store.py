@@ -89,8 +89,10 @@ class RunStore:
                 out.append(rec)
         return out
 
-    def write_spec(self, spec: dict[str, Any]) -> None:
-        if (self.dir / "spec.json").is_file():
+    def write_spec(self, spec: dict[str, Any], replace: bool = False) -> None:
+        """The spec a re-armer hands on; written once per life of the run (`replace`: a new
+        hand-off, e.g. `submit --resume`, whose first attempt and settings are the new ones)."""
+        if not replace and (self.dir / "spec.json").is_file():
             return
         self._write("spec.json", spec)
 

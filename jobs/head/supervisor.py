@@ -292,7 +292,8 @@ class Supervisor:
         new_ckpt = bool(state.end_entries - state.baseline) if state.has_baseline else None
         stepped = self._steps(job_id)
         # Progress is a new checkpoint or a completed training step (issue 24 item 6).
-        state.own_progress = None if new_ckpt is None else new_ckpt or stepped > 0
+        # The first failure has no checkpoints to compare with, but its own steps still count.
+        state.own_progress = (stepped > 0 or None) if new_ckpt is None else new_ckpt or stepped > 0
         progressed = (
             None
             if state.own_progress is None
@@ -529,8 +530,6 @@ class Supervisor:
                     if not self._take_run():
                         return 0
                     taken = True
-                    if self.renew_in_thread:
-                        threading.Thread(target=self._keep_lease, daemon=True).start()
                 if state is None:
                     self.state = state = restore(self)
                     if state.stop_requested:  # the run was stopped before we came
@@ -665,18 +664,31 @@ class Supervisor:
     # ------------------------------------------------------------------ the lease
 
     def _take_run(self) -> bool:
-        """Take the run (its lease on the runs root, and no older live supervisor in Ray)."""
-        other = self.other_supervisor()
-        if other is None and self.store is not None:
+        """Take the run (its lease on the runs root, and no older live supervisor in Ray).
+
+        The lease and the spec come first, before any Jobs API call that may fail: a supervisor
+        killed during the retries that follow leaves a run the re-armer knows (found by the
+        simulation: killed after one malformed answer, the run was lost without a trace)."""
+        other = None
+        if self.store is not None and self.lease is None:
             # The lease before the spec: a re-armer only looks at runs with a spec.
             self.lease = self.store.acquire(self.own_id, self.config.lease_s)
             if self.lease is None:
                 held = self.store.lease()
                 other = held.holder if held else "another supervisor"
             else:
-                self.store.write_spec(self.spec.to_dict())
+                self._renewed_at = self.clock.monotonic()
+                if self.renew_in_thread:
+                    threading.Thread(target=self._keep_lease, daemon=True).start()
+                # A new hand-off (not a re-arm) starts a new life: its spec is the one to re-arm.
+                self.store.write_spec(self.spec.to_dict(), replace=not self.rearmed)
                 _keep_working_dir(self.store, self.spec)
                 self._publish(self.spec.runs_root)
+        elif self.store is None:
+            # Without a runs root there is no lease: Ray's job table says who drives the run.
+            # With one, the lease alone decides (an older supervisor that sees our newer
+            # generation leaves, `left`), so no Jobs API call can split the run between two.
+            other = self.other_supervisor()
         if other is None:
             return True
         self.record(
