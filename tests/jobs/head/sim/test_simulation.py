@@ -166,3 +166,18 @@ def test_item6_two_transient_failures_inside_one_save_period_do_not_end_the_run(
     )
     assert world.succeeded
     assert not [r for r in _events(world) if r["event"] == ev.GAVE_UP]
+
+
+def test_seed_309_a_supervisor_killed_before_it_took_the_run_leaves_it_re_armable(base):
+    """Found by the simulation (seed 309): the supervisor's first Jobs API answer is malformed,
+    and it is SIGKILLed during the backoff. It asked Ray before taking the lease and writing
+    the spec, so the run had no spec on the runs root and the re-armer never saw it. The lease
+    and spec now come first."""
+    assert _run(random_schedule(309), base).succeeded
+
+
+def test_seed_670_a_resumed_run_is_re_armed_with_its_new_spec(base):
+    """Found by the simulation (seed 670): stop, `submit --resume` (first attempt 2), then the
+    resumed supervisor is lost. spec.json was written once, so the re-armed supervisor took
+    attempt 1's spec, "resubmitted" the stopped a1 and gave up. A new hand-off now replaces it."""
+    assert _run(random_schedule(670), base).succeeded
