@@ -70,7 +70,6 @@ SECRET_ENV: Mapping[str, str] = {
     "codeSandboxToken": "CODE_SANDBOX_TOKEN",
 }
 SECRET_CONFIG_KEYS: tuple[str, ...] = tuple(SECRET_ENV)
-SECRET_ENV_NAMES: tuple[str, ...] = tuple(SECRET_ENV.values())
 # The bearer token the code sandbox service and the Ray pods share (jobs/rewards reads the same
 # name, shipped without components/: tests/test_layout.py holds the two equal).
 CODE_SANDBOX_TOKEN_ENV = SECRET_ENV["codeSandboxToken"]

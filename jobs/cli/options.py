@@ -56,7 +56,8 @@ PreemptionsOpt = Annotated[
         "--max-preemptions",
         min=0,
         metavar="N",
-        help="Hand the run to a supervisor that resubmits an attempt ended by a lost node (a preemption, read from Ray's node table) up to N times, apart from --max-restarts (default 100 when supervised).",
+        help="Hand the run to a supervisor that resubmits an attempt ended by a lost node (a preemption, read from Ray's node table) up to N times, apart from --max-restarts (default "
+        f"{handoff.DEFAULT_MAX_PREEMPTIONS} when supervised).",
     ),
 ]
 StallOpt = Annotated[
@@ -65,7 +66,17 @@ StallOpt = Annotated[
         "--stall-timeout",
         min=0,
         metavar="SECONDS",
-        help="Stop and restart an attempt that prints nothing and checkpoints nothing for this long, recorded 'stalled' (default: 7200 for recipes, off for run; 0: off).",
+        help="Stop and restart an attempt that prints nothing and checkpoints nothing for this long, recorded 'stalled' (default: "
+        f"{handoff.RECIPE_STALL_TIMEOUT_S:g} for recipes, off for run; 0: off).",
+    ),
+]
+DeadlineOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--capacity-deadline",
+        min=0,
+        metavar="SECONDS",
+        help="Give the run up when its GPUs are not back this long after a failure (default: no deadline; a spot stockout of hours never ends a supervised run on its own).",
     ),
 ]
 RunsRootOpt = Annotated[
@@ -136,7 +147,10 @@ def stop_hint(job_id: str, where: address.Where) -> str:
 
 
 def supervision(
-    max_preemptions: int | None, stall_timeout: float | None, runs_root: str | None
+    max_preemptions: int | None,
+    stall_timeout: float | None,
+    runs_root: str | None,
+    capacity_deadline: float | None = None,
 ) -> handoff.Options:
     """What `run`/`submit` ask of the supervisor beyond --max-restarts (checked here)."""
     if runs_root is not None and not runs_root.startswith("/"):
@@ -144,7 +158,9 @@ def supervision(
             f"--runs-root {runs_root!r} is not an absolute path",
             f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}",
         )
-    return handoff.Options(max_preemptions, stall_timeout, runs_root or "")
+    return handoff.Options(
+        max_preemptions, stall_timeout, runs_root or "", capacity_deadline_s=capacity_deadline
+    )
 
 
 def follow_or_detach(

@@ -334,6 +334,7 @@ def submit_cmd(
     max_restarts: opt.RestartsOpt = 0,
     max_preemptions: opt.PreemptionsOpt = None,
     stall_timeout: opt.StallOpt = None,
+    capacity_deadline: opt.DeadlineOpt = None,
     runs_root: opt.RunsRootOpt = None,
     dry_run: Annotated[
         bool,
@@ -357,7 +358,7 @@ def submit_cmd(
     """Submit a recipe as a run, or --resume a run.
 
     The run starts as attempt 1; --max-restarts hands it to a supervisor that restarts it."""
-    options = opt.supervision(max_preemptions, stall_timeout, runs_root)
+    options = opt.supervision(max_preemptions, stall_timeout, runs_root, capacity_deadline)
     if framework is not None and framework not in FRAMEWORK_NAMES:
         raise UsageError(
             f"--framework {framework!r} is unknown", f"use {' or '.join(FRAMEWORK_NAMES)}"
@@ -458,6 +459,7 @@ def run_cmd(
     max_restarts: opt.RestartsOpt = 0,
     max_preemptions: opt.PreemptionsOpt = None,
     stall_timeout: opt.StallOpt = None,
+    capacity_deadline: opt.DeadlineOpt = None,
     runs_root: opt.RunsRootOpt = None,
     gpus: Annotated[
         int,
@@ -503,7 +505,7 @@ def run_cmd(
 
     For example `rl-jobs run --stack dev --gpus 1 -- nvidia-smi` runs nvidia-smi on a GPU
     node, with one GPU."""
-    options = opt.supervision(max_preemptions, stall_timeout, runs_root)
+    options = opt.supervision(max_preemptions, stall_timeout, runs_root, capacity_deadline)
     if checkpoint_dir and not checkpoint_dir.startswith("/"):
         raise UsageError(
             f"--checkpoint-dir {checkpoint_dir!r} is not an absolute path",

@@ -1,5 +1,7 @@
-"""A run's checkpoints on Lustre: which one is the latest complete one, and how to convert it.
+"""A run's checkpoints on Lustre: the one rule for which are complete, and how to convert one.
 
+The supervisor (progress between failures), its pruning (jobs/head/hygiene.py) and export all
+read completion from `complete_steps` here, so the three can never disagree.
 Runs on the cluster (the export payload imports it), so it uses the standard library only.
 Layouts, per framework and pinned version:
 - NeMo RL v0.4.0 (nemo_rl/utils/checkpoint.py; reference §1.5): `checkpoint_dir/step_N/` holds
@@ -9,15 +11,24 @@ Layouts, per framework and pinned version:
 - veRL 0.6.0 (verl/trainer/ppo/ray_trainer.py; reference §2.3): `default_local_dir/
   global_step_N/actor/`, then `latest_checkpointed_iteration.txt` = N once the save is done
   (skipped with async save). Resume reads that file, so a higher `global_step_N` is not done.
+  And the tracker alone is not enough: with `max_actor_ckpt_to_keep=1` veRL deletes the previous
+  step's actor files before it writes the new ones (verl/utils/checkpoint/fsdp_checkpoint_manager.py
+  L205-214 @v0.6.0), so a preemption mid-save leaves the tracker on a folder without weights.
+  A veRL step is complete only when its `actor/` holds weights: FSDP's
+  `model_world_size_{W}_rank_{R}.pt` (verl docs/advance/checkpoint.rst), or a non-empty
+  `dist_ckpt/` (the Megatron backend's distributed checkpoint).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 NEMO_STEP = re.compile(r"^step_(?P<n>[0-9]+)$")
+NEMO_PARTIAL = re.compile(r"^(tmp|old)_step_[0-9]+$")
+VERL_FSDP_WEIGHTS = re.compile(r"^model_world_size_[0-9]+_rank_[0-9]+\.pt$")
 VERL_STEP = re.compile(r"^global_step_(?P<n>[0-9]+)$")
 VERL_TRACKER = "latest_checkpointed_iteration.txt"
 # Megatron writes each save into `<weights>/iter_NNNNNNN` (7 digits, Megatron-LM's
@@ -58,28 +69,89 @@ def _numbered(directory: Path, pattern: re.Pattern[str]) -> dict[int, Path]:
     }
 
 
-def complete_steps(framework: str, checkpoint_dir: Path) -> dict[int, Path]:
-    """step -> folder of every complete checkpoint in `checkpoint_dir` (empty when none)."""
+def _verl_weights(actor: Path) -> bool:
+    try:
+        names = os.listdir(actor)
+    except OSError:
+        return False
+    if any(VERL_FSDP_WEIGHTS.match(n) for n in names):
+        return True
+    dist = actor / "dist_ckpt"
+    return dist.is_dir() and any(dist.iterdir())
+
+
+def _nemo_rl_steps(checkpoint_dir: Path) -> dict[int, Path]:
+    # tmp_step_* / old_step_* never match; a step_N without its config or weights was cut
+    # short some other way (a crash during the rename's cleanup, a manual copy).
+    return {
+        n: p
+        for n, p in _numbered(checkpoint_dir, NEMO_STEP).items()
+        if (p / "config.yaml").is_file() and (p / "policy" / "weights").is_dir()
+    }
+
+
+def _verl_steps(checkpoint_dir: Path) -> dict[int, Path]:
+    # veRL writes the tracker last, after the step's files (ray_trainer.py L819-824 @0.6.0):
+    # a step beyond it, or any step with no tracker at all, may be half-written; a step at or
+    # below it whose actor/ lost its weights (max_actor_ckpt_to_keep=1) is not complete either.
+    tracker = verl_tracker(checkpoint_dir)
+    if tracker is None:
+        return {}
+    return {
+        n: p
+        for n, p in _numbered(checkpoint_dir, VERL_STEP).items()
+        if n <= tracker and _verl_weights(p / "actor")
+    }
+
+
+def complete_steps(framework: str | None, checkpoint_dir: Path) -> dict[int, Path]:
+    """step -> folder of every complete checkpoint in `checkpoint_dir` (empty when none).
+    `framework` None (the supervisor, which does not know it): either layout."""
     if not checkpoint_dir.is_dir():
         return {}
     if framework == "nemo-rl":
-        # tmp_step_* / old_step_* never match; a step_N without its config or weights was cut
-        # short some other way (a crash during the rename's cleanup, a manual copy).
-        return {
-            n: p
-            for n, p in _numbered(checkpoint_dir, NEMO_STEP).items()
-            if (p / "config.yaml").is_file() and (p / "policy" / "weights").is_dir()
-        }
+        return _nemo_rl_steps(checkpoint_dir)
     if framework == "verl":
-        steps = {
-            n: p for n, p in _numbered(checkpoint_dir, VERL_STEP).items() if (p / "actor").is_dir()
-        }
-        # veRL writes the tracker last, after the step's files (ray_trainer.py L819-824 @0.6.0):
-        # a step beyond it, or any step with no tracker at all, may be half-written. The
-        # supervisor's pruning reads completion the same way (jobs/head/hygiene.py).
-        tracker = verl_tracker(checkpoint_dir)
-        return {n: p for n, p in steps.items() if tracker is not None and n <= tracker}
+        return _verl_steps(checkpoint_dir)
+    if framework is None:
+        return {**_nemo_rl_steps(checkpoint_dir), **_verl_steps(checkpoint_dir)}
     raise ValueError(f"unknown framework {framework!r}")
+
+
+def half_written(checkpoint_dir: Path) -> list[str]:
+    """Leftovers of saves that never finished: NeMo RL tmp_/old_step_N, veRL global_step_N
+    above its tracker (only when the tracker exists: without it nothing is judged)."""
+    try:
+        names = os.listdir(checkpoint_dir)
+    except OSError:
+        return []
+    tracker = verl_tracker(checkpoint_dir)
+    out = [n for n in names if NEMO_PARTIAL.match(n)]
+    if tracker is not None:
+        out += [n for n in names if (m := VERL_STEP.match(n)) and int(m["n"]) > tracker]
+    return sorted(out)
+
+
+def entries(checkpoint_dir: str | None) -> frozenset[str]:
+    """What the supervisor compares between failures to see progress: the complete
+    checkpoints' folder names, plus any entry a plain command (neither layout) wrote; never a
+    half-written save, veRL's tracker or a hidden file. Empty when the dir is unknown."""
+    if not checkpoint_dir:
+        return frozenset()
+    root = Path(checkpoint_dir)
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return frozenset()
+    complete = {p.name for p in complete_steps(None, root).values()}
+    other = {
+        n
+        for n in names
+        if not (NEMO_STEP.match(n) or VERL_STEP.match(n) or NEMO_PARTIAL.match(n))
+        and not n.startswith(".")
+        and n != VERL_TRACKER
+    }
+    return frozenset(complete | other)
 
 
 def verl_tracker(checkpoint_dir: Path) -> int | None:

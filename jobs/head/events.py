@@ -34,7 +34,29 @@ ADOPTED = "adopted"  # a re-armed supervisor took over the run's live attempt
 FINISHED = "finished"  # the run succeeded
 GAVE_UP = "gave_up"  # no further attempt, and why (reason: jobs.head.restart_policy.Reason)
 STOPPED = "stopped"  # `stop RUN`: the supervisor was stopped
+STOP_REQUESTED = "stop_requested"  # `stop RUN` asked for the run's end (jobs/head/stop.py)
+INTERRUPTED = "interrupted"  # the supervisor got SIGTERM without a stop request: not the end
 FINAL = (FINISHED, GAVE_UP, STOPPED)
+
+
+def life(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of the run's current life: from its last fresh hand-off (an `armed` record
+    with `fresh`, written by a supervisor the CLI started, never by a re-armed one) on. A run
+    resumed after it ended starts a new life: the old end and an old stop request are history."""
+    starts = [i for i, r in enumerate(recs) if r.get("event") == ARMED and r.get("fresh")]
+    return recs[starts[-1] :] if starts else recs
+
+
+def outcome(recs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The final record of the run's current life, or None while it is not over."""
+    ends = [r for r in life(recs) if r.get("event") in FINAL]
+    return ends[-1] if ends else None
+
+
+def stop_requested(recs: list[dict[str, Any]]) -> bool:
+    """A user asked the run's current life to stop: it is never re-armed, and a supervisor that
+    gets SIGTERM (or finds the request) ends it."""
+    return any(r.get("event") == STOP_REQUESTED for r in life(recs))
 
 
 def now_iso() -> str:

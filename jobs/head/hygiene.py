@@ -1,12 +1,7 @@
-"""Checkpoint hygiene between attempts: which checkpoints are complete, and pruning beyond keep-N.
+"""Checkpoint hygiene between attempts: pruning complete checkpoints beyond keep-N.
 
-Completion is each framework's own marker, never the folder's mere existence:
-- NeMo RL v0.4.0 saves into `tmp_step_N` and renames it to `step_N` when complete
-  (nemo_rl/utils/checkpoint.py L109-179, `init_tmp_checkpoint` / `finalize_checkpoint`; a
-  replaced step is `old_step_N` for a moment);
-- veRL 0.6.0 writes `global_step_N/` and then, as the save's last act,
-  `latest_checkpointed_iteration.txt` = N (verl/trainer/ppo/ray_trainer.py L819-824); its
-  resume reads that file, so a `global_step_N` above it is half-written.
+Which checkpoints are complete is jobs/head/checkpoints.py's one rule (the supervisor and export
+read the same one): each framework's own marker, never the folder's mere existence.
 veRL's own "keep the newest N" list lives in the trainer's memory
 (verl/utils/checkpoint/checkpoint_manager.py L59, `previous_saved_paths = []`), so checkpoints of
 earlier attempts are never pruned by it; NeMo RL's keep_top_k globs the folder and needs no help.
@@ -19,52 +14,21 @@ Standard library only: it runs in the supervisor on the head.
 from __future__ import annotations
 
 import os
-import re
 import shutil
+from pathlib import Path
 
-NEMO_STEP = re.compile(r"^step_(?P<n>[0-9]+)$")
-NEMO_PARTIAL = re.compile(r"^(tmp|old)_step_[0-9]+$")
-VERL_STEP = re.compile(r"^global_step_(?P<n>[0-9]+)$")
-VERL_TRACKER = "latest_checkpointed_iteration.txt"
+from jobs.head import checkpoints
 
-
-def _tracker(directory: str) -> int | None:
-    try:
-        with open(os.path.join(directory, VERL_TRACKER)) as f:
-            text = f.read().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
+VERL_TRACKER = checkpoints.VERL_TRACKER
 
 
 def complete_steps(directory: str) -> dict[int, str]:
-    """step -> folder name of every complete checkpoint (NeMo RL or veRL layout)."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return {}
-    tracker = _tracker(directory)
-    out = {}
-    for n in names:
-        if (m := NEMO_STEP.match(n)) and os.path.isdir(os.path.join(directory, n)):
-            out[int(m["n"])] = n
-        elif (m := VERL_STEP.match(n)) and tracker is not None and int(m["n"]) <= tracker:
-            out[int(m["n"])] = n
-    return out
+    """step -> folder name of every complete checkpoint (jobs/head/checkpoints.py's one rule)."""
+    return {n: p.name for n, p in checkpoints.complete_steps(None, Path(directory)).items()}
 
 
 def half_written(directory: str) -> list[str]:
-    """Leftovers of saves that never finished: NeMo RL tmp_/old_step_N, veRL global_step_N
-    above its tracker (only when the tracker exists: without it nothing is judged)."""
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return []
-    tracker = _tracker(directory)
-    out = [n for n in names if NEMO_PARTIAL.match(n)]
-    if tracker is not None:
-        out += [n for n in names if (m := VERL_STEP.match(n)) and int(m["n"]) > tracker]
-    return sorted(out)
+    return checkpoints.half_written(Path(directory))
 
 
 def plan(directory: str, keep: int) -> list[str]:

@@ -15,17 +15,21 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 # Every Ray job this tool submits records one of these as its metadata `kind`.
-Kind = Literal["recipe", "command", "export", "supervisor", "stage"]
+Kind = Literal["recipe", "command", "export", "supervisor", "stage", "stop"]
 RECIPE: Kind = "recipe"
 COMMAND: Kind = "command"
 EXPORT: Kind = "export"
 SUPERVISOR: Kind = "supervisor"
 STAGE: Kind = "stage"
+STOP: Kind = "stop"  # `rl-jobs stop RUN` recording the stop in the run's record (jobs/head/stop.py)
+STOP_MODULE = "jobs.head.stop"
 
 # The module the supervisor job runs: `python -m jobs.head.supervisor <its own submission id>`.
 SUPERVISOR_MODULE = "jobs.head.supervisor"
+# A supervisor job's metadata key set by the re-armer (jobs/head/rearm.py): the supervisor
+# continues the run's current life instead of starting a new one (jobs/head/events.py `life`).
+REARMED_KEY = "rearmed"
 
-_ATTEMPT_SUFFIX = re.compile(r"^(?P<run>.+)-a(?P<attempt>[0-9]+)$")
 _SUPERVISOR_SUFFIX = re.compile(r"^(?P<run>.+)-s(?P<n>[0-9]+)$")
 
 
@@ -33,11 +37,6 @@ def attempt_id(run: str, attempt: int) -> str:
     """Attempt N of a run is the Ray job `<run>-aN`: Ray's unique submission ids make a resubmit
     of the same attempt collide instead of running twice."""
     return f"{run}-a{attempt}"
-
-
-def split_attempt_id(submission_id: str) -> tuple[str, int] | None:
-    m = _ATTEMPT_SUFFIX.match(submission_id)
-    return (m.group("run"), int(m.group("attempt"))) if m else None
 
 
 def supervisor_id(run: str, n: int) -> str:
@@ -55,6 +54,42 @@ def supervisor_entrypoint(submission_id: str) -> str:
     return f"python -m {SUPERVISOR_MODULE} {submission_id}"
 
 
+def supervisor_metadata(
+    spec: dict[str, Any],
+    n: int,
+    submitted_by: str,
+    *,
+    rearmed: bool = False,
+    jobs_commit: str = "",
+) -> dict[str, str]:
+    """The one writer of a supervisor job's Ray metadata (the CLI's hand-off and the re-armer):
+    the spec the supervisor reads, and the keys `list`/`status` show (str -> str, as Ray wants)."""
+    provenance = spec.get("metadata") or {}
+    meta = {
+        "run": str(spec["run"]),
+        "kind": SUPERVISOR,
+        "supervisor": str(n),
+        Spec.METADATA_KEY: json.dumps(spec, sort_keys=True),
+        "max_restarts": str(spec.get("max_restarts", "")),
+        "gpus": str(spec.get("gpus_needed", "")),
+        "stack": str(provenance.get("stack", "")),
+        "git_commit": str(provenance.get("git_commit", "")),
+        "jobs_commit": jobs_commit or str(provenance.get("jobs_commit", "")),
+        "submitted_by": submitted_by,
+    }
+    if rearmed:
+        meta[REARMED_KEY] = "1"
+    return meta
+
+
+# Supervision's defaults, defined once: the CLI's help, the hand-off and the policy read these.
+# Preemptions are not the run's fault: a generous budget, apart from --max-restarts.
+DEFAULT_MAX_PREEMPTIONS = 100
+# A recipe's stall timeout: longer than the first model load of the largest recipe (70B, with a
+# one-time Megatron conversion) and a ~1 TB checkpoint save on Lustre (reference §8).
+RECIPE_STALL_TIMEOUT_S = 7200.0
+
+
 @dataclass(frozen=True)
 class Spec:
     """The run as the CLI hands it over (the supervisor job's metadata `spec`, JSON)."""
@@ -68,10 +103,13 @@ class Spec:
     runtime_env: dict[str, Any]
     metadata: dict[str, str]
     # Attempts ended by a lost node (read from Ray's node table) spend this, never max_restarts.
-    max_preemptions: int = 100
+    max_preemptions: int = DEFAULT_MAX_PREEMPTIONS
     stall_timeout_s: float = 0.0  # 0: no stall watchdog
     runs_root: str = ""  # "": the run's record stays in the supervisor's job log only
     keep: int = 0  # complete checkpoints kept between attempts (jobs/head/hygiene.py); 0: all
+    # Longest wait for the GPUs after a failure before the run gives up; 0: no deadline (the
+    # default: waiting for spot capacity alone never ends a run).
+    capacity_deadline_s: float = 0.0
 
     METADATA_KEY = "spec"
 

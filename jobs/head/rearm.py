@@ -17,7 +17,6 @@ Standard library and Ray: it runs in the head's image.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
@@ -26,6 +25,7 @@ from typing import Any
 
 from jobs.head import events as ev
 from jobs.head import protocol
+from jobs.head.clock import REAL, Clock
 from jobs.head.run_store import RunStore, runs
 
 JOBS_DIR = Path(__file__).resolve().parents[1]
@@ -49,10 +49,14 @@ def _supervisor_env(store: RunStore) -> dict[str, Any]:
 
 
 class Rearmer:
-    def __init__(self, client: Any, root: str, write: Any = print) -> None:
+    def __init__(self, client: Any, root: str, write: Any = print, clock: Clock = REAL) -> None:
         self.client = client
         self.root = root
         self._write = write
+        self.clock = clock
+
+    def store(self, run: str) -> RunStore:
+        return RunStore(self.root, run, self.clock)
 
     def live_supervisor(self, jobs: list[Any], run: str) -> str | None:
         for job in jobs:
@@ -66,15 +70,15 @@ class Rearmer:
         return None
 
     def candidates(self) -> list[str]:
-        """Runs whose record is supervised, unfinished and whose lease lapsed."""
+        """Runs whose record is supervised, unfinished, not asked to stop, and whose lease
+        lapsed."""
         out = []
         for run in runs(self.root):
-            store = RunStore(self.root, run)
+            store = self.store(run)
             recs = store.events()
-            if store.spec() is None or any(r.get("event") in ev.FINAL for r in recs):
+            if store.spec() is None or ev.outcome(recs) is not None or ev.stop_requested(recs):
                 continue
-            lease = store.lease()
-            if lease is None or not lease.alive():
+            if not store.alive(store.lease()):
                 out.append(run)
         return out
 
@@ -82,7 +86,7 @@ class Rearmer:
         """Submit the run's next supervisor; its id, or None when someone else has the run."""
         if self.live_supervisor(jobs, run) is not None:
             return None
-        store = RunStore(self.root, run)
+        store = self.store(run)
         spec = store.spec()
         assert spec is not None
         seen = [_number(r.get("supervisor")) for r in store.events()]
@@ -90,13 +94,9 @@ class Rearmer:
         sid = f"{run}-s{1 + max(seen, default=0)}"
         if store.acquire(sid, HANDOFF_S) is None:
             return None  # another re-armer (or a supervisor) took it first
-        meta = {
-            "run": run,
-            "kind": protocol.SUPERVISOR,
-            "supervisor": str(_number(sid)),
-            protocol.Spec.METADATA_KEY: json.dumps(spec),
-            "submitted_by": "python -m jobs.head.rearm",
-        }
+        meta = protocol.supervisor_metadata(
+            spec, _number(sid), "python -m jobs.head.rearm", rearmed=True
+        )
         self.client.submit_job(
             entrypoint=protocol.supervisor_entrypoint(sid),
             runtime_env=_supervisor_env(store),

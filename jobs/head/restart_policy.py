@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
+from jobs.head.protocol import DEFAULT_MAX_PREEMPTIONS
+
 AttemptEnd = Literal[
     "SUCCEEDED", "FAILED", "STOPPED", "STALLED"
 ]  # STALLED: the watchdog stopped it
@@ -48,7 +50,7 @@ class Reason(str, Enum):
     RESTARTS_EXHAUSTED = "restarts_exhausted"
     PREEMPTIONS_EXHAUSTED = "preemptions_exhausted"
     CRASH = "crash"  # failed with every GPU present and no new checkpoint since the previous one
-    WAIT_TIMEOUT = "wait_timeout"  # the GPUs did not come back within the bounded wait
+    DEADLINE = "deadline"  # the GPUs did not come back before the deadline the user set
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,13 @@ class Situation:
     progressed: bool | None
     stop_requested: bool = False
     waited_s: float = 0.0
-    max_wait_s: float = 1800.0
+    # The user's deadline for a capacity wait (`--capacity-deadline`); 0: none. Waiting for
+    # spot capacity alone never ends a run otherwise: a stockout of hours is common for spot
+    # B200, and a run given up then is a run the user must notice and resume by hand.
+    max_wait_s: float = 0.0
     preempted: bool = False
     preemptions_used: int = 0
-    max_preemptions: int = 100
+    max_preemptions: int = DEFAULT_MAX_PREEMPTIONS
     stable_s: float = float("inf")
     settle_s: float = 0.0
 
@@ -94,8 +99,10 @@ def _has(gpus: float, needed: int) -> bool:
 
 
 def is_crash(s: Situation) -> bool:
-    """Failed, no node lost, every GPU present and no new checkpoint since the previous failure
-    that was not a preemption."""
+    """Failed, no node lost, every GPU present, and `progressed` False: neither this attempt nor
+    the previous failure that was not a preemption made progress (a new checkpoint, or a
+    completed training step, jobs/head/progress.py). Counting checkpoints alone made two
+    transient failures inside one save period a crash (issue 24 item 6)."""
     return (
         s.ended == "FAILED"
         and not s.preempted
@@ -125,20 +132,22 @@ def _after_failure(s: Situation) -> Decision | None:
             Action.GIVE_UP,
             Reason.CRASH,
             f"crash, not a preemption: the attempt failed with every GPU present "
-            f"({s.gpus_at_end:g} of {s.gpus_needed} needed), no node lost and no "
-            "new checkpoint since the previous failure; it is not retried again",
+            f"({s.gpus_at_end:g} of {s.gpus_needed} needed), no node lost, no "
+            "new checkpoint since the previous failure and no training step completed; "
+            "it is not retried again",
         )
     return None
 
 
 def _capacity(s: Situation) -> Decision:
     if not _has(s.gpus_now, s.gpus_needed):
-        if s.waited_s >= s.max_wait_s:
+        if s.max_wait_s > 0 and s.waited_s >= s.max_wait_s:
             return Decision(
                 Action.GIVE_UP,
-                Reason.WAIT_TIMEOUT,
-                f"waited {s.waited_s:.0f} s for {s.gpus_needed} GPUs (limit "
-                f"{s.max_wait_s:.0f} s); the cluster has {s.gpus_now:g}",
+                Reason.DEADLINE,
+                f"waited {s.waited_s:.0f} s for {s.gpus_needed} GPUs, past the capacity "
+                f"deadline set for the run ({s.max_wait_s:.0f} s); the cluster has "
+                f"{s.gpus_now:g}",
             )
         return Decision(
             Action.WAIT,

@@ -8,7 +8,10 @@ Layout, one folder per run: `<runs root>/<run>/supervision/`
 The lease is fenced by generation: taking a run over creates `lease.<gen+1>` with O_EXCL, which
 one creator wins on a POSIX file system (Lustre included), and a holder that sees a higher
 generation has lost the run and stops driving it. A lease not renewed within its ttl is
-expired: the run is unsupervised and a re-armer may take it (jobs/head/rearm.py).
+expired: the run is unsupervised and a re-armer may take it (jobs/head/rearm.py). A lease file
+created but never written (its taker was killed between the create and the write, or the disk
+was full) is expired once `UNWRITTEN_TTL_S` has passed since its creation: it can never be
+renewed, so it must not keep the run from being re-armed forever.
 Standard library only: it runs in the supervisor and the re-armer on the head, and in the CLI.
 """
 
@@ -17,13 +20,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jobs.head.clock import REAL, Clock
+
 FOLDER = "supervision"
 _LEASE = re.compile(r"^lease\.(?P<gen>[0-9]+)$")
+# How long a lease file nobody wrote counts as taken, from its creation: the re-armer's hand-off
+# lease (jobs/head/rearm.py HANDOFF_S), the longest any taker holds a lease it has not renewed.
+UNWRITTEN_TTL_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -33,8 +40,8 @@ class Lease:
     renewed: float
     ttl_s: float
 
-    def alive(self, now: float | None = None) -> bool:
-        return (time.time() if now is None else now) < self.renewed + self.ttl_s
+    def alive(self, now: float) -> bool:
+        return now < self.renewed + self.ttl_s
 
 
 def runs(root: str | Path) -> list[str]:
@@ -50,9 +57,10 @@ def runs(root: str | Path) -> list[str]:
 
 
 class RunStore:
-    def __init__(self, root: str | Path, run: str) -> None:
+    def __init__(self, root: str | Path, run: str, clock: Clock = REAL) -> None:
         self.run = run
         self.dir = Path(root) / run / FOLDER
+        self.clock = clock
 
     # ------------------------------------------------------------------ record
 
@@ -81,8 +89,10 @@ class RunStore:
                 out.append(rec)
         return out
 
-    def write_spec(self, spec: dict[str, Any]) -> None:
-        if (self.dir / "spec.json").is_file():
+    def write_spec(self, spec: dict[str, Any], replace: bool = False) -> None:
+        """The spec a re-armer hands on; written once per life of the run (`replace`: a new
+        hand-off, e.g. `submit --resume`, whose first attempt and settings are the new ones)."""
+        if not replace and (self.dir / "spec.json").is_file():
             return
         self._write("spec.json", spec)
 
@@ -113,13 +123,22 @@ class RunStore:
     def lease(self) -> Lease | None:
         """The newest lease, or None when the run never had one."""
         for gen in reversed(self._gens()):
+            path = self.dir / f"lease.{gen}"
             try:
-                d = json.loads((self.dir / f"lease.{gen}").read_text())
+                d = json.loads(path.read_text())
                 return Lease(str(d["holder"]), gen, float(d["renewed"]), float(d["ttl_s"]))
-            except (OSError, ValueError, KeyError):
-                # Created with O_EXCL but not written yet: treat as just taken.
-                return Lease("?", gen, time.time(), 10.0)
+            except (OSError, ValueError, KeyError, TypeError):
+                # Created with O_EXCL but not (fully) written: taken at its creation, by a
+                # taker that may be writing it now or may have died doing so.
+                try:
+                    created = path.stat().st_mtime
+                except OSError:
+                    created = self.clock.time()
+                return Lease("?", gen, created, UNWRITTEN_TTL_S)
         return None
+
+    def alive(self, lease: Lease | None) -> bool:
+        return lease is not None and lease.alive(self.clock.time())
 
     def acquire(self, holder: str, ttl_s: float) -> Lease | None:
         """The lease for `holder`: kept if it holds it, taken if it is free or expired; None
@@ -127,7 +146,7 @@ class RunStore:
         current = self.lease()
         if current is not None and current.holder == holder:
             return self.renew(current, ttl_s)
-        if current is not None and current.alive():
+        if self.alive(current):
             return None
         gen = (current.gen if current else 0) + 1
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -136,7 +155,7 @@ class RunStore:
         except FileExistsError:
             return None
         os.close(fd)
-        lease = Lease(holder, gen, time.time(), ttl_s)
+        lease = Lease(holder, gen, self.clock.time(), ttl_s)
         self._write(f"lease.{gen}", self._lease_dict(lease))
         for old in self._gens():
             if old < gen - 1:
@@ -148,7 +167,7 @@ class RunStore:
         if max(self._gens(), default=0) > lease.gen:
             return None
         renewed = Lease(
-            lease.holder, lease.gen, time.time(), lease.ttl_s if ttl_s is None else ttl_s
+            lease.holder, lease.gen, self.clock.time(), lease.ttl_s if ttl_s is None else ttl_s
         )
         self._write(f"lease.{lease.gen}", self._lease_dict(renewed))
         return renewed

@@ -20,9 +20,10 @@ last record); a FAILED supervisor job means the supervisor itself broke.
 
 Knobs (env vars of the supervisor job, production defaults in brackets):
   JOBS_SUPERVISOR_POLL_S [1]: status, node table and capacity poll period.
-  JOBS_SUPERVISOR_MAX_WAIT_S [1800]: longest wait for GPUs before giving up; a reclaimed spot
-      node takes minutes to come back (reference §8), 30 min covers a replacement but not an
-      exhausted zone.
+  JOBS_SUPERVISOR_MAX_WAIT_S [1800]: longest the supervisor retries a dashboard that does not
+      answer before it records an error and backs off (it never gives the run up for that).
+      Waiting for GPUs has no limit unless the run sets one (`--capacity-deadline`, the spec's
+      capacity_deadline_s): a spot stockout of hours must not end a run.
   JOBS_SUPERVISOR_SETTLE_S [60]: after a failure, how long the cluster must stay the same
       (no GPU node joining or leaving, counted from the attempt's end) before the failure is
       judged and the next attempt submitted: Ray marks a node dead after 5 failed health checks
@@ -40,7 +41,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
 import signal
 import sys
 import threading
@@ -51,20 +51,18 @@ from typing import Any
 
 from jobs.client import errors
 from jobs.client.api import JobsAPI
+from jobs.head import checkpoints, hygiene, node_events, progress, protocol
 from jobs.head import events as ev
-from jobs.head import hygiene, node_events, protocol
+from jobs.head.clock import REAL, Clock
 from jobs.head.protocol import Settings, Spec
 from jobs.head.restart_policy import Action, Decision, Reason, Situation, decide
 from jobs.head.run_store import Lease, RunStore
 
-# NeMo RL writes `tmp_step_N` and renames it to `step_N` when complete (nemo_rl/utils/
-# checkpoint.py v0.4.0 L109-179, `init_tmp_checkpoint` / `finalize_checkpoint`); veRL writes
-# `global_step_N/` and then `latest_checkpointed_iteration.txt` = N as the save's last act
-# (verl/trainer/ppo/ray_trainer.py v0.6.0 L819-824), so a `global_step_N` above that number (or
-# without the file) is half-written. Hidden files are not checkpoints either.
-_NOT_A_CHECKPOINT = ("tmp_", "old_step_", ".")
-_VERL_STEP = re.compile(r"^global_step_(?P<n>[0-9]+)$")
-VERL_TRACKER = "latest_checkpointed_iteration.txt"
+
+def checkpoint_entries(directory: str | None) -> frozenset[str]:
+    """The complete checkpoints (and a plain command's entries) in a run's checkpoint dir; a
+    new name appearing is progress (jobs/head/checkpoints.py `entries`, the one rule)."""
+    return checkpoints.entries(directory)
 
 
 def _listdir(directory: str | None) -> list[str]:
@@ -74,30 +72,6 @@ def _listdir(directory: str | None) -> list[str]:
         return os.listdir(directory)
     except OSError:
         return []
-
-
-def checkpoint_entries(directory: str | None) -> frozenset[str]:
-    """The complete checkpoints in a run's checkpoint dir (NeMo RL `step_N`, veRL
-    `global_step_N` up to its tracker, any other entry of a plain command); a new name appearing
-    is progress. Empty when the dir is unknown or does not exist yet."""
-    names = _listdir(directory)
-    tracker: int | None = None
-    if VERL_TRACKER in names:
-        try:
-            with open(os.path.join(directory or "", VERL_TRACKER)) as f:
-                text = f.read().strip()
-            tracker = int(text) if text.isdigit() else None
-        except OSError:
-            tracker = None
-    out = set()
-    for n in names:
-        if n.startswith(_NOT_A_CHECKPOINT) or n == VERL_TRACKER:
-            continue
-        m = _VERL_STEP.match(n)
-        if m and (tracker is None or int(m["n"]) > tracker):
-            continue
-        out.add(n)
-    return frozenset(out)
 
 
 def checkpoint_activity(directory: str | None) -> frozenset[str]:
@@ -111,6 +85,8 @@ class Probes:
 
     nodes: Callable[[], list[dict[str, Any]]]
     log_size: Callable[[str], int]
+    # Training steps an attempt completed, read from its log (jobs/head/progress.py).
+    steps: Callable[[str], int] = lambda _job_id: 0
 
 
 @dataclass
@@ -125,6 +101,12 @@ class RunState:
     watching: bool = False  # `current` is submitted and its end not recorded yet
     baseline: frozenset[str] = field(default_factory=frozenset)
     has_baseline: bool = False
+    # Whether the previous failure that was not a preemption had made progress itself: a crash
+    # is two such failures in a row without progress (a transient failure during a load, after
+    # a failure that had trained, is retried).
+    prev_progressed: bool | None = None
+    own_progress: bool | None = None
+    stop_requested: bool = False  # the user stopped the run before this supervisor came
     situation: Situation | None = None
     ended_at: float = 0.0
     end_entries: frozenset[str] = field(default_factory=frozenset)
@@ -141,6 +123,11 @@ class Supervisor:
         probes: Probes,
         config: Settings,
         write: Callable[[str], object] = print,
+        *,
+        clock: Clock = REAL,
+        rearmed: bool = False,
+        renew_in_thread: bool = True,
+        publish: Callable[[str], None] | None = None,
     ) -> None:
         self.client = client
         self.own_id = own_id
@@ -148,10 +135,19 @@ class Supervisor:
         self.probes = probes
         self.config = config
         self._write = write
+        self.clock = clock
+        # A re-armed supervisor continues the run's current life; one the CLI started (a new
+        # run, or `submit --resume` after the run ended) begins a new one (events.life).
+        self.rearmed = rearmed
+        # Production renews the lease from a thread, so a blocking call cannot let it lapse; the
+        # simulation renews it in `_pause` instead, where its simulated time passes.
+        self.renew_in_thread = renew_in_thread
+        self._publish = _publish_code if publish is None else publish
         self.stopping = threading.Event()
         self.lost = threading.Event()  # another supervisor took the run's lease
-        self.store = RunStore(spec.runs_root, spec.run) if spec.runs_root else None
+        self.store = RunStore(spec.runs_root, spec.run, clock) if spec.runs_root else None
         self.lease: Lease | None = None
+        self._renewed_at = 0.0
         self.stability = node_events.Stability()
         self._nodes: list[dict[str, Any]] = []
 
@@ -175,20 +171,26 @@ class Supervisor:
                     )
                 )
 
+    def _pause(self, seconds: float) -> bool:
+        """Wait `seconds`; True when a stop (SIGTERM) came meanwhile."""
+        if not self.renew_in_thread:
+            self._renew_if_due()
+        return self.clock.wait(self.stopping, seconds)
+
     # ------------------------------------------------------------------ the cluster
 
     def _retry(self, call: Callable[[], Any]) -> Any:
         """Jobs API calls retried while the dashboard restarts (connection errors, gateway
         answers) for up to max_wait_s; None on a stop. A refusal, or a dashboard away for
         longer, is raised (and recorded by `run`, which resumes after a backoff)."""
-        deadline = time.monotonic() + self.config.max_wait_s
+        deadline = self.clock.monotonic() + self.config.max_wait_s
         while True:
             try:
                 return call()
             except (RuntimeError, OSError, http.client.HTTPException) as e:
-                if not errors.is_transient(e) or time.monotonic() > deadline:
+                if not errors.is_transient(e) or self.clock.monotonic() > deadline:
                     raise
-                if self.stopping.wait(self.config.poll_s):
+                if self._pause(self.config.poll_s):
                     return None
 
     def _observe(self) -> tuple[float, float]:
@@ -198,7 +200,7 @@ class Supervisor:
         except (OSError, ValueError, http.client.HTTPException):
             pass  # the dashboard restarts now and then: keep the last table
         ids, gpus = node_events.alive_gpu_nodes(self._nodes)
-        return gpus, self.stability.observe(ids, time.monotonic())
+        return gpus, self.stability.observe(ids, self.clock.monotonic())
 
     def other_supervisor(self) -> str | None:
         """A live supervisor of this run started before us: it keeps the run, we leave."""
@@ -243,7 +245,7 @@ class Supervisor:
         job_id = state.current or ""
         stall = self.spec.stall_timeout_s
         mark: tuple[int, frozenset[str]] | None = None
-        quiet_since = time.monotonic()
+        quiet_since = self.clock.monotonic()
         while True:
             status = self._retry(lambda: self.client.get_job_status(job_id))
             if status is None:
@@ -252,13 +254,13 @@ class Supervisor:
                 return str(status.value)
             self._observe()  # keeps the capacity's stability current during the attempt
             if stall > 0:
-                now = time.monotonic()
+                now = self.clock.monotonic()
                 seen = (self.probes.log_size(job_id), checkpoint_activity(self.spec.checkpoint_dir))
                 if seen != mark:
                     mark, quiet_since = seen, now
                 elif now - quiet_since >= stall:
                     return self._stop_stalled(job_id, now - quiet_since)
-            if self.stopping.wait(self.config.poll_s):
+            if self._pause(self.config.poll_s):
                 return None
             if self.lost.is_set():
                 return "LOST"
@@ -273,11 +275,11 @@ class Supervisor:
             quiet_s=round(quiet_s, 1),
         )
         self._retry(lambda: self.client.stop_job(job_id))
-        deadline = time.monotonic() + 120  # Ray SIGKILLs 3 s after SIGTERM by default
+        deadline = self.clock.monotonic() + 120  # Ray SIGKILLs 3 s after SIGTERM by default
         while not self._retry(lambda: self.client.get_job_status(job_id)).is_terminal():
-            if time.monotonic() > deadline:
+            if self.clock.monotonic() > deadline:
                 raise RuntimeError(f"{job_id} did not stop within 120 s after the stall")
-            if self.stopping.wait(self.config.poll_s):
+            if self._pause(self.config.poll_s):
                 return None
         return "STALLED"
 
@@ -285,9 +287,18 @@ class Supervisor:
         """Record how the attempt ended; the judgement (preemption or not) comes in _decide."""
         job_id, spec = state.current or "", self.spec
         state.watching = False
-        state.ended_at = time.monotonic()
+        state.ended_at = self.clock.monotonic()
         state.end_entries = checkpoint_entries(spec.checkpoint_dir)
-        progressed = bool(state.end_entries - state.baseline) if state.has_baseline else None
+        new_ckpt = bool(state.end_entries - state.baseline) if state.has_baseline else None
+        stepped = self._steps(job_id)
+        # Progress is a new checkpoint or a completed training step (issue 24 item 6).
+        # The first failure has no checkpoints to compare with, but its own steps still count.
+        state.own_progress = (stepped > 0 or None) if new_ckpt is None else new_ckpt or stepped > 0
+        progressed = (
+            None
+            if state.own_progress is None
+            else state.own_progress or state.prev_progressed is True
+        )
         gpus, _ = self._observe()
         capacity = (
             f"; the cluster has {gpus:g} of {spec.gpus_needed} GPUs" if spec.gpus_needed > 0 else ""
@@ -296,7 +307,9 @@ class Supervisor:
             None: "no earlier failure to compare checkpoints with",
             True: "new checkpoint since the previous failure",
             False: "no new checkpoint since the previous failure",
-        }[progressed]
+        }[new_ckpt]
+        if stepped:
+            ckpt += f"; {stepped} training step(s) completed"
         self.record(
             ev.ATTEMPT_ENDED,
             f"{job_id} {ended}{self._end_message(job_id, ended)}{capacity}; {ckpt}",
@@ -304,7 +317,8 @@ class Supervisor:
             submission_id=job_id,
             status=ended,
             gpus=gpus,
-            new_checkpoint=progressed,
+            new_checkpoint=new_ckpt,
+            steps_completed=stepped,
         )
         state.situation = Situation(
             ended=ended,
@@ -314,7 +328,7 @@ class Supervisor:
             gpus_at_end=gpus,
             gpus_now=gpus,
             progressed=progressed,
-            max_wait_s=self.config.max_wait_s,
+            max_wait_s=self.spec.capacity_deadline_s,
             preemptions_used=state.preemptions,
             max_preemptions=spec.max_preemptions,
             settle_s=self.config.settle_s,
@@ -327,7 +341,7 @@ class Supervisor:
         assert s is not None
         if s.ended in ("FAILED", "STALLED") and not s.preempted:
             deaths = node_events.deaths_during(
-                self._nodes, state.started_ms, int(time.time() * 1000), self.spec.gpus_needed
+                self._nodes, state.started_ms, int(self.clock.time() * 1000), self.spec.gpus_needed
             )
             if deaths:
                 s = state.situation = replace(s, preempted=True)
@@ -352,7 +366,7 @@ class Supervisor:
         last_note = 0.0
         while True:
             gpus, stable = self._observe()
-            now = time.monotonic()
+            now = self.clock.monotonic()
             base = (
                 self._judge(state)
                 if state.situation is not None
@@ -364,7 +378,7 @@ class Supervisor:
                     gpus_at_end=0.0,
                     gpus_now=0.0,
                     progressed=None,
-                    max_wait_s=self.config.max_wait_s,
+                    max_wait_s=self.spec.capacity_deadline_s,
                 )
             )
             if base.ended is not None:
@@ -398,15 +412,14 @@ class Supervisor:
                 self.record(
                     ev.STILL_WAITING,
                     f"still waiting for {s.gpus_needed} GPUs "
-                    f"({s.waited_s:.0f} s of {s.max_wait_s:.0f} s; the cluster has "
-                    f"{gpus:g})",
+                    f"({s.waited_s:.0f} s{_deadline(s)}; the cluster has {gpus:g})",
                     gpus=gpus,
                     gpus_needed=s.gpus_needed,
                     waited_s=round(s.waited_s, 1),
                 )
             if self.lost.is_set():
                 raise _LeaseLost()
-            self.stopping.wait(self.config.poll_s)
+            self._pause(self.config.poll_s)
 
     def _note_wait(self, d: Decision, s: Situation) -> None:
         if d.reason == Reason.SETTLING:
@@ -421,28 +434,55 @@ class Supervisor:
             self.record(
                 ev.WAITING,
                 f"waiting for {s.gpus_needed} GPUs since {ev.now_iso()} "
-                f"(the cluster has {s.gpus_now:g}; gives up after "
-                f"{s.max_wait_s:.0f} s)",
+                f"(the cluster has {s.gpus_now:g}; "
+                + (
+                    f"gives up after {s.max_wait_s:.0f} s, the run's capacity deadline)"
+                    if s.max_wait_s > 0
+                    else "no deadline: it waits until they are back or the run is stopped)"
+                ),
                 gpus=s.gpus_now,
                 gpus_needed=s.gpus_needed,
                 since=ev.now_iso(),
                 max_wait_s=s.max_wait_s,
             )
 
-    def _stopped(self, state: RunState) -> int:
+    def _user_stop(self) -> bool:
+        """The stop is the user's (`stop RUN`): without a run record nothing could re-arm the
+        run, so any SIGTERM is final; with one, only a recorded stop request is (a head pod
+        deleted by an upgrade sends SIGTERM too, and that run must be re-armed)."""
+        if self.store is None:
+            return True
+        return ev.stop_requested(self.store.events())
+
+    def _stopped(self, state: RunState | None) -> int:
+        if not self._user_stop():
+            return self._interrupted(state)
         stopped = ""
-        if state.current is not None:
+        current = state.current if state is not None else None
+        if current is not None:
             try:
-                status = self.client.get_job_status(state.current)
+                status = self.client.get_job_status(current)
                 if not status.is_terminal():
-                    self.client.stop_job(state.current)
-                    stopped = f"; {state.current} stopped"
-            except (RuntimeError, OSError):
+                    self.client.stop_job(current)
+                    stopped = f"; {current} stopped"
+            except (RuntimeError, OSError, ValueError):
                 pass
         self.record(
             ev.STOPPED,
             f"stopped by the user{stopped}; nothing is resubmitted",
             reason=Reason.STOPPED_BY_USER.value,
+        )
+        return 0
+
+    def _interrupted(self, state: RunState | None) -> int:
+        """SIGTERM without a stop request: leave the attempt running and the run to the
+        re-armer (the lease is released on the way out), record why, and never call it an end."""
+        current = state.current if state is not None else None
+        self.record(
+            ev.INTERRUPTED,
+            "the supervisor was terminated without a stop request (the head pod going "
+            f"away?); {current or 'no attempt'} is left as it is and the run will be re-armed",
+            submission_id=current,
         )
         return 0
 
@@ -457,22 +497,44 @@ class Supervisor:
             f"{spec.gpus_needed} GPU(s) needed, checkpoint dir "
             f"{spec.checkpoint_dir or '(none: progress is not seen)'}, stall timeout "
             f"{f'{spec.stall_timeout_s:g} s' if spec.stall_timeout_s else 'off'}, "
-            f"run record {spec.runs_root or '(job log only)'}",
+            f"run record {spec.runs_root or '(job log only)'}"
+            + (
+                ""
+                if self.rearmed
+                else " (a new hand-off: the run's earlier end, if any, is history)"
+            ),
             max_restarts=spec.max_restarts,
             max_preemptions=spec.max_preemptions,
             gpus_needed=spec.gpus_needed,
             checkpoint_dir=spec.checkpoint_dir,
             attempt=spec.first_attempt,
             stall_timeout_s=spec.stall_timeout_s,
+            fresh=not self.rearmed,
         )
-        if not self._take_run():
-            return 0
-        self.state = state = restore(self)
-        threading.Thread(target=self._keep_lease, daemon=True).start()
+        code = self._drive()
+        if self.store is not None and self.lease is not None and not self.lost.is_set():
+            self.store.release(self.lease)
+        return code
+
+    def _drive(self) -> int:
+        """Take the run, restore its state, then loop; an unexpected error (a dashboard
+        answering 500 included) is recorded and the step retried after a backoff."""
         backoff = self.config.poll_s
+        state: RunState | None = None
+        taken = False
         while True:
             try:
-                code = self._loop(state)
+                if self.stopping.is_set():
+                    return self._stopped(state)
+                if not taken:
+                    if not self._take_run():
+                        return 0
+                    taken = True
+                if state is None:
+                    self.state = state = restore(self)
+                    if state.stop_requested:  # the run was stopped before we came
+                        return self._stopped(state)
+                return self._loop(state)
             except _LeaseLost:
                 return self._left()
             except Exception as e:
@@ -484,13 +546,9 @@ class Supervisor:
                     f"unexpected error, retrying in {backoff:.0f} s: {type(e).__name__}: {text}",
                     error=type(e).__name__,
                 )
-                if self.stopping.wait(backoff):
+                if self._pause(backoff):
                     return self._stopped(state)
                 backoff = min(backoff * 2, self.config.backoff_max_s)
-                continue
-            if self.store is not None and self.lease is not None:
-                self.store.release(self.lease)
-            return code
 
     def _loop(self, state: RunState) -> int:
         spec = self.spec
@@ -526,6 +584,7 @@ class Supervisor:
                 else:
                     state.restarts += 1
                     state.baseline, state.has_baseline = state.end_entries, True
+                    state.prev_progressed = state.own_progress
             if not self._submit_next(state, d):
                 return self._stopped(state)
 
@@ -554,7 +613,7 @@ class Supervisor:
                     "and no attempt started until it ends",
                     export=holder,
                 )
-            if self.stopping.wait(self.config.poll_s):
+            if self._pause(self.config.poll_s):
                 return False
         spec = self.spec
         if state.situation is not None and spec.keep > 0 and spec.checkpoint_dir:
@@ -582,7 +641,7 @@ class Supervisor:
         if job_id is None:
             return False
         state.attempt, state.current, state.watching = attempt, job_id, True
-        state.started_ms = int(time.time() * 1000)
+        state.started_ms = int(self.clock.time() * 1000)
         spent = []
         if state.restarts:
             spent.append(f"restart {state.restarts} of {self.spec.max_restarts}")
@@ -598,24 +657,38 @@ class Supervisor:
             started_ms=state.started_ms,
             baseline=sorted(state.baseline),
             has_baseline=state.has_baseline,
+            prev_progressed=state.prev_progressed,
         )
         return True
 
     # ------------------------------------------------------------------ the lease
 
     def _take_run(self) -> bool:
-        """Take the run (its lease on the runs root, and no older live supervisor in Ray)."""
-        other = self.other_supervisor()
-        if other is None and self.store is not None:
+        """Take the run (its lease on the runs root, and no older live supervisor in Ray).
+
+        The lease and the spec come first, before any Jobs API call that may fail: a supervisor
+        killed during the retries that follow leaves a run the re-armer knows (found by the
+        simulation: killed after one malformed answer, the run was lost without a trace)."""
+        other = None
+        if self.store is not None and self.lease is None:
             # The lease before the spec: a re-armer only looks at runs with a spec.
             self.lease = self.store.acquire(self.own_id, self.config.lease_s)
             if self.lease is None:
                 held = self.store.lease()
                 other = held.holder if held else "another supervisor"
             else:
-                self.store.write_spec(self.spec.to_dict())
+                self._renewed_at = self.clock.monotonic()
+                if self.renew_in_thread:
+                    threading.Thread(target=self._keep_lease, daemon=True).start()
+                # A new hand-off (not a re-arm) starts a new life: its spec is the one to re-arm.
+                self.store.write_spec(self.spec.to_dict(), replace=not self.rearmed)
                 _keep_working_dir(self.store, self.spec)
-                _publish_code(self.spec.runs_root)
+                self._publish(self.spec.runs_root)
+        elif self.store is None:
+            # Without a runs root there is no lease: Ray's job table says who drives the run.
+            # With one, the lease alone decides (an older supervisor that sees our newer
+            # generation leaves, `left`), so no Jobs API call can split the run between two.
+            other = self.other_supervisor()
         if other is None:
             return True
         self.record(
@@ -629,14 +702,26 @@ class Supervisor:
         while self.store is not None and self.lease is not None:
             if self.stopping.wait(self.config.lease_s / 3):
                 return
-            try:
-                renewed = self.store.renew(self.lease)
-            except OSError:
-                continue  # Lustre hiccup: the next renewal may make it in time
-            if renewed is None:
-                self.lost.set()
+            if not self._renew():
                 return
-            self.lease = renewed
+
+    def _renew_if_due(self) -> None:
+        if self.lease is not None and not self.lost.is_set():
+            if self.clock.monotonic() - self._renewed_at >= self.config.lease_s / 3:
+                self._renew()
+
+    def _renew(self) -> bool:
+        """Renew the lease; False once another supervisor took the run (sets `lost`)."""
+        assert self.store is not None and self.lease is not None
+        try:
+            renewed = self.store.renew(self.lease)
+        except OSError:
+            return True  # Lustre hiccup: the next renewal may make it in time
+        if renewed is None:
+            self.lost.set()
+            return False
+        self.lease, self._renewed_at = renewed, self.clock.monotonic()
+        return True
 
     def _left(self) -> int:
         self.record(
@@ -646,6 +731,12 @@ class Supervisor:
             reason="lease_lost",
         )
         return 0
+
+    def _steps(self, job_id: str) -> int:
+        try:
+            return self.probes.steps(job_id)
+        except (OSError, RuntimeError, ValueError, http.client.HTTPException):
+            return 0  # unknown: judged by checkpoints alone
 
     def _end_message(self, job_id: str, ended: str) -> str:
         if ended != "FAILED":
@@ -657,6 +748,10 @@ class Supervisor:
         if info.driver_exit_code is not None:
             return f" (exit code {info.driver_exit_code})"
         return ""
+
+
+def _deadline(s: Situation) -> str:
+    return f" of the {s.max_wait_s:.0f} s deadline" if s.max_wait_s > 0 else ""
 
 
 class _LeaseLost(Exception):
@@ -700,12 +795,18 @@ def _publish_code(runs_root: str) -> None:
 
 
 def restore(sup: Supervisor) -> RunState:
-    """Where the run stands: fresh from the spec, or, when the run record holds earlier
-    supervisors' decisions (a re-arm), from their last attempt, which is adopted when it still
-    runs on this cluster and counted as preempted with the head when it is gone."""
+    """Where the run stands: fresh from the spec, or, when the run's current life (events.life)
+    holds earlier supervisors' decisions (a re-arm), from their last attempt, which is adopted
+    when it is still on this cluster and counted as preempted with the head when Ray answers
+    that it does not know it (404). Any other failure to ask is raised, never read as "lost":
+    a second attempt must never start beside a live one. With `stop_requested` when the user
+    asked the run to stop before this supervisor came (its last attempt is then stopped)."""
     spec = sup.spec
-    recs = sup.store.events() if sup.store is not None else []
+    recs = ev.life(sup.store.events()) if sup.store is not None else []
     submitted = [r for r in recs if r.get("event") == ev.SUBMITTED]
+    if ev.stop_requested(recs):
+        last_id = str(submitted[-1]["submission_id"]) if submitted else None
+        return RunState(attempt=spec.first_attempt - 1, current=last_id, stop_requested=True)
     if not submitted:
         return RunState(attempt=spec.first_attempt - 1)
     last = submitted[-1]
@@ -717,13 +818,18 @@ def restore(sup: Supervisor) -> RunState:
         started_ms=int(last.get("started_ms", 0)),
         baseline=frozenset(last.get("baseline", [])),
         has_baseline=bool(last.get("has_baseline", False)),
+        prev_progressed=last.get("prev_progressed"),
     )
     after = recs[recs.index(last) + 1 :]
     ended = [r for r in after if r.get("event") == ev.ATTEMPT_ENDED]
     try:  # a dashboard still starting is waited for; a 404 is an answer
         status = sup._retry(lambda: sup.client.get_job_status(state.current))
-    except RuntimeError:
+    except RuntimeError as e:
+        if not errors.is_not_found(e):
+            raise
         status = None  # not on this cluster: the head (and the attempt) were lost
+    if status is None and sup.stopping.is_set():
+        return state  # a stop came while the dashboard was away: `_drive` ends the run
     if status is not None:
         state.watching = True  # watch returns at once when it has ended meanwhile
         sup.record(
@@ -775,7 +881,36 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
             cache[job_id] = (time.monotonic(), size)
         return size
 
-    return Probes(nodes=lambda: node_events.fetch(dashboard), log_size=log_size)
+    def steps(job_id: str) -> int:
+        try:
+            with open(os.path.join(logs, f"job-driver-{job_id}.log"), errors="replace") as f:
+                text = f.read()
+        except OSError:
+            text = client.get_job_logs(job_id)
+        return progress.completed_steps(text)
+
+    return Probes(nodes=lambda: node_events.fetch(dashboard), log_size=log_size, steps=steps)
+
+
+def from_job(
+    client: Any,
+    own_id: str,
+    metadata: dict[str, str],
+    probes: Probes,
+    config: Settings,
+    *,
+    working_dir: str | None = None,
+    **kw: Any,
+) -> Supervisor:
+    """The supervisor a supervisor job's metadata describes (the CLI's hand-off, or the
+    re-armer's); `kw` are Supervisor's keyword seams (the simulation's clock)."""
+    spec = Spec.from_json(metadata[Spec.METADATA_KEY])
+    if working_dir and spec.runtime_env.get("working_dir"):
+        # The attempts' package is this job's own (jobs/runs/handoff.py); after a re-arm on a new
+        # cluster it is the copy the re-armer uploaded again (jobs/head/rearm.py).
+        spec = replace(spec, runtime_env={**spec.runtime_env, "working_dir": working_dir})
+    rearmed = metadata.get(protocol.REARMED_KEY) == "1"
+    return Supervisor(client, own_id, spec, probes, config, rearmed=rearmed, **kw)
 
 
 def main(argv: list[str]) -> int:
@@ -810,14 +945,13 @@ def main(argv: list[str]) -> int:
     dashboard = f"http://{ctx.dashboard_url}"
     client = JobsAPI(dashboard)
     own = client.get_job_info(own_id)
-    spec = Spec.from_json(own.metadata[Spec.METADATA_KEY])
-    own_wd = _own_working_dir()
-    if own_wd and spec.runtime_env.get("working_dir"):
-        # The attempts' package is this job's own (jobs/runs/handoff.py); after a re-arm on a new
-        # cluster it is the copy the re-armer uploaded again (jobs/head/rearm.py).
-        spec = replace(spec, runtime_env={**spec.runtime_env, "working_dir": own_wd})
-    supervisor = Supervisor(
-        client, own_id, spec, _probes(client, dashboard, ctx), Settings.from_env()
+    supervisor = from_job(
+        client,
+        own_id,
+        own.metadata,
+        _probes(client, dashboard, ctx),
+        Settings.from_env(),
+        working_dir=_own_working_dir(),
     )
     if stop_early.is_set():
         supervisor.stopping.set()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 
 from components.contract import HF_HOME_ENV, HF_HOME_PATH, RUNS_ROOT
 from jobs.client.dashboard import AlreadySubmitted, Dashboard
@@ -127,10 +126,6 @@ def for_run(
         metadata=meta.to_ray(),
         entrypoint_num_cpus=DRIVER_CPUS,
     )
-
-
-def payload_script() -> Path:
-    return PAYLOAD / SCRIPT
 
 
 def prepare(

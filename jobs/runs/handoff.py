@@ -32,11 +32,8 @@ from jobs.runs.report import Reporter
 from jobs.runs.workdir import DEFAULT_EXCLUDES
 
 JOBS_DIR = Path(jobs.__file__).resolve().parent
-# Preemptions are not the run's fault: a generous budget, apart from --max-restarts.
-DEFAULT_MAX_PREEMPTIONS = 100
-# A recipe's stall timeout: longer than the first model load of the largest recipe (70B, with
-# a one-time Megatron conversion) and a ~1 TB checkpoint save on Lustre (reference §8).
-RECIPE_STALL_TIMEOUT_S = 7200.0
+DEFAULT_MAX_PREEMPTIONS = protocol.DEFAULT_MAX_PREEMPTIONS
+RECIPE_STALL_TIMEOUT_S = protocol.RECIPE_STALL_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -47,6 +44,7 @@ class Options:
     stall_timeout_s: float | None = None
     runs_root: str = ""
     keep: int = 0  # complete checkpoints kept between attempts (veRL recipes); 0: no pruning
+    capacity_deadline_s: float | None = None  # None: no deadline (protocol.Spec)
 
     def supervised(self, max_restarts: int) -> bool:
         return (
@@ -54,6 +52,7 @@ class Options:
             or bool(self.max_preemptions)
             or bool(self.stall_timeout_s)
             or bool(self.runs_root)
+            or bool(self.capacity_deadline_s)
         )
 
 
@@ -109,22 +108,12 @@ def hand_off(
         ),
         runs_root=options.runs_root,
         keep=options.keep,
+        capacity_deadline_s=options.capacity_deadline_s or 0.0,
     )
     sup_env = _supervisor_env(attempt_env)
     n = 1 + max((protocol.supervisor_number(s.submission_id or "") for s in sups), default=0)
     sid = protocol.supervisor_id(run, n)
-    meta = {
-        "run": run,
-        "kind": protocol.SUPERVISOR,
-        "supervisor": str(n),
-        protocol.Spec.METADATA_KEY: spec.to_json(),
-        "max_restarts": str(max_restarts),
-        "gpus": str(gpus),
-        "stack": sub.metadata.get("stack", ""),
-        "git_commit": sub.metadata.get("git_commit", ""),
-        "jobs_commit": jobs_commit(),
-        "submitted_by": SUBMITTED_BY,
-    }
+    meta = protocol.supervisor_metadata(spec.to_dict(), n, SUBMITTED_BY, jobs_commit=jobs_commit())
     try:
         cluster.submit(
             Submission(
@@ -293,10 +282,46 @@ def follow_run(
         time.sleep(POLL_S)
 
 
+def _runs_root(sup: JobDetails) -> str:
+    try:
+        return protocol.Spec.from_json((sup.metadata or {})[protocol.Spec.METADATA_KEY]).runs_root
+    except (KeyError, ValueError, TypeError):
+        return ""
+
+
+def request_stop(
+    cluster: Dashboard, run: str, runs_root: str, watcher: follow.Watcher
+) -> tuple[str, JobStatus]:
+    """Record the user's stop in the run's record on the runs root (a small job on the head,
+    jobs/head/stop.py), so the SIGTERM that follows is final and no re-armer takes the run."""
+    n = 1 + sum(1 for j in cluster.jobs() if listing.metadata_of(j).kind == protocol.STOP)
+    sid = f"{run}-stop{n}"
+    cluster.submit(
+        Submission(
+            submission_id=sid,
+            entrypoint=f"python -m {protocol.STOP_MODULE} {run} --runs-root {runs_root}",
+            runtime_env={"py_modules": [str(JOBS_DIR)], "env_vars": {"PYTHONSAFEPATH": "1"}},
+            metadata={"run": run, "kind": protocol.STOP, "submitted_by": SUBMITTED_BY},
+        )
+    )
+    return sid, watcher.wait_for(sid, follow.terminal, "recording the stop")
+
+
 def stop_run(cluster: Dashboard, run: str, watcher: follow.Watcher) -> list[tuple[str, JobStatus]]:
-    """Stop the run's supervisor first (so nothing is resubmitted), then its live attempts."""
+    """Record the stop (runs with a runs root), then stop the run's supervisor (so nothing is
+    resubmitted), then its live attempts."""
     stopped: list[tuple[str, JobStatus]] = []
-    for s in supervisors(cluster.jobs(), run):
+    sups = supervisors(cluster.jobs(), run)
+    roots = sorted({r for s in sups if not s.status.is_terminal() and (r := _runs_root(s))})
+    for root in roots:
+        sid, status = request_stop(cluster, run, root, watcher)
+        if status != JobStatus.SUCCEEDED:
+            raise UsageError(
+                f"could not record the stop of run {run} in {root} ({status.value}); "
+                "without it the re-armer would restart the run, so nothing was stopped",
+                f"see {commands.command('logs', sid)} and try again",
+            )
+    for s in sups:
         if not s.status.is_terminal():
             sid = s.submission_id or ""
             cluster.stop(sid)
@@ -316,8 +341,8 @@ def print_story(write: Callable[[str], object], recs: list[dict[str, Any]]) -> N
 
 
 def final_reason(recs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    ends = [r for r in recs if r.get("event") in run_events.FINAL]
-    return ends[-1] if ends else None
+    """The end of the run's current life (a run resumed after it ended is not over)."""
+    return run_events.outcome(recs)
 
 
 def is_run_with_supervisor(cluster: Dashboard, ident: str) -> bool:

@@ -41,10 +41,9 @@ def view(root: str | Path, run: str, now: float | None = None) -> dict[str, Any]
             attempts[sid]["status"] = r.get("status")
         elif r["event"] in (run_events.PREEMPTED, run_events.STALLED) and sid in attempts:
             attempts[sid]["cause"] = r["event"]
-    ends = [r for r in recs if r["event"] in run_events.FINAL]
-    final = ends[-1] if ends else None
+    final = run_events.outcome(recs)  # the current life's end (a resumed run is not over)
     lease = store.lease()
-    alive = lease is not None and lease.alive(now)
+    alive = store.alive(lease) if now is None else lease is not None and lease.alive(now)
     if final is not None:
         state = {run_events.FINISHED: "SUCCEEDED", run_events.STOPPED: "STOPPED"}.get(
             final["event"], "GAVE_UP"

@@ -40,6 +40,8 @@ def nemo_step(root: Path, name: str, *, config: bool = True, weights: str | None
 def verl_step(root: Path, n: int) -> Path:
     step = root / f"global_step_{n}"
     (step / "actor" / "huggingface").mkdir(parents=True)
+    # FSDP's per-rank weights (verl docs/advance/checkpoint.rst): without them, not complete.
+    (step / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"w")
     return step
 
 
@@ -209,3 +211,21 @@ def test_the_module_runs_on_the_standard_library_alone():
         n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
     }
     assert imported <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)
+
+
+def test_verl_a_tracked_step_whose_actor_lost_its_weights_is_not_complete(tmp_path):
+    """Issue 24 item 8: with max_actor_ckpt_to_keep=1 veRL deletes the previous actor files
+    before writing the new ones (fsdp_checkpoint_manager.py L205-214 @v0.6.0); a preemption
+    then leaves the tracker on a folder without weights. Export, pruning and the supervisor
+    (one rule) must not take it for complete."""
+    from jobs.head import hygiene
+    from jobs.head.supervisor import checkpoint_entries
+
+    verl_step(tmp_path, 20)
+    emptied = verl_step(tmp_path, 40)
+    (emptied / "actor" / "model_world_size_1_rank_0.pt").unlink()  # deleted before the save
+    (tmp_path / checkpoints.VERL_TRACKER).write_text("40\n")
+    assert pick("verl", tmp_path).step == 20
+    assert sorted(hygiene.complete_steps(str(tmp_path))) == [20]
+    assert checkpoint_entries(str(tmp_path)) == {"global_step_20"}
+    assert "global_step_20" not in hygiene.plan(str(tmp_path), keep=1)

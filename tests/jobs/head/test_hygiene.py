@@ -12,8 +12,14 @@ from jobs.head import hygiene
 def _verl(root, steps, tracker):
     for n in steps:
         (root / f"global_step_{n}" / "actor").mkdir(parents=True, exist_ok=True)
+        (root / f"global_step_{n}" / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"w")
     if tracker is not None:
         (root / hygiene.VERL_TRACKER).write_text(f"{tracker}\n")
+
+
+def _nemo(step):
+    (step / "policy" / "weights").mkdir(parents=True)
+    (step / "config.yaml").write_text("{}")
 
 
 def test_a_half_written_verl_step_is_not_complete_and_is_cleared(tmp_path):
@@ -30,7 +36,7 @@ def test_without_its_tracker_no_verl_step_is_complete_and_none_is_deleted(tmp_pa
 
 def test_nemo_rl_tmp_steps_are_leftovers(tmp_path):
     for n in ("step_1", "step_2", "tmp_step_3", "old_step_2"):
-        (tmp_path / n).mkdir()
+        _nemo(tmp_path / n)
     assert hygiene.plan(str(tmp_path), keep=1) == ["step_1", "old_step_2", "tmp_step_3"]
 
 
@@ -58,7 +64,7 @@ def test_the_newest_complete_checkpoint_is_never_planned_away(steps, keep):
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
         for n in steps:
-            (root / f"step_{n}").mkdir()
+            _nemo(root / f"step_{n}")
         planned = hygiene.plan(d, keep)
         if steps:
             assert f"step_{max(steps)}" not in planned

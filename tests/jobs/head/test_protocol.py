@@ -53,8 +53,7 @@ def test_the_survival_settings_ride_in_the_spec_with_generous_defaults():
 
 
 def test_ids_round_trip():
-    assert protocol.split_attempt_id(protocol.attempt_id("grpo-a-1", 12)) == ("grpo-a-1", 12)
-    assert protocol.split_attempt_id("raysubmit_abc") is None
+    assert protocol.attempt_id("grpo-a-1", 12) == "grpo-a-1-a12"
     assert protocol.supervisor_number(protocol.supervisor_id("run-s2", 7)) == 7
     assert protocol.supervisor_number("run-a1") == 0
     assert protocol.supervisor_entrypoint("r-s1") == "python -m jobs.head.supervisor r-s1"

@@ -47,3 +47,18 @@ def test_only_unfinished_runs_with_a_lapsed_lease_are_re_armed_once(tmp_path):
     assert sub["metadata"]["kind"] == "supervisor" and sub["metadata"]["run"] == "lapsed"
     assert RunStore(tmp_path, "lapsed").lease().holder == "lapsed-s2"
     assert RunStore(tmp_path, "lapsed").events()[-1]["event"] == ev.REARMED
+
+
+def test_the_rearmer_writes_the_same_supervisor_metadata_as_the_cli_plus_rearmed(tmp_path):
+    """Issue 23 "one metadata writer": a re-armed supervisor's job carries the keys a handed-off
+    one does (list/status read them), and says it was re-armed (a continued life)."""
+    from jobs.head import protocol
+
+    _run(tmp_path, "lapsed", ttl=0.01)
+    time.sleep(0.05)
+    client = _Client()
+    Rearmer(client, str(tmp_path), write=lambda _: None).sweep()
+    [sub] = client.submitted
+    handed = protocol.supervisor_metadata({"run": "lapsed", "max_restarts": 1}, 1, "rl-jobs")
+    assert set(sub["metadata"]) == set(handed) | {protocol.REARMED_KEY}
+    assert sub["metadata"]["max_restarts"] == "1"

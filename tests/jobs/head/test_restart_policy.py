@@ -60,14 +60,18 @@ def test_a_preemption_is_never_a_crash_and_never_spends_a_restart(s):
 
 
 @given(situations)
-def test_waiting_is_bounded_and_only_for_missing_gpus(s):
+def test_waiting_is_only_for_missing_gpus_and_ends_only_at_a_user_deadline(s):
+    """Issue 24 item 1: waiting for capacity alone never ends a run; only a deadline the user
+    set (max_wait_s > 0) does."""
     d = decide(s)
     if d.action == Action.WAIT and d.reason == Reason.NO_CAPACITY:
-        assert s.gpus_now < s.gpus_needed and s.waited_s < s.max_wait_s
+        assert s.gpus_now < s.gpus_needed
+        assert s.max_wait_s == 0 or s.waited_s < s.max_wait_s
     if d.action == Action.WAIT and d.reason == Reason.SETTLING:
         assert s.gpus_needed > 0 and s.stable_s < s.settle_s
-    if d.reason == Reason.WAIT_TIMEOUT:
-        assert s.waited_s >= s.max_wait_s and str(s.gpus_needed) in d.message
+    if d.reason == Reason.DEADLINE:
+        assert s.max_wait_s > 0 and s.waited_s >= s.max_wait_s
+        assert str(s.gpus_needed) in d.message
 
 
 @given(situations)
@@ -156,7 +160,23 @@ def test_a_crash_says_why_and_is_not_retried():
     assert "every GPU present" in d.message and "no new checkpoint" in d.message
 
 
-def test_missing_gpus_wait_then_give_up_after_the_limit():
+def test_a_stockout_of_hours_never_ends_a_run_without_a_deadline():
+    """Issue 24 item 1: the old 30 min wait_timeout ended a 20-hour run in a spot stockout."""
+    s = Situation(
+        ended="FAILED",
+        restarts_used=0,
+        max_restarts=1,
+        gpus_needed=16,
+        gpus_at_end=8.0,
+        gpus_now=8.0,
+        progressed=None,
+        preempted=True,
+        waited_s=6 * 3600.0,
+    )
+    assert (decide(s).action, decide(s).reason) == (Action.WAIT, Reason.NO_CAPACITY)
+
+
+def test_missing_gpus_wait_then_give_up_after_the_users_deadline():
     base = dict(
         ended="FAILED",
         restarts_used=0,
@@ -169,7 +189,7 @@ def test_missing_gpus_wait_then_give_up_after_the_limit():
     )
     assert decide(Situation(**base, waited_s=10)).action == Action.WAIT
     late = decide(Situation(**base, waited_s=1800))
-    assert (late.action, late.reason) == (Action.GIVE_UP, Reason.WAIT_TIMEOUT)
+    assert (late.action, late.reason) == (Action.GIVE_UP, Reason.DEADLINE)
     back = decide(Situation(**{**base, "gpus_now": 2.0}, waited_s=100))
     assert back.action == Action.SUBMIT
 

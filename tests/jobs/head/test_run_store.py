@@ -33,7 +33,7 @@ def test_one_holder_at_a_time_and_takeover_only_after_expiry(tmp_path):
     assert b.acquire("r-s2", ttl_s=0.5) is None  # alive: nobody else drives the run
     assert a.acquire("r-s1", ttl_s=0.5).gen == 1  # the holder keeps it
     time.sleep(0.6)
-    assert not a.lease().alive()
+    assert not a.alive(a.lease())
     second = b.acquire("r-s2", ttl_s=5)
     assert second is not None and second.gen == 2
     assert a.renew(first) is None  # fenced: the old holder learns it lost the run
@@ -53,4 +53,36 @@ def test_release_expires_the_lease_at_once(tmp_path):
     store = RunStore(tmp_path, "r")
     lease = store.acquire("r-s1", ttl_s=60)
     store.release(lease)
-    assert not store.lease().alive()
+    assert not store.alive(store.lease())
+
+
+def test_two_takers_racing_for_an_expired_lease_exactly_one_wins(tmp_path):
+    """Issue 24 item 15: both takers read the same expired generation before either creates the
+    next one (a barrier holds them there); the create of `lease.<gen+1>` with O_EXCL lets one
+    win. Without O_EXCL both "took" the run and two supervisors drove it."""
+    import threading
+
+    RunStore(tmp_path, "r").acquire("r-s1", ttl_s=0.01)
+    time.sleep(0.05)
+    both_read = threading.Barrier(2, timeout=10)
+
+    class Racing(RunStore):
+        def lease(self):
+            seen = super().lease()
+            if seen is not None and seen.holder == "r-s1":
+                both_read.wait()  # neither creates before both have seen the old lease
+            return seen
+
+    won: dict[str, object] = {}
+
+    def take(holder: str) -> None:
+        won[holder] = Racing(tmp_path, "r").acquire(holder, ttl_s=60)
+
+    takers = [threading.Thread(target=take, args=(h,)) for h in ("r-s2", "r-s3")]
+    for t in takers:
+        t.start()
+    for t in takers:
+        t.join(timeout=20)
+    winners = [h for h, lease in won.items() if lease is not None]
+    assert len(won) == 2 and len(winners) == 1, won
+    assert RunStore(tmp_path, "r").lease().holder == winners[0]

@@ -403,6 +403,8 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(he
     run, root, ckpt = name("hyg"), tmp_path / "runs", tmp_path / "ckpt"
     for n in (2, 4, 6, 8):
         (ckpt / f"global_step_{n}" / "actor").mkdir(parents=True)
+        # FSDP's per-rank weights: a veRL step without them is not complete (issue 24 item 8).
+        (ckpt / f"global_step_{n}" / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"w")
     (ckpt / "latest_checkpointed_iteration.txt").write_text("6")  # global_step_8: half-written
     release, go = tmp_path / "export-done", tmp_path / "go"
     client = JobSubmissionClient(head.dashboard_url)

@@ -21,7 +21,7 @@ def run_payload(*args: str) -> subprocess.CompletedProcess[str]:
     # Only JOBS_REPO on the path, not the venv: the payload needs the standard library alone.
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(JOBS_REPO)}
     return subprocess.run(
-        [PYTHON3, str(export.payload_script()), *args],
+        [PYTHON3, str(export.PAYLOAD / export.SCRIPT), *args],
         env=env,
         capture_output=True,
         text=True,

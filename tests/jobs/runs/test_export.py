@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from ray.job_submission import JobStatus
 
-from components.contract import SECRET_ENV_NAMES
+from components.contract import SECRET_ENV
 from jobs.common.errors import UsageError
 from jobs.recipes import overrides
 from jobs.recipes.catalogue import RECIPES
@@ -100,7 +100,7 @@ def test_the_submission_runs_the_payload_on_a_worker_without_secrets():
     env = sub.runtime_env["env_vars"]
     # Offline: the run staged the model; an online read could move refs/main (jobs/staging).
     assert env == {"HF_HOME": "/lustre/huggingface_cache", "HF_HUB_OFFLINE": "1"}
-    assert not set(SECRET_ENV_NAMES) & set(env)
+    assert not set(SECRET_ENV.values()) & set(env)
     # The head has num-cpus 0: one CPU sends the driver to a worker with the host memory.
     assert sub.entrypoint_num_cpus == 1.0
     meta = ExportRun.model_validate(sub.metadata)

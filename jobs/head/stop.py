@@ -1,0 +1,51 @@
+"""A user's stop of a supervised run, written into the run's record before its supervisor is stopped.
+
+`rl-jobs stop RUN` on a run with a runs root submits `python -m jobs.head.stop RUN --runs-root DIR`
+as a small job on the head (the CLI reaches the cluster only through the Jobs API, never
+Lustre), waits for it, then stops the supervisor. The request is what makes the stop final: a
+supervisor that gets SIGTERM without one (a head pod deleted by an upgrade sends SIGTERM too)
+leaves the run to the re-armer, and the re-armer never takes a run whose current life holds a
+request (jobs/head/events.py `stop_requested`). A later `submit --resume` starts a new life.
+Standard library only: it runs on the Ray head.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from jobs.head import events as ev
+from jobs.head.run_store import RunStore
+
+
+def request_stop(store: RunStore, by: str) -> None:
+    """Record the user's stop in the run's record (appended and fsynced before it returns)."""
+    store.append(
+        ev.record(
+            ev.STOP_REQUESTED,
+            store.run,
+            f"stop requested by the user ({by}); the run is never re-armed after this",
+            requested_by=by,
+        )
+    )
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m jobs.head.stop", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("run", help="the run to stop")
+    parser.add_argument("--runs-root", required=True, help="where the run's record lives")
+    parser.add_argument("--by", default="rl-jobs stop", help="who asked (for the record)")
+    args = parser.parse_args(argv)
+    store = RunStore(args.runs_root, args.run)
+    if store.spec() is None:
+        print(f"no run record for {args.run} under {args.runs_root}", file=sys.stderr)
+        return 1
+    request_stop(store, args.by)
+    print(f"stop of {args.run} recorded in {store.dir}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,853 @@
+"""A simulated world for the real supervisor: Ray's Jobs API, node table and GPU placement, a runs
+root, a clock, and the faults of a seeded schedule (issue 24, "deterministic simulation").
+
+What is real here: `jobs.head.supervisor.Supervisor` (built by `from_job` from a supervisor job's
+metadata, as `main` does), `RunStore`, `Rearmer`, the restart policy, hygiene, the stop request,
+and the files they write (on a tmpfs). What is simulated: everything they talk to. Time is
+simulated: each supervisor process is a thread, but exactly one thread runs at a time, and a
+supervisor's wait (`Clock.wait`) hands control to the world, which advances its clock to the next
+thing due (a world event, or another supervisor's wake-up). So a run of schedules is
+deterministic for a seed and hours of capacity wait cost microseconds.
+
+The trainer is a model of NeMo RL's: an attempt's driver starts, places its GPU workers (fails
+after a placement timeout when the GPUs are not there), loads, then makes one step every
+`STEP_S` and saves every `SAVE_EVERY` steps into `tmp_step_N`, renamed `step_N` when done; it
+resumes from the highest complete `step_N`; it fails a little after a node hosting its workers
+dies; it succeeds at `TARGET_STEPS`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import os
+import random
+import shutil
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jobs.client.api import JobsAPIError
+from jobs.client.types import JobStatus
+from jobs.head import events as ev
+from jobs.head import protocol, stop
+from jobs.head.clock import Clock
+from jobs.head.protocol import Settings, Spec
+from jobs.head.rearm import Rearmer
+from jobs.head.run_store import RunStore
+from jobs.head.supervisor import Probes, from_job
+
+RUN = "sim"
+GPUS_PER_NODE = 8
+NODES = 2
+# Simulated time is coarse (a poll every 2 min, steps of 2 min) so that thousands of schedules
+# run in seconds; what matters is the order of events, which the faults land anywhere in.
+STEP_S = 120.0
+SAVE_EVERY = 3
+SAVE_S = 60.0
+LOAD_S = 240.0
+PLACEMENT_TIMEOUT_S = 90.0  # NeMo RL gives up on placement groups after about a minute
+FAIL_AFTER_DEATH_S = 10.0  # NCCL / Ray notices a lost worker
+DRIVER_START_S = 2.0
+STOP_GRACE_S = 3.0  # Ray SIGKILLs a job's driver 3 s after SIGTERM
+REARM_INTERVAL_S = 300.0  # production sweeps every 10 s; coarser here, same code
+TARGET_STEPS = 30
+SETTINGS = Settings(
+    poll_s=120.0,
+    max_wait_s=1800.0,
+    settle_s=240.0,
+    progress_s=3600.0,
+    lease_s=600.0,
+    backoff_max_s=600.0,
+)
+T0 = 1_800_000_000.0
+LIVE = (JobStatus.PENDING, JobStatus.RUNNING)
+
+
+class Killed(BaseException):
+    """SIGKILL of a supervisor process: unwinds its thread past every `except Exception`."""
+
+
+class Violation(AssertionError):
+    pass
+
+
+# ---------------------------------------------------------------------------- scheduling
+
+
+class _Runner:
+    """A thread of the simulation that holds the baton only when it is its turn."""
+
+    seq = itertools.count()
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.sem = threading.Semaphore(0)
+        self.wake = 0.0
+        self.event: threading.Event | None = None
+        self.killed = False
+        self.done = False
+        self.order = next(self.seq)
+
+    def due(self, now: float) -> float:
+        if self.killed or (self.event is not None and self.event.is_set()):
+            return now
+        return self.wake
+
+
+class SimClock(Clock):
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def time(self) -> float:
+        return self.world.now
+
+    def monotonic(self) -> float:
+        return self.world.now - T0 + 1000.0
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        return self.world.wait(event, seconds)
+
+
+# ---------------------------------------------------------------------------- Ray
+
+
+@dataclass
+class Job:
+    submission_id: str
+    metadata: dict[str, str]
+    entrypoint: str
+    status: JobStatus = JobStatus.PENDING
+    driver_exit_code: int | None = None
+    submitted_at: float = 0.0
+    # attempts
+    nodes: tuple[str, ...] = ()
+    step: int = 0
+    start_step: int = 0
+    token: int = 0
+    # supervisors
+    runner: _Runner | None = None
+    sup: Any = None
+    stop_asked: bool = False
+
+    @property
+    def kind(self) -> str:
+        return self.metadata.get("kind", "")
+
+
+@dataclass
+class Node:
+    node_id: str
+    gpus: int
+    start_ms: int
+    alive: bool = True  # the truth
+    marked_dead_ms: int | None = None  # what Ray's node table says, late
+    is_head: bool = False
+    message: str = ""
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "node_id": self.node_id,
+            "state": "DEAD" if self.marked_dead_ms is not None else "ALIVE",
+            "resources_total": {"GPU": float(self.gpus)} if self.gpus else {"CPU": 8.0},
+            "start_time_ms": self.start_ms,
+            "end_time_ms": self.marked_dead_ms or 0,
+            "is_head_node": self.is_head,
+            "state_message": self.message,
+        }
+
+
+@dataclass
+class Fault:
+    at: float
+    kind: str
+    arg: float = 0.0
+    detail: str = ""  # api: "<answer>" or "<answer>@<method>" (else random answers, any call)
+
+    def __str__(self) -> str:
+        detail = f", {self.detail!r}" if self.detail else ""
+        return f"Fault({self.at:g}, {self.kind!r}, {self.arg:g}{detail})"
+
+
+@dataclass
+class Schedule:
+    seed: int
+    faults: list[Fault]
+    keep: int = 1
+    capacity_deadline_s: float = 0.0
+    from_seed: bool = False  # made by random_schedule(seed), which replays it too
+
+    def describe(self) -> str:
+        """The schedule as Python that replays it with `simulate(schedule, folder)`."""
+        faults = "".join(f"\n        {f}," for f in self.faults)
+        return (
+            f"Schedule(seed={self.seed}, keep={self.keep}, "
+            f"capacity_deadline_s={self.capacity_deadline_s:g}, faults=[{faults}\n    ])"
+        )
+
+
+class World:
+    """One simulated cluster, runs root and user, driven through one schedule."""
+
+    def __init__(self, schedule: Schedule, base: Path) -> None:
+        self.schedule = schedule
+        self.rng = random.Random(schedule.seed * 7919 + 1)
+        self.now = T0
+        self.horizon = T0
+        self.clock = SimClock(self)
+        self.queue: list[tuple[float, int, Callable[[], None]]] = []
+        self.seq = itertools.count()
+        self.runners: list[_Runner] = []
+        self.driver = _Runner("driver")
+        self._local = threading.local()
+        self.ending = False
+        self.root = base / "runs"
+        self.ckpt = base / "ckpt"
+        self.jobs: dict[str, Job] = {}
+        self.head_up = True
+        self.rearmer_up = True
+        self.api_faults: list[tuple[str, str]] = []  # (answer, method or "")
+        self.nodes: list[Node] = []
+        self.node_ids = itertools.count(1)
+        self.history: list[str] = []  # what happened, for a failing seed's report
+        # ground truth
+        self.newest_complete = 0
+        self.stop_at: float | None = None  # the user's last stop, while not resumed since
+        self.succeeded = False
+        self.attempts_seen: set[str] = set()
+        self.error: BaseException | None = None
+        self.violation: str | None = None
+        self._add_node(0, head=True)
+        for _ in range(NODES):
+            self._add_node(GPUS_PER_NODE)
+
+    # ------------------------------------------------------------------ scheduler
+
+    def at(self, t: float, fn: Callable[[], None]) -> None:
+        heapq.heappush(self.queue, (t, next(self.seq), fn))
+
+    def _next_runner(self) -> _Runner:
+        """Process world events until a runner is due; that runner."""
+        while True:
+            live = [r for r in self.runners if not r.done]
+            task = min(live, key=lambda r: (r.due(self.now), r.order), default=None)
+            t_task = task.due(self.now) if task else float("inf")
+            if self.ending:
+                return task or self.driver
+            if self.violation is not None or self.over():
+                return self.driver
+            t_ev = self.queue[0][0] if self.queue else float("inf")
+            if task is not None and t_task <= t_ev and t_task <= self.horizon:
+                self.now = max(self.now, t_task)
+                return task
+            if t_ev <= self.horizon:
+                t, _, fn = heapq.heappop(self.queue)
+                self.now = max(self.now, t)
+                try:
+                    fn()
+                except Exception as e:  # a bug of the simulation itself
+                    self.fail(f"world event raised {type(e).__name__}: {e}")
+                self.check()
+                continue
+            self.now = max(self.now, self.horizon)
+            return self.driver
+
+    def _switch(self, me: _Runner, to: _Runner) -> None:
+        if to is me:
+            return
+        to.sem.release()
+        me.sem.acquire()
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        me = self._me()
+        if me.killed:
+            raise Killed()
+        if not event.is_set():
+            me.wake, me.event = self.now + max(seconds, 1e-3), event
+            self._switch(me, self._next_runner())
+            me.event = None
+            if me.killed:
+                raise Killed()
+        return event.is_set()
+
+    def _me(self) -> _Runner:
+        return getattr(self._local, "runner", self.driver)
+
+    def spawn(self, name: str, delay: float, body: Callable[[], None]) -> _Runner:
+        runner = _Runner(name)
+        runner.wake = self.now + delay
+
+        def main() -> None:
+            self._local.runner = runner
+            runner.sem.acquire()
+            try:
+                if not runner.killed:
+                    body()
+            except Killed:
+                pass
+            except BaseException as e:  # a bug in the code under test: fail the schedule
+                self.error = self.error or e
+            finally:
+                runner.done = True
+                self._next_runner().sem.release()
+
+        self.runners.append(runner)
+        threading.Thread(target=main, name=name, daemon=True).start()
+        return runner
+
+    def run(self, until: float) -> None:
+        self.horizon = until
+        self._switch(self.driver, self._next_runner())
+        if self.violation is not None:
+            raise Violation(self.violation)
+
+    def shutdown(self) -> None:
+        self.ending = True
+        for r in self.runners:
+            r.killed = True
+        while any(not r.done for r in self.runners):
+            self._switch(self.driver, self._next_runner())
+
+    # ------------------------------------------------------------------ the cluster
+
+    def _add_node(self, gpus: int, head: bool = False) -> Node:
+        node = Node(f"node{next(self.node_ids):04d}", gpus, int(self.now * 1000), is_head=head)
+        self.nodes.append(node)
+        return node
+
+    def free_gpu_nodes(self) -> list[Node]:
+        busy = {n for j in self.jobs.values() if j.status in LIVE for n in j.nodes}
+        return [n for n in self.nodes if n.alive and n.gpus and n.node_id not in busy]
+
+    def kill_node(self, node: Node, why: str) -> None:
+        if not node.alive:
+            return
+        node.alive = False
+        self.note(f"{node.node_id} lost ({why})")
+        delay = self.rng.uniform(5, 50)  # Ray marks it dead after its health checks
+
+        def mark() -> None:
+            if node in self.nodes and node.marked_dead_ms is None:
+                node.marked_dead_ms = int(self.now * 1000)
+                node.message = "Unexpected termination: health check failed"
+
+        self.at(self.now + delay, mark)
+        for job in self.jobs.values():
+            if job.status in LIVE and node.node_id in job.nodes:
+                token = job.token
+                self.at(self.now + FAIL_AFTER_DEATH_S, lambda j=job, t=token: self._fail(j, t))
+
+    # ------------------------------------------------------------------ the Jobs API
+
+    def _api(self, method: str = "") -> None:
+        if not self.head_up:
+            raise ConnectionRefusedError(111, "Connection refused")
+        if self.api_faults and self.api_faults[0][1] in ("", method):
+            kind = self.api_faults.pop(0)[0]
+            if kind == "lost_answer":
+                self.api_faults.insert(0, (kind, "submit_job"))  # only a submit loses its answer
+                return
+            if kind == "500":
+                raise JobsAPIError(500, "Internal Server Error")
+            if kind == "503":
+                raise JobsAPIError(503, "Service Unavailable")
+            if kind == "timeout":
+                raise TimeoutError("timed out")
+            if kind == "malformed":
+                raise ValueError("Expecting value: line 1 column 1 (char 0)")
+
+    def _job(self, sid: str) -> Job:
+        job = self.jobs.get(sid)
+        if job is None:
+            raise JobsAPIError(404, f"Job {sid} does not exist")
+        return job
+
+    def get_job_status(self, sid: str) -> JobStatus:
+        self._api("get_job_status")
+        return self._job(sid).status
+
+    def get_job_info(self, sid: str) -> Job:
+        self._api("get_job_info")
+        return self._job(sid)
+
+    def list_jobs(self) -> list[Job]:
+        self._api("list_jobs")
+        return list(self.jobs.values())
+
+    def get_job_logs(self, sid: str) -> str:
+        self._api("get_job_logs")
+        return ""
+
+    def stop_job(self, sid: str) -> bool:
+        self._api("stop_job")
+        job = self._job(sid)
+        if job.status not in LIVE:
+            return False
+        self._sigterm(job)
+        return True
+
+    def submit_job(
+        self,
+        *,
+        entrypoint: str,
+        runtime_env: dict[str, Any],
+        metadata: dict[str, str],
+        submission_id: str,
+    ) -> str:
+        self._api("submit_job")
+        if submission_id in self.jobs:
+            raise JobsAPIError(500, f"Job with submission_id {submission_id} already exists")
+        job = Job(submission_id, dict(metadata), entrypoint, submitted_at=self.now)
+        self.jobs[submission_id] = job
+        if job.kind == protocol.SUPERVISOR:
+            self._start_supervisor(job)
+        else:
+            self._start_attempt(job)
+        if self.api_faults and self.api_faults[0] == ("lost_answer", "submit_job"):
+            self.api_faults.pop(0)
+            raise TimeoutError("timed out (the job was submitted)")
+        return submission_id
+
+    # ------------------------------------------------------------------ supervisors
+
+    def _start_supervisor(self, job: Job) -> None:
+        probes = Probes(
+            nodes=self._node_rows,
+            log_size=lambda sid: self._log_size(sid),
+            steps=lambda sid: self._steps_done(sid),
+        )
+        sup = from_job(
+            self,
+            job.submission_id,
+            job.metadata,
+            probes,
+            SETTINGS,
+            clock=self.clock,
+            renew_in_thread=False,
+            publish=lambda _root: None,
+            write=lambda _line: None,
+        )
+        job.sup = sup
+
+        def body() -> None:
+            job.status = JobStatus.RUNNING
+            try:
+                sup.run()
+            except Killed:
+                job.status = JobStatus.STOPPED if job.stop_asked else JobStatus.FAILED
+                raise
+            except Exception:
+                job.status = JobStatus.FAILED
+                raise
+            job.status = JobStatus.STOPPED if job.stop_asked else JobStatus.SUCCEEDED
+
+        job.runner = self.spawn(job.submission_id, DRIVER_START_S, body)
+
+    def _sigterm(self, job: Job) -> None:
+        if job.kind == protocol.SUPERVISOR:
+            job.stop_asked = True
+            if job.sup is not None:
+                job.sup.stopping.set()  # what main's SIGTERM handler does
+            runner = job.runner
+
+            def sigkill() -> None:
+                if runner is not None and not runner.done:
+                    runner.killed = True
+
+            self.at(self.now + STOP_GRACE_S, sigkill)
+            return
+        token = job.token
+        self.at(self.now + STOP_GRACE_S, lambda: self._end(job, token, JobStatus.STOPPED))
+
+    def _node_rows(self) -> list[dict[str, Any]]:
+        self._api()
+        return [n.row() for n in self.nodes]
+
+    def _steps_done(self, sid: str) -> int:
+        self._api("get_job_logs")  # production reads the log file, else the Jobs API's copy
+        job = self.jobs.get(sid)
+        return max(0, job.step - job.start_step) if job else 0
+
+    def _log_size(self, sid: str) -> int:
+        return self.jobs[sid].step * 100 if sid in self.jobs else 0
+
+    # ------------------------------------------------------------------ attempts
+
+    def _start_attempt(self, job: Job) -> None:
+        live = [
+            j.submission_id
+            for j in self.jobs.values()
+            if j.kind != protocol.SUPERVISOR and j.status in LIVE and j is not job
+        ]
+        if live:
+            self.fail(f"{job.submission_id} submitted while {live} is live")
+        if self.stop_at is not None:
+            self.fail(f"{job.submission_id} submitted after the user's stop")
+        self.attempts_seen.add(job.submission_id)
+        self.note(f"{job.submission_id} submitted")
+        token = job.token
+        self.at(self.now + DRIVER_START_S, lambda: self._place(job, token))
+
+    def _place(self, job: Job, token: int) -> None:
+        if job.token != token or job.status not in LIVE:
+            return
+        job.status = JobStatus.RUNNING
+        free = self.free_gpu_nodes()
+        if len(free) < NODES:
+            self.at(self.now + PLACEMENT_TIMEOUT_S, lambda: self._fail(job, token))
+            return
+        job.nodes = tuple(n.node_id for n in free[:NODES])
+        job.step = job.start_step = self._resume_step()
+        self.at(self.now + LOAD_S, lambda: self._step(job, token))
+
+    def _resume_step(self) -> int:
+        steps = []
+        for name in os.listdir(self.ckpt) if self.ckpt.is_dir() else []:
+            if name.startswith("step_") and (self.ckpt / name / "config.yaml").is_file():
+                steps.append(int(name[5:]))
+        return max(steps, default=0)
+
+    def _step(self, job: Job, token: int) -> None:
+        if job.token != token or job.status != JobStatus.RUNNING:
+            return
+        job.step += 1
+        if job.step >= TARGET_STEPS:
+            self._end(job, token, JobStatus.SUCCEEDED)
+            self.succeeded = True
+            return
+        if job.step % SAVE_EVERY == 0:
+            n = job.step
+            tmp = self.ckpt / f"tmp_step_{n}"
+            (tmp / "policy" / "weights").mkdir(parents=True, exist_ok=True)
+
+            def finish() -> None:
+                if job.token != token or job.status != JobStatus.RUNNING:
+                    return
+                (tmp / "config.yaml").write_text(f"step: {n}\n")
+                final = self.ckpt / f"step_{n}"
+                if final.exists():
+                    shutil.rmtree(final)
+                os.replace(tmp, final)
+                self.newest_complete = max(self.newest_complete, n)
+                self.at(self.now + STEP_S, lambda: self._step(job, token))
+
+            self.at(self.now + SAVE_S, finish)
+            return
+        self.at(self.now + STEP_S, lambda: self._step(job, token))
+
+    def _fail(self, job: Job, token: int) -> None:
+        self._end(job, token, JobStatus.FAILED, code=1)
+
+    def _end(self, job: Job, token: int, status: JobStatus, code: int | None = None) -> None:
+        if job.token != token or job.status not in LIVE:
+            return
+        job.token += 1
+        job.status = status
+        job.driver_exit_code = code
+        job.nodes = ()
+        self.note(f"{job.submission_id} {status.value}")
+
+    # ------------------------------------------------------------------ the user, the re-armer
+
+    def store(self) -> RunStore:
+        return RunStore(self.root, RUN, self.clock)
+
+    def submit_run(self) -> None:
+        """`rl-jobs submit` (and `submit --resume`): a new supervisor with a fresh spec."""
+        self._api()  # the CLI lists the run's jobs first
+        sups = [j for j in self.jobs.values() if j.kind == protocol.SUPERVISOR]
+        if any(j.status in LIVE for j in sups):
+            return  # the CLI refuses: a supervisor drives the run
+        attempts = [j for j in self.jobs.values() if j.kind != protocol.SUPERVISOR]
+        if any(j.status in LIVE for j in attempts):
+            return  # the CLI refuses: an attempt still runs
+        last = max((int(j.metadata.get("attempt", 0)) for j in attempts), default=0)
+        if self.succeeded:
+            return  # nothing to resume
+        n = 1 + max((protocol.supervisor_number(j.submission_id) for j in sups), default=0)
+        for r in self.store().events():
+            n = max(n, 1 + protocol.supervisor_number(str(r.get("supervisor") or "")))
+        spec = Spec(
+            run=RUN,
+            first_attempt=last + 1,
+            max_restarts=20,
+            gpus_needed=NODES * GPUS_PER_NODE,
+            checkpoint_dir=str(self.ckpt),
+            entrypoint="python train.py",
+            runtime_env={},
+            metadata={"run": RUN, "kind": protocol.RECIPE},
+            max_preemptions=100,
+            runs_root=str(self.root),
+            keep=self.schedule.keep,
+            capacity_deadline_s=self.schedule.capacity_deadline_s,
+        )
+        self.stop_at = None
+        sid = protocol.supervisor_id(RUN, n)
+        self.note(f"user submits {sid} (first attempt {last + 1})")
+        meta = {"run": RUN, "kind": protocol.SUPERVISOR, Spec.METADATA_KEY: spec.to_json()}
+        self.submit_job(
+            entrypoint=protocol.supervisor_entrypoint(sid),
+            runtime_env={},
+            metadata=meta,
+            submission_id=sid,
+        )
+
+    def user_stop(self) -> None:
+        """`rl-jobs stop RUN`: the stop request on the record, then supervisors, then attempts."""
+        self._api()  # the CLI lists the run's jobs first
+        self.note("user stops the run")
+        stop.request_stop(self.store(), "rl-jobs stop")
+        self.stop_at = self.now
+        for job in list(self.jobs.values()):
+            if job.kind == protocol.SUPERVISOR and job.status in LIVE:
+                self._sigterm(job)
+
+        def attempts() -> None:
+            for job in list(self.jobs.values()):
+                if job.kind != protocol.SUPERVISOR and job.status in LIVE:
+                    self._sigterm(job)
+
+        self.at(self.now + STOP_GRACE_S + 1, attempts)
+
+    def sweep(self, twin: bool = False) -> None:
+        if not (self.head_up and self.rearmer_up):
+            return
+        rearmers = [Rearmer(self, str(self.root), write=lambda _l: None, clock=self.clock)]
+        if twin:  # two re-armers (two heads) seeing the same lapsed lease at once
+            rearmers.append(Rearmer(self, str(self.root), write=lambda _l: None, clock=self.clock))
+        try:
+            todo = [r.candidates() for r in rearmers]
+            listing = self.list_jobs()
+            for rearmer, runs in zip(rearmers, todo, strict=True):
+                for run in runs:
+                    try:
+                        sid = rearmer.rearm(run, listing)
+                    except (RuntimeError, OSError, ValueError):
+                        continue
+                    if sid:
+                        self.note(f"re-armer submits {sid}")
+        except (RuntimeError, OSError, ConnectionError, ValueError):
+            pass
+
+    # ------------------------------------------------------------------ faults
+
+    def apply(self, f: Fault) -> None:
+        self.note(f"FAULT {f}")
+        if f.kind == "api":
+            self._fault_api(f.arg, f.detail)
+        else:
+            getattr(self, f"_fault_{f.kind}")(f.arg)
+
+    def _fault_preempt(self, stockout_s: float) -> None:
+        alive = [n for n in self.nodes if n.alive and n.gpus]
+        if not alive:
+            return
+        victim = alive[int(self.rng.random() * len(alive))]
+        self.kill_node(victim, "spot preemption")
+        self.at(self.now + stockout_s, lambda: self._replace(victim))
+
+    def _replace(self, old: Node) -> None:
+        if sum(1 for n in self.nodes if n.alive and n.gpus) < NODES:
+            self._add_node(GPUS_PER_NODE)
+            self.note("a replacement GPU node joined")
+
+    def _fault_api(self, n: float, detail: str = "") -> None:
+        kinds = ["500", "503", "timeout", "malformed", "lost_answer"]
+        answer, _, method = detail.partition("@")
+        for _ in range(int(n)):
+            self.api_faults.append((answer or kinds[int(self.rng.random() * len(kinds))], method))
+
+    def _live_supervisor(self) -> Job | None:
+        live = [j for j in self.jobs.values() if j.kind == protocol.SUPERVISOR and j.status in LIVE]
+        return live[0] if live else None
+
+    def _fault_transient(self, _arg: float) -> None:
+        """The attempt fails on its own (an NCCL timeout, a flaky read): no node is lost."""
+        for job in list(self.jobs.values()):
+            if job.kind != protocol.SUPERVISOR and job.status in LIVE:
+                self._fail(job, job.token)
+
+    def _fault_sigterm(self, _arg: float) -> None:
+        """Something other than `rl-jobs stop` terminates the supervisor (a head pod deleted)."""
+        job = self._live_supervisor()
+        if job is not None and job.sup is not None:
+            job.sup.stopping.set()
+            runner = job.runner
+            self.at(self.now + STOP_GRACE_S, lambda: setattr(runner, "killed", True))
+
+    def _fault_sigkill(self, _arg: float) -> None:
+        job = self._live_supervisor()
+        if job is not None and job.runner is not None:
+            job.runner.killed = True
+
+    def _fault_rearmer_down(self, seconds: float) -> None:
+        self.rearmer_up = False
+        self.at(self.now + seconds, lambda: setattr(self, "rearmer_up", True))
+
+    def _fault_head_loss(self, seconds: float) -> None:
+        """The head pod is lost: every driver dies, Ray's job table with it; the GPU nodes'
+        raylets rejoin the new head under new ids."""
+        self.head_up = False
+        for job in self.jobs.values():
+            if job.runner is not None:
+                job.runner.killed = True
+            if job.status in LIVE:
+                job.token += 1
+                job.status = JobStatus.FAILED
+                job.nodes = ()
+        self.note("head lost")
+
+        def back() -> None:
+            self.jobs = {}
+            gpu_alive = sum(1 for n in self.nodes if n.alive and n.gpus)
+            self.nodes = []
+            self._add_node(0, head=True)
+            for _ in range(gpu_alive):
+                self._add_node(GPUS_PER_NODE)
+            self.head_up = True
+            self.note("head back (new cluster)")
+
+        self.at(self.now + seconds, back)
+
+    def _as_user(self, action: Callable[[], None]) -> None:
+        """A CLI command: an error from the dashboard fails it, and the user tries again a
+        minute later."""
+        try:
+            action()
+        except (RuntimeError, OSError, ValueError) as e:
+            self.note(f"user's command failed ({type(e).__name__}); retried in 60 s")
+            retry = lambda: self._as_user(action)  # noqa: E731
+            retry.user = True  # type: ignore[attr-defined]
+            self.at(self.now + 60, retry)
+
+    def _fault_stop(self, _arg: float) -> None:
+        self._as_user(self.user_stop)
+
+    def _fault_resume(self, _arg: float) -> None:
+        self._as_user(self.submit_run)
+
+    def _fault_torn_lease(self, _arg: float) -> None:
+        """A taker killed between the O_EXCL create of the next lease and its write."""
+        store = self.store()
+        lease = store.lease()
+        if lease is None:
+            return
+        path = store.dir / f"lease.{lease.gen + 1}"
+        path.touch()
+        os.utime(path, (self.now, self.now))
+
+    def _fault_twin_rearm(self, _arg: float) -> None:
+        self.sweep(twin=True)
+
+    # ------------------------------------------------------------------ invariants
+
+    def note(self, what: str) -> None:
+        self.history.append(f"t+{self.now - T0:>8.0f}s {what}")
+
+    def fail(self, what: str) -> None:
+        """An invariant broke: the schedule halts at once (the first violation is reported)."""
+        self.note(f"VIOLATION {what}")
+        if self.violation is None:
+            self.violation = what
+
+    def over(self) -> bool:
+        """Nothing can happen any more: succeeded or stopped, and nothing runs."""
+        if not (self.succeeded or self.stop_at is not None) or self.queue_has_user():
+            return False
+        return not any(j.status in LIVE for j in self.jobs.values())
+
+    def queue_has_user(self) -> bool:
+        return any(getattr(fn, "user", False) for _, _, fn in self.queue)
+
+    def check(self) -> None:
+        live = [
+            j.submission_id
+            for j in self.jobs.values()
+            if j.kind != protocol.SUPERVISOR and j.status in LIVE
+        ]
+        if len(live) > 1:
+            self.fail(f"two live attempts of one run: {live}")
+        if self.newest_complete and not (self.ckpt / f"step_{self.newest_complete}").is_dir():
+            self.fail(f"the newest complete checkpoint step_{self.newest_complete} was pruned")
+        if self.error is not None:
+            self.fail(f"the supervisor raised {type(self.error).__name__}: {self.error}")
+
+    def final_check(self) -> None:
+        """After the quiet tail: the run succeeded, or it is stopped because the user said so."""
+        self.check()
+        recs = self.store().events()
+        end = ev.outcome(recs)
+        if self.stop_at is not None:
+            live = [j.submission_id for j in self.jobs.values() if j.status in LIVE]
+            if live:
+                raise Violation(f"stopped by the user, but {live} still run")
+            return
+        if self.succeeded:
+            return
+        why = json.dumps(end, sort_keys=True) if end else "no end recorded, nothing running"
+        raise Violation(f"the run did not finish (no user stop): {why}")
+
+
+def random_schedule(seed: int) -> Schedule:
+    rng = random.Random(seed)
+    faults: list[Fault] = []
+    t = 0.0
+    horizon = rng.choice([1, 2, 3]) * 3600.0
+    kinds = [
+        ("preempt", 10),
+        ("api", 6),
+        ("sigkill", 3),
+        ("sigterm", 3),
+        ("rearmer_down", 2),
+        ("head_loss", 2),
+        ("stop", 1),
+        ("torn_lease", 2),
+        ("twin_rearm", 2),
+        ("transient", 3),
+    ]
+    names = [k for k, w in kinds for _ in range(w)]
+    while True:
+        t += rng.expovariate(1 / rng.choice([300.0, 900.0, 1800.0]))
+        if t > horizon:
+            break
+        kind = rng.choice(names)
+        arg = {
+            "preempt": rng.choice([60.0, 600.0, 1800.0, 3 * 3600.0, 6 * 3600.0]),
+            "api": float(rng.randint(1, 6)),
+            "rearmer_down": rng.uniform(60, 3600),
+            "head_loss": rng.uniform(60, 600),
+        }.get(kind, 0.0)
+        faults.append(Fault(round(t), kind, round(arg)))
+        if kind == "stop" and rng.random() < 0.7:
+            faults.append(Fault(round(t + rng.uniform(60, 7200)), "resume"))
+    return Schedule(seed, faults, keep=rng.choice([0, 1, 2]), from_seed=True)
+
+
+def simulate(schedule: Schedule, base: Path, tail_s: float = 48 * 3600.0) -> World:
+    """Run one schedule: submit at t=0, the faults, then a quiet tail with capacity back."""
+    base.mkdir(parents=True, exist_ok=True)
+    world = World(schedule, base)
+    try:
+        world.at(T0, lambda: world._as_user(world.submit_run))
+        for f in schedule.faults:
+
+            def fault(f: Fault = f) -> None:
+                world.apply(f)
+
+            fault.user = f.kind in ("stop", "resume")  # type: ignore[attr-defined]
+            world.at(T0 + f.at, fault)
+        last = max((f.at for f in schedule.faults), default=0.0)
+
+        def sweeps() -> None:
+            world.sweep()
+            world.at(world.now + REARM_INTERVAL_S, sweeps)
+
+        world.at(T0 + REARM_INTERVAL_S, sweeps)
+        world.run(T0 + last + tail_s)
+        world.final_check()
+    finally:
+        world.shutdown()
+    return world
