@@ -33,7 +33,7 @@ test: venv
 # Everything but the slow seams (pytest.ini lists them: a real Ray cluster, the compiler, the CLI
 # as a subprocess, a real kubectl, whole-stack plans, the frameworks' sweeps, the stand-in Hub),
 # on two workers: under a minute, for a change to recipes, components or policy.
-FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub
+FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub and not simulation
 test-fast: venv
 	$(BIN)/python -m pytest -q -n 2 -m "$(FAST_MARKERS)"
 

@@ -71,6 +71,7 @@ def _run(schedule: Schedule, base: Path) -> World:
         World.__init__ = orig  # type: ignore[method-assign]
 
 
+@pytest.mark.simulation
 def test_random_fault_schedules_keep_every_invariant(base):
     """Issue 24 "what to build": seeded random schedules of preemptions (with stockouts of
     hours), API errors/timeouts/malformed answers/lost answers, SIGTERM and SIGKILL of the
