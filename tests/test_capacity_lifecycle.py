@@ -67,13 +67,19 @@ class Expected:
     replaced: frozenset[str]
     gate_passes: bool
     why: str
+    # Every resource the step changes (replaced ones included); None: every resource (create,
+    # destroy).
+    changed: frozenset[str] | None = None
 
 
+GPU_POOL = "rl-dev-gpu-pool"
+RAY_CLUSTER = "rl-dev-k8s-ray-raycluster"
 IN_PLACE = Expected(
     frozenset(),
     True,
     "only sizes change: the pool's nodeCount (flex-start: its autoscaling ceiling) and the Ray "
     "worker group's replicas, all in-place updates; nothing guarded is replaced or deleted",
+    frozenset({GPU_POOL, RAY_CLUSTER}),
 )
 EXPECTED: dict[str, Expected] = {
     "create": Expected(frozenset(), True, "every step of the preview is a create"),
@@ -83,11 +89,14 @@ EXPECTED: dict[str, Expected] = {
     # The accelerator type is force-new on a node pool (the machine type alone is not), so the GPU
     # pool is deleted and created again: every GPU node and every run on them goes. The gate guards node
     # pools, so the change needs the label.
+    # The gIB NCCL installer DaemonSet follows the machine (its node affinity) and the Ray
+    # workers' accelerator selector and memory follow it too: both update in place.
     "change-machine-type": Expected(
-        frozenset({"rl-dev-gpu-pool"}),
+        frozenset({GPU_POOL}),
         False,
         "the GPU pool is replaced (nodeConfig.guestAccelerators[].type is force-new) and node "
         "pools are guarded",
+        frozenset({GPU_POOL, RAY_CLUSTER, "rl-dev-k8s-nccl-daemonset"}),
     ),
     # The destroy preview deletes the cluster, its pools, Lustre and the networks: the gate
     # refuses it (destroy never runs through the deploy workflow; a change that dropped the stack
@@ -202,7 +211,13 @@ def preview_document(mode: str, step: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------- the table
 
-CELLS = [(mode, step) for mode in MODES for step in STEPS]
+# One xdist group per mode: with `make test-fast`'s `--dist loadgroup` a mode's cells run on one
+# worker and share its renderings, instead of every worker rendering every mode.
+CELLS = [
+    pytest.param(mode, step, marks=pytest.mark.xdist_group(f"lifecycle-{mode}"))
+    for mode in MODES
+    for step in STEPS
+]
 
 
 @pytest.mark.parametrize(("mode", "step"), CELLS)
@@ -224,6 +239,12 @@ def test_each_step_of_each_mode(mode: str, step: str) -> None:
     diff = step_diff(mode, step)
     replaced = {c.name for c in diff.changed if c.replaces}
     assert replaced == expected.replaced, expected.why
+    if expected.changed is None:
+        assert diff.changed == [] and bool(diff.added) is (step == "create")
+        assert bool(diff.removed) is (step == "destroy")
+    else:
+        assert {c.name for c in diff.changed} == expected.changed
+        assert diff.added == [] and diff.removed == []
     for change in diff.changed:
         table = {e.path for e in force_new_entries(change.type)}
         assert set(change.replace_by) <= table, change.name
