@@ -32,10 +32,12 @@ test: venv
 
 # Everything but the slow seams (pytest.ini lists them: a real Ray cluster, the compiler, the CLI
 # as a subprocess, a real kubectl, whole-stack plans, the frameworks' sweeps, the stand-in Hub),
-# on two workers: under a minute, for a change to recipes, components or policy.
+# on two workers: under a minute, for a change to recipes, components or policy. `loadgroup`
+# keeps the tests of one `xdist_group` on one worker (tests/test_capacity_lifecycle.py shares a
+# mode's renderings that way); unmarked tests are spread as with `load`.
 FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub and not simulation
 test-fast: venv
-	$(BIN)/python -m pytest -q -n 2 -m "$(FAST_MARKERS)"
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "$(FAST_MARKERS)"
 
 # ruff, configured in pyproject.toml: lint rules, then the formatter in check mode (no rewrite).
 lint: venv

@@ -73,11 +73,20 @@ class GkeClusterArgs:
         )
 
 
+# A CI deployer holds its service-account roles on the stack's own accounts, not on the project
+# (docs/ci-setup.md "Why the service-account roles are granted on the accounts"), so its setup
+# creates them before the first `pulumi up`; the provider then takes the existing account on the
+# create's 409 instead of failing (terraform-provider-google resource_google_service_account.go,
+# `create_ignore_already_exists`). With no such account the create works as before.
+ADOPT_EXISTING_ACCOUNT: dict[str, Any] = {"create_ignore_already_exists": True}
+
+
 def node_service_account_args(config: GkeClusterArgs) -> dict[str, Any]:
     return {
         "account_id": f"{config.name_prefix}-nodes",
         "project": config.project,
         "display_name": f"rl-on-gke {config.name_prefix} GKE nodes",
+        **ADOPT_EXISTING_ACCOUNT,
     }
 
 

@@ -17,6 +17,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.contract import SECRET_ENV
+from components.gcp.cluster import ADOPT_EXISTING_ACCOUNT
 from components.k8s.names import K8sNames
 from components.k8s.provider import KubeTarget
 
@@ -132,6 +133,7 @@ class TrainingIdentity(pulumi.ComponentResource):
             project=args.project,
             account_id=names.gsa_account_id,
             display_name=f"Ray training pods ({names.namespace}/{names.service_account})",
+            **ADOPT_EXISTING_ACCOUNT,
             opts=pulumi.ResourceOptions(parent=self),
         )
         for role in TRAINING_ROLES:

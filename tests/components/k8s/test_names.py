@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from components.k8s.names import K8sNames, head_service_name
+from components.k8s.names import K8sNames, head_service_name, lustre_pv_name
 from tests.components.k8s.conftest import make_config
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -56,3 +56,13 @@ def test_the_volume_is_named_from_its_claim_so_a_claim_that_moves_gets_a_fresh_v
     assert names["rl"].lustre_pv == "rl-test-lustre-pv"
     assert len({n.lustre_pv for n in names.values()}) == 3
     assert names["other"].lustre_pvc == names["rl"].lustre_pvc
+
+
+def test_the_readme_ray_namespace_row_names_the_pv_as_the_program_does() -> None:
+    """The `ray.namespace` row said nothing of the PV named from it (issue 26 item 5 follow-up)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    (row,) = [line for line in readme.splitlines() if line.startswith("| `ray.namespace` |")]
+    assert f"`{lustre_pv_name('<prefix>', '<namespace>')}`" in row
+    assert f"`{lustre_pv_name('<prefix>', 'rl')}` for `rl`" in row
