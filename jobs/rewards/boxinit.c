@@ -1,8 +1,11 @@
 /* The box's reaper and accountant: runs as pid 2 of every box, right under bubblewrap's init.
  *
  * Built once per executor with the system compiler (jobs/rewards/box.py). Usage:
- *   boxinit REPORT_FD UID CPU_MS NPROC AS_BYTES NOFILE FSIZE_BYTES -- PROGRAM [ARGS...]
- * UID < 0 keeps the caller's uid (bwrap's user-namespace mode), NPROC 0 sets no process cap.
+ *   boxinit report_fd=N uid=N cpu_ms=N nproc=N as=BYTES nofile=N fsize=BYTES -- PROGRAM [ARGS...]
+ * Named, in any order, each exactly once (box.py's INIT_KEYS is the same list): an unknown,
+ * repeated, missing or non-integer key is refused with exit 2 and a line naming it, so a limit
+ * added on one side of the Python/C seam and not the other fails the first box, not silently.
+ * uid < 0 keeps the caller's uid (bwrap's user-namespace mode), nproc 0 sets no process cap.
  *
  * - It is the box's child subreaper (prctl(2) PR_SET_CHILD_SUBREAPER): every orphan of the
  *   program, setsid() daemons included, becomes its child, so it can kill and reap them all.
@@ -74,7 +77,9 @@ static void set_limit(int resource, unsigned long long soft, unsigned long long 
 static void start_program(char **argv, long uid, long cpu_ms, long nproc, unsigned long long as,
                           unsigned long long nofile, unsigned long long fsize) {
     unsigned long long cpu_s = (unsigned long long)(cpu_ms + 999) / 1000;
-    set_limit(RLIMIT_CPU, cpu_s, cpu_s + 1); /* SIGXCPU, then SIGKILL a second later */
+    /* A backstop a second past the limit: the box's own count (below) ends it first, so the verdict
+     * never depends on which of the two the kernel happened to deliver first (issue 25). */
+    set_limit(RLIMIT_CPU, cpu_s + 1, cpu_s + 2);
     set_limit(RLIMIT_AS, as, as);
     set_limit(RLIMIT_NOFILE, nofile, nofile);
     set_limit(RLIMIT_FSIZE, fsize, fsize);
@@ -91,21 +96,46 @@ static void start_program(char **argv, long uid, long cpu_ms, long nproc, unsign
     _exit(127);
 }
 
-int main(int argc, char **argv) {
-    if (argc < 10 || strcmp(argv[8], "--") != 0) {
-        fprintf(stderr, "usage: boxinit REPORT_FD UID CPU_MS NPROC AS NOFILE FSIZE -- PROGRAM...\n");
-        return 2;
+enum { K_REPORT_FD, K_UID, K_CPU_MS, K_NPROC, K_AS, K_NOFILE, K_FSIZE, K_COUNT };
+static const char *const KEYS[K_COUNT] = {"report_fd", "uid", "cpu_ms", "nproc", "as", "nofile", "fsize"};
+
+/* Parses key=value words up to "--" into values[]; returns the index of the program's argv, or -1. */
+static int parse_args(int argc, char **argv, long long values[K_COUNT]) {
+    int seen[K_COUNT] = {0};
+    int i = 1;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        char *eq = strchr(argv[i], '=');
+        int k = 0;
+        for (; k < K_COUNT; k++)
+            if (eq && (size_t)(eq - argv[i]) == strlen(KEYS[k]) && strncmp(argv[i], KEYS[k], eq - argv[i]) == 0) break;
+        if (k == K_COUNT) { fprintf(stderr, "boxinit: unknown key in '%.64s'\n", argv[i]); return -1; }
+        if (seen[k]) { fprintf(stderr, "boxinit: key '%s' given twice\n", KEYS[k]); return -1; }
+        char *end = NULL;
+        errno = 0;
+        values[k] = strtoll(eq + 1, &end, 10);
+        if (errno || end == eq + 1 || *end) { fprintf(stderr, "boxinit: key '%s': '%.32s' is not an integer\n", KEYS[k], eq + 1); return -1; }
+        seen[k] = 1;
     }
-    int report = atoi(argv[1]);
-    long uid = atol(argv[2]), cpu_ms = atol(argv[3]), nproc = atol(argv[4]);
-    unsigned long long as = strtoull(argv[5], NULL, 10), nofile = strtoull(argv[6], NULL, 10);
-    unsigned long long fsize = strtoull(argv[7], NULL, 10);
+    for (int k = 0; k < K_COUNT; k++)
+        if (!seen[k]) { fprintf(stderr, "boxinit: missing key '%s'\n", KEYS[k]); return -1; }
+    if (i >= argc - 1) { fprintf(stderr, "boxinit: no program after '--'\n"); return -1; }
+    return i + 1;
+}
+
+int main(int argc, char **argv) {
+    long long v[K_COUNT];
+    int prog = parse_args(argc, argv, v);
+    if (prog < 0) return 2;
+    int report = (int)v[K_REPORT_FD];
+    long uid = (long)v[K_UID], cpu_ms = (long)v[K_CPU_MS], nproc = (long)v[K_NPROC];
+    unsigned long long as = (unsigned long long)v[K_AS], nofile = (unsigned long long)v[K_NOFILE];
+    unsigned long long fsize = (unsigned long long)v[K_FSIZE];
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     fcntl(report, F_SETFD, FD_CLOEXEC);
     pid_t child = fork();
     if (child < 0) return 3;
-    if (child == 0) start_program(argv + 9, uid, cpu_ms, nproc, as, nofile, fsize);
+    if (child == 0) start_program(argv + prog, uid, cpu_ms, nproc, as, nofile, fsize);
 
     long hz = sysconf(_SC_CLK_TCK);
     pid_t self = getpid();
