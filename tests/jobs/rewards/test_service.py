@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -146,4 +148,103 @@ def test_a_busy_service_is_waited_for_not_failed(monkeypatch: pytest.MonkeyPatch
         server.shutdown()
         server.server_close()
         server.executor.close()
+        thread.join(timeout=5)
+
+
+def _raw(port: int, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(data)
+        reply = b""
+        while chunk := s.recv(65536):
+            reply += chunk
+    return reply
+
+
+def test_a_content_length_of_unicode_digits_is_a_400(server: service.SandboxServer) -> None:
+    """issue 25 item 10: "²".isdigit() is True and int("²") raises: the handler died."""
+    port = server.server_address[1]
+    reply = _raw(
+        port,
+        f"POST /run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+        "Content-Length: \u00b2\r\n\r\n".encode("latin-1"),  # the byte 0xb2, as a client sends it
+    )
+    assert reply.startswith(b"HTTP/1.1 400") and b"non-negative integer" in reply
+    assert (
+        post(f"http://127.0.0.1:{port}", {"code": SUM, "tests": [{"input": "1 2", "output": "3"}]})[
+            0
+        ]
+        == 200
+    )
+
+
+def test_a_body_over_the_limit_is_answered_413_not_a_broken_pipe(url: str) -> None:
+    """issue 25 item 7: the 413 went out while the client was still sending; the client saw a
+    broken pipe, retried and raised. The service now reads the body away before it answers."""
+    body = b" " * (8 * 2**20)
+    request = urllib.request.Request(
+        url + "/run",
+        data=body,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(request, timeout=60)
+    assert e.value.code == 413 and b"exceeds 65536" in e.value.read()
+
+
+def test_clients_without_a_token_trickling_bytes_take_no_connection_place(
+    server: service.SandboxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 25 item 9: sockets sending a byte a second held every connection place without a
+    token. Now they wait in `pending` for at most header_timeout_s and a real request is served."""
+    monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
+    tight = service.SandboxServer(
+        ("127.0.0.1", 0),
+        server.executor,
+        concurrency=1,
+        max_body_bytes=1 << 20,
+        token=TOKEN,
+        socket_timeout_s=30.0,
+        max_connections=4,
+        header_timeout_s=2.0,
+    )
+    thread = threading.Thread(target=tight.serve_forever, daemon=True)
+    thread.start()
+    port = tight.server_address[1]
+    tricklers = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(20)]
+    stop = threading.Event()
+
+    def trickle() -> None:
+        while not stop.is_set():
+            for s in tricklers:
+                try:
+                    s.send(b"P")
+                except OSError:
+                    pass
+            time.sleep(0.5)
+
+    sender = threading.Thread(target=trickle, daemon=True)
+    sender.start()
+    try:
+        time.sleep(0.5)
+        start = time.monotonic()
+        result = cc.run_remote(
+            f"http://127.0.0.1:{port}", SUM, [Case(input="1 2", output="3")], Limits(), budget_s=6
+        )
+        assert result.passed == 1 and time.monotonic() - start < 6
+        closed_by = time.monotonic() + 2.0 + 5
+        for s in tricklers:
+            s.settimeout(max(0.1, closed_by - time.monotonic()))
+            try:
+                while s.recv(1024):
+                    pass  # EOF (or a reset) once its header deadline passed
+            except ConnectionResetError:
+                pass
+        assert time.monotonic() <= closed_by
+    finally:
+        stop.set()
+        sender.join(timeout=5)
+        for s in tricklers:
+            s.close()
+        tight.shutdown()
+        tight.server_close()
         thread.join(timeout=5)
