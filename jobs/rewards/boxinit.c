@@ -11,8 +11,8 @@
  *   program, setsid() daemons included, becomes its child, so it can kill and reap them all.
  * - The program runs in a child that drops to UID (setgroups, setresgid, setresuid: no
  *   capability is left, proc(5) / capabilities(7)) under the rlimits and no_new_privs.
- * - CPU time of the whole box: every few milliseconds it adds the utime+stime of every live
- *   process it can see (the box has its own /proc, proc(5) /proc/pid/stat fields 14 and 15) to
+ * - CPU time of the whole box: every few milliseconds it adds the utime+stime+cutime+cstime of
+ *   every live process it can see (the box has its own /proc, proc(5) /proc/pid/stat fields 14-17) to
  *   the times of the children it has reaped (getrusage(2) RUSAGE_CHILDREN), and kills the box
  *   when the sum passes CPU_MS.
  * - When the program exits, everything else in the box is killed (kill(2) with pid -1 from
@@ -54,10 +54,13 @@ static long long ticks_of_live_processes(pid_t self, long hz) {
         buf[n] = 0;
         char *p = strrchr(buf, ')');
         if (!p) continue;
-        /* after ") ": state(3) ppid(4) ... utime(14) stime(15) */
+        /* after ") ": state(3) ppid(4) ... utime(14) stime(15) cutime(16) cstime(17): the
+         * children a live process has waited for count now, not only once boxinit reaps it */
         unsigned long long ut = 0, st = 0;
-        if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
-            total += (long long)(ut + st);
+        long long cut = 0, cst = 0;
+        if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &ut, &st,
+                   &cut, &cst) == 4)
+            total += (long long)(ut + st) + cut + cst;
     }
     closedir(proc);
     return total * 1000000LL / hz;

@@ -158,6 +158,16 @@ def test_cpu_time_of_forked_children_counts(executor: Executor) -> None:
     assert r.status is Status.time_limit and r.cpu_s > 1 and not r.timed_out
 
 
+def test_cpu_time_of_children_the_kernel_reaps_counts(executor: Executor) -> None:
+    """issue 25 item 6: with SIGCHLD ignored, 6 CPU-s passed a 2 s limit, reported as 0.1 s."""
+    r = executor.run(
+        a.AUTOREAPED_CPU,
+        [Case(input="", output="ok")],
+        Limits(time_s=1, processes=2, wall_margin_s=30),
+    ).results[0]
+    assert r.status is Status.time_limit and r.cpu_s > 1 and not r.timed_out
+
+
 def test_memory_is_capped_across_children_and_memfds(executor: Executor) -> None:
     r = executor.run(
         a.MEMORY_HOG,

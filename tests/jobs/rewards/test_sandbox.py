@@ -180,7 +180,7 @@ def test_fork_bomb_is_contained_and_leaves_no_process(executor: Executor) -> Non
 
 def test_seccomp_filter_is_x86_64_with_a_namespace_check() -> None:
     prog = seccomp.filter_program()
-    assert len(prog) % 8 == 0 and len(prog) // 8 == 5 + len(seccomp.DENIED) + 8
+    assert len(prog) % 8 == 0 and len(prog) // 8 == 5 + len(seccomp.DENIED) + 12
     assert {"unshare", "io_uring_setup", "memfd_create", "ptrace", "mount", "socket"} <= set(
         seccomp.DENIED
     )
