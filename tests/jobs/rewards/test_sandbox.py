@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -180,10 +181,52 @@ def test_fork_bomb_is_contained_and_leaves_no_process(executor: Executor) -> Non
 
 def test_seccomp_filter_is_x86_64_with_a_namespace_check() -> None:
     prog = seccomp.filter_program()
-    assert len(prog) % 8 == 0 and len(prog) // 8 == 5 + len(seccomp.DENIED) + 12
+    assert len(prog) % 8 == 0 and len(prog) // 8 == 6 + len(seccomp.DENIED) + 12
     assert {"unshare", "io_uring_setup", "memfd_create", "ptrace", "mount", "socket"} <= set(
         seccomp.DENIED
     )
+
+
+def _run_filter(prog: bytes, nr: int, args: tuple[int, ...] = (), arch: int = 0xC000003E) -> int:
+    """Evaluates the classic-BPF program on one struct seccomp_data (only the opcodes it uses)."""
+    data = struct.pack("<iIQ6Q", nr, arch, 0, *(list(args) + [0] * (6 - len(args))))
+    ops = [struct.unpack("<HBBI", prog[i : i + 8]) for i in range(0, len(prog), 8)]
+    pc, acc = 0, 0
+    while True:
+        code, jt, jf, k = ops[pc]
+        if code == 0x20:
+            acc = struct.unpack_from("<I", data, k)[0]
+        elif code == 0x06:
+            return k
+        else:
+            taken = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[code]
+            pc += jt if taken else jf
+        pc += 1
+
+
+def test_the_filter_refuses_every_syscall_newer_than_its_review() -> None:
+    """issue 25: a deny list lets every syscall newer than it through (open_tree_attr passed)."""
+    prog = seccomp.filter_program()
+    allow, eperm, enosys = seccomp.RET_ALLOW, seccomp.RET_ERRNO | 1, seccomp.RET_ERRNO | 38
+    assert _run_filter(prog, 0) == allow and _run_filter(prog, 231) == allow  # read, exit_group
+    assert _run_filter(prog, 272) == eperm  # unshare
+    assert _run_filter(prog, 56, (0x10000000,)) == eperm and _run_filter(prog, 56, (0x11,)) == allow
+    assert _run_filter(prog, 13, (17,)) == eperm and _run_filter(prog, 13, (2,)) == allow
+    assert _run_filter(prog, seccomp.HIGHEST_REVIEWED) == allow
+    for nr in (467, 468, 469, 470, 511, 1000, 0x3FFFFFFF):  # open_tree_attr, file_getattr, ...
+        assert _run_filter(prog, nr) == enosys, nr
+    assert _run_filter(prog, 0x40000000 | 1) == eperm  # x32
+    assert _run_filter(prog, 0, arch=0x40000003) == seccomp.RET_KILL_PROCESS  # i386
+
+
+def test_open_tree_attr_is_unknown_inside_a_box(executor: Executor) -> None:
+    """issue 25: `open_tree_attr` (467, Linux 6.15) reached the kernel through the deny list."""
+    code = """#include <cerrno>
+#include <cstdio>
+#include <unistd.h>
+#include <sys/syscall.h>
+int main() { long r = syscall(467, -100, "/", 1, nullptr, 0); printf("%ld %d\\n", r, r < 0 ? errno : 0); }"""
+    assert one(executor, code, expected="-1 38").status is Status.passed
 
 
 def test_removal_follows_no_symlink_out_of_a_locked_directory(tmp_path: Path) -> None:
