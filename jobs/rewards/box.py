@@ -6,7 +6,7 @@ a laptop and in the gVisor pod:
     bwrap --unshare-{pid,net,ipc,uts,cgroup} --die-with-parent --new-session
           --ro-bind /usr /usr (+ the /lib, /bin symlinks, /etc/ld.so.cache)  --proc /proc --dev /dev
           --perms 1777 --size N --tmpfs /box  --ro-bind boxinit /.boxinit  [--ro-bind binary|source ...]
-          --clearenv --seccomp FD
+          --remount-ro / --remount-ro /dev  --clearenv --seccomp FD
       -- /.boxinit report_fd=N uid=N cpu_ms=N nproc=N as=N nofile=N fsize=N -- PROGRAM
 
 - PID namespace: bwrap stays as its init (pid 1, root, reaps every orphan); when the program
@@ -331,6 +331,10 @@ def box_command(
             ):  # bwrap would make it 0700 (root's): the box uid could not enter
                 cmd += ["--perms", "0755", "--dir", parent]
             cmd += [flag, src, dest]
+    # The root and /dev are tmpfs bwrap made; in user-namespace mode the program owns them, and
+    # they have no size (issue 25 item 2: one box held 3 GiB of host memory there). Read-only,
+    # once everything is mounted: /box (sized) and the compiler's /out stay the only writable places.
+    cmd += ["--remount-ro", "/", "--remount-ro", "/dev"]
     cmd += ["--chdir", BOX_DIR, "--clearenv"]
     for key, value in spec.env.items():
         cmd += ["--setenv", key, value]

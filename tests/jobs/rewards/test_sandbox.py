@@ -273,10 +273,20 @@ fork = ex.run('#include <unistd.h>\\n#include <cstdio>\\nint main(){ pid_t p = f
               'puts(p < 0 ? "refused" : "forked"); }', [Case(input="", output="refused")], Limits())
 bomb = ex.run('#include <unistd.h>\\nint main(){ for (;;) fork(); }', [Case(input="", output="")],
               Limits(time_s=0.5, processes=4))
+fill = ex.run(ROOT_FILL, [Case(input="", output="blocked")], Limits())
 ex.close()
 print(json.dumps([isolation_mode(), ok.results[0].status.value, fork.results[0].status.value,
-                  bomb.results[0].status.value]))
+                  bomb.results[0].status.value, fill.results[0].status.value]))
 """
+# issue 25 item 2: in user-namespace mode the box's `/` and `/dev` were tmpfs the program owned,
+# with no size: writable host memory past every limit. Only /box (sized) may take a write.
+ROOT_FILL = r"""#include <cstdio>
+#include <initializer_list>
+int main() { static char buf[1 << 20]; int wrote = 0;
+  for (const char *p : {"/x", "/dev/x", "/dev/shm/x", "/etc/x"}) { FILE *f = fopen(p, "w");
+    if (f && fwrite(buf, 1, sizeof buf, f) == sizeof buf && fclose(f) == 0) wrote++; }
+  FILE *ok = fopen("/box/x", "w"); puts(wrote || !ok ? "wrote" : "blocked"); }"""
+UNPRIVILEGED_DRIVER = f"ROOT_FILL = {ROOT_FILL!r}\n" + UNPRIVILEGED_DRIVER
 
 
 def _copy_runtime(dest: Path) -> None:
@@ -375,7 +385,13 @@ def _run_unprivileged(uid: int) -> None:
             timeout=300,
         )
         assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout) == ["bwrap-userns", "passed", "passed", "time_limit"]
+        assert json.loads(done.stdout) == [
+            "bwrap-userns",
+            "passed",
+            "passed",
+            "time_limit",
+            "passed",
+        ]
         assert box.live_pids_of_uid(uid) == []
     finally:
         shutil.rmtree(top, ignore_errors=True)
