@@ -7,7 +7,7 @@ a laptop and in the gVisor pod:
           --ro-bind /usr /usr (+ the /lib, /bin symlinks, /etc/ld.so.cache)  --proc /proc --dev /dev
           --perms 1777 --size N --tmpfs /box  --ro-bind boxinit /.boxinit  [--ro-bind binary|source ...]
           --remount-ro / --remount-ro /dev  --clearenv --seccomp FD
-      -- /.boxinit report_fd=N uid=N cpu_ms=N nproc=N as=N nofile=N fsize=N -- PROGRAM
+      -- /.boxinit report_fd=N uid=N cpu_ms=N nproc=N as=N nofile=N fsize=N idle_ms=N -- PROGRAM
 
 - PID namespace: bwrap stays as its init (pid 1, root, reaps every orphan); when the program
   exits, or when we kill bwrap (--die-with-parent), the kernel kills everything left in the
@@ -254,6 +254,8 @@ class BoxSpec:
     open_files: int
     file_bytes: int  # RLIMIT_FSIZE: every file it writes, stdout included
     disk_bytes: int  # size of the tmpfs at /box
+    # Killed as idle past this wall time with under a tenth of it on a CPU (0: never).
+    idle_s: float = 0.0
     ro_binds: Sequence[tuple[str, str]] = ()  # (host path, box path)
     rw_binds: Sequence[tuple[str, str]] = ()
     env: dict[str, str] = field(default_factory=lambda: {"PATH": "/usr/bin:/bin"})
@@ -262,7 +264,7 @@ class BoxSpec:
 @dataclass
 class BoxExit:
     code: int | None  # negative: killed by that signal
-    timed_out: bool  # the wall backstop fired
+    timed_out: bool  # the wall backstop fired, or boxinit killed the box as idle
     wall_s: float
     cpu_s: float
     clean: bool  # False: something of the box outlived it (the run must be scored as a failure)
@@ -349,6 +351,7 @@ def box_command(
         "as": spec.memory_bytes,
         "nofile": spec.open_files,
         "fsize": spec.file_bytes,
+        "idle_ms": max(0, math.ceil(spec.idle_s * 1000)),
     }
     return [
         *cmd,
@@ -363,7 +366,7 @@ def box_command(
 
 
 # The names boxinit.c's KEYS accepts, each required exactly once (issue 23: named, not positional).
-INIT_KEYS = ("report_fd", "uid", "cpu_ms", "nproc", "as", "nofile", "fsize")
+INIT_KEYS = ("report_fd", "uid", "cpu_ms", "nproc", "as", "nofile", "fsize", "idle_ms")
 
 
 def init_argv(values: dict[str, int]) -> list[str]:
@@ -459,18 +462,23 @@ def run_box(
         return BoxExit(
             proc.returncode if not timed_out else -signal.SIGKILL, timed_out, wall, spec.cpu_s, True
         )
-    status, cpu_us, cpu_killed = report
+    status, cpu_us, cpu_killed, idle_killed = report
     code = os.waitstatus_to_exitcode(status)
     cpu = cpu_us / 1e6
     if cpu_killed:
         cpu = max(cpu, spec.cpu_s + 1e-3)
-    return BoxExit(code, timed_out, wall, cpu, True)
+    return BoxExit(code, timed_out or idle_killed, wall, cpu, True)
 
 
-def _parse_report(text: str) -> tuple[int, int, bool] | None:
+def _parse_report(text: str) -> tuple[int, int, bool, bool] | None:
     try:
         fields = dict(part.split("=", 1) for part in text.split())
-        return int(fields["status"]), int(fields["cpu_us"]), fields["cpu_killed"] == "1"
+        return (
+            int(fields["status"]),
+            int(fields["cpu_us"]),
+            fields["cpu_killed"] == "1",
+            fields["idle_killed"] == "1",
+        )
     except (ValueError, KeyError):
         return None
 

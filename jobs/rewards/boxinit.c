@@ -1,7 +1,7 @@
 /* The box's reaper and accountant: runs as pid 2 of every box, right under bubblewrap's init.
  *
  * Built once per executor with the system compiler (jobs/rewards/box.py). Usage:
- *   boxinit report_fd=N uid=N cpu_ms=N nproc=N as=BYTES nofile=N fsize=BYTES -- PROGRAM [ARGS...]
+ *   boxinit report_fd=N uid=N cpu_ms=N nproc=N as=BYTES nofile=N fsize=BYTES idle_ms=N -- PROGRAM...
  * Named, in any order, each exactly once (box.py's INIT_KEYS is the same list): an unknown,
  * repeated, missing or non-integer key is refused with exit 2 and a line naming it, so a limit
  * added on one side of the Python/C seam and not the other fails the first box, not silently.
@@ -17,7 +17,10 @@
  *   when the sum passes CPU_MS.
  * - When the program exits, everything else in the box is killed (kill(2) with pid -1 from
  *   inside the PID namespace reaches every process of the box but init) and reaped; then one
- *   line "status=S cpu_us=N cpu_killed=0|1" goes to REPORT_FD, which the program never had.
+ *   line "status=S cpu_us=N cpu_killed=0|1 idle_killed=0|1" goes to REPORT_FD, which the
+ *   program never had.
+ * - idle_ms > 0: a box past idle_ms of wall time that has spent under a tenth of it on a CPU is
+ *   asleep or blocked and is killed (idle_killed=1), long before the caller's wall backstop.
  * - It is not dumpable (PR_SET_DUMPABLE 0): a program of the same uid cannot open its /proc
  *   files, so cannot write a report of its own.
  */
@@ -99,8 +102,8 @@ static void start_program(char **argv, long uid, long cpu_ms, long nproc, unsign
     _exit(127);
 }
 
-enum { K_REPORT_FD, K_UID, K_CPU_MS, K_NPROC, K_AS, K_NOFILE, K_FSIZE, K_COUNT };
-static const char *const KEYS[K_COUNT] = {"report_fd", "uid", "cpu_ms", "nproc", "as", "nofile", "fsize"};
+enum { K_REPORT_FD, K_UID, K_CPU_MS, K_NPROC, K_AS, K_NOFILE, K_FSIZE, K_IDLE_MS, K_COUNT };
+static const char *const KEYS[K_COUNT] = {"report_fd", "uid", "cpu_ms", "nproc", "as", "nofile", "fsize", "idle_ms"};
 
 /* Parses key=value words up to "--" into values[]; returns the index of the program's argv, or -1. */
 static int parse_args(int argc, char **argv, long long values[K_COUNT]) {
@@ -133,6 +136,9 @@ int main(int argc, char **argv) {
     long uid = (long)v[K_UID], cpu_ms = (long)v[K_CPU_MS], nproc = (long)v[K_NPROC];
     unsigned long long as = (unsigned long long)v[K_AS], nofile = (unsigned long long)v[K_NOFILE];
     unsigned long long fsize = (unsigned long long)v[K_FSIZE];
+    long long idle_ms = v[K_IDLE_MS];
+    struct timespec started;
+    clock_gettime(CLOCK_MONOTONIC, &started);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     fcntl(report, F_SETFD, FD_CLOEXEC);
@@ -142,7 +148,7 @@ int main(int argc, char **argv) {
 
     long hz = sysconf(_SC_CLK_TCK);
     pid_t self = getpid();
-    int status = 0, main_done = 0, cpu_killed = 0;
+    int status = 0, main_done = 0, cpu_killed = 0, idle_killed = 0;
     struct timespec pause = {0, 1000000};
     for (;;) {
         int st;
@@ -151,13 +157,25 @@ int main(int argc, char **argv) {
             if (pid == child) { status = st; main_done = 1; }
         if (pid < 0 && errno == ECHILD) break;
         if (main_done) { kill(-1, SIGKILL); continue; }
-        if (!cpu_killed && reaped_cpu_us() + ticks_of_live_processes(self, hz) > cpu_ms * 1000LL) {
+        long long used_us = reaped_cpu_us() + ticks_of_live_processes(self, hz);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long wall_us = (now.tv_sec - started.tv_sec) * 1000000LL + (now.tv_nsec - started.tv_nsec) / 1000;
+        /* Idle: past idle_ms of wall time with under a tenth of it on a CPU: asleep or blocked,
+         * as judges' "idleness limit" (a CPU-bound program on a loaded machine still gets far
+         * more than a tenth). */
+        if (!cpu_killed && !idle_killed && idle_ms > 0 && wall_us > idle_ms * 1000LL && used_us * 10 < wall_us) {
+            idle_killed = 1;
+            kill(-1, SIGKILL);
+        }
+        if (!cpu_killed && used_us > cpu_ms * 1000LL) {
             cpu_killed = 1;
             kill(-1, SIGKILL);
         }
         nanosleep(&pause, NULL);
         if (pause.tv_nsec < 8000000) pause.tv_nsec *= 2;
     }
-    dprintf(report, "status=%d cpu_us=%lld cpu_killed=%d\n", status, reaped_cpu_us(), cpu_killed);
+    dprintf(report, "status=%d cpu_us=%lld cpu_killed=%d idle_killed=%d\n", status, reaped_cpu_us(),
+            cpu_killed, idle_killed);
     return 0;
 }

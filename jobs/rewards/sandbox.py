@@ -15,7 +15,8 @@ The box (jobs/rewards/box.py) is bubblewrap namespaces + a pool uid + rlimits + 
   the box as a whole stays within `memory_bytes` (memfds and System V memory are refused by the
   filter, the tmpfs is capped on its own).
 - the verdict uses the CPU time of every process of the box; the wall clock is a backstop only
-  (4 x time_s + wall_margin_s), for programs that sleep or block. A program stopped for its time
+  (4 x time_s + wall_margin_s); a program that sleeps or blocks is stopped sooner, at time_s + 1 s
+  with under a tenth of its wall time on a CPU (idleness, as judges call it). A program stopped for its time
   is `time_limit` however it was stopped (the box's count, RLIMIT_CPU's SIGXCPU, the backstop).
 - output is judged as testlib's default checker `wcmp` judges it (MikeMirzayanov/testlib,
   checkers/wcmp.cpp: "compare sequences of tokens"): the whitespace-separated tokens must be equal,
@@ -66,6 +67,10 @@ MAX_CODE_BYTES = 64 * 1024
 # The wall clock only stops programs that sleep or block (the verdict is CPU time, counted over the
 # whole box): generous, so a loaded machine never turns a correct program into a time limit.
 WALL_FACTOR = 4
+# A test box that has spent under a tenth of its wall time on a CPU past time_s + this is asleep
+# or blocked and is stopped as a time limit (boxinit's idle rule; issue 25 item 8: four sleepers
+# took a 0.8 s batch to 130 s at the 4 x time_s + margin backstop).
+IDLE_MARGIN_S = 1.0
 
 
 class Limits(BaseModel):
@@ -387,10 +392,16 @@ class Executor:
         os.close(self._lock_fd)
 
     def run(
-        self, code: str, tests: Sequence[Case], limits: Limits, deadline: float | None = None
+        self,
+        code: str,
+        tests: Sequence[Case],
+        limits: Limits,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> RunResult:
-        """Compiles (or reuses) `code` and runs every test. With `deadline` (time.monotonic()),
-        tests not started by then are `not_run`: a started box still ends at its own backstop."""
+        """Compiles (or reuses) `code` and runs every test. Tests not started by `deadline`
+        (time.monotonic()) or once `cancel` is set (the service's client went away) are `not_run`:
+        a started box still ends at its own backstop."""
         if len(code.encode(errors="surrogatepass")) > MAX_CODE_BYTES:
             return RunResult(
                 compiled=False,
@@ -405,7 +416,9 @@ class Executor:
         try:
             if binary is None:
                 return RunResult(compiled=False, compile_error=error, isolation=self.isolation)
-            futures = [self._pool.submit(self._test, binary, t, limits, deadline) for t in tests]
+            futures = [
+                self._pool.submit(self._test, binary, t, limits, deadline, cancel) for t in tests
+            ]
             return RunResult(
                 compiled=True, results=[f.result() for f in futures], isolation=self.isolation
             )
@@ -480,9 +493,16 @@ class Executor:
         return str(target)
 
     def _test(
-        self, binary: str, test: Case, limits: Limits, deadline: float | None = None
+        self,
+        binary: str,
+        test: Case,
+        limits: Limits,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
     ) -> CaseResult:
-        if deadline is not None and time.monotonic() >= deadline:
+        if (deadline is not None and time.monotonic() >= deadline) or (
+            cancel is not None and cancel.is_set()
+        ):
             return CaseResult(status=Status.not_run, wall_s=0.0)
         work = Path(tempfile.mkdtemp(prefix="t-", dir=self._dir))
         try:
@@ -497,6 +517,7 @@ class Executor:
                 open_files=limits.open_files,
                 file_bytes=limits.output_bytes + 1,
                 disk_bytes=limits.disk_bytes,
+                idle_s=limits.time_s + IDLE_MARGIN_S,
                 ro_binds=[(binary, BOX_PROGRAM)],
                 env={},
             )

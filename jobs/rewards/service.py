@@ -13,7 +13,8 @@ local executor does. Bounded on purpose, in this order (issue 25 items 9 and 10)
   (else 400) and at most `max_body_bytes` (else 413, sent after reading and discarding the body,
   bounded by the same deadline, so the client reads the answer instead of a broken pipe);
 - the body within `header_timeout_s` more, and only then a run slot within `queue_wait_s`, else
-  503 with Retry-After (the reward backs off and retries): no slot waits on a slow client.
+  503 with Retry-After (the reward backs off and retries): no slot waits on a slow client;
+- a client that hangs up while its run goes on frees the slot: no further test starts.
 Every limit a caller may set is bounded by `Limits` (sandbox.py); more tests than MAX_TESTS is a
 400 naming the field; a source over sandbox.MAX_CODE_BYTES is answered as the in-process executor
 answers it (not compiled, with the reason). `python -m jobs.rewards.service --port 8080`.
@@ -26,6 +27,7 @@ import hmac
 import json
 import os
 import re
+import select
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -258,11 +260,41 @@ class _Handler(BaseHTTPRequestHandler):
             return self._reply(400, {"error": "invalid request", "details": errors})
         if not self.server.slots.acquire(timeout=self.server.queue_wait_s):
             return self._reply(503, {"error": "executor busy"}, close=True)
+        gone, done = threading.Event(), threading.Event()
+        watcher = threading.Thread(
+            target=_watch_hangup, args=(self.connection, gone, done), daemon=True
+        )
+        watcher.start()
         try:
-            result = self.server.executor.run(request.code, request.tests, request.limits)
+            result = self.server.executor.run(
+                request.code, request.tests, request.limits, cancel=gone
+            )
         finally:
+            done.set()
             self.server.slots.release()
-        self._reply(200, result.model_dump_json())
+        if gone.is_set():
+            self.close_connection = True
+            return None
+        try:
+            self._reply(200, result.model_dump_json())
+        except OSError:
+            self.close_connection = True
+
+
+def _watch_hangup(conn: socket.socket, gone: threading.Event, done: threading.Event) -> None:
+    """Sets `gone` when the client closes its end while its run goes on (issue 25 item 8: an
+    abandoned run kept its slot, and the client's retry got 503s): the run then starts no more
+    tests. Data from the client (a pipelined request) ends the watch without a verdict."""
+    while not done.is_set():
+        try:
+            readable, _, _ = select.select([conn], [], [], 0.2)
+            if not readable:
+                continue
+            if conn.recv(1, socket.MSG_PEEK) == b"":
+                gone.set()
+        except (OSError, ValueError):
+            gone.set()
+        return
 
 
 def take_token() -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from jobs.rewards import box, seccomp
-from jobs.rewards.sandbox import Case, Executor, Limits, Status, remove_tree
+from jobs.rewards.sandbox import IDLE_MARGIN_S, Case, Executor, Limits, Status, remove_tree
 from tests.jobs.rewards.serving import pool_pids
 
 REPO = Path(__file__).resolve().parents[3]
@@ -127,6 +127,13 @@ def test_sleeping_program_is_stopped_by_the_wall_backstop(executor: Executor) ->
         executor, "#include <unistd.h>\nint main() { sleep(60); }", time_s=0.5, wall_margin_s=0.5
     )
     assert r.status is Status.time_limit and r.wall_s < 5
+
+
+def test_a_sleeper_is_stopped_as_idle_long_before_the_backstop(executor: Executor) -> None:
+    """issue 25 item 8: sleepers took 4 x time_s + margin each (four turned a 0.8 s batch into
+    130 s); an idle box is now stopped at time_s + IDLE_MARGIN_S."""
+    r = one(executor, "#include <unistd.h>\nint main() { sleep(60); }", time_s=1, wall_margin_s=30)
+    assert r.status is Status.time_limit and r.timed_out and r.wall_s < 1 + IDLE_MARGIN_S + 3
 
 
 def test_cpu_time_over_the_limit_fails_below_the_whole_second(executor: Executor) -> None:

@@ -248,3 +248,43 @@ def test_clients_without_a_token_trickling_bytes_take_no_connection_place(
         tight.shutdown()
         tight.server_close()
         thread.join(timeout=5)
+
+
+def test_a_client_that_hangs_up_frees_its_run(
+    server: service.SandboxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 25 item 8: a request abandoned by its client kept its slot until every sleeping test
+    had run to its wall backstop; the client's retry got 503s. Now no further test starts."""
+    monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
+    one_slot = service.SandboxServer(
+        ("127.0.0.1", 0), server.executor, concurrency=1, max_body_bytes=1 << 20, token=TOKEN
+    )
+    thread = threading.Thread(target=one_slot.serve_forever, daemon=True)
+    thread.start()
+    port = one_slot.server_address[1]
+    loop = "int main() { volatile unsigned long x = 0; for (;;) x++; }"
+    body = json.dumps(
+        {
+            "code": loop,
+            "tests": [{"input": "", "output": ""}]
+            * 12,  # 12 x 1.5 CPU-s on 2 workers: 9 s and more
+            "limits": {"time_s": 1.5},
+        }
+    ).encode()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(
+                f"POST /run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            time.sleep(1.5)  # the run has its slot; the client gives up
+        start = time.monotonic()
+        result = cc.run_remote(
+            f"http://127.0.0.1:{port}", SUM, [Case(input="1 2", output="3")], Limits(), budget_s=6
+        )
+        assert result.passed == 1 and time.monotonic() - start < 6
+    finally:
+        one_slot.shutdown()
+        one_slot.server_close()
+        thread.join(timeout=5)
