@@ -188,7 +188,9 @@ def test_fork_bomb_is_contained_and_leaves_no_process(executor: Executor) -> Non
 
 def test_seccomp_filter_is_x86_64_with_a_namespace_check() -> None:
     prog = seccomp.filter_program()
-    assert len(prog) % 8 == 0 and len(prog) // 8 == 6 + len(seccomp.DENIED) + 12
+    assert len(prog) % 8 == 0 and len(prog) // 8 == 6 + len(seccomp.DENIED) + 4 + 4 * len(
+        seccomp.ARGUMENT_CHECKS
+    )
     assert {"unshare", "io_uring_setup", "memfd_create", "ptrace", "mount", "socket"} <= set(
         seccomp.DENIED
     )
@@ -219,6 +221,8 @@ def test_the_filter_refuses_every_syscall_newer_than_its_review() -> None:
     assert _run_filter(prog, 272) == eperm  # unshare
     assert _run_filter(prog, 56, (0x10000000,)) == eperm and _run_filter(prog, 56, (0x11,)) == allow
     assert _run_filter(prog, 13, (17,)) == eperm and _run_filter(prog, 13, (2,)) == allow
+    assert _run_filter(prog, 72, (3, 1031)) == eperm and _run_filter(prog, 72, (3, 1)) == allow
+    assert _run_filter(prog, 206) == eperm and _run_filter(prog, 265) == eperm  # io_setup, linkat
     assert _run_filter(prog, seccomp.HIGHEST_REVIEWED) == allow
     for nr in (467, 468, 469, 470, 511, 1000, 0x3FFFFFFF):  # open_tree_attr, file_getattr, ...
         assert _run_filter(prog, nr) == enosys, nr
@@ -234,6 +238,23 @@ def test_open_tree_attr_is_unknown_inside_a_box(executor: Executor) -> None:
 #include <sys/syscall.h>
 int main() { long r = syscall(467, -100, "/", 1, nullptr, 0); printf("%ld %d\\n", r, r < 0 ? errno : 0); }"""
     assert one(executor, code, expected="-1 38").status is Status.passed
+
+
+def test_host_wide_quotas_and_unsized_kernel_memory_are_refused(executor: Executor) -> None:
+    """issue 25 item 10: io_setup took the host's aio quota, hard links added kernel memory the
+    tmpfs does not count, pipes grown with F_SETPIPE_SZ held memory past the limit."""
+    code = """#include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
+#include <linux/aio_abi.h>
+#include <sys/syscall.h>
+int main() { int open_doors = 0; aio_context_t ctx = 0;
+  if (syscall(SYS_io_setup, 1, &ctx) == 0) open_doors++;
+  FILE *f = fopen("a", "w"); fclose(f); if (link("a", "b") == 0) open_doors++;
+  if (linkat(AT_FDCWD, "a", AT_FDCWD, "c", 0) == 0) open_doors++;
+  int p[2]; if (pipe(p) == 0 && fcntl(p[0], F_SETPIPE_SZ, 1 << 20) > 65536) open_doors++;
+  puts(open_doors ? "open" : "blocked"); }"""
+    assert one(executor, code, expected="blocked").status is Status.passed
 
 
 def test_removal_follows_no_symlink_out_of_a_locked_directory(tmp_path: Path) -> None:
