@@ -14,7 +14,9 @@ local executor does. Bounded on purpose, in this order (issue 25 items 9 and 10)
   bounded by the same deadline, so the client reads the answer instead of a broken pipe);
 - the body within `header_timeout_s` more, and only then a run slot within `queue_wait_s`, else
   503 with Retry-After (the reward backs off and retries): no slot waits on a slow client;
-- a client that hangs up while its run goes on frees the slot: no further test starts.
+- a client that hangs up while its run goes on frees the slot: no further test starts;
+- an executor that fails (a full disk, issue 25 item 4) is a 500 naming the error, never a
+  dropped connection the client would retry until its budget is spent.
 Every limit a caller may set is bounded by `Limits` (sandbox.py); more tests than MAX_TESTS is a
 400 naming the field; a source over sandbox.MAX_CODE_BYTES is answered as the in-process executor
 answers it (not compiled, with the reason). `python -m jobs.rewards.service --port 8080`.
@@ -268,6 +270,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             result = self.server.executor.run(
                 request.code, request.tests, request.limits, cancel=gone
+            )
+        except Exception as e:  # a full disk, a box that cannot be built: answered, not dropped
+            return self._reply(
+                500, {"error": f"executor failed: {type(e).__name__}: {str(e)[:300]}"}, close=True
             )
         finally:
             done.set()

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -288,3 +291,47 @@ def test_a_client_that_hangs_up_frees_its_run(
         one_slot.shutdown()
         one_slot.server_close()
         thread.join(timeout=5)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_full_disk_is_a_scored_fault_in_process_and_a_500_from_the_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 25 item 4: on a full disk compute_score raised ENOSPC in-process and the service
+    dropped the connection (900 s of client retries, then a raise)."""
+    small = tmp_path / "small"
+    small.mkdir(mode=0o700)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", str(small)], check=True
+    )
+    big = " " * (12 * 2**20) + "1 2"  # a test input larger than what is left of the disk
+    truth = {"name": "p", "private_tests": {"input": [big], "output": ["3"]}}
+    try:
+        executor = Executor(workers=1, root=small / "root", precompile=False)
+        try:
+            with pytest.raises(OSError):
+                executor.run(SUM, [Case(input=big, output="3")], Limits())
+            monkeypatch.setattr(cc, "_local", executor)
+            verdict = cc.judge_solution(f"```cpp\n{SUM}\n```", truth)
+            assert verdict.score == cc.FAULT and "No space left" in verdict.reason
+            full = service.SandboxServer(
+                ("127.0.0.1", 0), executor, concurrency=1, max_body_bytes=32 << 20, token=TOKEN
+            )
+            thread = threading.Thread(target=full.serve_forever, daemon=True)
+            thread.start()
+            try:
+                url = f"http://127.0.0.1:{full.server_address[1]}"
+                status, body = post(url, {"code": SUM, "tests": [{"input": big, "output": "3"}]})
+                assert status == 500 and "No space left" in body["error"]
+                monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
+                start = time.monotonic()
+                verdict = cc.judge_solution(f"```cpp\n{SUM}\n```", truth, sandbox_url=url)
+                assert verdict.score == cc.FAULT and time.monotonic() - start < 30
+            finally:
+                full.shutdown()
+                full.server_close()
+                thread.join(timeout=5)
+        finally:
+            executor.close()
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=True)
