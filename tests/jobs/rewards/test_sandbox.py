@@ -133,7 +133,8 @@ def test_a_sleeper_is_stopped_as_idle_long_before_the_backstop(executor: Executo
     """issue 25 item 8: sleepers took 4 x time_s + margin each (four turned a 0.8 s batch into
     130 s); an idle box is now stopped at time_s + IDLE_MARGIN_S."""
     r = one(executor, "#include <unistd.h>\nint main() { sleep(60); }", time_s=1, wall_margin_s=30)
-    assert r.status is Status.time_limit and r.timed_out and r.wall_s < 1 + IDLE_MARGIN_S + 3
+    # 34 s at the backstop; a loaded machine adds seconds of box start-up, not tens
+    assert r.status is Status.time_limit and r.timed_out and r.wall_s < 1 + IDLE_MARGIN_S + 8
 
 
 def test_cpu_time_over_the_limit_fails_below_the_whole_second(executor: Executor) -> None:
