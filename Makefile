@@ -30,10 +30,12 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt 
 test: venv
 	$(BIN)/python -m pytest -q
 
-# Everything but the slow seams (a real Ray cluster, the real compiler, the CLI as a subprocess,
-# a real kubectl): seconds, for a change to recipes, components or policy.
+# Everything but the slow seams (pytest.ini lists them: a real Ray cluster, the compiler, the CLI
+# as a subprocess, a real kubectl, whole-stack plans, the frameworks' sweeps, the stand-in Hub),
+# on two workers: under a minute, for a change to recipes, components or policy.
+FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub
 test-fast: venv
-	$(BIN)/python -m pytest -q -m "not ray and not compiler and not subprocess_cli and not kubectl"
+	$(BIN)/python -m pytest -q -n 2 -m "$(FAST_MARKERS)"
 
 # ruff, configured in pyproject.toml: lint rules, then the formatter in check mode (no rewrite).
 lint: venv

@@ -5,20 +5,20 @@ Layers flow one way: config -> GCP (networks, Lustre, GKE, GPU pool) -> Kubernet
 
 import pulumi
 
-from components.apis import ProjectApis, ProjectApisArgs
-from components.cluster import GkeCluster, GkeClusterArgs
 from components.contract import SECRET_ENV, export_stack_outputs
-from components.gpu_capacity import GpuCapacityArgs, check_gpu_capacity
-from components.gpu_pool import GpuNodePool, GpuNodePoolArgs
-from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
-from components.lustre import (
+from components.gcp.apis import ProjectApis, ProjectApisArgs
+from components.gcp.cluster import GkeCluster, GkeClusterArgs
+from components.gcp.gpu_capacity import GpuCapacityArgs, check_gpu_capacity
+from components.gcp.gpu_pool import GpuNodePool, GpuNodePoolArgs
+from components.gcp.lustre import (
     ManagedLustre,
     ManagedLustreArgs,
     PrivateServiceAccess,
     PrivateServiceAccessArgs,
 )
-from components.network import Network, NetworkArgs
-from components.sandbox_pool import SandboxNodePool, SandboxNodePoolArgs
+from components.gcp.network import Network, NetworkArgs
+from components.gcp.sandbox_pool import SandboxNodePool, SandboxNodePoolArgs
+from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
 from components.stack_inputs import load_stack
 
 config, secret_env = load_stack()
@@ -28,7 +28,7 @@ check_gpu_capacity(GpuCapacityArgs.for_stack(config))
 prefix = config.name_prefix
 
 # Enables the Google APIs; every component below creates its GCP resources through the
-# provider that waits for them (components/apis.py).
+# provider that waits for them (components/gcp/apis.py).
 apis = ProjectApis(f"{prefix}-apis", ProjectApisArgs(project=config.project, region=config.region))
 on_apis = pulumi.ResourceOptions(providers=[apis.provider])
 

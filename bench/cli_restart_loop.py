@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jobs.client.api import JobsAPI  # noqa: E402
-from jobs.client.types import JobStatus  # noqa: E402
-from jobs.head.protocol import COMMAND, attempt_id  # noqa: E402
+from jobs.client.api import JobsAPI
+from jobs.client.types import JobStatus
+from jobs.head.protocol import COMMAND, attempt_id
 
 POLL_S = 0.5
 

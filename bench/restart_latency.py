@@ -9,14 +9,14 @@ attempt 2 is first seen RUNNING (polled every 50 ms). Measured for
       failure, JOBS_SUPERVISOR_* production defaults unless set in the environment), and
   (b) the present one: the same command through a `git archive` of BASELINE_COMMIT (main
       before issue 16), on the same cluster,
-alternating which goes first, same command: `python -m jobs run --gpus 2 --max-restarts 1`.
+alternating which goes first, same command: `rl-jobs run --gpus 2 --max-restarts 1`.
 Prints a table and the ratio (median new / median old).
 
 `--scenario failure` (the earlier benchmark): from an attempt's FAILED to the next attempt's
 RUNNING, supervisor vs the CLI loop:
 
 Starts its own private Ray head on loopback (tests/localray.py) and, in one run, N repetitions of
-  (a) the supervisor: `python -m jobs run --max-restarts 1 -- CMD` (the run handed to
+  (a) the supervisor: `rl-jobs run --max-restarts 1 -- CMD` (the run handed to
       jobs/head/supervisor.py on the head, production poll period), and
   (b) the baseline, the restart loop that ran inside the CLI process before the supervisor
       (bench/cli_restart_loop.py, polling every 0.5 s as the CLI did), the process kept alive,

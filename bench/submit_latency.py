@@ -1,7 +1,7 @@
-"""Benchmark: submit-to-RUNNING through `python -m jobs`, and its overhead against `ray job submit`.
+"""Benchmark: submit-to-RUNNING through `rl-jobs`, and its overhead against `ray job submit`.
 
 Starts its own private Ray head on loopback (tests/localray.py), runs N repetitions of
-  (a) `python -m jobs run --address URL -- python -c 'sleep'` then polls until RUNNING, and
+  (a) `rl-jobs run --address URL -- python -c 'sleep'` then polls until RUNNING, and
   (b) the same job via `ray job submit --no-wait` (wall time of each CLI process),
 alternating which goes first, prints a table and the CLI overhead ratio (ours / ray's), then
 stops the head.
@@ -149,9 +149,9 @@ def main() -> int:
     )
     print(f"| {'measure':<40} | median |    min |    max |")
     print(f"|{'-' * 42}|--------|--------|--------|")
-    print(row("python -m jobs run: CLI wall time", ours_cli))
+    print(row("rl-jobs run: CLI wall time", ours_cli))
     print(row("ray job submit --no-wait: CLI wall time", ray_cli))
-    print(row("python -m jobs run: submit -> RUNNING", ours_running))
+    print(row("rl-jobs run: submit -> RUNNING", ours_running))
     print(row("ray job submit: submit -> RUNNING", ray_running))
     ratio = statistics.median(ours_cli) / statistics.median(ray_cli)
     print(f"CLI overhead ratio (median jobs / median ray job submit): {ratio:.2f}")

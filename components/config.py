@@ -253,16 +253,18 @@ class ClusterSettings(Settings):
     @field_validator("min_master_version")
     @classmethod
     def _supports_every_feature(cls, value: str) -> str:
-        floor = _version_tuple(MIN_GKE_VERSION_FOR_LUSTRE_PORT_988)
         parsed = _version_tuple(value)
         if parsed is None:
             raise ValueError("must look like 1.35, 1.35.1 or 1.35.1-gke.1234000")
         # A fuzzy minor version resolves to its newest patch, so compare only what was given.
-        if parsed < floor[: len(parsed)]:
-            raise ValueError(
-                f"must be at least {MIN_GKE_VERSION_FOR_LUSTRE_PORT_988} (Lustre on port 988 "
-                "without the legacy port; RDMA on A4 needs 1.32.2-gke.1475000)"
-            )
+        short = [
+            f"{needs} needs {version}"
+            for version, needs in _GKE_VERSION_FLOORS
+            if parsed < _version_tuple(version)[: len(parsed)]  # type: ignore[index]
+        ]
+        if short:
+            highest = max((v for v, _ in _GKE_VERSION_FLOORS), key=_version_tuple)  # type: ignore[arg-type]
+            raise ValueError(f"must be at least {highest} ({'; '.join(short)})")
         return value
 
     @field_validator("system_machine_type")
@@ -271,6 +273,14 @@ class ClusterSettings(Settings):
         if not _GCP_NAME.match(value):
             raise ValueError("must be a Compute Engine machine type such as n2-standard-16")
         return value
+
+
+# Every GKE version a feature of the stack needs, with the feature: the cluster's minimum version
+# must reach the highest (each machine's RDMA floor from the catalogue, Lustre on port 988).
+_GKE_VERSION_FLOORS: tuple[tuple[str, str], ...] = (
+    (MIN_GKE_VERSION_FOR_LUSTRE_PORT_988, "Lustre on port 988 without the legacy port"),
+    *((m.min_gke_version_for_rdma, f"RDMA on {name}") for name, m in MACHINES.items()),
+)
 
 
 def _version_tuple(value: str) -> tuple[int, ...] | None:
@@ -312,7 +322,7 @@ class StackConfig(Settings):
     gpu: GpuSettings
     lustre: LustreSettings
     # Optional while cluster.dnsEndpoint is on: the IAM-gated DNS endpoint is then the way in and
-    # the IP endpoint is made private (components/cluster.py).
+    # the IP endpoint is made private (components/gcp/cluster.py).
     authorized_networks: list[AuthorizedNetwork] = Field(default_factory=list)
     network: NetworkSettings = NetworkSettings()
     cluster: ClusterSettings = ClusterSettings()

@@ -10,7 +10,10 @@ resource is registered. GKE's rules (GKE "Configure maintenance windows and excl
     (pulumi-gcp ClusterMaintenancePolicyMaintenanceExclusionArgs), and a NO_UPGRADES exclusion
     lasts at most 30 days;
   - an exclusion whose end time has passed is dropped by GKE, so declaring one would re-add it on
-    every `pulumi up` (a perpetual diff, terraform-provider-google #9941): refused here.
+    every `pulumi up` (a perpetual diff, terraform-provider-google #9941). Validation does not
+    read the clock (a stack valid today must not break on a calendar date with no change to its
+    code): an ended exclusion is left out of the rendered policy and named in a warning
+    (`active_exclusions`, `ended_exclusions_warning`).
 By default the cluster also holds minor and node versions until the version's end of support, as
 cluster-toolkit's A4 and A3 Ultra blueprints do (examples/gke-a4/gke-a4.yaml lines 212-216,
 examples/gke-a3-ultragpu/gke-a3-ultragpu.yaml lines 181-185): a node upgrade drains GPU nodes one
@@ -198,15 +201,6 @@ class MaintenanceExclusion(Settings):
                 self.end_time_behavior,
                 "UNTIL_END_OF_SUPPORT needs scope NO_MINOR_UPGRADES or NO_MINOR_OR_NODE_UPGRADES",
             )
-        now = utc_now()
-        if self.end_time is not None and parse_utc(self.end_time) <= now:
-            raise rule(
-                "end_time",
-                self.end_time,
-                f"is in the past (now {_utc(now)}): GKE drops an exclusion once it ends and every "
-                "`pulumi up` would add it back (perpetual diff, terraform-provider-google #9941); "
-                "remove the exclusion or move endTime into the future",
-            )
         return self
 
 
@@ -273,9 +267,35 @@ def default_window(region: str) -> MaintenanceWindow:
     )
 
 
-def maintenance_policy_args(settings: MaintenanceSettings, region: str) -> dict[str, Any]:
-    """pulumi-gcp `ClusterMaintenancePolicyArgs` as a dict."""
+def active_exclusions(
+    settings: MaintenanceSettings, now: datetime
+) -> tuple[list[MaintenanceExclusion], list[MaintenanceExclusion]]:
+    """(exclusions still to come or running at `now`, exclusions that have ended by `now`)."""
+    kept: list[MaintenanceExclusion] = []
+    ended: list[MaintenanceExclusion] = []
+    for exclusion in settings.all_exclusions():
+        over = exclusion.end_time is not None and parse_utc(exclusion.end_time) <= now
+        (ended if over else kept).append(exclusion)
+    return kept, ended
+
+
+def ended_exclusions_warning(ended: list[MaintenanceExclusion], now: datetime) -> str:
+    """One warning naming every ended exclusion, and what to do about it."""
+    listed = ", ".join(f"{e.name} (ended {e.end_time})" for e in ended)
+    return (
+        f"rl-on-gke:cluster.maintenance.exclusions: {listed} ended before now ({_utc(now)}); "
+        "left out of the cluster's maintenance policy (GKE drops an ended exclusion, and "
+        "declaring it would re-add it on every `pulumi up`, terraform-provider-google #9941). "
+        "Remove it from the stack file."
+    )
+
+
+def maintenance_policy_args(
+    settings: MaintenanceSettings, region: str, now: datetime | None = None
+) -> dict[str, Any]:
+    """pulumi-gcp `ClusterMaintenancePolicyArgs` as a dict, without exclusions ended by `now`."""
     window = settings.effective_window(region)
+    exclusions_now, _ = active_exclusions(settings, now or utc_now())
     policy: dict[str, Any] = {
         "recurring_window": {
             "start_time": window.start_time,
@@ -283,9 +303,9 @@ def maintenance_policy_args(settings: MaintenanceSettings, region: str) -> dict[
             "recurrence": window.recurrence,
         }
     }
-    if settings.all_exclusions():
+    if exclusions_now:
         exclusions = []
-        for exclusion in settings.all_exclusions():
+        for exclusion in exclusions_now:
             options: dict[str, Any] = {"scope": exclusion.scope}
             entry: dict[str, Any] = {
                 "exclusion_name": exclusion.name,

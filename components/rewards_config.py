@@ -2,7 +2,7 @@
 
 `rewards.codeSandbox` is off by default; a stack that leaves it out plans exactly as before. When on,
 the program adds a GKE Sandbox (gVisor) CPU pool and the executor service on it
-(components/sandbox_pool.py, components/k8s/sandbox.py). Rules checked here, before any resource:
+(components/gcp/sandbox_pool.py, components/k8s/sandbox.py). Rules checked here, before any resource:
   - the machine type names its vCPUs (`<series>-<class>-<N>`) on an x86 general-purpose or
     compute-optimized series: GKE Sandbox nodes run Container-Optimized OS with containerd
     (GKE "Harden workload isolation with GKE Sandbox",

@@ -1,1 +1,1 @@
-"""`python -m jobs`: submit, follow and restart GRPO runs (NeMo RL, veRL) on a Ray cluster."""
+"""`rl-jobs`: submit, follow and restart GRPO runs (NeMo RL, veRL) on a Ray cluster."""

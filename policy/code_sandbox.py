@@ -27,8 +27,10 @@ from pulumi_policy import (
 
 from components.contract import (
     CODE_SANDBOX,
-    CODE_SANDBOX_TOKEN_ENV as TOKEN_ENV,
     GVISOR_RUNTIME_CLASS,
+)
+from components.contract import (
+    CODE_SANDBOX_TOKEN_ENV as TOKEN_ENV,
 )
 from components.contract import NODE_ROLE_LABEL as POOL_ROLE_LABEL
 from policy.props import UNKNOWN, as_dict, as_list, dig, plain

@@ -23,7 +23,9 @@ from pathlib import Path
 # Ray ships psutil in ray/thirdparty_files and puts it on sys.path when imported; the
 # project pins Ray, so this is the psutil the `ray` CLI itself uses.
 import ray  # noqa: F401  (side effect: makes the vendored psutil importable)
-import psutil  # noqa: E402
+
+# isort: split
+import psutil  # Ray's vendored copy, importable once `ray` is imported
 
 from jobs.client.net import dashboard_answers, free_port
 
@@ -164,16 +166,16 @@ def start(
         args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
     )
     log.close()
-    ray = LocalRay(f"http://127.0.0.1:{dashboard_port}", temp_dir, proc, log_path)
+    cluster = LocalRay(f"http://127.0.0.1:{dashboard_port}", temp_dir, proc, log_path)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = ray.log_tail()
-            ray.stop()
+            tail = cluster.log_tail()
+            cluster.stop()
             raise RuntimeError(f"ray start exited with {proc.returncode}:\n{tail}")
-        if dashboard_answers(ray.dashboard_url):
-            return ray
+        if dashboard_answers(cluster.dashboard_url):
+            return cluster
         time.sleep(0.25)
-    tail = ray.log_tail()
-    ray.stop()
+    tail = cluster.log_tail()
+    cluster.stop()
     raise RuntimeError(f"Ray dashboard did not answer within {timeout_s:.0f} s:\n{tail}")

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.subprocess_cli
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -55,3 +57,26 @@ def test_the_console_script_runs_this_checkout(tmp_path):
         timeout=60,
     )
     assert Path(where.stdout.strip()).resolve() == (REPO / "jobs" / "__init__.py").resolve()
+
+
+def _usage_line(argv: list[str], tmp_path: Path) -> str:
+    done = subprocess.run(
+        [*argv, "--help"],
+        cwd=tmp_path,
+        env=_outside(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return next(line for line in done.stdout.splitlines() if line.startswith("Usage:"))
+
+
+def test_the_program_is_spelled_as_the_user_started_it(tmp_path):
+    # A hint is pasted back into a shell: `rl-jobs` outside the venv's python, `python -m jobs`
+    # where that is what the person typed (issue 29 item 6).
+    script = str(Path(sys.executable).parent / "rl-jobs")
+    assert _usage_line([script], tmp_path).startswith("Usage: rl-jobs ")
+    assert _usage_line([sys.executable, "-m", "jobs"], tmp_path).startswith(
+        "Usage: python -m jobs "
+    )

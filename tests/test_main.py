@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import pytest
@@ -20,7 +20,7 @@ STACKS = ("dev", "h200")
 OFF_FEATURE_OUTPUTS = {"code_sandbox_url"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def rendered(stack: str) -> Rendering:
     config, secret_keys = load_stack_file(stack)
     config.setdefault("gcp:project", "example-project")
@@ -432,7 +432,7 @@ def test_crd_gate_job_runs_on_the_system_pool_once_it_exists(stack: str) -> None
 SANDBOX_IMAGE = "us-docker.pkg.dev/example-project/rl/code-sandbox@sha256:" + "0" * 64
 
 
-@lru_cache(maxsize=None)
+@cache
 def with_code_sandbox(stack: str) -> Rendering:
     config, secret_keys = load_stack_file(stack)
     config.setdefault("gcp:project", "example-project")
@@ -485,6 +485,7 @@ def test_enabling_the_code_sandbox_applies_its_four_objects_in_the_training_name
                 "-code-sandbox-service",
                 "-code-sandbox-egress-deny",
             ),
+            strict=True,
         )
     }
     cluster = rendering.one("gcp:container/cluster:Cluster")

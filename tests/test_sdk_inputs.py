@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections.abc
 import importlib
 import typing
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import pytest
@@ -27,7 +27,7 @@ CODE_SANDBOX = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _rendered(stack: str) -> Rendering:
     name = stack.removesuffix(SANDBOX)
     config, secret_keys = load_stack_file(name)

@@ -13,9 +13,9 @@ from typing import Any
 
 import typer
 from rich.console import Console, Group, RenderableType
+from rich.markup import escape
 from rich.padding import Padding
 from rich.text import Text
-from rich.markup import escape
 from rich.tree import Tree
 
 from components.config import ConfigError

@@ -32,6 +32,16 @@ MISSING = object()
 OPTION_KEYS = ("protect", "retainOnDelete", "deletedWith", "ignoreChanges")
 
 
+# What a replacement means beyond delete-and-create, for the types where that is not obvious.
+REPLACEMENT_NOTES: dict[str, str] = {
+    "kubernetes:core/v1:PersistentVolume": (
+        "the PersistentVolume object is deleted and a new one created under its new name for the "
+        "claim to bind; with reclaim policy Retain nothing is done to the storage behind it: the "
+        "Lustre instance and its data stay"
+    ),
+}
+
+
 class PlanError(RuntimeError):
     """A plan could not be rendered at one side of the diff."""
 
@@ -200,6 +210,8 @@ def to_markdown(diff: PlanDiff, stack: str, base_ref: str) -> str:
                 if change.replaces
                 else "update in place"
             )
+            if change.replaces and change.type in REPLACEMENT_NOTES:
+                how += f": {REPLACEMENT_NOTES[change.type]}"
             lines += [
                 "",
                 f"`{change.name}` ({change.type}): {how}",

@@ -1,14 +1,18 @@
-"""The pull-request gate on `pulumi preview --json`: no replacement or deletion of what holds a campaign.
+"""The preview gate on `pulumi preview --json`: no replacement or deletion of what running work lives in.
 
-Reads one PreviewDigest (`pulumi preview --json`, pulumi/pulumi pkg/display/json.go: `steps[]`
-with `op` and `urn`, and `oldState` / `newState` carrying `type`) and fails when a step would
-replace or delete the GKE cluster, a node pool, the Managed Lustre instance or a network, unless
-the pull request carries ALLOW_LABEL. Replacing any of them ends every run on the cluster (and a
-Lustre replacement loses the data), so it must be a decision someone labels, not a side effect a
-reviewer scrolls past. Step ops that replace or delete are the engine's own
-(pkg/resource/deploy/step.go: `replace`, `create-replacement`, `delete-replaced`, `delete`,
-`import-replacement`). Exit 1 names each guarded resource and its op; exit 2 for a document that
-is not a preview.
+Reads one PreviewDigest (`pulumi preview --json`, pulumi/pulumi pkg/backend/display/json.go
+`ShowPreviewDigest`: `steps[]` with `op` and `urn`, and `oldState` / `newState` carrying `type`)
+and fails when a step would replace or delete a GUARDED_TYPES resource, unless ALLOW_LABEL is
+given. Replacing any of them ends every run on the cluster (and a Lustre or PV/PVC replacement can
+cut runs off their data), so it must be a decision someone labels, not a side effect a reviewer
+scrolls past.
+
+One replacement is ONE step in the default format: the digest keeps only what `shouldShow`
+(pkg/backend/display/display.go) shows, and without `--show-replacement-steps` that is the logical
+`replace` step; `create-replacement` and `delete-replaced` appear only with the flag. Both forms
+are read here, and all three ops report as one `replace` per resource. Ops are the engine's own
+(pkg/resource/deploy/step.go). Exit 1 names each guarded resource and what happens to it; exit 2
+for a document that is not a preview.
 """
 
 from __future__ import annotations
@@ -28,10 +32,21 @@ GUARDED_TYPES: dict[str, str] = {
     "gcp:lustre/instance:Instance": "the Managed Lustre instance",
     "gcp:compute/network:Network": "a VPC network",
     "gcp:compute/subnetwork:Subnetwork": "a subnetwork (its nodes' NICs go with it)",
+    # The peering and its range carry every byte between the nodes and Lustre.
+    "gcp:servicenetworking/connection:Connection": "the Private Service Access peering to Lustre",
+    "gcp:compute/globalAddress:GlobalAddress": "the Private Service Access range",
+    # What the runs themselves live in: replacing any of these kills the Ray head and workers or
+    # unmounts /lustre under them.
+    "kubernetes:ray.io/v1:RayCluster": "the RayCluster (every running job dies with its head)",
+    "kubernetes:core/v1:Namespace": "a namespace (the RayCluster and everything in it go with it)",
+    "kubernetes:core/v1:PersistentVolume": "the Lustre PersistentVolume",
+    "kubernetes:core/v1:PersistentVolumeClaim": "the Lustre claim the Ray pods mount",
 }
-DESTRUCTIVE_OPS = frozenset(
-    {"replace", "create-replacement", "delete-replaced", "delete", "import-replacement"}
+# The ops of one replacement, whichever format the preview was written in.
+REPLACEMENT_OPS = frozenset(
+    {"replace", "create-replacement", "delete-replaced", "import-replacement"}
 )
+DESTRUCTIVE_OPS = REPLACEMENT_OPS | {"delete"}
 
 
 class PreviewFormatError(ValueError):
@@ -64,7 +79,7 @@ def step_type(step: dict[str, Any]) -> str:
 
 
 def blocked_steps(preview: Any) -> list[Blocked]:
-    """Every step that replaces or deletes a guarded resource, in the preview's order."""
+    """Every guarded resource the preview replaces or deletes, once per resource and op, in order."""
     if not isinstance(preview, dict) or not isinstance(preview.get("steps", []), list):
         raise PreviewFormatError(
             "expected a JSON object with a `steps` list (pulumi preview --json)"
@@ -75,7 +90,8 @@ def blocked_steps(preview: Any) -> list[Blocked]:
             raise PreviewFormatError(f"a step without `op` and `urn`: {str(step)[:120]}")
         typ = step_type(step)
         if step["op"] in DESTRUCTIVE_OPS and typ in GUARDED_TYPES:
-            blocked = Blocked(urn=step["urn"], type=typ, op=step["op"])
+            op = "replace" if step["op"] in REPLACEMENT_OPS else step["op"]
+            blocked = Blocked(urn=step["urn"], type=typ, op=op)
             if blocked not in found:
                 found.append(blocked)
     return found
@@ -87,7 +103,8 @@ def verdict(preview: Any, labels: list[str]) -> tuple[bool, str]:
     if not blocked:
         return (
             True,
-            "preview gate: no replacement or deletion of the cluster, a node pool, Lustre or a network",
+            "preview gate: no replacement or deletion of the cluster, a node pool, Lustre, its "
+            "peering, a network, the RayCluster, its namespace or the Lustre PV/PVC",
         )
     ops: dict[str, list[Blocked]] = {}
     for step in blocked:
@@ -109,7 +126,7 @@ def main(
     preview: Path = typer.Argument(..., help="File holding `pulumi preview --json` output."),
     labels: str = typer.Option("", help="The pull request's labels, comma-separated."),
 ) -> None:
-    """Fail when the preview replaces or deletes the cluster, a node pool, Lustre or a network."""
+    """Fail when the preview replaces or deletes a resource running training depends on."""
     try:
         document = json.loads(preview.read_text())
         passes, message = verdict(

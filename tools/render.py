@@ -133,7 +133,7 @@ def _raw(value: Any) -> Any:
 
 @dataclass
 class OfflineCapacity:
-    """What the Compute API answers the capacity invokes with (components/gpu_capacity.py), offline.
+    """What the Compute API answers the capacity invokes with (components/gcp/gpu_capacity.py), offline.
 
     `machine_types`: zone -> machine types it offers. `reservations`: (project, zone, name) ->
     (machine type, VM count). Offline plans assume the capacity the stack asks for exists
@@ -292,7 +292,7 @@ class RecordingMonitor(MockMonitor):
         self.rendering = Rendering(stack="")
         self._stack_urn = ""
 
-    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+    def RegisterResource(self, request):
         response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
             self._stack_urn = response.urn
@@ -318,7 +318,7 @@ class RecordingMonitor(MockMonitor):
         )
         return response
 
-    def RegisterResourceOutputs(self, request):  # noqa: N802
+    def RegisterResourceOutputs(self, request):
         if request.urn == self._stack_urn:
             self.rendering.outputs = _unwrap(rpc.deserialize_properties(request.outputs))
         return super().RegisterResourceOutputs(request)

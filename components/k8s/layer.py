@@ -14,6 +14,7 @@ import pulumi
 from components.catalogue import RAY_DASHBOARD_PORT, MachineSpec
 from components.config import StackConfig
 from components.contract import RDMA_NIC_COUNT, port_forward_command
+from components.gcp.network import GpuNics
 from components.k8s.crd_gate import CrdGate, CrdGateArgs
 from components.k8s.identity import TrainingIdentity, TrainingIdentityArgs
 from components.k8s.metrics import RayMetrics, RayMetricsArgs
@@ -30,7 +31,6 @@ from components.k8s.sandbox_service import (
     service_inputs,
 )
 from components.k8s.storage import LustreVolume, LustreVolumeArgs
-from components.network import GpuNics
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class KubernetesLayerArgs:
     lustre_instance_id: pulumi.Input[str]
     lustre_mount_point: pulumi.Input[str]  # "IP@tcp:/FILESYSTEM"
     system_pool: pulumi.Resource | None = None  # the CRD gate's Job runs there
-    # The gVisor pool (components/sandbox_pool.py); required when rewards.codeSandbox.enabled.
+    # The gVisor pool (components/gcp/sandbox_pool.py); required when rewards.codeSandbox.enabled.
     code_sandbox_pool: pulumi.Resource | None = None
 
     @classmethod

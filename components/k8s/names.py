@@ -9,7 +9,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.config import StackConfig
+from components.config import RaySettings, StackConfig
+
+# The namespace stacks were first deployed with: their PV keeps the name it has.
+_DEFAULT_NAMESPACE = RaySettings().namespace
+
+
+def lustre_pv_name(prefix: str, claim_namespace: str) -> str:
+    """The Lustre PV's name, carrying its claim's namespace (the claim's name is per stack).
+
+    A PV remembers the uid of the claim it was bound to in `spec.claimRef`; once that claim is
+    deleted the PV is Released, and a new claim (a `ray.namespace` change replaces it) that asks
+    for it by `volumeName` stays Pending for good (Kubernetes "Persistent Volumes", Reclaiming:
+    Retain). Named from the claim, the PV is replaced along with it, so a claim that moves comes
+    with a fresh, Available volume; reclaim policy Retain leaves the Lustre instance untouched.
+    The default namespace keeps the name deployed stacks already have (no replacement for them).
+    """
+    base = f"{prefix}-lustre-pv"
+    return base if claim_namespace == _DEFAULT_NAMESPACE else f"{base}-{claim_namespace}"
 
 
 def head_service_name(ray_cluster_name: str) -> str:
@@ -44,7 +61,7 @@ class K8sNames:
             gsa_account_id=f"{prefix}-training",
             token_secret=f"{prefix}-tokens",
             # Cluster-scoped, so the prefix keeps two stacks' volumes apart in one cluster.
-            lustre_pv=f"{prefix}-lustre-pv",
+            lustre_pv=lustre_pv_name(prefix, config.ray.namespace),
             lustre_pvc=f"{prefix}-lustre-pvc",
             pod_monitoring=f"{prefix}-ray",
             head_priority_class=f"{prefix}-ray-head",

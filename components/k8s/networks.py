@@ -1,6 +1,6 @@
 """GKE multi-network objects: one GKENetworkParamSet + Network pair per extra GPU-node NIC.
 
-The GPU pool attaches one gVNIC and eight RDMA NICs (components/gpu_pool.py); a pod sees them only
+The GPU pool attaches one gVNIC and eight RDMA NICs (components/gcp/gpu_pool.py); a pod sees them only
 when a `networking.gke.io/v1` Network of the same name exists and the pod asks for it by name in
 its `networking.gke.io/interfaces` annotation (reference 3.1, 3.6). Both halves live here so the
 names cannot drift apart.
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import pulumi
+
 from components.contract import RDMA_NIC_COUNT
 from components.k8s.provider import KubeTarget, custom_object
 

@@ -22,7 +22,7 @@ def kubernetes_provider(
 ) -> k8s.Provider:
     """A provider for the new cluster only, never the ambient ~/.kube/config context.
 
-    The kubeconfig (built by components/cluster.py with the `gke-gcloud-auth-plugin` exec stanza)
+    The kubeconfig (built by components/gcp/cluster.py with the `gke-gcloud-auth-plugin` exec stanza)
     is a secret Output; the provider keeps it secret in state. `depends_on` makes the ordering
     explicit even when the kubeconfig does not carry the cluster as a dependency.
     """

@@ -109,7 +109,7 @@ def install_command(framework: FrameworkSpec) -> list[str]:
 
     The image already carries their dependencies (for veRL: Dockerfile.stable.vllm installs
     veRL and uninstalls only veRL), so `--no-deps` keeps the image's torch/vLLM/Ray untouched.
-    Pods reach PyPI through the VPC's Cloud NAT (components/network.py); a cluster without
+    Pods reach PyPI through the VPC's Cloud NAT (components/gcp/network.py); a cluster without
     egress must mirror these wheels and set PIP_INDEX_URL in the pod template.
     """
     lines = " ".join(shlex.quote(line) for line in framework.install)

@@ -3,7 +3,7 @@
 The executor (jobs/rewards/service.py) runs model-written C++ for the code-contests reward, so its
 pods get nothing worth stealing and no way out:
 - GKE Sandbox: `runtimeClassName: gvisor` on a node pool created with sandbox_config GVISOR
-  (components/sandbox_pool.py). GKE labels and taints such nodes `sandbox.gke.io/runtime=gvisor`;
+  (components/gcp/sandbox_pool.py). GKE labels and taints such nodes `sandbox.gke.io/runtime=gvisor`;
   we select and tolerate that and our own pool label, so the pods land only on that pool.
 - No credentials: no service-account token mounted, no Secret env or volume, no service links.
 - A NetworkPolicy with `Egress` in policyTypes and no egress rule (all egress denied) and ingress

@@ -1,7 +1,7 @@
 """The Managed Lustre instance as a statically provisioned PersistentVolume + claim.
 
 Static, not dynamic, provisioning: the instance is created (and protected from destroy) by
-components/lustre.py, so Kubernetes must only ever *point at* it (reference 3.3).
+components/gcp/lustre.py, so Kubernetes must only ever *point at* it (reference 3.3).
 """
 
 from __future__ import annotations
@@ -56,7 +56,9 @@ def persistent_volume_manifest(
             # apply of this PV (a capacity change) would conflict on it (pulumi-kubernetes does
             # not force). Kubernetes "Reserving a PersistentVolume": volumeName binds the claim
             # to this volume if it is available, which it is from creation (the claim is created
-            # right after it, and nothing else in the cluster asks for class "").
+            # right after it, and nothing else in the cluster asks for class ""). Once bound, the
+            # claimRef carries the claim's uid for good (Retain), so a replaced claim could never
+            # bind it again: the PV's name follows its claim (names.lustre_pv_name) instead.
             "csi": {
                 "driver": CSI_DRIVER,
                 "volumeHandle": handle,

@@ -1,1 +1,1 @@
-"""The typer commands of `python -m jobs` and their rendering: the only place that prints."""
+"""The typer commands of `rl-jobs` and their rendering: the only place that prints."""

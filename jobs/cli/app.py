@@ -1,8 +1,9 @@
-"""The typer app behind `python -m jobs`: its commands in order, `recipes`, and the process's signal handling."""
+"""The typer app behind `rl-jobs` (and its alias `rl-jobs`): its commands in order, `recipes`, and the process's signal handling."""
 
 from __future__ import annotations
 
 import signal
+import sys
 from typing import Any
 
 import typer
@@ -11,10 +12,11 @@ from jobs.cli import inspect, render, runs, stage
 from jobs.cli import options as opt
 from jobs.cli.console import Terminated, emit_json, handled, out
 from jobs.cli.data import data_app
+from jobs.common import commands
 from jobs.recipes.catalogue import RECIPES, Recipe
 
 app = typer.Typer(
-    name="jobs",
+    name="rl-jobs",
     help="Submit, follow and restart GRPO runs (NeMo RL, veRL) on a Ray cluster.",
     no_args_is_help=True,
     add_completion=False,
@@ -71,4 +73,5 @@ def main() -> None:
     for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):
         if hasattr(signal, name):  # SIGHUP and SIGQUIT do not exist on Windows
             signal.signal(getattr(signal, name), _on_signal)
-    app()
+    commands.spelled_as(sys.argv[0])
+    app(prog_name=commands.program())

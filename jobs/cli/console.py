@@ -1,4 +1,4 @@
-"""How every `python -m jobs` command writes: stdout/stderr consoles, --json, and errors as one
+"""How every `rl-jobs` command writes: stdout/stderr consoles, --json, and errors as one
 line with the documented exit code (jobs/common/errors.py), never a traceback."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def handled(fn: F) -> F:
             raise typer.Exit(130) from None
         except (typer.Exit, typer.Abort, SystemExit):
             raise
-        except Exception as e:  # noqa: BLE001 - the promise is one line, never a traceback
+        except Exception as e:
             if os.environ.get("JOBS_DEBUG") == "1":
                 # The traceback asked for, and still exit 4: a script must read the same
                 # outcome with or without debugging on.
@@ -82,7 +82,7 @@ def handled(fn: F) -> F:
             text = " ".join(f"error: unexpected {type(e).__name__}: {e}".split())
             err().print(
                 redact(
-                    f"{text} (hint: this is a bug in {commands.PROGRAM}, not in your job; "
+                    f"{text} (hint: this is a bug in {commands.program()}, not in your job; "
                     "rerun with JOBS_DEBUG=1 for the traceback)"
                 ),
                 markup=False,

@@ -1,4 +1,4 @@
-"""`python -m jobs data ...`: prepare datasets locally, for clusters that cannot reach the hub.
+"""`rl-jobs data ...`: prepare datasets locally, for clusters that cannot reach the hub.
 
 The output folder is what the recipes read under `contract.DATASETS_ROOT/<name>/` on Lustre; copy
 it there (docs/jobs.md shows the `kubectl cp` command) and the recipe's own preparation step

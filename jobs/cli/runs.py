@@ -287,7 +287,7 @@ def submit_cmd(
     recipe_name: Annotated[
         str | None,
         typer.Argument(
-            metavar="RECIPE", help="A recipe from `python -m jobs recipes` (not with --resume)."
+            metavar="RECIPE", help="A recipe from `rl-jobs recipes` (not with --resume)."
         ),
     ] = None,
     sets: Annotated[
@@ -501,7 +501,7 @@ def run_cmd(
 ) -> None:
     """Run any command on the cluster.
 
-    For example `python -m jobs run --stack dev --gpus 1 -- nvidia-smi` runs nvidia-smi on a GPU
+    For example `rl-jobs run --stack dev --gpus 1 -- nvidia-smi` runs nvidia-smi on a GPU
     node, with one GPU."""
     options = opt.supervision(max_preemptions, stall_timeout, runs_root)
     if checkpoint_dir and not checkpoint_dir.startswith("/"):

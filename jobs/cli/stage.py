@@ -8,9 +8,8 @@ import typer
 
 from jobs.cli import options as opt
 from jobs.cli.console import emit_json, err, handled, out
-from jobs.client.dashboard import AlreadySubmitted
 from jobs.common import commands
-from jobs.common.errors import ExitCode, UsageError
+from jobs.common.errors import ExitCode
 from jobs.runs import address, follow, stack
 from jobs.runs import stage as staging
 
@@ -67,28 +66,6 @@ DryRunOpt = Annotated[
 ]
 
 
-def _ask(
-    name: str,
-    revision: str,
-    convert: bool | None,
-    gpus: int | None,
-    hf_home: str | None,
-    where: address.Where,
-    number: int,
-) -> staging.Ask:
-    target = staging.target_of(name)
-    if convert and not target.converts:
-        raise UsageError(
-            f"--convert: no Megatron recipe uses {target.model}, so there is no "
-            "conversion NeMo RL would read",
-            "stage it without --convert",
-        )
-    converting = target.converts if convert is None else convert
-    outputs = stack.read(where.stack) if where.stack else None
-    n = staging.conversion_gpus(gpus, outputs, where.stack) if converting else 0
-    return staging.Ask(target, revision, converting, n, hf_home, number)
-
-
 @app.command("stage")
 @handled
 def stage_cmd(
@@ -112,43 +89,21 @@ def stage_cmd(
     this command converts it once for every attempt."""
     if dry_run:
         where = address.choose(addr, stack_name) if (addr or stack_name) else None
-        ask = _ask(
-            target,
-            revision,
-            convert,
-            gpus,
-            hf_home,
-            where or address.Where(None, None, "a dry run"),
-            1,
-        )
-        sub = staging.for_stage(ask, where.stack if where else None)
+        named = where.stack if where else None
+        outputs = stack.read(named) if named else None
+        ask = staging.ask(target, revision, convert, gpus, hf_home, outputs, named, 1)
+        sub = staging.for_stage(ask, named)
         if as_json:
             emit_json(sub.model_dump())
         else:
             out().print_json(sub.model_dump_json())
         return
     where = address.choose(addr, stack_name)
-    with address.reach(
-        where, stack.read(where.stack) if where.stack else None, spinner=opt.spinner
-    ) as dashboard:
-        ids = [j.submission_id or "" for j in dashboard.jobs()]
-        ask = _ask(
-            target,
-            revision,
-            convert,
-            gpus,
-            hf_home,
-            where,
-            staging.next_number(ids, staging.target_of(target).model),
+    outputs = stack.read(where.stack) if where.stack else None
+    with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
+        job_id, ask = staging.submit(
+            dashboard, target, revision, convert, gpus, hf_home, outputs, where.stack
         )
-        sub = staging.for_stage(ask, where.stack)
-        try:
-            job_id = dashboard.submit(sub)
-        except AlreadySubmitted:
-            raise UsageError(
-                f"{sub.submission_id} already exists on this cluster",
-                "another stage of this model started at the same time",
-            ) from None
         what = " and its Megatron conversion" if ask.convert else ""
         err().print(f"submitted {job_id}: {ask.target.model}@{revision}{what}", markup=False)
         if not follow_logs:

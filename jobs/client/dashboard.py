@@ -73,7 +73,7 @@ def _translated(what: str) -> Iterator[None]:
         yield
     except JobsError:
         raise
-    except Exception as e:  # noqa: BLE001 - sorted below; anything else is raised as is
+    except Exception as e:
         _translate(what, e)
         raise
 

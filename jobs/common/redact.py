@@ -16,6 +16,8 @@ SECRET_VALUE = re.compile(
 
 # `NAME=value`, `'NAME': 'value'` or `"NAME": "value"` where NAME looks like a credential:
 # Ray copies the driver's whole environment into a failed job's message (reference §1.7).
+# A NAME that is the last part of a path (`--out /etc/passwd: is a file`, `data/api_key: exists`)
+# is a file named in a message, not a setting, and is kept as written.
 _SECRET_ASSIGNMENT = re.compile(
     r"""(?P<name>\b[A-Za-z0-9_.-]*(?:TOKEN|API[_-]?KEY|SECRET|PASSWORD|PASSWD)[A-Za-z0-9_]*)"""
     r"""(?P<sep>['"]?\s*[:=]\s*['"]?)(?P<value>[^'"\s,;}]+)""",
@@ -34,18 +36,25 @@ def key_looks_secret(key: str) -> bool:
     words = _words(key)
     if any(w in _SECRET_WORDS for w in words):
         return True
-    return any(pair in _SECRET_PAIRS for pair in zip(words, words[1:]))
+    return any(pair in _SECRET_PAIRS for pair in zip(words, words[1:], strict=False))
 
 
 def value_looks_secret(value: str) -> bool:
     return SECRET_VALUE.search(value) is not None
 
 
+def _ends_a_path(m: re.Match[str]) -> bool:
+    """The name is the tail of a path written in the text (`/etc/passwd`, `out/api_key`)."""
+    before = m.string[: m.start("name")]
+    word = re.split(r"[\s'\"=,;({\[?&]", before)[-1]
+    return any(sep in word for sep in ("/", "\\", "~"))
+
+
 def redact(text: str) -> str:
     """Mask token-shaped values and the values of credential-named assignments."""
 
     def _mask_assignment(m: re.Match[str]) -> str:
-        if not key_looks_secret(m.group("name")):
+        if not key_looks_secret(m.group("name")) or _ends_a_path(m):
             return m.group(0)
         return f"{m.group('name')}{m.group('sep')}{MASK}"
 

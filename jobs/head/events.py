@@ -10,7 +10,7 @@ module is imported on the Ray head by the supervisor.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 PREFIX = "JOBS-SUPERVISOR "
@@ -38,7 +38,7 @@ FINAL = (FINISHED, GAVE_UP, STOPPED)
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def record(event: str, run: str, message: str, **fields: Any) -> dict[str, Any]:

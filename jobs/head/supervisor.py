@@ -475,7 +475,7 @@ class Supervisor:
                 code = self._loop(state)
             except _LeaseLost:
                 return self._left()
-            except Exception as e:  # noqa: BLE001  (a supervisor that does not die)
+            except Exception as e:
                 if self.stopping.is_set():
                     return self._stopped(state)
                 text = " ".join(str(e).split())[:500]
@@ -530,7 +530,7 @@ class Supervisor:
                 return self._stopped(state)
 
     def _export_hold(self) -> str | None:
-        """A live export job of this run (`python -m jobs export`, metadata kind=export)."""
+        """A live export job of this run (`rl-jobs export`, metadata kind=export)."""
         for job in self._retry(self.client.list_jobs) or []:
             meta = job.metadata or {}
             if (

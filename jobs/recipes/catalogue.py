@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.catalogue import FRAMEWORKS, FrameworkSpec
-from components.contract import DATASETS_ROOT, Framework, HF_HOME_ENV, HF_HOME_PATH, RUNS_ROOT
+from components.contract import DATASETS_ROOT, HF_HOME_ENV, HF_HOME_PATH, RUNS_ROOT, Framework
 from jobs.rewards import SANDBOX_URL_ENV as CODE_SANDBOX_URL_ENV
 
 # NeMo RL's code in its NGC image (docker/Dockerfile WORKDIR); `uv run` needs its pyproject.
@@ -311,7 +311,7 @@ CODE_CONTESTS_REWARD = "code_contests_reward.py"
 # The CodeFu-7B sample's settings (see `_codecontests`).
 _CODECONTESTS_DEFAULTS: dict[str, str] = {
     "algorithm.adv_estimator": "grpo",
-    # Written by `python -m jobs data code-contests` (docs/code-contests.md); easy is the
+    # Written by `rl-jobs data code-contests` (docs/code-contests.md); easy is the
     # tier CodeFu trains on. Validation: the same conversion of the dataset's own `valid`
     # split, so no validation problem is a training problem.
     "data.train_files": "{datasets}/code_contests/easy/train.parquet",

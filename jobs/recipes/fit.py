@@ -9,8 +9,8 @@ sizes that fit are found without composing again. tests/jobs/recipes/test_fit.py
 
 from __future__ import annotations
 
-from math import gcd
 from collections.abc import Iterator
+from math import gcd
 from typing import Any
 
 from jobs.recipes import compose

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.recipes import compose
-from jobs.recipes import fit
 from jobs.common.errors import UsageError
+from jobs.recipes import compose, fit
 from jobs.recipes.catalogue import Recipe, RunContext
 
 

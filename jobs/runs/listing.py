@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.client.types import JobDetails
-
 from jobs.client.dashboard import Dashboard
+from jobs.client.types import JobDetails
 from jobs.common import commands
 from jobs.common.errors import UsageError
+from jobs.common.redact import redact
 from jobs.head import protocol
 from jobs.runs.metadata import RunMetadata
-from jobs.common.redact import redact
 
 
 def metadata_of(job: JobDetails) -> RunMetadata:

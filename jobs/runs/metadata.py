@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from jobs.common import commands
 from jobs.head import protocol
 
-SUBMITTED_BY = commands.PROGRAM
+SUBMITTED_BY = commands.INSTALLED
 
 
 class RunMetadata(BaseModel):
@@ -84,7 +84,7 @@ class RecipeRun(RunMetadata):
 
 
 class ExportRun(RunMetadata):
-    """An export job of a recipe run (`python -m jobs export`): grouped under the run by `run`,
+    """An export job of a recipe run (`rl-jobs export`): grouped under the run by `run`,
     but with no `attempt`, so it is never taken for an attempt to resume or follow."""
 
     kind: Literal["export"] = protocol.EXPORT
@@ -99,7 +99,7 @@ class ExportRun(RunMetadata):
 
 
 class StageRun(RunMetadata):
-    """A stage job (`python -m jobs stage`): a model's snapshot, and its conversion, onto Lustre."""
+    """A stage job (`rl-jobs stage`): a model's snapshot, and its conversion, onto Lustre."""
 
     kind: Literal["stage"] = protocol.STAGE
     attempt: None = None

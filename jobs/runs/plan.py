@@ -7,20 +7,20 @@ import secrets
 import shlex
 import subprocess
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jobs
-from jobs.recipes import compose
-from jobs.recipes import prepare as validate
-from jobs.runs import workdir
 from jobs.client.types import Submission
 from jobs.common.errors import UsageError
-from jobs.head.protocol import COMMAND, attempt_id
-from jobs.runs.metadata import SUBMITTED_BY, RecipeRun, RunMetadata
-from jobs.recipes.overrides import TOKEN_HINT, Override
 from jobs.common.redact import command_secret
+from jobs.head.protocol import COMMAND, attempt_id
+from jobs.recipes import compose
+from jobs.recipes import prepare as validate
 from jobs.recipes.catalogue import Recipe, RunContext
+from jobs.recipes.overrides import TOKEN_HINT, Override
+from jobs.runs import workdir
+from jobs.runs.metadata import SUBMITTED_BY, RecipeRun, RunMetadata
 
 # Run names become a Lustre directory and a Ray submission id: keep them to safe characters.
 _TAG_LETTERS = "abcdefghijkmnpqrstuvwxyz"  # no l or o: not mistaken for 1 or 0
@@ -37,7 +37,7 @@ def default_run_name(prefix: str, now: datetime | None = None, tag: str | None =
     """`<prefix>-YYYYMMDD-HHMMSS-mmmxx` in UTC: readable, sorts by time to the millisecond, and
     two random letters so runs started in the same millisecond (a shell loop, a sweep, two
     users) still differ; a name is its checkpoint directory, so it must never repeat."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     tag = tag if tag is not None else "".join(secrets.choice(_TAG_LETTERS) for _ in range(2))
     return f"{prefix}-{now:%Y%m%d-%H%M%S}-{now.microsecond // 1000:03d}{tag}"
 
@@ -115,7 +115,7 @@ def for_recipe(
         workdir.check(payload)
         runtime_env.update(workdir.runtime_env(payload))
     # The first step (jobs.staging.ensure) and payloads (e.g. jobs.data.gsm8k, the same
-    # conversion as `python -m jobs data`) import shared code: ship this package, importable
+    # conversion as `rl-jobs data`) import shared code: ship this package, importable
     # as `jobs` on the cluster.
     workdir.check(JOBS_PACKAGE)
     runtime_env["py_modules"] = [str(JOBS_PACKAGE)]

@@ -11,11 +11,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from typing import IO
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import IO
 
-from jobs.common.errors import Unreachable
 from jobs.client.net import dashboard_answers, free_port
+from jobs.common.errors import Unreachable
 from jobs.common.redact import redact
 from jobs.runs.stack import StackOutputs
 

@@ -15,6 +15,7 @@ import shlex
 from dataclasses import dataclass
 
 from components.contract import HF_HOME_ENV, HF_HOME_PATH, StackOutputs
+from jobs.client.dashboard import AlreadySubmitted, Dashboard
 from jobs.client.types import Submission
 from jobs.common.errors import UsageError
 from jobs.recipes import compose
@@ -49,7 +50,7 @@ def target_of(name: str) -> Target:
     if not layout.is_model_id(name):
         raise UsageError(
             f"MODEL {name!r} is neither a recipe nor a Hugging Face model id",
-            "give org/name as the Hub spells it, or a recipe from `python -m jobs recipes`",
+            "give org/name as the Hub spells it, or a recipe from `rl-jobs recipes`",
         )
     users = [r for r in RECIPES.values() if r.model == name]
     datasets = tuple(dict.fromkeys(d for r in users for d in r.hub_datasets))
@@ -139,3 +140,52 @@ def for_stage(ask: Ask, stack: str | None) -> Submission:
         metadata=meta.to_ray(),
         entrypoint_num_gpus=float(ask.gpus) if ask.convert else None,
     )
+
+
+def ask(
+    name: str,
+    revision: str,
+    convert: bool | None,
+    gpus: int | None,
+    hf_home: str | None,
+    outputs: StackOutputs | None,
+    stack: str | None,
+    number: int,
+) -> Ask:
+    """What `stage NAME` asks for, checked: a conversion only where a Megatron recipe reads one,
+    and on no more GPUs than one of the stack's nodes has."""
+    target = target_of(name)
+    if convert and not target.converts:
+        raise UsageError(
+            f"--convert: no Megatron recipe uses {target.model}, so there is no "
+            "conversion NeMo RL would read",
+            "stage it without --convert",
+        )
+    converting = target.converts if convert is None else convert
+    n = conversion_gpus(gpus, outputs, stack) if converting else 0
+    return Ask(target, revision, converting, n, hf_home, number)
+
+
+def submit(
+    dashboard: Dashboard,
+    name: str,
+    revision: str,
+    convert: bool | None,
+    gpus: int | None,
+    hf_home: str | None,
+    outputs: StackOutputs | None,
+    stack: str | None,
+) -> tuple[str, Ask]:
+    """Send the next stage job of NAME's model; two stages of one model racing for the same
+    number collide, and the loser is told so."""
+    model = target_of(name).model  # a bad NAME is refused before the cluster is asked
+    number = next_number([j.submission_id or "" for j in dashboard.jobs()], model)
+    the_ask = ask(name, revision, convert, gpus, hf_home, outputs, stack, number)
+    sub = for_stage(the_ask, stack)
+    try:
+        return dashboard.submit(sub), the_ask
+    except AlreadySubmitted:
+        raise UsageError(
+            f"{sub.submission_id} already exists on this cluster",
+            "another stage of this model started at the same time",
+        ) from None

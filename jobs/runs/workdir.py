@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from components.contract import LUSTRE_MOUNT_PATH
 from jobs.common.errors import UsageError

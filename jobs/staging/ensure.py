@@ -32,7 +32,7 @@ def _model(args: argparse.Namespace) -> str | None:
     why = "is not staged" if staged is None else "has files missing from its staged snapshot"
     entry.say(
         f"model {args.model} {why}: staging it now, once, from this process (stage it "
-        "ahead of time with `python -m jobs stage`)"
+        "ahead of time with `rl-jobs stage`)"
     )
     return download(args.model, "main", home, entry.say).commit
 
@@ -46,7 +46,7 @@ def _conversion(args: argparse.Namespace, commit: str | None) -> None:
         entry.say(
             f"no complete Megatron conversion of {args.model}: NeMo RL converts it in "
             "this attempt, and every later attempt converts again, since nothing marks "
-            f"the end of an in-run conversion; convert it once with `python -m jobs stage "
+            f"the end of an in-run conversion; convert it once with `rl-jobs stage "
             f"{args.model}`"
         )
 

@@ -157,6 +157,14 @@ def test_gke_version_below_the_lustre_port_floor_is_refused() -> None:
     assert "1.33.2-gke.4655000" in problems[0]
 
 
+def test_each_machines_rdma_floor_is_named_where_the_version_is_below_it() -> None:
+    # The floors come from the catalogue (MachineSpec.min_gke_version_for_rdma), one per machine.
+    problem = _problems(_with("rl-on-gke:cluster", {"minMasterVersion": "1.31"}))[0]
+    assert "RDMA on a4-highgpu-8g needs 1.32.2-gke.1475000" in problem
+    assert "a3-ultragpu-8g" not in problem  # its floor, 1.31.4, is within a fuzzy 1.31
+    assert "must be at least 1.33.2-gke.4655000" in problem
+
+
 @pytest.mark.parametrize("version", ["1.33.2-gke.4655000", "1.34", "1.35.1", "1.33"])
 def test_gke_versions_at_or_above_the_floor_are_accepted(version: str) -> None:
     config = parse_stack_config(

@@ -67,7 +67,7 @@ def test_commands_a_person_runs_to_reach_the_cluster() -> None:
 
 
 def _modules_with_literal(literal: str) -> set[str]:
-    """Modules holding the literal as a token of a string (`/lustre` in `components/lustre.py`
+    """Modules holding the literal as a token of a string (`/lustre` in `components/gcp/lustre.py`
     is a file name, not the mount path)."""
     token = re.compile(rf"(?<![\w/]){re.escape(literal)}(?![\w])")
     found: set[str] = set()

@@ -10,6 +10,7 @@ from components.config import ConfigError, parse_stack_config
 from components.maintenance import (
     MaintenanceSettings,
     default_window,
+    ended_exclusions_warning,
     maintenance_policy_args,
     min_hours_in_rolling_window,
 )
@@ -189,26 +190,78 @@ def test_the_hold_can_be_turned_off() -> None:
     assert "maintenance_exclusions" not in maintenance_policy_args(settings, "us-east1")
 
 
-def test_an_exclusion_that_has_already_ended_is_refused_by_its_key() -> None:
-    from datetime import UTC, datetime, timedelta
+def test_an_ended_exclusion_is_dropped_with_a_warning_and_never_breaks_the_stack() -> None:
+    """Issue 26 item 6: exclusions were validated against the wall clock, so a stack valid today
+    refused to preview once an exclusion's end had passed, with no change to its code. Now the
+    config parses on any date; the ended exclusion is left out of the policy (GKE drops it anyway,
+    terraform-provider-google #9941) and named in a warning."""
+    from datetime import UTC, datetime
 
-    fmt = "%Y-%m-%dT%H:%M:%SZ"
-    now = datetime.now(UTC)
-    start, end = (now - timedelta(days=10)).strftime(fmt), (now - timedelta(days=1)).strftime(fmt)
-    problems = _problems(
-        _base(), {"exclusions": [{"name": "old", "startTime": start, "endTime": end}]}
-    )
-    assert problems == [problems[0]] and problems[0].startswith(
-        f"rl-on-gke:cluster.maintenance.exclusions[0].endTime = '{end}': is in the past"
-    )
-    assert "terraform-provider-google #9941" in problems[0]
-    # One that ends tomorrow is fine.
-    later = (now + timedelta(days=1)).strftime(fmt)
+    from components.maintenance import active_exclusions
+
+    raw = {
+        "exclusions": [
+            {
+                "name": "spring",
+                "startTime": "2026-03-01T00:00:00Z",
+                "endTime": "2026-03-20T00:00:00Z",
+            },
+            {
+                "name": "summer",
+                "startTime": "2026-06-01T00:00:00Z",
+                "endTime": "2026-07-01T00:00:00Z",
+            },
+        ]
+    }
+    config = _base()
+    config["rl-on-gke:cluster"] = {"maintenance": raw}
+    settings = parse_stack_config(raw_from_stack(config)).cluster.maintenance  # any date parses
+
+    in_april = datetime(2026, 4, 1, tzinfo=UTC)
+    kept, ended = active_exclusions(settings, in_april)
+    assert [e.name for e in kept] == ["rl-on-gke-hold-node-versions", "summer"]
+    assert [e.name for e in ended] == ["spring"]
+    policy = maintenance_policy_args(settings, "us-east1", now=in_april)
+    assert [e["exclusion_name"] for e in policy["maintenance_exclusions"]] == [
+        "rl-on-gke-hold-node-versions",
+        "summer",
+    ]
+    warning = ended_exclusions_warning(ended, in_april)
+    assert "spring" in warning and "2026-03-20T00:00:00Z" in warning
+    assert "rl-on-gke:cluster.maintenance.exclusions" in warning
+    # Before either ends, both are kept and there is nothing to warn about.
+    kept, ended = active_exclusions(settings, datetime(2026, 2, 1, tzinfo=UTC))
+    assert len(kept) == 3 and ended == []
+
+
+def test_the_cluster_warns_about_ended_exclusions_through_pulumi_log(monkeypatch) -> None:
+    """Issue 26 item 6: the warning reaches the user in `pulumi preview` / `up` output."""
+    from datetime import UTC, datetime
+
+    import pulumi
+
+    from components.gcp import cluster
+
     config = _base()
     config["rl-on-gke:cluster"] = {
-        "maintenance": {"exclusions": [{"name": "soon", "startTime": start, "endTime": later}]}
+        "maintenance": {
+            "exclusions": [
+                {
+                    "name": "spring",
+                    "startTime": "2026-03-01T00:00:00Z",
+                    "endTime": "2026-03-20T00:00:00Z",
+                }
+            ]
+        }
     }
-    parse_stack_config(raw_from_stack(config))
+    settings = parse_stack_config(raw_from_stack(config)).cluster.maintenance
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warnings.append(message))
+    policy = cluster.maintenance_policy(settings, "us-east1", datetime(2026, 4, 1, tzinfo=UTC))
+    assert [e["exclusion_name"] for e in policy["maintenance_exclusions"]] == [
+        "rl-on-gke-hold-node-versions"
+    ]
+    assert len(warnings) == 1 and "spring" in warnings[0]
 
 
 def test_an_exclusion_may_not_take_the_default_holds_name() -> None:
@@ -229,7 +282,8 @@ def test_an_exclusion_may_not_take_the_default_holds_name() -> None:
 
 
 def _base():
-    from tests.conftest import BASE_STACK_CONFIG
     import copy
+
+    from tests.conftest import BASE_STACK_CONFIG
 
     return copy.deepcopy(BASE_STACK_CONFIG)

@@ -22,3 +22,14 @@ def test_config_keys_in_the_commands_exist_in_the_stack_files() -> None:
     for key in re.findall(r"config set --path '([^']+)'", DOC):
         namespace_key, _, field = key.partition(".")
         assert field in config[namespace_key], key
+
+
+def test_the_peering_deletion_policy_the_doc_names_is_the_one_each_stack_renders() -> None:
+    """Issue 26 item 3: docs/destroy.md said nothing remains after A while the abandoned peering
+    kept the main VPC; it now names the policy per protection, which must be what is rendered."""
+    connection = "gcp:servicenetworking/connection:Connection"
+    for stack, policy in (("dev", "REMOVE_PEERING"), ("h200", "ABANDON")):
+        (rendered_connection,) = rendered(stack).of_type(connection)
+        assert rendered_connection.inputs["deletionPolicy"] == policy
+        assert f"`{policy}`" in DOC
+    assert "magic-modules#18476" in DOC and "disable_on_destroy: false" in DOC

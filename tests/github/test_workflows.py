@@ -318,12 +318,16 @@ def test_deploy_is_behind_a_per_stack_environment_and_never_overlaps() -> None:
         "group": "pulumi-up-${{ matrix.stack }}",
         "cancel-in-progress": False,
     }
-    assert job["permissions"] == {"contents": "read", "id-token": "write"}
+    assert job["permissions"] == {"contents": "read", "id-token": "write", "pull-requests": "read"}
 
 
 def test_deploy_runs_pulumi_up_with_the_policy_pack_as_the_deployer() -> None:
     job = _deploy_job()
-    pulumi = one_step(job, "pulumi/actions")["with"]
+    (pulumi,) = [
+        s["with"]
+        for s in job["steps"]
+        if str(s.get("uses", "")).startswith("pulumi/actions@") and "with" in s
+    ]
     assert pulumi["command"] == "up" and pulumi["stack-name"] == "${{ matrix.stack }}"
     assert pulumi["policyPacks"] == "policy"
     assert pulumi["cloud-url"] == "gs://${{ vars.PULUMI_STATE_BUCKET }}"
@@ -371,3 +375,44 @@ def test_preview_gates_replacements_on_the_json_preview_and_the_pr_labels() -> N
         steps[gate[0]]["env"]["LABELS"]
         == "${{ join(github.event.pull_request.labels.*.name, ',') }}"
     )
+
+
+def test_deploy_runs_up_only_after_the_gate_passed_on_the_merged_state() -> None:
+    """Issue 26 item 4: the deploy workflow ran `up` on main with no gate, and a PR is gated
+    against the state of the day it was opened. Now: install the CLI, preview the commit being
+    deployed as JSON, gate it, then `up` -- in that order, with the merged PR's labels (push) or
+    the dispatch input (by hand)."""
+    steps = _deploy_job()["steps"]
+    uses = [str(s.get("uses", "")) for s in steps]
+    install = [
+        i for i, s in enumerate(steps) if uses[i].startswith("pulumi/actions@") and "with" not in s
+    ]
+    preview = [
+        i
+        for i, s in enumerate(steps)
+        if "pulumi preview" in s.get("run", "") and "--json > preview.json" in s["run"]
+    ]
+    gate = [
+        i
+        for i, s in enumerate(steps)
+        if "python -m tools.preview_gate preview.json" in s.get("run", "")
+    ]
+    up = [
+        i
+        for i, s in enumerate(steps)
+        if uses[i].startswith("pulumi/actions@") and s.get("with", {}).get("command") == "up"
+    ]
+    assert len(install) == len(preview) == len(gate) == len(up) == 1
+    assert install[0] < preview[0] < gate[0] < up[0]
+    # GitHub Actions skips every later step once one fails (no `if: always()`), so a failed gate
+    # means no `up`; and nothing lets the gate step itself pass on failure.
+    for step in steps[gate[0] :]:
+        assert "if" not in step and not step.get("continue-on-error")
+    assert "pulumi login" in steps[preview[0]]["run"]
+    assert "--policy-pack policy" in steps[preview[0]]["run"]
+    gate_step = steps[gate[0]]
+    assert "repos/$REPO/commits/$SHA/pulls" in gate_step["run"]
+    assert gate_step["env"]["ALLOW"] == "${{ inputs.allow-replace && 'allow-replace' || '' }}"
+    assert _deploy_job()["permissions"]["pull-requests"] == "read"
+    dispatch = workflow("deploy.yml")["on"]["workflow_dispatch"]["inputs"]["allow-replace"]
+    assert dispatch["type"] == "boolean" and dispatch["default"] is False

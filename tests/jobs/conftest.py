@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from ray.job_submission import JobSubmissionClient
 
-from tests import localray
 from jobs.client.net import free_port
+from tests import localray
 
 REPO = Path(__file__).resolve().parents[2]
 

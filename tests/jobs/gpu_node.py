@@ -9,10 +9,12 @@ import time
 from pathlib import Path
 
 import ray  # noqa: F401  (makes Ray's vendored psutil importable)
-import psutil  # noqa: E402
 
-from tests import localray
+# isort: split
+import psutil  # Ray's vendored copy, importable once `ray` is imported
+
 from jobs.client.net import free_port
+from tests import localray
 
 
 def gcs_address(head: localray.LocalRay) -> str:

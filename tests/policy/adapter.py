@@ -91,15 +91,20 @@ def run_policies(rendering: Rendering, policies: Iterable[Policy] = POLICIES) ->
             for resource in rendering.resources:
 
                 def report(
-                    message: str, urn: str | None = None, _r: RenderedResource = resource
+                    message: str,
+                    urn: str | None = None,
+                    _r: RenderedResource = resource,
+                    _name: str = policy.name,
                 ) -> None:
-                    found.append(Violation(policy.name, _r.urn, message))
+                    found.append(Violation(_name, _r.urn, message))
 
                 _run(policy.validate(resource_args(resource), report))
         elif isinstance(policy, StackValidationPolicy):
 
-            def report_stack(message: str, urn: str | None = None) -> None:
-                found.append(Violation(policy.name, urn or "", message))
+            def report_stack(
+                message: str, urn: str | None = None, _name: str = policy.name
+            ) -> None:
+                found.append(Violation(_name, urn or "", message))
 
             _run(policy.validate(stack_args(rendering), report_stack))
     return found

@@ -38,7 +38,7 @@ def _rendered_with(stack: str, **changes: Any) -> Rendering:
 
     config, secret_keys = load_stack_file(stack)
     config.setdefault("gcp:project", "example-project")
-    for key, change in changes.items():
+    for change in changes.values():
         change(config)
     if "rl-on-gke:codeSandboxToken" in config:  # set by a change that enables the sandbox
         secret_keys = (*secret_keys, "rl-on-gke:codeSandboxToken")

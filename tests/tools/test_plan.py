@@ -7,7 +7,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tools.render import ROOT
+
+# Each test renders whole stacks under Pulumi's mock runtime (tools/plan, tools/plan_diff).
+pytestmark = pytest.mark.plan
 
 
 def _plan(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:

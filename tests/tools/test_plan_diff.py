@@ -12,6 +12,9 @@ import pytest
 from tools.plan_diff import MISSING, diff_plans, flatten, to_markdown
 from tools.render import ROOT
 
+# Each test renders whole stacks under Pulumi's mock runtime (tools/plan, tools/plan_diff).
+pytestmark = pytest.mark.plan
+
 
 def _resource(urn: str, inputs: dict, **options) -> dict:
     return {
@@ -184,3 +187,21 @@ def test_unknown_base_ref_exits_2_with_one_line(repo_copy: Path) -> None:
     )
     assert result.returncode == 2
     assert "no-such-ref" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_new_ray_namespace_replaces_namespace_raycluster_claim_and_the_volume(
+    repo_copy: Path,
+) -> None:
+    """Issue 26 items 4 and 5 (acceptance): `ray.namespace: other` replaces the Namespace, the
+    RayCluster and the PVC, and the plan says what happens to the PV: it is named from its claim,
+    so it is replaced too (a fresh volume the new claim can bind, with the Lustre data untouched),
+    instead of staying Released with the old claim's uid in its claimRef."""
+    text = _diff_after(repo_copy, "framework: nemo-rl", "framework: nemo-rl\n    namespace: other")
+    for name, typ in (
+        ("rl-dev-k8s-identity-namespace", "kubernetes:core/v1:Namespace"),
+        ("rl-dev-k8s-ray-raycluster", "kubernetes:ray.io/v1:RayCluster"),
+        ("rl-dev-k8s-lustre-pvc", "kubernetes:core/v1:PersistentVolumeClaim"),
+        ("rl-dev-k8s-lustre-pv", "kubernetes:core/v1:PersistentVolume"),
+    ):
+        assert f"`{name}` ({typ}): **REPLACE**" in text, name
+    assert "reclaim policy Retain" in text and "the Lustre instance and its data stay" in text

@@ -1,10 +1,11 @@
 """The PR preview gate on `pulumi preview --json` documents (Pulumi's PreviewDigest format).
 
-The documents in previews/ are written in the shape pulumi/pulumi pkg/display/json.go serialises
-(`steps[]` of `op`, `urn`, `provider`, `oldState`/`newState` with `type`, `replaceReasons`,
-`detailedDiff`; `changeSummary`), with the ops a replacement emits in order
-(create-replacement, replace, delete-replaced). They are not captured from a real preview: no
-Pulumi CLI or cloud account is available here.
+The documents in previews/ are written in the shape pulumi/pulumi pkg/backend/display/json.go
+serialises (`steps[]` of `op`, `urn`, `provider`, `oldState`/`newState` with `type`,
+`replaceReasons`, `detailedDiff`; `changeSummary`). `pulumi preview --json` shows a replacement as
+ONE `replace` step (display.go `shouldShow` hides create-replacement / delete-replaced unless
+`--show-replacement-steps`); `replace-gpu-pool-replacement-steps.json` is the same preview with that
+flag. They are not captured from a real preview: no Pulumi CLI or cloud account is available here.
 """
 
 from __future__ import annotations
@@ -41,8 +42,7 @@ def test_a_gpu_pool_replacement_fails_the_gate_without_the_label() -> None:
     assert result.returncode == 1
     assert "would replace or delete 1 resource(s)" in result.stderr
     assert (
-        "create-replacement/replace/delete-replaced: a node pool, rl-dev-gpu-pool "
-        "(gcp:container/nodePool:NodePool)"
+        "replace: a node pool, rl-dev-gpu-pool (gcp:container/nodePool:NodePool)"
     ) in result.stderr
     assert f"add the `{ALLOW_LABEL}` label" in result.stderr
 
@@ -61,16 +61,77 @@ def test_an_in_place_node_count_update_passes() -> None:
     assert result.returncode == 0 and "no replacement or deletion" in result.stdout
 
 
-def test_deleting_lustre_is_blocked_but_replacing_a_kubernetes_object_is_not_guarded() -> None:
+def test_deleting_lustre_and_replacing_its_persistent_volume_are_both_blocked() -> None:
+    """Issue 26 item 4: the PV is guarded too (it was let through before)."""
     blocked = blocked_steps(_load("delete-lustre.json"))
     assert [(b.op, b.type, b.name) for b in blocked] == [
-        ("delete", "gcp:lustre/instance:Instance", "rl-dev-lustre-instance")
+        ("delete", "gcp:lustre/instance:Instance", "rl-dev-lustre-instance"),
+        ("replace", "kubernetes:core/v1:PersistentVolume", "rl-dev-k8s-lustre-pv"),
     ]
 
 
-def test_each_replacement_step_of_one_resource_is_reported_once_per_op() -> None:
-    ops = [b.op for b in blocked_steps(_load("replace-gpu-pool.json"))]
-    assert ops == ["create-replacement", "replace", "delete-replaced"]
+def test_a_replacement_is_one_replace_step_in_the_default_json_format() -> None:
+    """Issue 26 item 4: the fixture described a replacement as three steps; `pulumi preview
+    --json` without `--show-replacement-steps` emits one `replace` step."""
+    document = _load("replace-gpu-pool.json")
+    assert [s["op"] for s in document["steps"]] == ["same", "replace"]
+    assert [(b.op, b.name) for b in blocked_steps(document)] == [("replace", "rl-dev-gpu-pool")]
+
+
+def test_with_replacement_steps_the_three_ops_report_as_one_replacement() -> None:
+    """Issue 26 item 4: the gate reads both formats and reports the same verdict for each."""
+    detailed = _load("replace-gpu-pool-replacement-steps.json")
+    assert [s["op"] for s in detailed["steps"]] == [
+        "same",
+        "create-replacement",
+        "replace",
+        "delete-replaced",
+    ]
+    assert blocked_steps(detailed) == blocked_steps(_load("replace-gpu-pool.json"))
+    assert verdict(detailed, []) == verdict(_load("replace-gpu-pool.json"), [])
+
+
+_K8S = "urn:pulumi:dev::rl-on-gke::rl-on-gke:k8s:TrainingLayer$"
+
+
+@pytest.mark.parametrize(
+    ("urn", "what"),
+    [
+        (
+            _K8S + "rl-on-gke:k8s:TrainingRayCluster$kubernetes:ray.io/v1:RayCluster::rl-dev-ray",
+            "the RayCluster",
+        ),
+        (_K8S + "kubernetes:core/v1:Namespace::rl-dev-namespace", "a namespace"),
+        (
+            _K8S
+            + "rl-on-gke:k8s:LustreVolume$kubernetes:core/v1:PersistentVolume::rl-dev-lustre-pv",
+            "the Lustre PersistentVolume",
+        ),
+        (
+            _K8S
+            + "rl-on-gke:k8s:LustreVolume$kubernetes:core/v1:PersistentVolumeClaim::rl-dev-lustre-pvc",
+            "the Lustre claim",
+        ),
+        (
+            "urn:pulumi:dev::rl-on-gke::rl-on-gke:gcp:PrivateServiceAccess$"
+            "gcp:servicenetworking/connection:Connection::rl-dev-psa-connection",
+            "the Private Service Access peering",
+        ),
+        (
+            "urn:pulumi:dev::rl-on-gke::rl-on-gke:gcp:PrivateServiceAccess$"
+            "gcp:compute/globalAddress:GlobalAddress::rl-dev-psa-range",
+            "the Private Service Access range",
+        ),
+    ],
+)
+def test_what_running_jobs_live_in_is_guarded(urn: str, what: str) -> None:
+    """Issue 26 item 4: GUARDED_TYPES omitted the RayCluster, the Namespace, the PV and PVC, the
+    service networking connection and the PSA address, so a `ray.namespace` change (every run
+    dies) passed the gate."""
+    for op in ("replace", "delete"):
+        passes, message = verdict({"steps": [{"op": op, "urn": urn}]}, labels=[])
+        assert not passes and f"{op}: {what}" in message
+    assert verdict({"steps": [{"op": "replace", "urn": urn}]}, labels=[ALLOW_LABEL])[0]
 
 
 def test_the_type_comes_from_the_urn_when_the_step_has_no_state() -> None:

@@ -1,6 +1,6 @@
 """Convert a run's latest (or a chosen) checkpoint to Hugging Face format; runs on the cluster.
 
-`python -m jobs export RUN` submits this as a Ray job. The CLI cannot see Lustre, so the choice
+`rl-jobs export RUN` submits this as a Ray job. The CLI cannot see Lustre, so the choice
 of checkpoint is made here (`jobs.head.checkpoints`, shipped with the job as Ray `py_modules`), then
 the framework's own converter runs: NeMo RL's examples/converters scripts, or veRL's
 `verl.model_merger`. Exit codes: the converter's, or 1 when there is nothing to convert.

@@ -1,6 +1,6 @@
 """Prepare GSM8K once on Lustre for the GSM8K recipes; runs on the cluster, skips when current.
 
-The conversion is `jobs.data.gsm8k`, the same code as `python -m jobs data gsm8k`: the recipe
+The conversion is `jobs.data.gsm8k`, the same code as `rl-jobs data gsm8k`: the recipe
 ships the `jobs` package with the job (Ray `py_modules`). `--input DIR` converts a local copy
 of the hub's `main/` folder (e.g. one copied to Lustre); without it the rows come from the
 hub with `datasets.load_dataset("openai/gsm8k", "main")` (in both images; HF_TOKEN and

@@ -8,8 +8,8 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config import StackConfig
+from components.gcp.network import GpuNics
 from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
-from components.network import GpuNics
 from tools.render import Rendering, render_with
 
 HF_TOKEN = "hf_FAKE-token-1234567890"

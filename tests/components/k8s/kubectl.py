@@ -128,7 +128,7 @@ class StandInApiServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server API)
+            def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 status, body = server.answer(path)
                 data = json.dumps(body).encode()

@@ -12,9 +12,9 @@ from components.k8s.identity import (
     token_secret_manifest,
     workload_identity_member,
 )
+from tests.components.k8s.manifests import validate_core
 
 HF_TOKEN_KEY, WANDB_API_KEY = SECRET_ENV["hfToken"], SECRET_ENV["wandbApiKey"]
-from tests.components.k8s.manifests import validate_core
 
 
 def test_workload_identity_member_names_project_pool_namespace_and_ksa() -> None:

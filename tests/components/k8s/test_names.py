@@ -39,3 +39,20 @@ def test_longest_prefix_still_fits_gcp_and_kubernetes_limits() -> None:
         names.gsa_account_id,
     ):
         assert _DNS_LABEL.match(value) and len(value) <= 63, value
+
+
+def test_the_volume_is_named_from_its_claim_so_a_claim_that_moves_gets_a_fresh_volume() -> None:
+    """Issue 26 item 5: a PV keeps the uid of the claim it was bound to in `claimRef`, so after
+    the claim is replaced (a `ray.namespace` change) the new claim never binds it and stays
+    Pending. The PV's name carries the claim's namespace, so a moved claim comes with a new,
+    Available volume; the default namespace keeps the name stacks were deployed with."""
+    base = make_config()
+    names = {
+        namespace: K8sNames.for_stack(
+            base.model_copy(update={"ray": base.ray.model_copy(update={"namespace": namespace})})
+        )
+        for namespace in ("rl", "other", "rl-train")
+    }
+    assert names["rl"].lustre_pv == "rl-test-lustre-pv"
+    assert len({n.lustre_pv for n in names.values()}) == 3
+    assert names["other"].lustre_pvc == names["rl"].lustre_pvc

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from components.k8s.storage import (
     CSI_DRIVER,
     persistent_volume_claim_manifest,

@@ -12,14 +12,13 @@ import time
 import uuid
 
 import pytest
+import ray
 from ray.job_submission import JobStatus
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
 from jobs.client.net import free_port
-import ray
-
-from tests.jobs.conftest import as_in_a_terminal, REPO, Proxy, clean_env, run_cli, wait_until
+from tests.jobs.conftest import REPO, Proxy, as_in_a_terminal, clean_env, run_cli, wait_until
 
 runner = CliRunner()
 
@@ -28,6 +27,8 @@ def name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_succeeding_run_streams_output_and_exits_0(ray_url):
     run = name("ok")
     done = run_cli(
@@ -48,6 +49,8 @@ def test_succeeding_run_streams_output_and_exits_0(ray_url):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_failing_run_streams_output_and_exits_1(ray_url, ray_client):
     run = name("bad")
     done = run_cli(
@@ -67,6 +70,8 @@ def test_failing_run_streams_output_and_exits_1(ray_url, ray_client):
     assert ray_client.get_job_status(f"{run}-a1") == JobStatus.FAILED
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_fail_then_resume_passes_with_one_restart(ray_url, tmp_path):
     run = name("resume")
     marker = tmp_path / "checkpoint"
@@ -113,6 +118,8 @@ def test_fail_then_resume_passes_with_one_restart(ray_url, tmp_path):
     assert f"{run}-a1" in table.stdout and f"{run}-a2" in table.stdout
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_without_restarts_a_failure_is_final(ray_url):
     run = name("once")
     done = run_cli(
@@ -134,6 +141,8 @@ def test_without_restarts_a_failure_is_final(ray_url):
     assert [a["submission_id"] for a in json.loads(done.stdout)["attempts"]] == [f"{run}-a1"]
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_stop_ends_a_followed_job_and_its_follower_reports_it(ray_url, ray_client):
     run = name("stopme")
     watcher = subprocess.Popen(
@@ -179,6 +188,7 @@ def _status(client, job_id):
         return None
 
 
+@pytest.mark.ray
 def test_ctrl_c_detaches_without_stopping_the_job(ray_url, ray_client):
     run = name("detach")
     follower = subprocess.Popen(
@@ -218,6 +228,7 @@ def test_ctrl_c_detaches_without_stopping_the_job(ray_url, ray_client):
         ray_client.stop_job(f"{run}-a1")
 
 
+@pytest.mark.ray
 def test_submit_without_follow_returns_at_once_and_status_logs_work(ray_url, ray_client):
     run = name("quick")
     result = runner.invoke(
@@ -247,12 +258,15 @@ def test_submit_without_follow_returns_at_once_and_status_logs_work(ray_url, ray
     assert again.exit_code == 2 and "already exists" in again.stderr
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_unknown_job_is_a_usage_error(ray_url):
     done = run_cli("status", "no-such-job-a1", "--address", ray_url)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "no-such-job-a1" in done.stderr
 
 
+@pytest.mark.subprocess_cli
 def test_unreachable_address_exits_3_with_one_line():
     done = run_cli("run", "--address", f"http://127.0.0.1:{free_port()}", "--follow", "--", "true")
     assert done.returncode == 3
@@ -261,12 +275,16 @@ def test_unreachable_address_exits_3_with_one_line():
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_ray_address_env_is_used_when_no_flag(ray_url):
     done = run_cli("list", "--json", env=clean_env(RAY_ADDRESS=ray_url.removeprefix("http://")))
     assert done.returncode == 0, done.stderr
     assert isinstance(json.loads(done.stdout), list)
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_address_flag_beats_a_stale_ray_address(ray_url):
     # Ray's own client would let RAY_ADDRESS override the address it is given.
     env = clean_env(
@@ -276,6 +294,8 @@ def test_address_flag_beats_a_stale_ray_address(ray_url):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_oversize_working_dir_is_refused_before_upload(ray_url, ray_client, tmp_path):
     for i in range(3):
         (tmp_path / f"weights{i}.bin").write_bytes(os.urandom(35 * 1024 * 1024))
@@ -290,6 +310,8 @@ def test_oversize_working_dir_is_refused_before_upload(ray_url, ray_client, tmp_
     assert {j.submission_id for j in ray_client.list_jobs()} == before
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_small_working_dir_is_uploaded_and_runs(ray_url, tmp_path):
     (tmp_path / "main.py").write_text("print('from the uploaded dir')\n")
     (tmp_path / ".git").mkdir()
@@ -313,6 +335,7 @@ def test_small_working_dir_is_uploaded_and_runs(ray_url, tmp_path):
     assert "Uploading package" not in done.stderr and "Creating a file package" not in done.stderr
 
 
+@pytest.mark.ray
 def test_recipe_submit_on_a_bare_address_notes_a_ray_version_no_framework_pins(ray_url, ray_client):
     # The local head runs the client's Ray (2.60), which neither framework image ships: a note.
     run = name("recipe")
@@ -334,6 +357,7 @@ def test_recipe_submit_on_a_bare_address_notes_a_ray_version_no_framework_pins(r
     wait_until(lambda: ray_client.get_job_status(f"{run}-a1").is_terminal(), 60, "terminal")
 
 
+@pytest.mark.ray
 def test_a_duplicate_run_whose_name_contains_404_is_reported_as_existing(ray_url):
     # Ray's 500 for a duplicate repeats the id; an id with "404" once read as "no such job".
     run = f"dup-404-{uuid.uuid4().hex[:6]}"
@@ -371,6 +395,7 @@ def _follow_through(
     )
 
 
+@pytest.mark.ray
 def test_losing_the_dashboard_while_following_exits_3_with_how_to_check_later(
     ray_url, ray_client, tmp_path
 ):
@@ -401,6 +426,7 @@ def test_losing_the_dashboard_while_following_exits_3_with_how_to_check_later(
         ray_client.stop_job(f"{run}-a1")
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize("ends_while_away", [False, True])
 def test_a_dashboard_back_within_the_window_resumes_the_stream_without_repeats(
     ray_url, ray_client, tmp_path, ends_while_away
@@ -458,6 +484,8 @@ def _recipe_run_that_failed(ray_url: str, ray_client) -> str:
     return run
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_resume_submits_the_next_attempt_with_the_same_checkpoint_dir_and_overrides(
     ray_url, ray_client
 ):
@@ -482,6 +510,8 @@ def test_resume_submits_the_next_attempt_with_the_same_checkpoint_dir_and_overri
     assert f"resuming run {run} after {run}-a1 FAILED" in done.stderr
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_resume_refuses_a_running_a_succeeded_and_a_command_run(ray_url, ray_client):
     busy = name("busy")
     ray_client.submit_job(

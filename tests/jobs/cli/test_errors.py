@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from jobs.cli import app as cli
@@ -21,7 +22,7 @@ def test_an_unexpected_error_is_one_line_with_exit_4(monkeypatch):
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith(
         "error: unexpected ValueError: first line second line third "
-        "(hint: this is a bug in python -m jobs, not in your job"
+        "(hint: this is a bug in rl-jobs, not in your job"
     )
     assert "Traceback" not in result.stderr and result.stdout == ""
 
@@ -39,6 +40,7 @@ def test_jobs_debug_shows_the_traceback_and_keeps_exit_4(monkeypatch):
     assert "Traceback" in result.stderr and "ValueError: boom" in result.stderr
 
 
+@pytest.mark.subprocess_cli
 def test_run_with_a_token_in_the_command_exits_2_before_contacting_anything():
     from jobs.client.net import free_port
     from tests.jobs.conftest import run_cli

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
 from ray.job_submission import JobStatus
 
-from jobs.recipes import overrides
-from jobs.runs import plan as submission
 from jobs.client.net import free_port
+from jobs.recipes import overrides
 from jobs.recipes.catalogue import RECIPES
+from jobs.runs import plan as submission
 from tests.jobs.conftest import run_cli, wait_until
 
 
@@ -37,6 +38,8 @@ def ended(ray_client, job_id: str) -> None:
     wait_until(lambda: ray_client.get_job_status(job_id).is_terminal(), 60, f"{job_id} to end")
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_dry_run_reads_the_run_and_submits_nothing(ray_url, ray_client):
     run = recipe_run(ray_client)
     ended(ray_client, f"{run}-a1")
@@ -52,6 +55,8 @@ def test_dry_run_reads_the_run_and_submits_nothing(ray_url, ray_client):
     assert f"{run}-export-1" not in {j.submission_id for j in ray_client.list_jobs()}
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_export_without_a_checkpoint_fails_cleanly_and_is_listed_under_the_run(ray_url, ray_client):
     run = recipe_run(ray_client, "verl-grpo-gsm8k")
     ended(ray_client, f"{run}-a1")
@@ -83,6 +88,8 @@ def test_export_without_a_checkpoint_fails_cleanly_and_is_listed_under_the_run(r
     assert json.loads(status.stdout)["submission_id"] == f"{run}-a1"
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_a_running_run_is_refused(ray_url, ray_client):
     run = recipe_run(ray_client, entrypoint="sleep 600")
     try:
@@ -101,6 +108,8 @@ def test_a_running_run_is_refused(ray_url, ray_client):
     assert f"{run}-export-1" not in {j.submission_id for j in ray_client.list_jobs()}
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_command_runs_and_unknown_runs_are_refused(ray_url, ray_client):
     cmd = name("cmd")
     assert (
@@ -129,6 +138,7 @@ def test_command_runs_and_unknown_runs_are_refused(ray_url, ray_client):
     assert f"{cmd}-export-1" not in {j.submission_id for j in ray_client.list_jobs()}
 
 
+@pytest.mark.subprocess_cli
 def test_bad_flags_are_refused_before_anything_is_contacted():
     # Nothing listens at this address: a contact would exit 3, not 2.
     nowhere = f"http://127.0.0.1:{free_port()}"

@@ -15,7 +15,6 @@ import pytest
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
-
 from tests.jobs.conftest import REPO, clean_env, run_cli
 from tests.jobs.gpu_node import GpuNode, wait_gpus
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from jobs.staging import layout, record
 from tests.fakehub import FakeHub, Repo
 from tests.jobs.conftest import clean_env, run_cli
+
+pytestmark = [pytest.mark.ray, pytest.mark.subprocess_cli]
 
 
 def test_stage_runs_as_a_ray_job_and_leaves_the_pinned_snapshot(

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from jobs.client.dashboard import AlreadySubmitted, Dashboard
-from jobs.common.errors import ExitCode, NotFound, Unreachable, UsageError
-from jobs.client.types import JobStatus
 from jobs.client.api import JobsAPI, JobsAPIError
+from jobs.client.dashboard import AlreadySubmitted, Dashboard
+from jobs.client.types import JobStatus
+from jobs.common.errors import ExitCode, NotFound, Unreachable, UsageError
 from jobs.runs.plan import Submission
 from tests.jobs.conftest import Proxy, clean_env, run_cli, wait_until
 
@@ -25,6 +25,7 @@ def _wait_terminal(api: JobsAPI, sid: str) -> JobStatus:
     return api.get_job_status(sid)
 
 
+@pytest.mark.ray
 def test_a_submitted_job_reads_back_as_rays_client_reads_it(ray_url, ray_client):
     api = JobsAPI(ray_url + "/")  # a trailing slash is dropped, as Ray's client does
     sid = _sid("api")
@@ -55,6 +56,7 @@ def test_a_submitted_job_reads_back_as_rays_client_reads_it(ray_url, ray_client)
     assert "from-the-rest-client" in api.get_job_logs(sid) == ray_client.get_job_logs(sid)
 
 
+@pytest.mark.ray
 def test_stop_answers_whether_the_job_was_running(ray_url):
     api = JobsAPI(ray_url)
     sid = api.submit_job(entrypoint="sleep 60", submission_id=_sid("stop"))
@@ -64,6 +66,7 @@ def test_stop_answers_whether_the_job_was_running(ray_url):
     assert api.stop_job(sid) is False
 
 
+@pytest.mark.ray
 def test_an_unknown_job_is_a_404_and_then_no_such_job(ray_url):
     missing = _sid("nope")
     with pytest.raises(JobsAPIError) as raw:
@@ -83,6 +86,7 @@ def test_an_unknown_job_is_a_404_and_then_no_such_job(ray_url):
         assert e.value.code == ExitCode.USAGE
 
 
+@pytest.mark.ray
 def test_a_duplicate_submission_id_is_already_submitted(ray_url):
     cluster = Dashboard(ray_url)
     sub = Submission(submission_id=_sid("dup-404"), entrypoint="true", runtime_env={}, metadata={})
@@ -92,6 +96,8 @@ def test_a_duplicate_submission_id_is_already_submitted(ray_url):
     assert e.value.message == f"submit {sub.submission_id}: already exists on this cluster"
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_a_dashboard_that_is_gone_is_unreachable_exit_3(ray_url):
     proxy = Proxy(ray_url)
     cluster = Dashboard(proxy.url)
@@ -118,6 +124,7 @@ def test_an_unresolvable_host_is_unreachable_not_a_crash():
         Dashboard("http://no-such-host.invalid:8265").jobs()
 
 
+@pytest.mark.ray
 def test_local_packages_are_uploaded_by_rays_packaging_then_submitted(ray_url, tmp_path: Path):
     (tmp_path / "hello.txt").write_text("packaged-by-ray\n")
     cluster = Dashboard(ray_url)

@@ -66,3 +66,24 @@ def test_any_hf_token_inside_any_text_is_masked(body, before, after):
     token = f"hf_{body}"
     assert value_looks_secret(f"{before} {token} {after}")
     assert token not in redact(f"{before} {token} {after}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["--out /etc/passwd: is a file", "data/my_secret: exists", "/tmp/run.api_key: x", "~/token: y"],
+)
+def test_a_path_ending_in_a_credential_word_is_not_a_credential(text):
+    """Issue 29 item 7: a file named in a message is kept as written."""
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("https://hub/x?token=abc", "https://hub/x?token=***"),
+        ("HF_TOKEN=abc123 python train.py", "HF_TOKEN=*** python train.py"),
+        ("--api-key=abc", "--api-key=***"),
+    ],
+)
+def test_credentials_beside_paths_and_urls_are_still_masked(text, masked):
+    assert redact(text) == masked

@@ -109,6 +109,7 @@ def test_reference_solutions_are_not_copied(tmp_path: Path) -> None:
         assert "REFERENCE" not in text and "WRONG" not in text and "solutions" not in text
 
 
+@pytest.mark.compiler
 def test_written_rows_are_scored_by_the_reward(tmp_path: Path) -> None:
     _write_inputs(tmp_path / "in")
     data.convert(tmp_path / "in", tmp_path / "out")
@@ -122,6 +123,7 @@ def test_written_rows_are_scored_by_the_reward(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.subprocess_cli
 def test_cli_writes_the_splits_and_reports(tmp_path: Path) -> None:
     _write_inputs(tmp_path / "in")
     done = run_cli(
@@ -139,6 +141,7 @@ def test_cli_writes_the_splits_and_reports(tmp_path: Path) -> None:
     assert Path(report["paths"]["hard"]) == tmp_path / "out/hard/train.parquet"
 
 
+@pytest.mark.subprocess_cli
 @pytest.mark.parametrize(
     ("make", "message"),
     [
@@ -156,6 +159,7 @@ def test_cli_rejects_a_bad_input_dir(tmp_path: Path, make: Any, message: str) ->
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.subprocess_cli
 def test_cli_rejects_a_bad_record_and_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     bad = record("bad", 900)
@@ -172,6 +176,7 @@ def test_cli_rejects_a_bad_record_and_writes_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.subprocess_cli
+@pytest.mark.subprocess_cli
 def test_cli_refuses_records_of_another_dataset_and_writes_nothing(tmp_path: Path) -> None:
     """Issue 19 #6: a GSM8K folder passed as --input exited 0 ("dropped: rating below 800")."""
     (tmp_path / "in").mkdir()
@@ -186,6 +191,7 @@ def test_cli_refuses_records_of_another_dataset_and_writes_nothing(tmp_path: Pat
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.subprocess_cli
 @pytest.mark.subprocess_cli
 def test_cli_refuses_input_where_no_problem_is_in_a_tier(tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()

@@ -66,7 +66,7 @@ def test_nemo_rows_pass_nemo_rl_v0_4_0_loading_path(converted: Path) -> None:
                 ]
             }
         )
-        for entry, raw in zip(ds, ROWS[split]):
+        for entry, raw in zip(ds, ROWS[split], strict=True):
             # AllTaskProcessedDataset.__getitem__: entry["task_name"] must be a registered
             # processor, and run_grpo_math.py registers only "math".
             assert entry["task_name"] == "math"
@@ -94,7 +94,7 @@ def test_verl_rows_pass_verl_v0_6_0_rl_dataset_schema_and_reward(converted: Path
         ds = load_dataset("parquet", data_files=str(converted / "verl" / f"{split}.parquet"))[
             "train"
         ]
-        for i, (row, raw) in enumerate(zip(ds, ROWS[split])):
+        for i, (row, raw) in enumerate(zip(ds, ROWS[split], strict=True)):
             # _build_messages pops config prompt_key ("prompt"): a list of chat messages.
             assert [m["role"] for m in row["prompt"]] == ["user"]
             assert raw["question"] in row["prompt"][0]["content"]
@@ -141,6 +141,7 @@ def test_an_older_preparation_is_rebuilt_and_a_current_one_reused(tmp_path: Path
     assert not gsm8k.is_prepared(out, "nemo")
 
 
+@pytest.mark.subprocess_cli
 def test_missing_split_is_refused_naming_it_and_nothing_is_written(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
@@ -151,6 +152,7 @@ def test_missing_split_is_refused_naming_it_and_nothing_is_written(tmp_path: Pat
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.subprocess_cli
 def test_a_row_without_a_final_answer_is_refused_naming_file_and_row(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
@@ -169,6 +171,7 @@ def test_final_answer_strips_thousands_separators() -> None:
         gsm8k.final_answer("no marker")
 
 
+@pytest.mark.ray
 def test_on_a_real_ray_cluster_the_payload_imports_the_shipped_jobs_package(
     tmp_path: Path, ray_client
 ) -> None:
@@ -194,6 +197,7 @@ def test_on_a_real_ray_cluster_the_payload_imports_the_shipped_jobs_package(
 
 
 @pytest.mark.subprocess_cli
+@pytest.mark.subprocess_cli
 @pytest.mark.parametrize("under", [False, True])
 def test_an_out_that_is_a_file_is_refused_naming_out(tmp_path: Path, under: bool) -> None:
     """Issue 19 #6: exit 4 with NotADirectoryError reported as "a bug"."""
@@ -205,3 +209,18 @@ def test_an_out_that_is_a_file_is_refused_naming_out(tmp_path: Path, under: bool
         f"error: --out {out}: {tmp_path / 'taken'} exists and is not a directory"
     )
     assert (tmp_path / "taken").read_text() == "mine\n"
+
+
+@pytest.mark.subprocess_cli
+@pytest.mark.parametrize("name", ["passwd", "my_secret", "api_key"])
+def test_an_out_path_named_like_a_credential_is_printed_as_written(
+    tmp_path: Path, name: str
+) -> None:
+    """Issue 29 item 7: `--out /etc/passwd` was printed as `***` (the redactor read
+    `passwd: ...` as a credential assignment)."""
+    (tmp_path / name).write_text("mine\n")
+    out = tmp_path / name
+    done = run_cli("data", "gsm8k", "--input", str(hub_folder(tmp_path / "in")), "--out", str(out))
+    assert done.returncode == 2, done.stderr
+    assert f"--out {out}: {out} exists and is not a directory" in done.stderr
+    assert "***" not in done.stderr

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from jobs.head import checkpoints
-from jobs.recipes import catalogue as recipes
 from jobs.head.checkpoints import Checkpoint, NoCheckpoint, pick, plan
+from jobs.recipes import catalogue as recipes
 
 
 def nemo_step(root: Path, name: str, *, config: bool = True, weights: str | None = "dcp") -> Path:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 
-import ray  # noqa: F401  (makes Ray's vendored psutil importable)
-import psutil  # noqa: E402
 import pytest
+import ray  # noqa: F401  (makes Ray's vendored psutil importable)
+
+# isort: split
+import psutil  # Ray's vendored copy, importable once `ray` is imported
 
 from jobs.head import node_events
 from tests.jobs.gpu_node import GpuNode, wait_gpus
@@ -57,6 +59,7 @@ def test_stability_restarts_when_the_node_set_changes():
     assert s.observe(frozenset({"b"}), 20.0) == 4.0
 
 
+@pytest.mark.ray
 @pytest.mark.ray
 def test_a_sigkilled_gpu_raylet_is_a_death_during_the_window(ray_head):
     node = GpuNode(ray_head, gpus=2)

@@ -89,7 +89,7 @@ def _hand_written_kinds(path: Path) -> set[str]:
         elif isinstance(node, ast.Dict):
             found |= {
                 v.value
-                for k, v in zip(node.keys, node.values)
+                for k, v in zip(node.keys, node.values, strict=True)
                 if isinstance(k, ast.Constant) and k.value == "kind" and isinstance(v, ast.Constant)
             }
         elif (

@@ -13,9 +13,11 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import ray  # noqa: F401  (makes Ray's vendored psutil importable)
-import psutil  # noqa: E402
 import pytest
+import ray  # noqa: F401  (makes Ray's vendored psutil importable)
+
+# isort: split
+import psutil  # Ray's vendored copy, importable once `ray` is imported
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
@@ -166,7 +168,7 @@ def test_preemptions_are_told_from_crashes_by_node_events(head, gpu, tmp_path):
     )
     assert code == 0, err
     for i in range(3):
-        wait_until(lambda: (d / f"running-{i}").exists(), 120, f"attempt {i + 1} running")
+        wait_until(lambda i=i: (d / f"running-{i}").exists(), 120, f"attempt {i + 1} running")
         preempt(head, gpu)
     wait_until(lambda: finished(root, run) is not None, 360, "the run's end")
     recs = record(root, run)
@@ -248,6 +250,7 @@ def test_a_silent_attempt_is_stopped_as_stalled_and_restarted(head, tmp_path):
 def _rearmer(address: str, root: Path):
     import subprocess
     import sys
+
     from tests.jobs.conftest import REPO, clean_env
 
     return subprocess.Popen(

@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from jobs.recipes import ckpt_size
-from jobs.recipes import compose
-from jobs.runs import stack
 from jobs.cli.app import app
 from jobs.client.net import free_port
+from jobs.recipes import ckpt_size, compose
 from jobs.recipes.catalogue import RECIPES, RunContext
+from jobs.runs import stack
 
 runner = CliRunner()
 

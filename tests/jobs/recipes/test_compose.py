@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from jobs.recipes import compose
 from jobs.common.errors import UsageError
+from jobs.recipes import compose
 from jobs.recipes.catalogue import RECIPES, RunContext
 from tests.jobs.conftest import REPO
 from tools import verl_snapshot
@@ -35,6 +35,7 @@ def test_vendored_nemo_rl_chain_equals_the_shared_reference_copy():
             assert reference.read_bytes() == vendored.read_bytes(), vendored.name
 
 
+@pytest.mark.frameworks
 def test_verl_snapshot_equals_a_live_hydra_composition_of_the_installed_verl():
     # The real veRL 0.6.0 package (requirements-verl.txt), composed by Hydra's compose API.
     from importlib.metadata import version
@@ -192,6 +193,7 @@ def test_overrides_of_the_config_types_pass(item):
     compose.apply("nemo-rl", "grpo_math_1B.yaml", [item])
 
 
+@pytest.mark.frameworks
 def test_verl_field_types_snapshot_equals_a_live_reading_of_the_installed_verl():
     import json
 

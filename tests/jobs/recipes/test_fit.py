@@ -11,12 +11,12 @@ from hydra.errors import InstantiationException
 from omegaconf import OmegaConf
 from typer.testing import CliRunner
 
+from jobs.cli.app import app
+from jobs.client.net import free_port
+from jobs.common.errors import UsageError
 from jobs.recipes import compose
 from jobs.recipes import prepare as validate
-from jobs.cli.app import app
-from jobs.common.errors import UsageError
 from jobs.recipes.catalogue import RECIPES, RunContext
-from jobs.client.net import free_port
 from tools import verl_snapshot
 
 runner = CliRunner()
@@ -102,6 +102,7 @@ def accepts(framework: str, cfg, world: int) -> bool:
     return (nemo_accepts if framework == "nemo-rl" else verl_accepts)(cfg, world)
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_sweep_submitted_configs_pass_and_refused_ones_fail_the_framework_checks(name):
     recipe = RECIPES[name]

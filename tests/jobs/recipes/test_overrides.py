@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.recipes import overrides
 from jobs.common.errors import UsageError
+from jobs.recipes import overrides
 from jobs.recipes.catalogue import RECIPES, RunContext
 
 

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 import jobs
 from components.catalogue import FRAMEWORKS
-from jobs.runs import plan as submission
 from jobs.cli.app import app
-from jobs.recipes.catalogue import RECIPES, RunContext
 from jobs.common.redact import key_looks_secret, value_looks_secret
+from jobs.recipes.catalogue import RECIPES, RunContext
+from jobs.runs import plan as submission
 from tests.jobs.conftest import REPO, clean_env, run_cli
 
 FAKE_TOKEN = "hf_" + "Q" * 34
@@ -74,6 +74,7 @@ def test_dry_run_shows_lustre_checkpoints_nodes_overrides_and_no_credentials(nam
         assert f"{key}=/lustre/runs/dry-1/" in entry
 
 
+@pytest.mark.subprocess_cli
 def test_metadata_records_the_callers_commit_and_the_jobs_commit(tmp_path):
     # Run from a directory outside any git tree: the caller's commit is "unknown" there, while
     # jobs_commit still names this rl-on-gke checkout.

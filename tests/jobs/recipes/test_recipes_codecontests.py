@@ -19,16 +19,15 @@ from ray.job_submission import JobStatus
 from typer.testing import CliRunner
 
 import jobs
-from jobs.recipes import ckpt_size
-from jobs.recipes import compose
-from jobs.runs import plan as submission
-from jobs.recipes import prepare as validate
 from jobs.cli.app import app
-from jobs.data import code_contests as data
 from jobs.common.errors import UsageError
+from jobs.data import code_contests as data
+from jobs.recipes import ckpt_size, compose
+from jobs.recipes import prepare as validate
 from jobs.recipes.catalogue import CODE_CONTESTS_REWARD, CODE_SANDBOX_URL_ENV, RECIPES, RunContext
-from jobs.rewards import code_contests as cc
 from jobs.rewards import SANDBOX_TOKEN_ENV, service
+from jobs.rewards import code_contests as cc
+from jobs.runs import plan as submission
 from tests.jobs.recipes.test_fit import verl_accepts
 from tools import verl_snapshot
 
@@ -291,10 +290,11 @@ def _submit_as_the_recipe(
         time.sleep(1)
     logs = ray_client.get_job_logs(job)
     assert status == JobStatus.SUCCEEDED, logs[-3000:]
-    line = next(l for l in logs.splitlines() if l.startswith("RESULT "))
+    line = next(ln for ln in logs.splitlines() if ln.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
 
 
+@pytest.mark.ray
 def test_a_job_submitted_as_the_recipe_loads_the_reward_by_its_path_and_scores_with_gpp(ray_client):
     result = _submit_as_the_recipe(ray_client, None)
     # The relative path resolved in the actor's cwd: the extracted payload, not this checkout.
@@ -306,6 +306,7 @@ def test_a_job_submitted_as_the_recipe_loads_the_reward_by_its_path_and_scores_w
     assert result["scores"] == [1.0, 0.0, cc.NO_CODE, cc.COMPILE_ERROR]
 
 
+@pytest.mark.ray
 def test_with_the_stacks_sandbox_url_the_job_scores_through_the_service(ray_client):
     token = "service-token-" + uuid.uuid4().hex  # 46 characters, above the service's minimum
     server = service.serve("127.0.0.1", 0, concurrency=8, max_body_bytes=1 << 20, token=token)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from jobs.recipes import reward_placement as reward_sandbox
-from jobs.runs import stack
-from jobs.runs import plan as submission
 from jobs.cli.app import app
 from jobs.common.errors import UsageError
+from jobs.recipes import reward_placement as reward_sandbox
 from jobs.recipes.catalogue import CODE_SANDBOX_URL_ENV, RECIPES
+from jobs.runs import plan as submission
+from jobs.runs import stack
 
 NAME = "verl-grpo-codecontests"
 URL = "http://cc-sandbox.ray.svc.cluster.local:8080"

@@ -1,4 +1,4 @@
-"""Every test here runs the real compiler in real boxes, each copy of the suite on uids of its own.
+"""Each copy of the rewards suite runs its boxes on pool uids of its own.
 
 A copy of this suite (another checkout, another CI job on the machine) takes a slice of pool uids
 no other copy holds (an flock in box.LEASE_DIR, kept for the session) and leases only from it, so
@@ -39,9 +39,3 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.geteuid() == 0 and not _held:
         box.UID_POOL = _claim_uid_slice()
         os.environ[box.UID_POOL_ENV] = f"{box.UID_POOL.start}:{len(box.UID_POOL)}"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/jobs/rewards" in str(item.path).replace("\\", "/"):
-            item.add_marker(pytest.mark.compiler)

@@ -24,6 +24,8 @@ from jobs.rewards.sandbox import Case, Executor, Limits, Status
 from tests.jobs.rewards import attacks as a
 from tests.jobs.rewards.serving import REPO, SOCKET_TIMEOUT_S, Service, pool_pids
 
+pytestmark = pytest.mark.compiler
+
 
 @pytest.fixture(scope="module")
 def service() -> Iterator[Service]:

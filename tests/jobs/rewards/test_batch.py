@@ -12,6 +12,8 @@ from jobs.rewards import batch
 from jobs.rewards import code_contests as cc
 from tests.jobs.rewards.test_code_contests import SUM, SUM_SMALL, answer, truth
 
+pytestmark = pytest.mark.compiler
+
 
 def test_scores_every_solution_in_order_with_the_real_compiler() -> None:
     gt = json.dumps(truth())  # as the parquet rows carry it

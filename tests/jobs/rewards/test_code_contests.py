@@ -13,6 +13,8 @@ import pytest
 
 from jobs.rewards import code_contests as cc
 
+pytestmark = pytest.mark.compiler
+
 REPO = Path(__file__).resolve().parents[3]
 
 SUM = """#include <cstdio>

@@ -19,6 +19,8 @@ from jobs.rewards import box, seccomp
 from jobs.rewards.sandbox import IDLE_MARGIN_S, Case, Executor, Limits, Status, remove_tree
 from tests.jobs.rewards.serving import pool_pids
 
+pytestmark = pytest.mark.compiler
+
 REPO = Path(__file__).resolve().parents[3]
 
 ECHO_SUM = r"""

@@ -19,6 +19,8 @@ from jobs.rewards import code_contests as cc
 from jobs.rewards import service
 from jobs.rewards.sandbox import Case, Executor, Limits
 
+pytestmark = pytest.mark.compiler
+
 TOKEN = "test-token-0123456789abcdef"
 SUM = """#include <cstdio>
 int main() { long long a, b; scanf("%lld %lld", &a, &b); printf("%lld\\n", a + b); }"""

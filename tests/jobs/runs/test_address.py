@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.runs import address
 from jobs.common.errors import UsageError
-from tests.jobs.conftest import as_in_a_terminal, REPO, clean_env, pid_alive, run_cli, wait_until
+from jobs.runs import address
+from tests.jobs.conftest import REPO, as_in_a_terminal, clean_env, pid_alive, run_cli, wait_until
 
 OUTPUTS = {
     "rayClusterName": "rl-dev-ray",
@@ -131,6 +131,8 @@ def test_choose_order_and_conflicts():
             address.choose(*args, env)
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_stack_port_forward_serves_the_command_and_is_closed_after(fakes):
     fakes.env["FAKE_KUBECTL_CONTEXTS"] = "other\ngke_my-proj_us-central1_rl-dev"
     done = run_cli("list", "--json", "--stack", "dev", env=fakes.env)
@@ -145,6 +147,8 @@ def test_stack_port_forward_serves_the_command_and_is_closed_after(fakes):
     assert not pid_alive(fakes.kubectl_pid())
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_stack_submit_uses_stack_size_and_records_the_stack(fakes, ray_client):
     run = f"stk-{uuid.uuid4().hex[:8]}"
     done = run_cli(
@@ -158,6 +162,8 @@ def test_stack_submit_uses_stack_size_and_records_the_stack(fakes, ray_client):
     wait_until(lambda: ray_client.get_job_status(f"{run}-a1").is_terminal(), 60, "terminal")
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_stack_framework_mismatch_is_refused_before_any_port_forward(fakes):
     done = run_cli("submit", "verl-grpo-gsm8k", "--stack", "dev", env=fakes.env)
     assert done.returncode == 2
@@ -165,6 +171,8 @@ def test_stack_framework_mismatch_is_refused_before_any_port_forward(fakes):
     assert not fakes.pidfile.exists()
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_port_forward_timeout_exits_3_with_the_credentials_command(fakes):
     fakes.env.update(FAKE_KUBECTL_MODE="hang", JOBS_PORT_FORWARD_TIMEOUT="2")
     done = run_cli("list", "--stack", "dev", env=fakes.env)
@@ -177,6 +185,8 @@ def test_port_forward_timeout_exits_3_with_the_credentials_command(fakes):
     assert not pid_alive(fakes.kubectl_pid())
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_kubectl_failure_exits_3_with_its_reason(fakes):
     fakes.env["FAKE_KUBECTL_MODE"] = "fail"
     done = run_cli("list", "--stack", "dev", env=fakes.env)
@@ -185,12 +195,16 @@ def test_kubectl_failure_exits_3_with_its_reason(fakes):
     assert "Traceback" not in done.stderr and "[secret]" not in done.stderr
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_pulumi_failure_exits_3(fakes):
     fakes.env["FAKE_PULUMI_FAIL"] = "1"
     done = run_cli("list", "--stack", "dev", env=fakes.env)
     assert done.returncode == 3 and "pulumi stack output" in done.stderr
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_ctrl_c_while_following_closes_the_port_forward(fakes, ray_client, tmp_path):
     job = ray_client.submit_job(
         entrypoint="python -c \"import time; print('up', flush=True); time.sleep(600)\"",
@@ -243,6 +257,7 @@ def _follow_via_stack(
     return job, proc
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM])
 def test_hangup_quit_or_term_closes_the_port_forward(fakes, ray_client, tmp_path, sig):
     job, proc = _follow_via_stack(fakes, ray_client, tmp_path)
@@ -265,6 +280,7 @@ def test_hangup_quit_or_term_closes_the_port_forward(fakes, ray_client, tmp_path
         ray_client.stop_job(job)
 
 
+@pytest.mark.ray
 def test_kubectl_dies_with_a_killed_cli(fakes, ray_client, tmp_path):
     # SIGKILL runs no handler: only the parent-death signal set in kubectl ends it.
     job, proc = _follow_via_stack(fakes, ray_client, tmp_path)
@@ -277,6 +293,8 @@ def test_kubectl_dies_with_a_killed_cli(fakes, ray_client, tmp_path):
         ray_client.stop_job(job)
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_a_stack_too_small_for_the_70b_recipe_is_refused_before_any_port_forward(fakes):
     fakes.env["FAKE_PULUMI_OUTPUTS"] = json.dumps({**OUTPUTS, "gpuNodeCount": 1})
     done = run_cli("submit", "nemo-rl-grpo-math", "--stack", "dev", env=fakes.env)
@@ -288,6 +306,8 @@ def test_a_stack_too_small_for_the_70b_recipe_is_refused_before_any_port_forward
     assert not fakes.pidfile.exists()
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 def test_a_parked_stack_is_refused_in_one_line_with_the_unpark_command(fakes):
     fakes.env["FAKE_PULUMI_OUTPUTS"] = json.dumps({**OUTPUTS, "gpuNodeCount": 0})
     done = run_cli("submit", "nemo-rl-grpo-gsm8k", "--stack", "dev", env=fakes.env)
@@ -300,6 +320,8 @@ def test_a_parked_stack_is_refused_in_one_line_with_the_unpark_command(fakes):
     assert done.stderr.count("\n") == 1 and not fakes.pidfile.exists()
 
 
+@pytest.mark.ray
+@pytest.mark.subprocess_cli
 @pytest.mark.ray
 @pytest.mark.subprocess_cli
 def test_a_parked_stack_blocks_only_new_attempts(fakes, ray_client):

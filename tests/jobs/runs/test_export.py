@@ -10,13 +10,12 @@ import pytest
 from ray.job_submission import JobStatus
 
 from components.contract import SECRET_ENV_NAMES
-from jobs.runs import export
-from jobs.runs import listing
-from jobs.recipes import overrides
-from jobs.runs import plan as submission
 from jobs.common.errors import UsageError
-from jobs.runs.metadata import ExportRun, RecipeRun, RunMetadata
+from jobs.recipes import overrides
 from jobs.recipes.catalogue import RECIPES
+from jobs.runs import export, listing
+from jobs.runs import plan as submission
+from jobs.runs.metadata import ExportRun, RecipeRun, RunMetadata
 
 
 def recorded(recipe: str, run: str = "r1", sets: tuple[str, ...] = (), nodes: int = 8) -> RecipeRun:

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 from ray.job_submission import JobStatus
-
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
-from tests.jobs.conftest import as_in_a_terminal, REPO, clean_env, wait_until
+from tests.jobs.conftest import REPO, as_in_a_terminal, clean_env, wait_until
 from tests.jobs.gpu_node import GpuNode, wait_gpus
+
+pytestmark = pytest.mark.ray
 
 FAST = dict(
     JOBS_SUPERVISOR_POLL_S="0.5",
@@ -205,13 +206,15 @@ def test_a_run_waits_for_its_gpus_and_a_stop_during_the_wait_resubmits_nothing(
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == run
     for run in (back, stopped):
-        wait_until(lambda: _status(ray_client, f"{run}-a1") == JobStatus.RUNNING, 60, "a1 runs")
+        wait_until(
+            lambda run=run: _status(ray_client, f"{run}-a1") == JobStatus.RUNNING, 60, "a1 runs"
+        )
     gpu_node.stop()  # the spot node is reclaimed...
     wait_gpus(ray_url, 0)
     go.touch()  # ...and the attempts die with it
     try:
         for run in (back, stopped):
-            wait_until(lambda: "waiting" in _events(ray_url, run), 60, f"{run} waiting")
+            wait_until(lambda run=run: "waiting" in _events(ray_url, run), 60, f"{run} waiting")
         human = cli("status", back, "--address", ray_url).stdout
         assert f"{back}-a1 FAILED" in human and "the cluster has 0 of 2 GPUs" in human
         assert "waiting for 2 GPUs since " in human

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import os
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from jobs.runs import plan as submission
 from jobs.common.errors import UsageError
+from jobs.runs import plan as submission
 
 
 def test_default_run_name_is_readable_utc_time_to_the_millisecond_and_a_tag():
-    when = datetime(2026, 11, 30, 4, 52, 7, 83_000, tzinfo=timezone.utc)
+    when = datetime(2026, 11, 30, 4, 52, 7, 83_000, tzinfo=UTC)
     assert submission.default_run_name("grpo-math", when, "xy") == "grpo-math-20261130-045207-083xy"
 
 
 def test_default_run_names_in_one_millisecond_differ_and_sort_by_time():
     """Issue 19 #3: names were unique per second only, so a shell loop's second `run` failed."""
-    when = datetime(2026, 11, 30, 4, 52, 7, tzinfo=timezone.utc)
+    when = datetime(2026, 11, 30, 4, 52, 7, tzinfo=UTC)
     names = {submission.default_run_name("run", when) for _ in range(50)}
     assert len(names) >= 45  # 24 x 24 tags: a few collisions in 50 draws at most
     later = submission.default_run_name("run", when.replace(microsecond=1000))

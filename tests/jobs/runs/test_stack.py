@@ -31,8 +31,8 @@ def test_credentials_hint_is_built_from_the_cluster_outputs_for_older_stacks():
 
 import pytest  # noqa: E402
 
-from jobs.runs import stack  # noqa: E402
 from jobs.common.errors import Unreachable, UsageError  # noqa: E402
+from jobs.runs import stack  # noqa: E402
 
 
 @pytest.mark.parametrize(

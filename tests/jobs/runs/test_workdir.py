@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from ray._private.runtime_env.packaging import _zip_files
 
-from jobs.runs import workdir
 from jobs.common.errors import UsageError
+from jobs.runs import workdir
 
 
 def make_tree(root: Path) -> None:

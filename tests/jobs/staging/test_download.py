@@ -7,9 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from jobs.staging import layout, record
 from tests.fakehub import FakeHub, Repo
 from tests.jobs.staging.conftest import run_module
+
+# The staging modules run as processes against the stand-in Hub (tests/fakehub.py).
+pytestmark = pytest.mark.hub
 
 STAGE = "jobs.staging.stage"
 

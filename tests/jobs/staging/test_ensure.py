@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from jobs.staging import record
 from tests.fakehub import FakeHub, Repo
 from tests.jobs.staging.conftest import run_module
+
+# The staging modules run as processes against the stand-in Hub (tests/fakehub.py).
+pytestmark = pytest.mark.hub
 
 ENSURE = "jobs.staging.ensure"
 

@@ -18,6 +18,9 @@ from jobs.staging import layout, megatron, record
 from tests.fakehub import FakeHub, Repo
 from tests.jobs.staging.conftest import run_module
 
+# The staging modules run as processes against the stand-in Hub (tests/fakehub.py).
+pytestmark = pytest.mark.hub
+
 CONVERTER = """
 import argparse, os, sys
 p = argparse.ArgumentParser()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from components.cluster import NODE_ROLES, GkeCluster, GkeClusterArgs, kubeconfig
-from components.network import Network, NetworkArgs
+from components.gcp.cluster import NODE_ROLES, GkeCluster, GkeClusterArgs, kubeconfig
+from components.gcp.network import Network, NetworkArgs
 from tools.render import SecretValue, render_with
 
 CLUSTER = "gcp:container/cluster:Cluster"

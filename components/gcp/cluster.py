@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pulumi
@@ -16,8 +17,14 @@ import pulumi_gcp as gcp
 from components.capacity import MAX_PODS_PER_NODE
 from components.config import AuthorizedNetwork, ClusterSettings, StackConfig
 from components.contract import NODE_ROLE_LABEL, get_credentials_command
-from components.maintenance import maintenance_policy_args
-from components.network import PODS_RANGE_NAME, SERVICES_RANGE_NAME
+from components.gcp.network import PODS_RANGE_NAME, SERVICES_RANGE_NAME
+from components.maintenance import (
+    MaintenanceSettings,
+    active_exclusions,
+    ended_exclusions_warning,
+    maintenance_policy_args,
+    utc_now,
+)
 
 SYSTEM_POOL_NAME = "system"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -129,6 +136,18 @@ def control_plane_access(config: GkeClusterArgs) -> dict[str, Any]:
     }
 
 
+def maintenance_policy(
+    settings: MaintenanceSettings, region: str, now: datetime | None = None
+) -> dict[str, Any]:
+    """The cluster's maintenance policy at `now`; exclusions that have ended are dropped with a
+    warning in the preview's output (components/maintenance.py), never an error."""
+    now = now or utc_now()
+    _, ended = active_exclusions(settings, now)
+    if ended:
+        pulumi.log.warn(ended_exclusions_warning(ended, now))
+    return maintenance_policy_args(settings, region, now)
+
+
 def cluster_args(
     config: GkeClusterArgs,
     network: pulumi.Input[str],
@@ -165,7 +184,7 @@ def cluster_args(
         "workload_identity_config": {"workload_pool": f"{config.project}.svc.id.goog"},
         "release_channel": {"channel": config.settings.release_channel},
         # When auto-upgrades may run, and exclusions for training campaigns (maintenance.py).
-        "maintenance_policy": maintenance_policy_args(config.settings.maintenance, config.region),
+        "maintenance_policy": maintenance_policy(config.settings.maintenance, config.region),
         # Stated, not left to the default, because config validation sizes the pods range by it
         # (components/capacity.py).
         "default_max_pods_per_node": MAX_PODS_PER_NODE,

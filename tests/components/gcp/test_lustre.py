@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from components.lustre import (
+from components.gcp.lustre import (
     LUSTRE_GKE_SUPPORT_ENABLED,
     ManagedLustre,
     ManagedLustreArgs,
     PrivateServiceAccess,
     PrivateServiceAccessArgs,
 )
-from components.network import Network, NetworkArgs
+from components.gcp.network import Network, NetworkArgs
 from tools.render import render_with
 
 INSTANCE = "gcp:lustre/instance:Instance"
@@ -68,3 +68,16 @@ def test_protect_keeps_the_instance_and_its_peering_through_destroy(config, prot
         rendering.one("gcp:compute/globalAddress:GlobalAddress"),
     ):
         assert kept.retain_on_delete is protect
+
+
+@pytest.mark.parametrize(("protect", "policy"), [(False, "REMOVE_PEERING"), (True, "ABANDON")])
+def test_an_unprotected_peering_is_removed_on_destroy(config, protect: bool, policy: str) -> None:
+    """Issue 26 item 3: with `deletion_policy: ABANDON` the connection only left the state and the
+    peering stayed, and a network with a peering cannot be deleted (magic-modules#18476), so
+    `pulumi destroy` of an unprotected stack stopped at the main VPC. pulumi-gcp 10.2's
+    REMOVE_PEERING deletes the connection and, when the producer still holds it, removes the VPC
+    peering itself. A protected peering is retained on delete and keeps ABANDON."""
+    config = config.model_copy(
+        update={"lustre": config.lustre.model_copy(update={"protect": protect})}
+    )
+    assert _render(config).one(CONNECTION).inputs["deletionPolicy"] == policy

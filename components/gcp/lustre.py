@@ -87,16 +87,22 @@ def psa_address_args(args: PrivateServiceAccessArgs, network: pulumi.Input[str])
 
 
 def psa_connection_args(
-    network: pulumi.Input[str], address_name: pulumi.Input[str]
+    network: pulumi.Input[str], address_name: pulumi.Input[str], protect: bool
 ) -> dict[str, Any]:
     return {
         "network": network,
         "service": "servicenetworking.googleapis.com",
         "reserved_peering_ranges": [address_name],
-        # Deleting the peering fails while the producer side still holds anything ("Producer
-        # services ... are still using this connection"); abandoning lets the VPC's deletion
-        # remove it instead (terraform-provider-google servicenetworking docs).
-        "deletion_policy": "ABANDON",
+        # Deleting the connection fails while the producer side still holds anything ("Producer
+        # services ... are still using this connection", which Lustre's tenant project does for
+        # a while after the instance is gone), and ABANDON leaves the VPC peering behind, which
+        # blocks deleting the network (magic-modules#18476). REMOVE_PEERING (pulumi-gcp 10.2
+        # servicenetworking.Connection `deletion_policy`) deletes the connection and, when the API
+        # refuses, removes the peering from the network, so an unprotected stack is destroyed to
+        # the end. A protected peering is retained on delete (data_protection) and never reaches
+        # the provider's delete; it keeps ABANDON, and procedure C of docs/destroy.md switches it
+        # with `lustre.protect: false` before the destroy.
+        "deletion_policy": "ABANDON" if protect else "REMOVE_PEERING",
     }
 
 
@@ -152,7 +158,7 @@ class PrivateServiceAccess(pulumi.ComponentResource):
         )
         self.connection = gcp.servicenetworking.Connection(
             f"{name}-connection",
-            **psa_connection_args(args.network.id, self.address.name),
+            **psa_connection_args(args.network.id, self.address.name, args.protect),
             opts=pulumi.ResourceOptions.merge(keep, pulumi.ResourceOptions(parent=self)),
         )
         self.register_outputs({"range": args.psa_cidr, "peering": self.connection.peering})

@@ -7,7 +7,13 @@ answer it in seconds, at `pulumi preview` as at `up`:
     (any capacity mode);
   - `gcp.compute.get_reservation(name, zone, project)`: the named reservation exists in the stack's
     zone, reserves the stack's machine type and holds at least `gpu.nodeCount` VMs
-    (`specific_reservations[].count`, `instance_properties[].machine_type`). A reservation that does
+    (`specific_reservations[].count`, `instance_properties[].machine_type`, or for a reservation
+    created from an instance template, `source_instance_template`'s machine type through
+    `gcp.compute.get_instance_template` / `get_region_instance_template`), and only specific
+    consumers may use it (`specific_reservation_required`), as cluster-toolkit requires before it
+    targets one (cluster-toolkit 1047080375af modules/compute/gke-node-pool/reservation_definitions.tf
+    line 58, and the main.tf precondition at lines 351-367: "Its consumption type must be
+    specific"). A reservation that does
     not exist comes back as an empty result, not an error: the data source reads it through the
     resource's Read, whose 404 handling clears the id and returns no error
     (terraform-provider-google-beta data_source_google_compute_reservation.go lines 45-63,
@@ -84,7 +90,17 @@ def machine_type_problems(args: GpuCapacityArgs, machine_types: Sequence[Any]) -
     ]
 
 
-def reservation_problems(args: GpuCapacityArgs, reservation: Any) -> list[str]:
+def _no_template(link: str) -> str | None:
+    raise AssertionError(f"no instance template lookup given for {link}")
+
+
+def reservation_problems(
+    args: GpuCapacityArgs,
+    reservation: Any,
+    template_machine_type: Callable[[str], str | None] = _no_template,
+) -> list[str]:
+    """What is wrong with the reservation for this stack; `template_machine_type` reads the
+    machine type of the instance template a reservation was created from."""
     project, name = args.reservation_path()
     key = f"rl-on-gke:gpu.reservation = {args.reservation!r}"
     if not _get(reservation, "self_link"):
@@ -93,19 +109,31 @@ def reservation_problems(args: GpuCapacityArgs, reservation: Any) -> list[str]:
             "(gcp.compute.getReservation)"
         ]
     problems = []
+    if not _get(reservation, "specific_reservation_required"):
+        problems.append(
+            f"{key}: any VM may consume it (specificReservationRequired is false), so other "
+            "workloads can take its machines before the pool does; GKE's SPECIFIC_RESERVATION "
+            "pools and cluster-toolkit expect a reservation created with "
+            "--require-specific-reservation"
+        )
     specific = list(_get(reservation, "specific_reservations") or [])
     count = sum(int(_get(s, "count") or 0) for s in specific)
-    types = sorted(
-        {
-            str(_get(p, "machine_type"))
-            for s in specific
-            for p in (_get(s, "instance_properties") or [])
-        }
-    )
+    types: set[str] = set()
+    templates: list[str] = []
+    for entry in specific:
+        properties = list(_get(entry, "instance_properties") or [])
+        types |= {str(_get(p, "machine_type")) for p in properties if _get(p, "machine_type")}
+        template = _get(entry, "source_instance_template")
+        if template and not properties:
+            templates.append(str(template))
+            machine = template_machine_type(str(template))
+            if machine:
+                types.add(machine)
     if args.machine_type not in types:
+        source = f" (from instance template {', '.join(templates)})" if templates else ""
         problems.append(
-            f"{key}: reserves {', '.join(types) or 'no machine type'}, not {args.machine_type} "
-            "(rl-on-gke:gpu.machineType)"
+            f"{key}: reserves {', '.join(sorted(types)) or 'no machine type'}{source}, not "
+            f"{args.machine_type} (rl-on-gke:gpu.machineType)"
         )
     if count < args.node_count:
         problems.append(
@@ -120,6 +148,7 @@ class Lookups:
 
     machine_types: Callable[[GpuCapacityArgs], Sequence[Any]]
     reservation: Callable[[GpuCapacityArgs], Any]
+    template_machine_type: Callable[[str], str | None] = _no_template
 
 
 def _machine_types(args: GpuCapacityArgs) -> Sequence[Any]:
@@ -134,7 +163,27 @@ def _reservation(args: GpuCapacityArgs) -> Any:
     return gcp.compute.get_reservation(name=name, zone=args.zone, project=project)
 
 
-INVOKES = Lookups(machine_types=_machine_types, reservation=_reservation)
+def _template_machine_type(link: str) -> str | None:
+    """The machine type of an instance template given by URL or path (global or regional)."""
+    parts = link.split("/")
+    try:
+        project = parts[parts.index("projects") + 1]
+        name = parts[-1]
+    except (ValueError, IndexError):
+        return None
+    if "regions" in parts:
+        region = parts[parts.index("regions") + 1]
+        found = gcp.compute.get_region_instance_template(name=name, project=project, region=region)
+    else:
+        found = gcp.compute.get_instance_template(name=name, project=project)
+    return found.machine_type or None
+
+
+INVOKES = Lookups(
+    machine_types=_machine_types,
+    reservation=_reservation,
+    template_machine_type=_template_machine_type,
+)
 
 
 def capacity_problems(args: GpuCapacityArgs, lookups: Lookups = INVOKES) -> list[str]:
@@ -148,7 +197,9 @@ def capacity_problems(args: GpuCapacityArgs, lookups: Lookups = INVOKES) -> list
         return []
     problems = machine_type_problems(args, lookups.machine_types(args))
     if args.provisioning == "reservation":
-        problems += reservation_problems(args, lookups.reservation(args))
+        problems += reservation_problems(
+            args, lookups.reservation(args), lookups.template_machine_type
+        )
     return problems
 
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
-from components.apis import REQUIRED_APIS
+from components.gcp.apis import REQUIRED_APIS
 from tools.render import Rendering, load_stack_file, render
 
 SERVICE = "gcp:projects/service:Service"
 GCP_PROVIDER = "pulumi:providers:gcp"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _dev() -> Rendering:
     config, secret_keys = load_stack_file("dev")
     config["gcp:project"] = "example-project"

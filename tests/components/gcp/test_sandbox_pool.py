@@ -7,8 +7,8 @@ import warnings
 import pulumi_gcp as gcp
 import pytest
 
+from components.gcp.sandbox_pool import sandbox_pool_args
 from components.k8s import sandbox
-from components.sandbox_pool import sandbox_pool_args
 
 
 def args(**kw: object) -> dict:
@@ -50,7 +50,7 @@ def test_empty_pool_is_refused_naming_the_key() -> None:
 
 
 def test_pool_upgrades_in_place_like_the_other_pools_and_consumes_no_reservation() -> None:
-    from components.cluster import IN_PLACE_UPGRADE
+    from components.gcp.cluster import IN_PLACE_UPGRADE
 
     a = args()
     assert (

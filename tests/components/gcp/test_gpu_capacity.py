@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from components.gpu_capacity import CapacityError
+from components.gcp.gpu_capacity import CapacityError
 from tests.conftest import BASE_STACK_CONFIG
 from tools.render import OfflineCapacity, load_stack_file, render
 
@@ -158,3 +158,63 @@ def test_a_failing_lookup_fails_the_program_with_the_providers_error_before_any_
     with pytest.raises(RuntimeError, match="Compute Engine API has not been used"):
         render(_h200(), stack="h200", capacity=Failing())
     assert [t for t in registered if t != "pulumi:pulumi:Stack"] == []
+
+
+def _args(**overrides: Any):
+    from components.gcp.gpu_capacity import GpuCapacityArgs
+
+    fields = {
+        "project": "p",
+        "zone": "us-central1-b",
+        "machine_type": "a3-ultragpu-8g",
+        "node_count": 2,
+        "provisioning": "reservation",
+        "reservation": "r1",
+    }
+    return GpuCapacityArgs(**{**fields, **overrides})
+
+
+def _reservation(required: bool, template: str = "", machine: str | None = "a3-ultragpu-8g"):
+    properties = [{"machine_type": machine}] if machine else []
+    return {
+        "self_link": "https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-b/reservations/r1",
+        "specific_reservation_required": required,
+        "specific_reservations": [
+            {"count": 2, "source_instance_template": template, "instance_properties": properties}
+        ],
+    }
+
+
+def test_a_reservation_any_vm_may_consume_is_refused_as_cluster_toolkit_does() -> None:
+    """Issue 26 item 7: cluster-toolkit only targets a reservation whose
+    specificReservationRequired is true (modules/compute/gke-node-pool/reservation_definitions.tf
+    line 58, checked by the main.tf precondition "Its consumption type must be specific"); the
+    check did not look at it."""
+    from components.gcp.gpu_capacity import reservation_problems
+
+    problems = reservation_problems(_args(), _reservation(required=False))
+    assert len(problems) == 1
+    assert problems[0].startswith("rl-on-gke:gpu.reservation = 'r1': ")
+    assert "specificReservationRequired" in problems[0]
+    assert reservation_problems(_args(), _reservation(required=True)) == []
+
+
+def test_a_reservation_defined_by_an_instance_template_is_checked_through_the_template() -> None:
+    """Issue 26 item 7: a reservation created from an instance template has no
+    instanceProperties; it was reported as one that "reserves no machine type". Its machine type
+    is the template's."""
+    from components.gcp.gpu_capacity import reservation_problems
+
+    template = "projects/p/global/instanceTemplates/h200-tpl"
+    asked: list[str] = []
+
+    def machine_of(link: str) -> str:
+        asked.append(link)
+        return "a3-ultragpu-8g"
+
+    reservation = _reservation(required=True, template=template, machine=None)
+    assert reservation_problems(_args(), reservation, machine_of) == []
+    assert asked == [template]
+    other = reservation_problems(_args(), reservation, lambda link: "a4-highgpu-8g")
+    assert len(other) == 1 and "reserves a4-highgpu-8g" in other[0]
+    assert "no machine type" not in other[0] and "h200-tpl" in other[0]

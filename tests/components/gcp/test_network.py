@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.network import JUMBO_MTU, Network, NetworkArgs, rdma_subnet_args
+from components.gcp.network import JUMBO_MTU, Network, NetworkArgs, rdma_subnet_args
 from tools.render import render_with
 
 NETWORK = "gcp:compute/network:Network"

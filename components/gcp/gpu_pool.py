@@ -12,10 +12,10 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.cluster import IN_PLACE_UPGRADE, node_security
 from components.config import GpuSettings, StackConfig
 from components.contract import NODE_ROLE_LABEL
-from components.network import GpuNics
+from components.gcp.cluster import IN_PLACE_UPGRADE, node_security
+from components.gcp.network import GpuNics
 
 GPU_POOL_NAME = "gpu"
 # Inputs whose change would replace the pool but that never need to change on their own:
@@ -27,6 +27,18 @@ GPU_POOL_NAME = "gpu"
 # "Ignore local/ephemeral ssd configs as they are tied to machine types"). A machine-type change
 # still replaces the pool through guest_accelerators[].type (tools/force_new.py).
 GPU_POOL_IGNORED = ("nodeConfig.ephemeralStorageLocalSsdConfig",)
+# GKE gives every flex-start pool the SHORT_LIVED upgrade strategy (GKE "About flex-start VMs":
+# nodes are never upgraded in place, they are replaced when their run ends), while the provider
+# accepts only SURGE or BLUE_GREEN (terraform-provider-google-beta
+# google-beta/services/container/resource_container_node_pool.go line 471 at 93c65b2d60fe): any
+# setting the program wrote would show as a diff on every preview. So a flex-start pool sets none
+# and ignores what GKE reports.
+FLEX_START_IGNORED = ("upgradeSettings",)
+# GKE refuses an autoscaling pool whose maximum is zero ("max_node_count and total_max_node_count
+# cannot be both set to zero", terraform-google-kubernetes-engine#1554), so a parked flex-start
+# pool keeps a ceiling of one node: it stays empty because no Ray worker asks for a GPU (the
+# RayCluster's worker group is at 0 replicas when parked, components/k8s/raycluster.py).
+PARKED_FLEX_START_MAX_NODES = 1
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
 
 
@@ -91,12 +103,18 @@ def flex_start_args(gpu: GpuSettings) -> dict[str, Any]:
         "initial_node_count": 0,
         "autoscaling": {
             "total_min_node_count": 0,
-            "total_max_node_count": gpu.node_count,
+            "total_max_node_count": max(gpu.node_count, PARKED_FLEX_START_MAX_NODES),
             "location_policy": "ANY",
         },
         "management": {"auto_repair": False, "auto_upgrade": True},
         "node_config": node_config,
     }
+
+
+def gpu_pool_ignored(gpu: GpuSettings) -> list[str]:
+    """Inputs the pool does not diff on: GKE-decided ones, per capacity mode."""
+    extra = FLEX_START_IGNORED if gpu.provisioning == "flex-start" else ()
+    return [*GPU_POOL_IGNORED, *extra]
 
 
 def additional_networks(nics: GpuNics) -> list[dict[str, Any]]:
@@ -160,6 +178,7 @@ def gpu_pool_args(
     if gpu.provisioning == "flex-start":
         flex = flex_start_args(gpu)
         del args["node_count"]
+        del args["upgrade_settings"]
         args["node_config"].update(flex.pop("node_config"))
         args.update(flex)
     return args
@@ -182,7 +201,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 parent=self,
                 # Spot and reserved GPU capacity can take long to be granted.
                 custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m", delete="30m"),
-                ignore_changes=list(GPU_POOL_IGNORED),
+                ignore_changes=gpu_pool_ignored(args.gpu),
             ),
         )
         self.register_outputs({"poolName": self.node_pool.name, "nodeCount": args.gpu.node_count})

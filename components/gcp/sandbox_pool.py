@@ -8,9 +8,9 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from components.cluster import IN_PLACE_UPGRADE, node_security
 from components.config import StackConfig
 from components.contract import CODE_SANDBOX, NODE_ROLE_LABEL
+from components.gcp.cluster import IN_PLACE_UPGRADE, node_security
 from components.rewards_config import CodeSandboxSettings
 
 SANDBOX_POOL_NAME = CODE_SANDBOX

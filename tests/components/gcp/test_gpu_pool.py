@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from components.cluster import GkeCluster, GkeClusterArgs
 from components.config import parse_stack_config
-from components.gpu_pool import GpuNodePool, GpuNodePoolArgs, reservation_affinity
-from components.network import Network, NetworkArgs
+from components.gcp.cluster import GkeCluster, GkeClusterArgs
+from components.gcp.gpu_pool import GpuNodePool, GpuNodePoolArgs, reservation_affinity
+from components.gcp.network import Network, NetworkArgs
 from tests.conftest import raw_from_stack
 from tools.render import render_with
 
@@ -192,3 +192,51 @@ def test_only_valid_flex_start_combinations_are_accepted(stack_config) -> None:
     assert too_long.startswith("rl-on-gke:gpu.maxRunDurationHours = 200: ") and "168" in too_long
     (unknown,) = _problems(copy.deepcopy(stack_config), provisioning="dws")
     assert unknown.startswith("rl-on-gke:gpu.provisioning = 'dws': ") and "'flex-start'" in unknown
+
+
+def _gpu_pool_resource(config):
+    def build() -> None:
+        network = Network("net", NetworkArgs.for_stack(config))
+        gke = GkeCluster(
+            "gke", GkeClusterArgs.for_stack(config, network.main_network, network.main_subnet)
+        )
+        GpuNodePool(
+            "gpu",
+            GpuNodePoolArgs.for_stack(
+                config,
+                cluster=gke.cluster,
+                service_account=gke.node_service_account.email,
+                nics=network.gpu_nics,
+            ),
+        )
+
+    return render_with(build, {}).one(POOL, "gpu-pool")
+
+
+def test_a_parked_flex_start_pool_never_renders_a_zero_maximum(stack_config) -> None:
+    """Issue 26 item 1: nodeCount 0 on flex-start rendered total min 0 / max 0, which GKE refuses
+    ("max_node_count and total_max_node_count cannot be both set to zero",
+    terraform-google-kubernetes-engine#1554); the same for a stack created parked. Parked, the
+    pool keeps a ceiling of one node and scales to none because no Ray worker asks for a GPU."""
+    pool = _gpu_pool(_config(stack_config, provisioning="flex-start", nodeCount=0))
+    assert pool["initialNodeCount"] == 0 and "nodeCount" not in pool
+    autoscaling = pool["autoscaling"]
+    assert autoscaling["totalMinNodeCount"] == 0
+    assert autoscaling["totalMaxNodeCount"] >= 1
+    assert "minNodeCount" not in autoscaling and "maxNodeCount" not in autoscaling
+
+
+def test_a_flex_start_pool_leaves_upgrade_settings_to_gke_and_ignores_them(stack_config) -> None:
+    """Issue 26 item 2: GKE forces the SHORT_LIVED strategy on flex-start pools while the provider
+    accepts only SURGE or BLUE_GREEN (google-beta resource_container_node_pool.go line 471), so a
+    SURGE 0/1 the program sets never converges: every preview showed a diff."""
+    pool = _gpu_pool_resource(_config(stack_config, provisioning="flex-start"))
+    assert "upgradeSettings" not in pool.inputs
+    assert "upgradeSettings" in pool.ignore_changes
+
+
+def test_static_pools_keep_their_in_place_upgrade_and_do_not_ignore_it(config) -> None:
+    """Issue 26 item 2, the other side: spot / reservation / on-demand pools keep SURGE 0/1."""
+    pool = _gpu_pool_resource(config)
+    assert pool.inputs["upgradeSettings"]["maxSurge"] == 0
+    assert "upgradeSettings" not in pool.ignore_changes

@@ -1,0 +1,1 @@
+"""GCP resource components: every ComponentResource that creates a Google Cloud resource."""
