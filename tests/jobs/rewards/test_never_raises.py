@@ -25,6 +25,8 @@ from jobs.rewards.batch import compute_score_batch
 from tests.jobs.rewards import attacks as a
 from tests.jobs.rewards.serving import Service
 
+pytestmark = pytest.mark.compiler
+
 # A correct solution made longer than Codeforces' 64 KiB by a lookup table (issue 25 item 1).
 TABLE = "static const int table[] = {" + ",".join(str(i % 997) for i in range(20000)) + "};\n"
 LONG_SUM = TABLE + a.SUM.replace("printf", "table[0] + printf")

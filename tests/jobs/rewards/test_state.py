@@ -12,6 +12,8 @@ import pytest
 from jobs.rewards import box
 from jobs.rewards.sandbox import Executor, _CompileCache, remove_dead_executors
 
+pytestmark = pytest.mark.compiler
+
 REPO = Path(__file__).resolve().parents[3]
 NOBODY = 65534
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="other owners need root to arrange")
