@@ -35,6 +35,7 @@ POOL_ROLE_LABEL = NODE_ROLE_LABEL
 POOL_ROLE = CODE_SANDBOX
 APP_LABEL = "app.kubernetes.io/name"
 CODE_DIR = "/opt/rl-sandbox"
+RUN_SIZE = "16Mi"  # /run: the uid lease lock files (empty files, one per pool uid)
 CODE_DIGEST_ANNOTATION = "rl-on-gke/code-sha256"
 PORT = 8080
 # The files the service imports (python -m jobs.rewards.service) and the box init it compiles at
@@ -192,6 +193,9 @@ def _executor_container(inputs: SandboxServiceInputs) -> dict[str, Any]:
         },
         "volumeMounts": [
             {"name": "scratch", "mountPath": "/tmp"},
+            # The uid leases (jobs/rewards/box.py LEASE_DIR) are kernel-wide, so they live in
+            # /run, not under TMPDIR; the root filesystem is read-only, hence this small tmpfs.
+            {"name": "run", "mountPath": "/run"},
             *(
                 {
                     "name": "code",
@@ -227,6 +231,7 @@ def deployment_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
         "containers": [container],
         "volumes": [
             {"name": "scratch", "emptyDir": {"sizeLimit": inputs.scratch}},
+            {"name": "run", "emptyDir": {"medium": "Memory", "sizeLimit": RUN_SIZE}},
             {"name": "code", "configMap": {"name": f"{inputs.name}-code"}},
         ],
     }

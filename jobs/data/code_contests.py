@@ -9,7 +9,8 @@ outside every tier, or without private tests are dropped.
 Rows follow veRL's RLHFDataset (v0.6.0 verl/utils/dataset/rl_dataset.py): `data_source`, `prompt`
 (chat messages), `ability`, `reward_model` {style: rule, ground_truth}, `extra_info`. The ground
 truth is a JSON string (name, cf_rating, time_limit in seconds, memory_limit_bytes, private and
-public tests) so rows with differently shaped tests share one arrow schema;
+public tests) so rows with differently shaped tests share one arrow schema; the limits are
+clamped into the sandbox's bounds (jobs/rewards/sandbox.py `Limits`), as the reward clamps them;
 jobs/rewards/code_contests.py reads either form. Reference solutions are never copied.
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 
 from jobs.data.records import iter_jsonl
 from jobs.rewards.code_contests import memory_limit_bytes, time_limit_seconds
+from jobs.rewards.sandbox import clamp_limits
 
 DATA_SOURCE = "code_contests"  # the name the reward is dispatched on (CodeFu sample)
 ABILITY = "coding-cp"
@@ -92,8 +94,12 @@ def to_row(record: Mapping[str, Any], index: int) -> tuple[str, dict[str, Any]] 
     name = str(record.get("name") or f"record-{index}")
     try:
         private, public = _tests(record.get("private_tests")), _tests(record.get("public_tests"))
-        time_s = time_limit_seconds(record.get("time_limit"))
-        memory = memory_limit_bytes(record.get("memory_limit_bytes"))
+        # Clamped into the sandbox's bounds (issue 25 item 7): the prompt states the limits the
+        # reward will apply, and the reward never meets limits it cannot run.
+        time_s, memory = clamp_limits(
+            time_limit_seconds(record.get("time_limit")),
+            memory_limit_bytes(record.get("memory_limit_bytes")),
+        )
     except ValueError as e:
         raise ValueError(f"record {name!r}: {e}") from None
     if not private["input"]:

@@ -6,8 +6,8 @@ a laptop and in the gVisor pod:
     bwrap --unshare-{pid,net,ipc,uts,cgroup} --die-with-parent --new-session
           --ro-bind /usr /usr (+ the /lib, /bin symlinks, /etc/ld.so.cache)  --proc /proc --dev /dev
           --perms 1777 --size N --tmpfs /box  --ro-bind boxinit /.boxinit  [--ro-bind binary|source ...]
-          --clearenv --seccomp FD
-      -- /.boxinit REPORT_FD UID CPU_MS NPROC AS NOFILE FSIZE -- PROGRAM
+          --remount-ro / --remount-ro /dev  --clearenv --seccomp FD
+      -- /.boxinit report_fd=N uid=N cpu_ms=N nproc=N as=N nofile=N fsize=N idle_ms=N -- PROGRAM
 
 - PID namespace: bwrap stays as its init (pid 1, root, reaps every orphan); when the program
   exits, or when we kill bwrap (--die-with-parent), the kernel kills everything left in the
@@ -16,7 +16,8 @@ a laptop and in the gVisor pod:
   minimal /dev and a size-limited tmpfs at /box (the disk quota) exist; no /tmp, no /home, no
   other box's files, no host unix socket.
 - Network namespace with only its own loopback: nothing outside the box is reachable.
-- A uid of its own from UID_POOL (leased with flock across processes), set by boxinit.c with the
+- A uid of its own from UID_POOL (leased with an flock in LEASE_DIR, one place per kernel whatever
+  $TMPDIR says, so two executors on one machine never share one), set by boxinit.c with the
   rlimits and no_new_privs: RLIMIT_NPROC then caps the box's processes (the kernel counts per real
   uid), and no box can signal or read another.
 - The filter of jobs/rewards/seccomp.py refuses namespaces (so no new user namespace), io_uring,
@@ -49,8 +50,8 @@ import os
 import random
 import shutil
 import signal
+import stat
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -60,7 +61,35 @@ from pathlib import Path
 from jobs.rewards.seccomp import filter_program
 
 # uids with no passwd entry, far above any distro's ranges; one per box running at once.
-UID_POOL = range(1_500_000, 1_500_000 + 512)
+DEFAULT_UID_POOL = range(1_500_000, 1_500_000 + 512)
+# "START:COUNT": another slice of uids (tests give each copy of the suite its own, so each judges
+# only the processes of uids it leased).
+UID_POOL_ENV = "RL_SANDBOX_UID_POOL"
+MIN_POOL_UID = 100_000  # below this, distros hand out uids (login.defs SUB_UID_MIN is 100000)
+# The leases are kernel-wide (a pool uid is the same uid in every mount namespace), so the lock
+# files live in one fixed root-only place, never under $TMPDIR (issue 25 item 10: two executors
+# with different TMPDIRs leased the same uids and killed each other's programs).
+LEASE_DIR = Path("/run/rl-sandbox-uids")
+
+
+def uid_pool_from(raw: str | None) -> range:
+    """The pool named by $RL_SANDBOX_UID_POOL ("START:COUNT"), or DEFAULT_UID_POOL when unset."""
+    if not raw:
+        return DEFAULT_UID_POOL
+    start_s, sep, count_s = raw.partition(":")
+    try:
+        start, count = int(start_s), int(count_s)
+    except ValueError:
+        start, count = -1, -1
+    if not sep or start < MIN_POOL_UID or not 1 <= count <= 65536 or start + count > 2**31 - 2:
+        raise ValueError(
+            f"{UID_POOL_ENV}={raw!r}: expected START:COUNT with START >= {MIN_POOL_UID} "
+            "and 1 <= COUNT <= 65536"
+        )
+    return range(start, start + count)
+
+
+UID_POOL = uid_pool_from(os.environ.get(UID_POOL_ENV))
 BOX_DIR = "/box"
 # How long the processes of a box's uid may take to disappear after the box ended before the uid
 # is quarantined (never handed out again by this process) and the run scored as a failure.
@@ -101,33 +130,73 @@ def privileged() -> bool:
     return os.geteuid() == 0
 
 
+def private_dir(path: Path) -> Path:
+    """`path` as a directory only this user can reach, or RuntimeError: never trusted on its name.
+
+    Created 0700 when missing. An existing one must be a real directory (not a symlink), owned by
+    this process's euid and writable by no one else; it is then made 0700. Anything else was made
+    by someone else (issue 25 item 3: a local user who creates `$TMPDIR/rl-sandbox` first could
+    plant the `boxinit` every box runs as root), so it is refused, not repaired."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as e:
+        raise RuntimeError(
+            f"sandbox: state directory {path} is not a directory of ours ({e.strerror}); "
+            "refusing to use it: remove it or point TMPDIR elsewhere"
+        ) from None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            raise RuntimeError(
+                f"sandbox: state directory {path} is owned by uid {st.st_uid} with mode "
+                f"{stat.S_IMODE(st.st_mode):04o}; it must be owned by uid {os.geteuid()} and "
+                "writable by no one else: refusing to use it (remove it or point TMPDIR elsewhere)"
+            )
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+    return path
+
+
 def _lease_dir() -> Path:
-    return Path(tempfile.gettempdir()) / "rl-sandbox-uids"
+    LEASE_DIR.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    return private_dir(LEASE_DIR)
 
 
 class UidLease:
-    """A uid from UID_POOL held by an flock on its lock file, so concurrent executors never share one."""
+    """A uid from UID_POOL held by an flock on its lock file, so concurrent executors never share one.
+
+    A uid that still has a live process (a box of an executor whose lock lives elsewhere: another
+    mount namespace, an older version) is skipped too, so a lease never takes a uid in use."""
 
     _quarantined: set[int] = set()
     _lock = threading.Lock()
 
     def __init__(self) -> None:
         folder = _lease_dir()
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        start = random.randrange(len(UID_POOL))
-        for i in range(len(UID_POOL)):
-            uid = UID_POOL[(start + i) % len(UID_POOL)]
+        pool = UID_POOL
+        start = random.randrange(len(pool))
+        for i in range(len(pool)):
+            uid = pool[(start + i) % len(pool)]
             if uid in self._quarantined:
                 continue
-            fd = os.open(folder / str(uid), os.O_CREAT | os.O_RDWR, 0o600)
+            fd = os.open(folder / str(uid), os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
                 continue
+            if live_pids_of_uid(uid):
+                os.close(fd)
+                continue
             self.uid, self._fd = uid, fd
             return
-        raise RuntimeError(f"sandbox: all {len(UID_POOL)} sandbox uids are in use or quarantined")
+        raise RuntimeError(f"sandbox: all {len(pool)} sandbox uids are in use or quarantined")
 
     def release(self) -> bool:
         """Kills what is left of the uid; False (and the uid kept out of the pool) if that fails."""
@@ -185,6 +254,8 @@ class BoxSpec:
     open_files: int
     file_bytes: int  # RLIMIT_FSIZE: every file it writes, stdout included
     disk_bytes: int  # size of the tmpfs at /box
+    # Killed as idle past this wall time with under a tenth of it on a CPU (0: never).
+    idle_s: float = 0.0
     ro_binds: Sequence[tuple[str, str]] = ()  # (host path, box path)
     rw_binds: Sequence[tuple[str, str]] = ()
     env: dict[str, str] = field(default_factory=lambda: {"PATH": "/usr/bin:/bin"})
@@ -193,7 +264,7 @@ class BoxSpec:
 @dataclass
 class BoxExit:
     code: int | None  # negative: killed by that signal
-    timed_out: bool  # the wall backstop fired
+    timed_out: bool  # the wall backstop fired, or boxinit killed the box as idle
     wall_s: float
     cpu_s: float
     clean: bool  # False: something of the box outlived it (the run must be scored as a failure)
@@ -262,29 +333,49 @@ def box_command(
             ):  # bwrap would make it 0700 (root's): the box uid could not enter
                 cmd += ["--perms", "0755", "--dir", parent]
             cmd += [flag, src, dest]
+    # The root and /dev are tmpfs bwrap made; in user-namespace mode the program owns them, and
+    # they have no size (issue 25 item 2: one box held 3 GiB of host memory there). Read-only,
+    # once everything is mounted: /box (sized) and the compiler's /out stay the only writable places.
+    cmd += ["--remount-ro", "/", "--remount-ro", "/dev"]
     cmd += ["--chdir", BOX_DIR, "--clearenv"]
     for key, value in spec.env.items():
         cmd += ["--setenv", key, value]
-    cpu_ms = max(1, math.ceil(spec.cpu_s * 1000))
     # In bwrap's user namespace the box's init and boxinit share the program's uid, and RLIMIT_NPROC
     # is counted per user namespace (kernel ucounts, Linux 5.14+): they count too.
     nproc = 0 if spec.processes is None else spec.processes + (2 if uid is None else 0)
+    init_args = {
+        "report_fd": report_fd,
+        "uid": -1 if uid is None else uid,
+        "cpu_ms": max(1, math.ceil(spec.cpu_s * 1000)),
+        "nproc": nproc,
+        "as": spec.memory_bytes,
+        "nofile": spec.open_files,
+        "fsize": spec.file_bytes,
+        "idle_ms": max(0, math.ceil(spec.idle_s * 1000)),
+    }
     return [
         *cmd,
         "--seccomp",
         str(seccomp_fd),
         "--",
         INIT_PATH,
-        str(report_fd),
-        str(-1 if uid is None else uid),
-        str(cpu_ms),
-        str(nproc),
-        str(spec.memory_bytes),
-        str(spec.open_files),
-        str(spec.file_bytes),
+        *init_argv(init_args),
         "--",
         *spec.argv,
     ]
+
+
+# The names boxinit.c's KEYS accepts, each required exactly once (issue 23: named, not positional).
+INIT_KEYS = ("report_fd", "uid", "cpu_ms", "nproc", "as", "nofile", "fsize", "idle_ms")
+
+
+def init_argv(values: dict[str, int]) -> list[str]:
+    """boxinit's `key=value` words; a key boxinit does not know is an error here, before any box."""
+    if set(values) != set(INIT_KEYS):
+        raise ValueError(
+            f"boxinit arguments: got {sorted(values)}, expected exactly {sorted(INIT_KEYS)}"
+        )
+    return [f"{key}={int(values[key])}" for key in INIT_KEYS]
 
 
 INIT_SOURCE = Path(__file__).with_name("boxinit.c")
@@ -295,8 +386,8 @@ def build_init(folder: Path) -> str:
     """Compiles boxinit.c once into `folder` (keyed by its sha256, so concurrent builders agree)."""
     source = INIT_SOURCE.read_bytes()
     target = folder / f"boxinit-{hashlib.sha256(source).hexdigest()[:16]}"
+    private_dir(folder)  # the file every box runs as root: only from a folder no one else can write
     if not target.is_file():
-        folder.mkdir(mode=0o711, parents=True, exist_ok=True)
         tmp = folder / f".{target.name}.{os.getpid()}.{threading.get_ident()}"
         done = subprocess.run(
             [_tool("gcc"), "-O2", "-x", "c", "-o", str(tmp), "-"],
@@ -371,18 +462,23 @@ def run_box(
         return BoxExit(
             proc.returncode if not timed_out else -signal.SIGKILL, timed_out, wall, spec.cpu_s, True
         )
-    status, cpu_us, cpu_killed = report
+    status, cpu_us, cpu_killed, idle_killed = report
     code = os.waitstatus_to_exitcode(status)
     cpu = cpu_us / 1e6
     if cpu_killed:
         cpu = max(cpu, spec.cpu_s + 1e-3)
-    return BoxExit(code, timed_out, wall, cpu, True)
+    return BoxExit(code, timed_out or idle_killed, wall, cpu, True)
 
 
-def _parse_report(text: str) -> tuple[int, int, bool] | None:
+def _parse_report(text: str) -> tuple[int, int, bool, bool] | None:
     try:
         fields = dict(part.split("=", 1) for part in text.split())
-        return int(fields["status"]), int(fields["cpu_us"]), fields["cpu_killed"] == "1"
+        return (
+            int(fields["status"]),
+            int(fields["cpu_us"]),
+            fields["cpu_killed"] == "1",
+            fields["idle_killed"] == "1",
+        )
     except (ValueError, KeyError):
         return None
 

@@ -7,27 +7,39 @@ The box (jobs/rewards/box.py) is bubblewrap namespaces + a pool uid + rlimits + 
   the box's uid; the binary is then copied out by us (root-owned, 0755) so no later box can
   change it. `#include <bits/stdc++.h>` hits a header precompiled once per executor root
   (`bits/stdc++.h.gch`, same flags), which cuts a typical compile by 4-6x; identical sources
-  within the executor's lifetime (a GRPO batch has many) are compiled once (`_CompileCache`).
+  within the executor's lifetime (a GRPO batch has many) are compiled once (`_CompileCache`,
+  bounded in bytes; a binary is never removed while a run still uses it).
 - each test: the binary bound read-only at /prog, stdin and stdout as file descriptors opened
   by us, a tmpfs of `disk_bytes` as its only writable place, `processes` processes at most (1 by
   default, as isolate does without cgroups), `memory_bytes / processes` of address space each, so
   the box as a whole stays within `memory_bytes` (memfds and System V memory are refused by the
   filter, the tmpfs is capped on its own).
 - the verdict uses the CPU time of every process of the box; the wall clock is a backstop only
-  (4 x time_s + wall_margin_s), for programs that sleep or block.
+  (4 x time_s + wall_margin_s); a program that sleeps or blocks is stopped sooner, at time_s + 1 s
+  with under a tenth of its wall time on a CPU (idleness, as judges call it). A program stopped for its time
+  is `time_limit` however it was stopped (the box's count, RLIMIT_CPU's SIGXCPU, the backstop).
+- output is judged as testlib's default checker `wcmp` judges it (MikeMirzayanov/testlib,
+  checkers/wcmp.cpp: "compare sequences of tokens"): the whitespace-separated tokens must be equal,
+  so spaces, tabs and line breaks between and around them do not matter.
+- the executor's state directory ($TMPDIR/rl-sandbox-<euid>) must be its own: owned by its euid
+  and writable by no one else, else the executor refuses to start (box.private_dir). Folders of
+  executors that died are removed when the next one starts (each live executor holds an flock).
 - a box that leaves anything behind (a process of its uid that does not die, a directory that
   cannot be removed) is quarantined and its test scored as `sandbox_error`, never retried.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,9 +58,19 @@ COMPILE_PROCESSES = 32  # g++ -> cc1plus, as, collect2, ld
 COMPILE_MEMORY = 2 * 2**30
 COMPILE_DISK = 256 * 2**20
 CACHE_ENTRIES = 512
+# Bytes of compiled binaries kept (issue 25 item 4: a 200 MiB array per distinct source filled the
+# disk); binaries still used by a run are kept past it, so the excess is at most one per run.
+CACHE_BYTES = 1 * 2**30
+# Codeforces refuses sources over 64 KiB ("The source code size must not exceed 64 KB",
+# its submission form); both paths (in-process and the service) score a longer one the same way.
+MAX_CODE_BYTES = 64 * 1024
 # The wall clock only stops programs that sleep or block (the verdict is CPU time, counted over the
 # whole box): generous, so a loaded machine never turns a correct program into a time limit.
 WALL_FACTOR = 4
+# A test box that has spent under a tenth of its wall time on a CPU past time_s + this is asleep
+# or blocked and is stopped as a time limit (boxinit's idle rule; issue 25 item 8: four sleepers
+# took a 0.8 s batch to 130 s at the 4 x time_s + margin backstop).
+IDLE_MARGIN_S = 1.0
 
 
 class Limits(BaseModel):
@@ -73,6 +95,24 @@ class Limits(BaseModel):
     )
 
 
+def clamp_limits(time_s: float, memory_bytes: int) -> tuple[float, int]:
+    """A problem's time and memory limits brought inside what `Limits` allows (issue 25 item 7):
+    data outside the sandbox's bounds is judged at the nearest bound, never refused."""
+    time_field, memory_field = Limits.model_fields["time_s"], Limits.model_fields["memory_bytes"]
+    time_max = _bound(time_field, "le")
+    memory_min, memory_max = _bound(memory_field, "ge"), _bound(memory_field, "le")
+    if not time_s > 0 or time_s != time_s:
+        time_s = Limits.model_fields["time_s"].default
+    return min(float(time_s), time_max), int(min(max(memory_bytes, memory_min), memory_max))
+
+
+def _bound(field: object, name: str) -> float:
+    for item in getattr(field, "metadata", ()):
+        if hasattr(item, name):
+            return getattr(item, name)
+    raise LookupError(f"Limits has no {name} bound")
+
+
 class Case(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -89,6 +129,7 @@ class Status(str, Enum):
     sandbox_error = (
         "sandbox_error"  # the box could not be cleaned: quarantined, scored as a failure
     )
+    not_run = "not_run"  # not started before the run's deadline (Executor.run), scored as a failure
 
 
 class CaseResult(BaseModel):
@@ -141,33 +182,64 @@ def remove_tree(path: Path, quarantine: Path) -> bool:
 
 
 class _CompileCache:
-    """Binary path or compile error per source digest; one compile per digest even when asked concurrently."""
+    """Binary path or compile error per source digest; one compile per digest even when asked
+    concurrently. Bounded by CACHE_BYTES and CACHE_ENTRIES; an entry in use (`acquire` without its
+    `release`) is never evicted, so a binary cannot vanish under tests still queued for it."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(
+        self, folder: Path, max_bytes: int = CACHE_BYTES, max_entries: int = CACHE_ENTRIES
+    ) -> None:
         self.folder = folder
-        self._entries: OrderedDict[str, tuple[str | None, str]] = OrderedDict()
+        self.max_bytes, self.max_entries = max_bytes, max_entries
+        self._entries: OrderedDict[str, tuple[str | None, str, int]] = OrderedDict()
+        self._refs: dict[str, int] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
+        self.bytes = 0
 
-    def get(self, key: str, compile_fn) -> tuple[str | None, str]:
+    def acquire(self, key: str, compile_fn) -> tuple[str | None, str]:
         with self._lock:
+            self._refs[key] = self._refs.get(key, 0) + 1
             if key in self._entries:
                 self._entries.move_to_end(key)
-                return self._entries[key]
+                return self._entries[key][:2]
             key_lock = self._locks.setdefault(key, threading.Lock())
-        with key_lock:
-            with self._lock:
-                if key in self._entries:
-                    return self._entries[key]
-            entry = compile_fn()
-            with self._lock:
-                self._entries[key] = entry
-                self._locks.pop(key, None)
-                while len(self._entries) > CACHE_ENTRIES:
-                    _, (old, _err) = self._entries.popitem(last=False)
-                    if old:
-                        Path(old).unlink(missing_ok=True)
-            return entry
+        try:
+            with key_lock:
+                with self._lock:
+                    if key in self._entries:
+                        return self._entries[key][:2]
+                binary, error = compile_fn()
+                size = os.path.getsize(binary) if binary else 0
+                with self._lock:
+                    self._entries[key] = (binary, error, size)
+                    self.bytes += size
+                    self._locks.pop(key, None)
+                    self._evict()
+                return binary, error
+        except BaseException:
+            self.release(key)
+            raise
+
+    def release(self, key: str) -> None:
+        with self._lock:
+            left = self._refs.get(key, 0) - 1
+            if left > 0:
+                self._refs[key] = left
+            else:
+                self._refs.pop(key, None)
+            self._evict()
+
+    def _evict(self) -> None:  # with self._lock held
+        for old in list(self._entries):
+            if self.bytes <= self.max_bytes and len(self._entries) <= self.max_entries:
+                return
+            if self._refs.get(old):
+                continue
+            binary, _err, size = self._entries.pop(old)
+            self.bytes -= size
+            if binary:
+                Path(binary).unlink(missing_ok=True)
 
 
 def build_pch(root: Path) -> Path:
@@ -205,8 +277,64 @@ def build_pch(root: Path) -> Path:
     return target
 
 
-def _normalise(text: str) -> str:
-    return text.strip()
+_BLANKS = re.compile(rb"[ \t\r\n]+")
+
+
+def tokens(text: bytes) -> list[bytes]:
+    """testlib's tokens (checkers/wcmp.cpp reads words with `ouf.readWord()`; blanks are space, tab,
+    CR and LF, testlib.h `isBlanks`): what is compared, so whitespace between them is not."""
+    return [t for t in _BLANKS.split(text) if t]
+
+
+def default_root() -> Path:
+    """$TMPDIR/rl-sandbox-<euid>: one per user, so one user's executor never meets another's folder."""
+    return Path(tempfile.gettempdir()) / f"rl-sandbox-{os.geteuid()}"
+
+
+_LOCK_NAME = "alive.lock"
+
+
+def _claim_executor_dir(root: Path) -> tuple[Path, int]:
+    """A fresh `executor-*` folder whose `alive.lock` this process holds (flock) while it lives.
+    Locked before it takes its name, so a starting executor never sees it without its lock."""
+    tmp = Path(tempfile.mkdtemp(prefix=".new-", dir=root))
+    fd = os.open(tmp / _LOCK_NAME, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    final = root / f"executor-{tmp.name.removeprefix('.new-')}"
+    os.rename(tmp, final)
+    return final, fd
+
+
+def remove_dead_executors(root: Path, quarantine: Path) -> int:
+    """Removes the `executor-*` folders (and unfinished `.new-*` ones) of executors that died
+    (issue 25 item 4): a live executor holds its folder's flock, a dead one's lock is free."""
+    removed = 0
+    for entry in sorted(root.iterdir()):
+        name = entry.name
+        if not (name.startswith("executor-") or name.startswith(".new-")):
+            continue
+        if entry.is_symlink() or not entry.is_dir():
+            continue
+        try:
+            fd = os.open(entry / _LOCK_NAME, os.O_RDWR | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            fd = None
+        except OSError:
+            continue
+        try:
+            if fd is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # alive
+            elif name.startswith(".new-"):
+                continue  # an executor between mkdtemp and its lock
+            remove_tree(entry, quarantine)
+            removed += 1
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return removed
 
 
 class Executor:
@@ -216,16 +344,18 @@ class Executor:
         self, workers: int | None = None, root: Path | None = None, precompile: bool = True
     ) -> None:
         self.workers = workers or os.cpu_count() or 1
-        self.root = root or Path(tempfile.gettempdir()) / "rl-sandbox"
-        self.root.mkdir(mode=0o711, parents=True, exist_ok=True)
+        self.root = root or default_root()
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        box.private_dir(self.root)
         self.privileged = box.privileged()
         self.isolation = isolation_mode()
+        self.quarantine = self.root / "quarantine"
+        self.removed_dead = remove_dead_executors(self.root, self.quarantine)
         self.init = box.build_init(self.root)
         self.pch = build_pch(self.root) if precompile else None
-        self._dir = Path(tempfile.mkdtemp(prefix="executor-", dir=self.root))
+        self._dir, self._lock_fd = _claim_executor_dir(self.root)
         self._cache = _CompileCache(self._dir / "bin")
-        (self._dir / "bin").mkdir(mode=0o711)
-        self.quarantine = self.root / "quarantine"
+        (self._dir / "bin").mkdir(mode=0o700)
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sandbox")
         self._probe()
 
@@ -259,24 +389,47 @@ class Executor:
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         remove_tree(self._dir, self.quarantine)
+        os.close(self._lock_fd)
 
-    def run(self, code: str, tests: Sequence[Case], limits: Limits) -> RunResult:
+    def run(
+        self,
+        code: str,
+        tests: Sequence[Case],
+        limits: Limits,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
+    ) -> RunResult:
+        """Compiles (or reuses) `code` and runs every test. Tests not started by `deadline`
+        (time.monotonic()) or once `cancel` is set (the service's client went away) are `not_run`:
+        a started box still ends at its own backstop."""
+        if len(code.encode(errors="surrogatepass")) > MAX_CODE_BYTES:
+            return RunResult(
+                compiled=False,
+                compile_error=f"source of {len(code.encode(errors='surrogatepass'))} bytes is "
+                f"over the {MAX_CODE_BYTES}-byte limit",
+                isolation=self.isolation,
+            )
         key = hashlib.sha256(
-            f"{' '.join(COMPILER)}\0{limits.compile_time_s}\0{code}".encode()
+            f"{' '.join(COMPILER)}\0{limits.compile_time_s}\0{code}".encode(errors="surrogatepass")
         ).hexdigest()
-        binary, error = self._cache.get(key, lambda: self._compile(code, key, limits))
-        if binary is None:
-            return RunResult(compiled=False, compile_error=error, isolation=self.isolation)
-        futures = [self._pool.submit(self._test, binary, t, limits) for t in tests]
-        return RunResult(
-            compiled=True, results=[f.result() for f in futures], isolation=self.isolation
-        )
+        binary, error = self._cache.acquire(key, lambda: self._compile(code, key, limits))
+        try:
+            if binary is None:
+                return RunResult(compiled=False, compile_error=error, isolation=self.isolation)
+            futures = [
+                self._pool.submit(self._test, binary, t, limits, deadline, cancel) for t in tests
+            ]
+            return RunResult(
+                compiled=True, results=[f.result() for f in futures], isolation=self.isolation
+            )
+        finally:
+            self._cache.release(key)
 
     def _compile(self, code: str, key: str, limits: Limits) -> tuple[str | None, str]:
         work = Path(tempfile.mkdtemp(prefix="cc-", dir=self._dir))
         try:
             src, out = work / "main.cpp", work / "out"
-            src.write_text(code)
+            src.write_bytes(code.encode(errors="surrogatepass"))
             os.chmod(src, 0o644)
             out.mkdir()
             binds = [(str(src), "/src/main.cpp")]
@@ -331,18 +484,30 @@ class Executor:
         except OSError:
             return None
         target = self._dir / "bin" / key
-        with os.fdopen(fd, "rb") as src, open(target, "wb") as dst:
+        with os.fdopen(fd, "rb") as src:
             if not os.path.isfile(f"/proc/self/fd/{src.fileno()}"):
                 return None
-            shutil.copyfileobj(src, dst)
+            with open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
         os.chmod(target, 0o755)
         return str(target)
 
-    def _test(self, binary: str, test: Case, limits: Limits) -> CaseResult:
+    def _test(
+        self,
+        binary: str,
+        test: Case,
+        limits: Limits,
+        deadline: float | None = None,
+        cancel: threading.Event | None = None,
+    ) -> CaseResult:
+        if (deadline is not None and time.monotonic() >= deadline) or (
+            cancel is not None and cancel.is_set()
+        ):
+            return CaseResult(status=Status.not_run, wall_s=0.0)
         work = Path(tempfile.mkdtemp(prefix="t-", dir=self._dir))
         try:
             in_path, out_path = work / "in", work / "out"
-            in_path.write_text(test.input)
+            in_path.write_bytes(test.input.encode(errors="surrogatepass"))
             spec = box.BoxSpec(
                 argv=[BOX_PROGRAM],
                 cpu_s=limits.time_s,
@@ -352,6 +517,7 @@ class Executor:
                 open_files=limits.open_files,
                 file_bytes=limits.output_bytes + 1,
                 disk_bytes=limits.disk_bytes,
+                idle_s=limits.time_s + IDLE_MARGIN_S,
                 ro_binds=[(binary, BOX_PROGRAM)],
                 env={},
             )
@@ -379,13 +545,16 @@ def _judge(ex: box.BoxExit, out_path: Path, test: Case, limits: Limits) -> CaseR
         "exit_code": ex.code,
         "timed_out": ex.timed_out,
     }
-    if ex.timed_out or ex.cpu_s > limits.time_s:
+    # However the box was stopped for time: the backstop, its own CPU count (cpu_s past the limit)
+    # or the kernel's RLIMIT_CPU signal, whichever came first (issue 25: an infinite loop is a
+    # time limit, never a runtime error).
+    if ex.timed_out or ex.cpu_s > limits.time_s or ex.code == -signal.SIGXCPU:
         return CaseResult(status=Status.time_limit, **common)
     if out_path.stat().st_size > limits.output_bytes or ex.code == -signal.SIGXFSZ:
         return CaseResult(status=Status.output_limit, **common)
     if ex.code != 0:
         return CaseResult(status=Status.runtime_error, **common)
     with open(out_path, "rb") as f:
-        got = f.read(limits.output_bytes).decode(errors="replace")
-    ok = _normalise(got) == _normalise(test.output)
+        got = f.read(limits.output_bytes)
+    ok = tokens(got) == tokens(test.output.encode(errors="surrogatepass"))
     return CaseResult(status=Status.passed if ok else Status.wrong_answer, **common)

@@ -2,16 +2,24 @@
 
 Runs on the cluster's gVisor CPU pool (components/k8s/sandbox.py) so model-written code never runs
 inside the trainer; every program still runs in its own box (jobs/rewards/box.py), exactly as the
-local executor does. Bounded on purpose, in this order, before any body byte is read:
+local executor does. Bounded on purpose, in this order (issue 25 items 9 and 10):
+- a connection that has not shown its token holds only a `pending` place (at most `max_pending`;
+  more get a canned 503 from the accept loop), for at most `header_timeout_s`: the request line
+  and headers must arrive by then, however slowly the bytes trickle, or the socket is shut;
 - a bearer token (`Authorization: Bearer $CODE_SANDBOX_TOKEN`), else 401: the service refuses to
-  start without one and removes it from its environment;
-- a Content-Length that is present (else 411), a non-negative integer (else 400) and at most
-  `max_body_bytes` (else 413);
-- a run slot within `queue_wait_s`, else 503 with Retry-After (the reward backs off and retries);
-- at most `max_connections` open connections (more get a canned 503 from the accept loop), each
-  with a socket timeout, so idle or slow clients cannot hold threads.
-Every limit a caller may set is bounded by `Limits` (sandbox.py); more tests than MAX_TESTS or more
-code than MAX_CODE_CHARS is a 400 naming the field. `python -m jobs.rewards.service --port 8080`.
+  start without one and removes it from its environment. Only then is one of the
+  `max_connections` connection places taken (else 503);
+- a Content-Length that is present (else 411), a non-negative decimal integer of ASCII digits
+  (else 400) and at most `max_body_bytes` (else 413, sent after reading and discarding the body,
+  bounded by the same deadline, so the client reads the answer instead of a broken pipe);
+- the body within `header_timeout_s` more, and only then a run slot within `queue_wait_s`, else
+  503 with Retry-After (the reward backs off and retries): no slot waits on a slow client;
+- a client that hangs up while its run goes on frees the slot: no further test starts;
+- an executor that fails (a full disk, issue 25 item 4) is a 500 naming the error, never a
+  dropped connection the client would retry until its budget is spent.
+Every limit a caller may set is bounded by `Limits` (sandbox.py); more tests than MAX_TESTS is a
+400 naming the field; a source over sandbox.MAX_CODE_BYTES is answered as the in-process executor
+answers it (not compiled, with the reason). `python -m jobs.rewards.service --port 8080`.
 """
 
 from __future__ import annotations
@@ -20,6 +28,9 @@ import argparse
 import hmac
 import json
 import os
+import re
+import select
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,8 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from jobs.rewards import SANDBOX_TOKEN_ENV
 from jobs.rewards.sandbox import Case, Executor, Limits
 
-MAX_CODE_CHARS = 64 * 1024
 MAX_TESTS = 200
+_DIGITS = re.compile(r"[0-9]{1,20}")  # ASCII only: str.isdigit() accepts "²", which int() refuses
 MIN_TOKEN_CHARS = 16
 _BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
@@ -42,7 +53,7 @@ _BUSY = (
 class RunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    code: str = Field(max_length=MAX_CODE_CHARS)
+    code: str  # bounded by the body limit; over MAX_CODE_BYTES it is not compiled (Executor.run)
     tests: list[Case] = Field(min_length=1, max_length=MAX_TESTS)
     limits: Limits = Limits()
 
@@ -61,6 +72,8 @@ class SandboxServer(ThreadingHTTPServer):
         queue_wait_s: float = 1.0,
         socket_timeout_s: float = 30.0,
         max_connections: int | None = None,
+        header_timeout_s: float = 10.0,
+        max_pending: int = 64,
     ) -> None:
         if len(token) < MIN_TOKEN_CHARS:
             raise ValueError(
@@ -72,15 +85,17 @@ class SandboxServer(ThreadingHTTPServer):
         self.max_body_bytes = max_body_bytes
         self.queue_wait_s = queue_wait_s
         self.socket_timeout_s = socket_timeout_s
+        self.header_timeout_s = header_timeout_s
         self._token = token.encode()
-        self._connections = threading.BoundedSemaphore(max_connections or 4 * concurrency + 8)
+        self.connections = threading.BoundedSemaphore(max_connections or 4 * concurrency + 8)
+        self._pending = threading.BoundedSemaphore(max_pending)
 
     def authorized(self, header: str | None) -> bool:
         scheme, _, value = (header or "").partition(" ")
         return scheme == "Bearer" and hmac.compare_digest(value.strip().encode(), self._token)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._connections.acquire(blocking=False):
+        if not self._pending.acquire(blocking=False):
             try:
                 request.settimeout(1.0)
                 request.sendall(_BUSY)
@@ -91,10 +106,9 @@ class SandboxServer(ThreadingHTTPServer):
         super().process_request(request, client_address)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._connections.release()
+        # The handler moves the connection from `pending` to `connections` once it shows its
+        # token and gives back whichever place it holds when it finishes.
+        super().process_request_thread(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -103,7 +117,71 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         self.timeout = self.server.socket_timeout_s  # StreamRequestHandler applies it to the socket
+        self._place = "pending"  # released in finish(); "connection" once the token was shown
+        self._timer: threading.Timer | None = None
         super().setup()
+
+    def finish(self) -> None:
+        self._disarm()
+        try:
+            super().finish()
+        finally:
+            if self._place == "pending":
+                self.server._pending.release()
+            elif self._place == "connection":
+                self.server.connections.release()
+            self._place = ""
+
+    def _arm(self) -> None:
+        """Shuts the socket at `header_timeout_s` from now: a socket timeout bounds one recv, not
+        a client that sends a byte a second (issue 25 item 9)."""
+        self._disarm()
+        self._timer = threading.Timer(self.server.header_timeout_s, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expire(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def handle_one_request(self) -> None:
+        self._arm()  # the request line and headers, however slowly they trickle
+        try:
+            super().handle_one_request()
+        finally:
+            self._disarm()
+
+    def _take_connection(self) -> bool:
+        """After the token: the pending place becomes a connection place (else 503)."""
+        if self._place == "connection":
+            return True
+        if not self.server.connections.acquire(blocking=False):
+            self._reply(503, {"error": "too many connections, retry"}, close=True)
+            return False
+        self.server._pending.release()
+        self._place = "connection"
+        return True
+
+    def _discard_body(self, length: int) -> None:
+        """Reads and drops the body (within the armed deadline), so the answer sent after it is
+        read by the client instead of a reset (issue 25 item 7)."""
+        left = length
+        try:
+            while left > 0:
+                chunk = self.rfile.read(min(left, 1 << 16))
+                if not chunk:
+                    return
+                left -= len(chunk)
+        except OSError:
+            return
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # request bodies are model output and test data; headers carry the token
@@ -123,6 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self) -> None:
+        self._disarm()
         if self.path != "/healthz":
             return self._reply(404, {"error": f"no route GET {self.path}"}, close=True)
         self._reply(200, {"ok": True, "isolation": self.server.executor.isolation})
@@ -132,7 +211,7 @@ class _Handler(BaseHTTPRequestHandler):
         if raw is None:
             self._reply(411, {"error": "Content-Length is required"}, close=True)
             return None
-        if not raw.strip().isdigit():
+        if not _DIGITS.fullmatch(raw.strip()):
             self._reply(
                 400,
                 {"error": f"Content-Length must be a non-negative integer, got {raw[:32]!r}"},
@@ -141,6 +220,9 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         length = int(raw)
         if length > self.server.max_body_bytes:
+            self._arm()
+            self._discard_body(length)
+            self._disarm()
             self._reply(
                 413,
                 {"error": f"body of {length} bytes exceeds {self.server.max_body_bytes}"},
@@ -150,33 +232,75 @@ class _Handler(BaseHTTPRequestHandler):
         return length
 
     def do_POST(self) -> None:
+        self._disarm()
         if self.path != "/run":
             return self._reply(404, {"error": f"no route POST {self.path}"}, close=True)
         if not self.server.authorized(self.headers.get("Authorization")):
             return self._reply(
                 401, {"error": f"missing or wrong bearer token ({SANDBOX_TOKEN_ENV})"}, close=True
             )
+        if not self._take_connection():
+            return None
         length = self._content_length()
         if length is None:
-            return
-        if not self.server.slots.acquire(timeout=self.server.queue_wait_s):
-            return self._reply(503, {"error": "executor busy"}, close=True)
+            return None
+        self._arm()  # the body, too, by a deadline, before any run slot is taken
         try:
-            try:
-                request = RunRequest.model_validate_json(self.rfile.read(length))
-            except ValidationError as e:
-                errors = [
-                    {"field": ".".join(map(str, err["loc"])), "error": err["msg"]}
-                    for err in e.errors()
-                ]
-                return self._reply(400, {"error": "invalid request", "details": errors})
-            result = self.server.executor.run(request.code, request.tests, request.limits)
-        except TimeoutError:
+            raw = self.rfile.read(length)
+        except OSError:
+            raw = b""
+        self._disarm()
+        if len(raw) != length:
             self.close_connection = True
             return None
+        try:
+            request = RunRequest.model_validate_json(raw)
+        except ValidationError as e:
+            errors = [
+                {"field": ".".join(map(str, err["loc"])), "error": err["msg"]} for err in e.errors()
+            ]
+            return self._reply(400, {"error": "invalid request", "details": errors})
+        if not self.server.slots.acquire(timeout=self.server.queue_wait_s):
+            return self._reply(503, {"error": "executor busy"}, close=True)
+        gone, done = threading.Event(), threading.Event()
+        watcher = threading.Thread(
+            target=_watch_hangup, args=(self.connection, gone, done), daemon=True
+        )
+        watcher.start()
+        try:
+            result = self.server.executor.run(
+                request.code, request.tests, request.limits, cancel=gone
+            )
+        except Exception as e:  # a full disk, a box that cannot be built: answered, not dropped
+            return self._reply(
+                500, {"error": f"executor failed: {type(e).__name__}: {str(e)[:300]}"}, close=True
+            )
         finally:
+            done.set()
             self.server.slots.release()
-        self._reply(200, result.model_dump_json())
+        if gone.is_set():
+            self.close_connection = True
+            return None
+        try:
+            self._reply(200, result.model_dump_json())
+        except OSError:
+            self.close_connection = True
+
+
+def _watch_hangup(conn: socket.socket, gone: threading.Event, done: threading.Event) -> None:
+    """Sets `gone` when the client closes its end while its run goes on (issue 25 item 8: an
+    abandoned run kept its slot, and the client's retry got 503s): the run then starts no more
+    tests. Data from the client (a pipelined request) ends the watch without a verdict."""
+    while not done.is_set():
+        try:
+            readable, _, _ = select.select([conn], [], [], 0.2)
+            if not readable:
+                continue
+            if conn.recv(1, socket.MSG_PEEK) == b"":
+                gone.set()
+        except (OSError, ValueError):
+            gone.set()
+        return
 
 
 def take_token() -> str:

@@ -158,3 +158,16 @@ def test_the_mounted_sources_are_all_the_service_imports() -> None:
 def test_missing_sources_are_named() -> None:
     with pytest.raises(ValueError, match="missing \\['jobs/rewards/service.py'\\]"):
         inputs(sources={p: "" for p in sandbox.SOURCE_FILES if p != "jobs/rewards/service.py"})
+
+
+def test_the_kernel_wide_uid_leases_have_a_writable_run() -> None:
+    """issue 25 item 10: leases moved from $TMPDIR to box.LEASE_DIR under /run; the root
+    filesystem is read-only, so /run is a small memory emptyDir of its own."""
+    from jobs.rewards import box
+
+    pod = by_kind(sandbox.manifests(inputs()))["Deployment"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    assert str(box.LEASE_DIR.parent) == "/run" and mounts["/run"] == "run"
+    (run,) = [v for v in pod["volumes"] if v["name"] == "run"]
+    assert run["emptyDir"] == {"medium": "Memory", "sizeLimit": sandbox.RUN_SIZE}

@@ -87,6 +87,18 @@ static void burn(double s) { clock_t end = clock() + (clock_t)(s * CLOCKS_PER_SE
 int main() { for (int i = 0; i < 3; i++) if (fork() == 0) { burn(0.7); _exit(0); }
              while (wait(nullptr) > 0) {} puts("ok"); }"""
 
+# SIGCHLD ignored: the kernel reaps each child itself, so its CPU time reached no counter. Six
+# children, one after another, burn 0.4 s each (2.4 s in all) against a 1 s limit.
+AUTOREAPED_CPU = """#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <sys/wait.h>
+#include <unistd.h>
+static void burn(double s) { clock_t end = clock() + (clock_t)(s * CLOCKS_PER_SEC); volatile long x = 0; while (clock() < end) x++; }
+int main() { signal(SIGCHLD, SIG_IGN);
+             for (int i = 0; i < 6; i++) { if (fork() == 0) { burn(0.4); _exit(0); } while (wait(nullptr) > 0) {} }
+             puts("ok"); }"""
+
 # Seven children try to hold 200 MiB each, and a memfd tries to hold 200 MiB more.
 MEMORY_HOG = """#include <cstdio>
 #include <cstdlib>

@@ -11,70 +11,20 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from components.k8s.sandbox import service_command
-from jobs.rewards import SANDBOX_TOKEN_ENV, box
+from jobs.rewards import SANDBOX_TOKEN_ENV
 from jobs.rewards import code_contests as cc
 from jobs.rewards.batch import compute_score_batch
 from jobs.rewards.sandbox import Case, Executor, Limits, Status
 from tests.jobs.rewards import attacks as a
+from tests.jobs.rewards.serving import REPO, SOCKET_TIMEOUT_S, Service, pool_pids
 
 pytestmark = pytest.mark.compiler
-
-REPO = Path(__file__).resolve().parents[3]
-SOCKET_TIMEOUT_S = 2.0
-
-
-def pool_pids() -> list[int]:
-    return [pid for uid in box.UID_POOL for pid in box.live_pids_of_uid(uid)]
-
-
-class Service:
-    def __init__(self) -> None:
-        self.token = secrets.token_hex(24)
-        argv = service_command(0, 2, host="127.0.0.1", socket_timeout_s=SOCKET_TIMEOUT_S)
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "PYTHONPATH": str(REPO),
-            SANDBOX_TOKEN_ENV: self.token,
-        }
-        self.proc = subprocess.Popen(
-            [sys.executable, *argv[1:]],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        line = self.proc.stdout.readline()  # printed once the executor has built a box
-        assert "sandbox executor on 127.0.0.1:" in line, self.proc.stderr.read()
-        self.port = int(line.split(":")[1].split()[0])
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-
-    def healthy_within(self, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=seconds) as r:
-                    return r.status == 200
-            except OSError:
-                time.sleep(0.1)
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -206,6 +156,16 @@ def test_cpu_time_of_forked_children_counts(executor: Executor) -> None:
     # A wide wall margin, so the box's own CPU accounting (not the wall backstop) ends it even on a loaded machine.
     r = executor.run(
         a.FORKED_CPU, [Case(input="", output="ok")], Limits(time_s=1, processes=4, wall_margin_s=30)
+    ).results[0]
+    assert r.status is Status.time_limit and r.cpu_s > 1 and not r.timed_out
+
+
+def test_cpu_time_of_children_the_kernel_reaps_counts(executor: Executor) -> None:
+    """issue 25 item 6: with SIGCHLD ignored, 6 CPU-s passed a 2 s limit, reported as 0.1 s."""
+    r = executor.run(
+        a.AUTOREAPED_CPU,
+        [Case(input="", output="ok")],
+        Limits(time_s=1, processes=2, wall_margin_s=30),
     ).results[0]
     assert r.status is Status.time_limit and r.cpu_s > 1 and not r.timed_out
 

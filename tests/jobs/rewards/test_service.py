@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +154,188 @@ def test_a_busy_service_is_waited_for_not_failed(monkeypatch: pytest.MonkeyPatch
         server.server_close()
         server.executor.close()
         thread.join(timeout=5)
+
+
+def _raw(port: int, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(data)
+        reply = b""
+        while chunk := s.recv(65536):
+            reply += chunk
+    return reply
+
+
+def test_a_content_length_of_unicode_digits_is_a_400(server: service.SandboxServer) -> None:
+    """issue 25 item 10: "²".isdigit() is True and int("²") raises: the handler died."""
+    port = server.server_address[1]
+    reply = _raw(
+        port,
+        f"POST /run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+        "Content-Length: \u00b2\r\n\r\n".encode("latin-1"),  # the byte 0xb2, as a client sends it
+    )
+    assert reply.startswith(b"HTTP/1.1 400") and b"non-negative integer" in reply
+    assert (
+        post(f"http://127.0.0.1:{port}", {"code": SUM, "tests": [{"input": "1 2", "output": "3"}]})[
+            0
+        ]
+        == 200
+    )
+
+
+def test_a_body_over_the_limit_is_answered_413_not_a_broken_pipe(url: str) -> None:
+    """issue 25 item 7: the 413 went out while the client was still sending; the client saw a
+    broken pipe, retried and raised. The service now reads the body away before it answers."""
+    body = b" " * (8 * 2**20)
+    request = urllib.request.Request(
+        url + "/run",
+        data=body,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(request, timeout=60)
+    assert e.value.code == 413 and b"exceeds 65536" in e.value.read()
+
+
+def test_clients_without_a_token_trickling_bytes_take_no_connection_place(
+    server: service.SandboxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 25 item 9: sockets sending a byte a second held every connection place without a
+    token. Now they wait in `pending` for at most header_timeout_s and a real request is served."""
+    monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
+    tight = service.SandboxServer(
+        ("127.0.0.1", 0),
+        server.executor,
+        concurrency=1,
+        max_body_bytes=1 << 20,
+        token=TOKEN,
+        socket_timeout_s=30.0,
+        max_connections=4,
+        header_timeout_s=2.0,
+    )
+    thread = threading.Thread(target=tight.serve_forever, daemon=True)
+    thread.start()
+    port = tight.server_address[1]
+    tricklers = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(20)]
+    stop = threading.Event()
+
+    def trickle() -> None:
+        while not stop.is_set():
+            for s in tricklers:
+                try:
+                    s.send(b"P")
+                except OSError:
+                    pass
+            time.sleep(0.5)
+
+    sender = threading.Thread(target=trickle, daemon=True)
+    sender.start()
+    try:
+        time.sleep(0.5)
+        start = time.monotonic()
+        # the tricklers keep trickling all along: without the fix every place stays theirs
+        result = cc.run_remote(
+            f"http://127.0.0.1:{port}", SUM, [Case(input="1 2", output="3")], Limits(), budget_s=20
+        )
+        assert result.passed == 1 and time.monotonic() - start < 20
+        closed_by = time.monotonic() + 2.0 + 10
+        for s in tricklers:
+            s.settimeout(max(0.1, closed_by - time.monotonic()))
+            try:
+                while s.recv(1024):
+                    pass  # EOF (or a reset) once its header deadline passed
+            except ConnectionResetError:
+                pass
+        assert time.monotonic() <= closed_by
+    finally:
+        stop.set()
+        sender.join(timeout=5)
+        for s in tricklers:
+            s.close()
+        tight.shutdown()
+        tight.server_close()
+        thread.join(timeout=5)
+
+
+def test_a_client_that_hangs_up_frees_its_run(
+    server: service.SandboxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 25 item 8: a request abandoned by its client kept its slot until every sleeping test
+    had run to its wall backstop; the client's retry got 503s. Now no further test starts."""
+    monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
+    one_slot = service.SandboxServer(
+        ("127.0.0.1", 0), server.executor, concurrency=1, max_body_bytes=1 << 20, token=TOKEN
+    )
+    thread = threading.Thread(target=one_slot.serve_forever, daemon=True)
+    thread.start()
+    port = one_slot.server_address[1]
+    loop = "int main() { volatile unsigned long x = 0; for (;;) x++; }"
+    body = json.dumps(
+        {
+            "code": loop,
+            # 60 x 1 CPU-s on 2 workers: 30 s at the very least if the run kept its slot
+            "tests": [{"input": "", "output": ""}] * 60,
+            "limits": {"time_s": 1},
+        }
+    ).encode()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(
+                f"POST /run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            time.sleep(1.5)  # the run has its slot; the client gives up
+        start = time.monotonic()
+        result = cc.run_remote(
+            f"http://127.0.0.1:{port}", SUM, [Case(input="1 2", output="3")], Limits(), budget_s=20
+        )
+        # the two tests already in their boxes end at 1 CPU-s each, even on a loaded machine
+        assert result.passed == 1 and time.monotonic() - start < 20
+    finally:
+        one_slot.shutdown()
+        one_slot.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_full_disk_is_a_scored_fault_in_process_and_a_500_from_the_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 25 item 4: on a full disk compute_score raised ENOSPC in-process and the service
+    dropped the connection (900 s of client retries, then a raise)."""
+    small = tmp_path / "small"
+    small.mkdir(mode=0o700)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", str(small)], check=True
+    )
+    big = " " * (12 * 2**20) + "1 2"  # a test input larger than what is left of the disk
+    truth = {"name": "p", "private_tests": {"input": [big], "output": ["3"]}}
+    try:
+        executor = Executor(workers=1, root=small / "root", precompile=False)
+        try:
+            with pytest.raises(OSError):
+                executor.run(SUM, [Case(input=big, output="3")], Limits())
+            monkeypatch.setattr(cc, "_local", executor)
+            verdict = cc.judge_solution(f"```cpp\n{SUM}\n```", truth)
+            assert verdict.score == cc.FAULT and "No space left" in verdict.reason
+            full = service.SandboxServer(
+                ("127.0.0.1", 0), executor, concurrency=1, max_body_bytes=32 << 20, token=TOKEN
+            )
+            thread = threading.Thread(target=full.serve_forever, daemon=True)
+            thread.start()
+            try:
+                url = f"http://127.0.0.1:{full.server_address[1]}"
+                status, body = post(url, {"code": SUM, "tests": [{"input": big, "output": "3"}]})
+                assert status == 500 and "No space left" in body["error"]
+                monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
+                start = time.monotonic()
+                verdict = cc.judge_solution(f"```cpp\n{SUM}\n```", truth, sandbox_url=url)
+                assert verdict.score == cc.FAULT and time.monotonic() - start < 30
+            finally:
+                full.shutdown()
+                full.server_close()
+                thread.join(timeout=5)
+        finally:
+            executor.close()
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=True)

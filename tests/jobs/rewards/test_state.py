@@ -1,0 +1,173 @@
+"""The executor's own files are its own (issue 25 items 3, 4, 10) and boxinit's named limits (issue 23)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs.rewards import box
+from jobs.rewards.sandbox import Executor, _CompileCache, remove_dead_executors
+
+pytestmark = pytest.mark.compiler
+
+REPO = Path(__file__).resolve().parents[3]
+NOBODY = 65534
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="other owners need root to arrange")
+
+
+@root_only
+def test_a_state_directory_another_user_created_is_refused(tmp_path: Path) -> None:
+    """issue 25 item 3: a planted boxinit in a folder someone else made first ran as root in every box."""
+    root = tmp_path / "rl-sandbox"
+    root.mkdir(mode=0o755)
+    planted = Path(box.build_init(tmp_path / "real")).name
+    (root / planted).write_text("#!/bin/sh\nexit 0\n")
+    os.chmod(root / planted, 0o755)
+    os.chown(root, NOBODY, NOBODY)
+    with pytest.raises(RuntimeError, match=rf"{root} is owned by uid {NOBODY} with mode 0755"):
+        Executor(workers=1, root=root, precompile=False)
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o770, 0o722])
+def test_a_state_directory_others_can_write_is_refused(tmp_path: Path, mode: int) -> None:
+    """issue 25 item 3: writable by others is as good as theirs."""
+    root = tmp_path / "rl-sandbox"
+    root.mkdir()
+    os.chmod(root, mode)
+    with pytest.raises(RuntimeError, match="writable by no one else: refusing"):
+        Executor(workers=1, root=root, precompile=False)
+
+
+def test_a_symlink_in_place_of_the_state_directory_is_refused(tmp_path: Path) -> None:
+    """issue 25 item 3: never followed to wherever it points."""
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    (tmp_path / "rl-sandbox").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(RuntimeError, match="is not a directory of ours"):
+        Executor(workers=1, root=tmp_path / "rl-sandbox", precompile=False)
+
+
+def test_the_state_directory_is_private_and_an_own_one_is_tightened(tmp_path: Path) -> None:
+    """issue 25 item 3: created 0700; an own 0711 one (the earlier default) is made 0700."""
+    fresh = tmp_path / "fresh"
+    assert box.private_dir(fresh) == fresh and (fresh.stat().st_mode & 0o777) == 0o700
+    old = tmp_path / "old"
+    old.mkdir(mode=0o711)
+    os.chmod(old, 0o711)
+    box.private_dir(old)
+    assert (old.stat().st_mode & 0o777) == 0o700
+
+
+HOLD_LEASE = """
+import os, sys, tempfile
+from jobs.rewards import box
+lease = box.UidLease()
+print(lease.uid, tempfile.gettempdir(), flush=True)
+sys.stdin.read()
+"""
+
+
+@root_only
+def test_executors_with_different_tmpdirs_never_share_a_uid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 25 item 10: the lease files lived under $TMPDIR, so two TMPDIRs leased the same uid."""
+    one_uid = box.UID_POOL[-1:]
+    (tmp_path / "a").mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LEASE],
+        cwd=REPO,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": str(REPO),
+            "TMPDIR": str(tmp_path / "a"),
+            box.UID_POOL_ENV: f"{one_uid.start}:1",
+        },
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        uid, tmpdir = holder.stdout.readline().split()
+        assert int(uid) == one_uid.start and tmpdir == str(tmp_path / "a")
+        monkeypatch.setenv("TMPDIR", str(tmp_path))
+        monkeypatch.setattr(box, "UID_POOL", one_uid)
+        with pytest.raises(RuntimeError, match="all 1 sandbox uids are in use"):
+            box.UidLease()
+    finally:
+        holder.communicate("", timeout=30)
+
+
+def test_the_uid_pool_variable_is_checked() -> None:
+    assert box.uid_pool_from("2000000:64") == range(2_000_000, 2_000_064)
+    assert box.uid_pool_from(None) == box.DEFAULT_UID_POOL
+    for bad in ("1000:5", "2000000", "x:y", "2000000:0"):
+        with pytest.raises(ValueError, match=f"{box.UID_POOL_ENV}={bad!r}"):
+            box.uid_pool_from(bad)
+
+
+def test_a_dead_executors_folder_is_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
+    """issue 25 item 4: executors that died never removed their `executor-*` folders."""
+    root = box.private_dir(tmp_path / "root")
+    dead = root / "executor-dead"
+    (dead / "bin").mkdir(parents=True)
+    (dead / "bin" / "big").write_bytes(b"\0" * 4096)
+    (dead / "alive.lock").touch()
+    live = Executor(workers=1, root=root, precompile=False)
+    try:
+        assert not dead.exists() and live.removed_dead == 1
+        other = Executor(workers=1, root=root, precompile=False)
+        other.close()
+        assert live._dir.is_dir()  # its flock is held: the second executor left it alone
+        assert remove_dead_executors(root, root / "quarantine") == 0
+    finally:
+        live.close()
+    assert not live._dir.exists()
+
+
+def test_the_binary_cache_is_bounded_in_bytes_and_keeps_what_is_in_use(tmp_path: Path) -> None:
+    """issue 25 items 4 and 10: bounded by count only (a 200 MiB binary per source filled the disk),
+    and a binary could be deleted while its tests were still queued."""
+    cache = _CompileCache(tmp_path, max_bytes=3000, max_entries=100)
+
+    def make(name: str):
+        def compile_fn() -> tuple[str, str]:
+            path = tmp_path / name
+            path.write_bytes(b"x" * 1000)
+            return str(path), ""
+
+        return compile_fn
+
+    in_use, _ = cache.acquire("a", make("a"))  # held: its tests are queued
+    for key in "bcde":
+        cache.acquire(key, make(key))
+        cache.release(key)
+    assert Path(in_use).is_file()
+    assert cache.bytes <= 3000 and sum(1 for _ in tmp_path.iterdir()) == 3
+    cache.release("a")
+    cache.acquire("f", make("f"))
+    cache.release("f")
+    assert not Path(in_use).exists() and cache.bytes <= 3000
+
+
+def test_boxinit_refuses_unknown_missing_or_repeated_keys(tmp_path: Path) -> None:
+    """issue 23: named limits across the Python/C seam; a key one side lacks fails loudly."""
+    init = box.build_init(tmp_path / "init")
+    good = dict.fromkeys(box.INIT_KEYS, 1)
+    argv = box.init_argv(good)
+    cases = {
+        "missing key 'fsize'": [w for w in argv if not w.startswith("fsize=")],
+        "unknown key in 'swap=1'": [*argv, "swap=1"],
+        "key 'uid' given twice": [*argv, "uid=2"],
+        "key 'as': 'lots' is not an integer": [
+            w if not w.startswith("as=") else "as=lots" for w in argv
+        ],
+    }
+    for message, words in cases.items():
+        done = subprocess.run([init, *words, "--", "/bin/true"], capture_output=True, text=True)
+        assert done.returncode == 2 and message in done.stderr, (message, done.stderr)
+    with pytest.raises(ValueError, match="expected exactly"):
+        box.init_argv({**good, "swap": 1})
