@@ -35,6 +35,8 @@ def status_cmd(
     """Show a job's or a run's status.
 
     Exits 0 whatever the status: this reports, it does not judge."""
+    if runs_root:
+        record_view.check_root(runs_root)
     if runs_root and record_view.has_record(runs_root, ident):
         # The run's record on the runs root: read without the head that wrote it.
         view = record_view.view(runs_root, ident)
@@ -126,6 +128,8 @@ def logs_cmd(
     """Print a job's logs, or every attempt's of a run.
 
     With --follow, stream them until it ends (^C detaches)."""
+    if runs_root:
+        record_view.check_root(runs_root)
     if runs_root and not follow_logs and record_view.has_record(runs_root, ident):
         # The supervisor's decisions from the run's record: readable without the head.
         for rec in record_view.view(runs_root, ident)["history"]:
@@ -282,16 +286,24 @@ def list_cmd(
 
 def _list_records(runs_root: str, as_json: bool) -> None:
     """`list --runs-root`: the runs recorded there, read without the head."""
+    record_view.check_root(runs_root)
     rows = record_view.listing(runs_root)
     if as_json:
         emit_json(rows)
         return
     table = Table(title=f"runs recorded in {runs_root}")
-    for col in ("run", "status", "attempts", "last decision"):
-        table.add_column(col, no_wrap=col == "run", overflow="fold")
+    # Ids and states are never broken (docs/jobs.md): run and status keep their width, the
+    # attempts and the last decision wrap at word boundaries in what is left.
+    for col in ("run", "status"):
+        table.add_column(col, no_wrap=True, min_width=max([len(col), *(len(r[col]) for r in rows)]))
+    for col in ("attempts", "last decision"):
+        table.add_column(col, overflow="fold", ratio=1)
     for r in rows:
+        # An attempt is named by its suffix (`a2`): the run's name stands beside it, and a short
+        # id is never broken across lines.
         attempts = ", ".join(
-            f"{a['submission_id']} {a['status']}" + (f" ({a['cause']})" if a["cause"] else "")
+            f"{a['submission_id'].removeprefix(r['run'] + '-')} {a['status']}"
+            + (f" ({a['cause']})" if a["cause"] else "")
             for a in r["attempts"]
         )
         last = r["last_event"]["message"] if r["last_event"] else ""

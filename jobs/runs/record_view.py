@@ -12,10 +12,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jobs.common.errors import UsageError
 from jobs.head import events as run_events
 from jobs.head.run_store import RunStore, runs
 
 UNSUPERVISED = "UNSUPERVISED"
+
+
+def check_root(root: str | Path) -> None:
+    """A runs root that is not a directory is a typo, never an empty list: the supervisor records
+    runs only where it was told, and the re-armer watches only its own root."""
+    if not Path(root).is_dir():
+        raise UsageError(
+            f"--runs-root {root}: no such directory",
+            "give the runs root the runs were submitted with (the stack's is /lustre/runs, "
+            "as the Ray head sees it)",
+        )
 
 
 def has_record(root: str | Path, run: str) -> bool:
