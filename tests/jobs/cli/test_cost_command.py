@@ -14,7 +14,7 @@ from tests import localray
 from tests.jobs.conftest import run_cli, wait_until
 from tests.jobs.gpu_node import GpuNode, wait_gpus
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.subprocess_cli]
 
 GAP_S = 6.0
 
