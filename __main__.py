@@ -17,6 +17,7 @@ from components.gcp.lustre import (
     PrivateServiceAccess,
     PrivateServiceAccessArgs,
 )
+from components.gcp.monitoring import StackMonitoring, StackMonitoringArgs
 from components.gcp.network import Network, NetworkArgs
 from components.gcp.sandbox_pool import SandboxNodePool, SandboxNodePoolArgs
 from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
@@ -91,6 +92,10 @@ budget = (
     )
     if config.budget is not None
     else None
+)
+# The stack dashboard and the give-up count; alert policies only when monitoring.alertEmails is set.
+monitoring = StackMonitoring(
+    f"{prefix}-monitoring", StackMonitoringArgs.for_stack(config, after=apis.services), on_apis
 )
 price = node_hour_price(config.gpu.machine_type, config.gpu.provisioning, config.cost.node_hour_usd)
 

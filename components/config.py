@@ -230,6 +230,35 @@ class BudgetSettings(Settings):
         return value
 
 
+# How many e-mail channels the stack's alerts send to: a handful of people or lists, not a roster.
+MAX_ALERT_EMAILS = 10
+
+
+class MonitoringSettings(Settings):
+    """The stack's Cloud Monitoring: a dashboard always; alert policies only when someone is told.
+
+    Alert policies need a notification channel to tell anyone, so none is created until
+    `alertEmails` names at least one address (components/gcp/monitoring.py)."""
+
+    alert_emails: list[str] = Field(default_factory=list, max_length=MAX_ALERT_EMAILS)
+    # Percent of the Lustre instance in use above which the Lustre alert opens.
+    lustre_full_percent: int = Field(default=85, ge=50, le=99)
+
+    @field_validator("alert_emails")
+    @classmethod
+    def _alert_emails(cls, value: list[str]) -> list[str]:
+        bad = [e for e in value if not _EMAIL.match(e)]
+        if bad:
+            raise ValueError(f"must be e-mail addresses (name@example.com); not {bad}")
+        if len(set(value)) != len(value):
+            raise ValueError("must not repeat an address")
+        return value
+
+    @property
+    def alerts_on(self) -> bool:
+        return bool(self.alert_emails)
+
+
 class LustreSettings(Settings):
     per_unit_storage_throughput: int
     capacity_gib: int
@@ -441,6 +470,8 @@ class StackConfig(Settings):
     cost: CostSettings = CostSettings()
     # Optional: a Cloud Billing budget with e-mail alerts (components/gcp/budget.py).
     budget: BudgetSettings | None = None
+    # The stack dashboard, and alert policies when alertEmails is set (components/gcp/monitoring.py).
+    monitoring: MonitoringSettings = MonitoringSettings()
 
     @field_validator("project")
     @classmethod

@@ -36,14 +36,20 @@ BUDGET_CONFIG = {
     "emails": ["ml-platform@example.com"],
 }
 
+# A stack file with alert e-mails (issue 28): its channels and alert policies are only rendered then.
+MONITORING = "+alerts"
+MONITORING_CONFIG = {"alertEmails": ["oncall@example.com"], "lustreFullPercent": 80}
+
 
 @cache
 def _rendered(stack: str) -> Rendering:
-    name = stack.removesuffix(SANDBOX).removesuffix(BUDGET)
+    name = stack.removesuffix(SANDBOX).removesuffix(BUDGET).removesuffix(MONITORING)
     config, secret_keys = load_stack_file(name)
     config.setdefault("gcp:project", "example-project")
     if stack.endswith(BUDGET):
         config["rl-on-gke:budget"] = BUDGET_CONFIG
+    if stack.endswith(MONITORING):
+        config["rl-on-gke:monitoring"] = MONITORING_CONFIG
     if stack.endswith(SANDBOX):
         config["rl-on-gke:rewards"] = CODE_SANDBOX
         config["rl-on-gke:codeSandboxToken"] = (
@@ -118,7 +124,7 @@ def _gcp_resources(stack: str):
     ]
 
 
-@pytest.mark.parametrize("stack", [*STACKS, f"dev{SANDBOX}", f"h200{BUDGET}"])
+@pytest.mark.parametrize("stack", [*STACKS, f"dev{SANDBOX}", f"h200{BUDGET}", f"dev{MONITORING}"])
 def test_every_gcp_input_key_is_declared_by_the_sdk(stack: str) -> None:
     problems = {
         f"{r.type} {r.name}": unknown
@@ -170,6 +176,21 @@ def test_the_walk_reaches_the_budget_keys() -> None:
     assert budget["amount"]["specifiedAmount"]["units"] == "5000"
     assert budget["allUpdatesRule"]["monitoringNotificationChannels"]
     assert rendered["gcp:monitoring/notificationChannel:NotificationChannel"]["type"] == "email"
+
+
+def test_the_walk_reaches_the_monitoring_keys() -> None:
+    """Issue 28: the alert policies', log metric's and channels' nested inputs are walked."""
+    rendered = [(r.type, r.name, r.inputs) for r in _gcp_resources(f"dev{MONITORING}")]
+    policies = [i for t, _, i in rendered if t == "gcp:monitoring/alertPolicy:AlertPolicy"]
+    assert len(policies) == 2
+    for policy in policies:
+        threshold = policy["conditions"][0]["conditionThreshold"]
+        assert threshold["aggregations"][0]["perSeriesAligner"] and threshold["trigger"]["count"]
+        assert policy["documentation"]["mimeType"] and policy["alertStrategy"]["autoClose"]
+    (metric,) = [i for t, _, i in rendered if t == "gcp:logging/metric:Metric"]
+    assert metric["metricDescriptor"]["metricKind"] == "DELTA"
+    (dashboard,) = [i for t, _, i in rendered if t == "gcp:monitoring/dashboard:Dashboard"]
+    assert dashboard["dashboardJson"].startswith("{")
 
 
 def test_the_walk_accepts_the_autoscaled_pool_keys() -> None:

@@ -513,6 +513,25 @@ FORCE_NEW: dict[str, tuple[ForceNew, ...]] = {
         ),
         *NODE_CONFIG,
     ),
+    # These two were read at later google-beta commits than UPSTREAM_COMMIT (the mirror here held
+    # those): monitoring/resource_monitoring_dashboard.go at 1484cfddae5c (handwritten; only the
+    # project forces a new dashboard, dashboard_json is PATCHed), logging/resource_logging_metric.go
+    # at 02b32db096a8; the lines are at those commits.
+    "gcp:monitoring/dashboard:Dashboard": (
+        ForceNew("project", "value", "monitoring/resource_monitoring_dashboard.go", 112),
+    ),
+    "gcp:logging/metric:Metric": (
+        ForceNew("project", "value", "logging/resource_logging_metric.go", 321),
+        ForceNew(
+            "metricDescriptor.labels[].key", "value", "logging/resource_logging_metric.go", 334
+        ),
+        ForceNew(
+            "metricDescriptor.labels[].valueType",
+            "value",
+            "logging/resource_logging_metric.go",
+            345,
+        ),
+    ),
     "gcp:projects/iAMMember:IAMMember": (
         ForceNew("role", "value", "../tpgiamresource/resource_iam_member.go", 67),
         ForceNew("member", "value", "../tpgiamresource/resource_iam_member.go", 72),

@@ -32,8 +32,8 @@ REQUIRED_APIS: dict[str, str] = {
     # The GKE metadata server mints a pod's Google token by impersonating its service account
     # (GKE "Workload Identity Federation for GKE": enable the IAM Service Account Credentials API).
     "iamcredentials.googleapis.com": "Workload Identity tokens for the training service account",
-    "logging.googleapis.com": "GKE system and workload logs",
-    "monitoring.googleapis.com": "GKE metrics, DCGM and managed Prometheus",
+    "logging.googleapis.com": "GKE system and workload logs; the stack's log-based metric (monitoring.py)",
+    "monitoring.googleapis.com": "GKE metrics, DCGM and managed Prometheus; the stack dashboard and alerts",
 }
 
 

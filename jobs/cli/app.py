@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from jobs.cli import cost, inspect, render, runs, stage
+from jobs.cli import cost, inspect, render, run_report, runs, stage
 from jobs.cli import options as opt
 from jobs.cli.console import Terminated, emit_json, handled, out
 from jobs.cli.data import data_app
@@ -60,6 +60,7 @@ app.registered_commands += runs.app.registered_commands
 app.registered_commands += stage.app.registered_commands
 app.registered_commands += inspect.app.registered_commands
 app.registered_commands += cost.app.registered_commands
+app.registered_commands += run_report.app.registered_commands
 app.add_typer(data_app, name="data")
 
 

@@ -89,6 +89,18 @@ def test_a_stack_with_a_budget_breaks_no_rule() -> None:
     assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
 
 
+def test_a_stack_with_alerts_breaks_no_rule() -> None:
+    """Issue 28: the dashboard, the log-based metric, e-mail channels and alert policies."""
+
+    def alerts(config: dict[str, Any]) -> None:
+        config["rl-on-gke:monitoring"] = {"alertEmails": ["oncall@example.com"]}
+
+    rendering = _rendered_with("dev", alerts=alerts)
+    assert len(rendering.of_type("gcp:monitoring/alertPolicy:AlertPolicy")) == 2
+    violations = run_policies(rendering)
+    assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
+
+
 def test_a_stack_that_also_opens_the_ip_endpoint_to_its_networks_breaks_no_rule() -> None:
     # The stack files rely on the DNS endpoint alone; listing networks makes the IP endpoint public.
     def office(config: dict[str, Any]) -> None:

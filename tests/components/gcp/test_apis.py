@@ -36,6 +36,9 @@ def test_the_apis_cover_every_gcp_module_the_stack_uses() -> None:
         "servicenetworking": "servicenetworking.googleapis.com",
         "serviceaccount": "iam.googleapis.com",
         "projects": "cloudresourcemanager.googleapis.com",
+        # The stack dashboard and its log-based metric (issue 28, components/gcp/monitoring.py).
+        "monitoring": "monitoring.googleapis.com",
+        "logging": "logging.googleapis.com",
     }
     modules = {
         r.type.split(":")[1].split("/")[0]

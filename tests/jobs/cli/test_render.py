@@ -21,6 +21,7 @@ COMMANDS = [
     ["stop"],
     ["list"],
     ["cost"],
+    ["report"],
     ["recipes"],
     ["data", "gsm8k"],
     ["data", "code-contests"],

@@ -1,0 +1,355 @@
+"""The stack's Cloud Monitoring: a dashboard of the GPU pool and Lustre, a count of runs that gave up, and alerts.
+
+Always: one dashboard (`monitoring.Dashboard`) and one log-based metric (`logging.Metric`) that
+counts the supervisor's give-up records. Only when `monitoring.alertEmails` names someone: an
+e-mail notification channel per address and two alert policies (Lustre above
+`monitoring.lustreFullPercent`, default 85 %; a run gave up). An alert policy with no channel tells
+nobody, so none is created without one.
+
+Where each number comes from, and why it is named so:
+- GPU utilisation and memory: GKE's managed DCGM metrics (the cluster's
+  `monitoringConfig.enableComponents` holds DCGM, components/gcp/cluster.py) read through Managed
+  Prometheus with PromQL, as Google's own "NVIDIA GPU Monitoring Advanced DCGM Metrics (GKE Only)"
+  dashboard does (GoogleCloudPlatform/monitoring-dashboard-samples
+  dashboards/nvidia-gpu/nvidia-dcgm-prometheus.json @25d8c3e: `DCGM_FI_DEV_GPU_UTIL`,
+  `DCGM_FI_DEV_FB_USED`, labels `cluster`, `Hostname`).
+- GPU nodes: the nodes that report DCGM, i.e. the GPU pool's (only its nodes have GPUs); counted
+  per `Hostname` from the same metric.
+- Lustre used: kubelet's volume statistics for the pods' `lustre` volume
+  (components/k8s/raycluster.py `_lustre_volume`), which GKE exports as
+  `kubernetes.io/pod/volume/utilization` (a fraction, label `volume_name`; as in the same
+  repository's dashboards/apigee/hybrid-cassandra-monitoring.json). The Lustre CSI driver answers
+  kubelet's NodeGetVolumeStats with the file system's statfs (GoogleCloudPlatform/lustre-csi-driver
+  pkg/csi_driver/node.go L529-555 @89f1eb7, GET_VOLUME_STATS in lustre_driver.go L90), so the
+  fraction is the whole instance's, as seen by the Ray head that always mounts it.
+- Runs that gave up: the supervisor writes one `JOBS-SUPERVISOR {json}` line per decision
+  (jobs/head/events.py `line`: json.dumps with sort_keys, so `"event": "gave_up"` reads exactly
+  so); the log-based metric counts entries of the cluster's Ray namespace whose text holds both.
+  Those lines are in the supervisor's Ray job log on the head; they reach Cloud Logging only
+  through the Ray add-on's log collection (`rayClusterLoggingConfig`, cluster.py), whose coverage
+  of job-driver logs is not verified here (docs/jobs.md, "Known limits").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.config import StackConfig
+
+# The pods' name for the Lustre volume (components/k8s/raycluster.py _lustre_volume).
+LUSTRE_VOLUME = "lustre"
+# What the supervisor's give-up record holds (jobs/head/events.py PREFIX, GAVE_UP, `line`).
+SUPERVISOR_PREFIX = "JOBS-SUPERVISOR"
+GAVE_UP_TERM = '"event": "gave_up"'
+# Dashboards API: a mosaic layout is 48 columns wide (MosaicLayout.columns, at most 48).
+COLUMNS = 48
+
+
+@dataclass(frozen=True)
+class StackMonitoringArgs:
+    project: str
+    name_prefix: str
+    cluster_name: str
+    namespace: str
+    alert_emails: tuple[str, ...] = ()
+    lustre_full_percent: int = 85
+    after: Sequence[pulumi.Resource] = ()
+
+    @classmethod
+    def for_stack(
+        cls, config: StackConfig, after: Sequence[pulumi.Resource] = ()
+    ) -> StackMonitoringArgs:
+        return cls(
+            project=config.project,
+            name_prefix=config.name_prefix,
+            cluster_name=config.cluster_name,
+            namespace=config.ray.namespace,
+            alert_emails=tuple(config.monitoring.alert_emails),
+            lustre_full_percent=config.monitoring.lustre_full_percent,
+            after=tuple(after),
+        )
+
+
+def gave_up_metric_name(args: StackMonitoringArgs) -> str:
+    return f"{args.name_prefix}-runs-gave-up"
+
+
+def gave_up_log_filter(args: StackMonitoringArgs) -> str:
+    """The Logging query for the supervisor's give-up lines of this cluster's Ray namespace.
+    `:` is the query language's "has" (substring) operator on a text field; container lines that
+    are not pure JSON land in `textPayload`."""
+    quoted = json.dumps(GAVE_UP_TERM)
+    return " AND ".join(
+        [
+            'resource.type="k8s_container"',
+            f'resource.labels.cluster_name="{args.cluster_name}"',
+            f'resource.labels.namespace_name="{args.namespace}"',
+            f'textPayload:"{SUPERVISOR_PREFIX}"',
+            f"textPayload:{quoted}",
+        ]
+    )
+
+
+def gave_up_metric_args(args: StackMonitoringArgs) -> dict[str, Any]:
+    return {
+        "project": args.project,
+        "name": gave_up_metric_name(args),
+        "description": "Runs whose supervisor gave up (no further attempt), from its JOBS-SUPERVISOR lines",
+        "filter": gave_up_log_filter(args),
+        "metric_descriptor": {
+            "metric_kind": "DELTA",
+            "value_type": "INT64",
+            "unit": "1",
+            "display_name": f"{args.name_prefix}: runs that gave up",
+        },
+    }
+
+
+def lustre_utilization_filter(args: StackMonitoringArgs) -> str:
+    return " AND ".join(
+        [
+            'metric.type="kubernetes.io/pod/volume/utilization"',
+            'resource.type="k8s_pod"',
+            f'resource.labels.cluster_name="{args.cluster_name}"',
+            f'resource.labels.namespace_name="{args.namespace}"',
+            f'metric.labels.volume_name="{LUSTRE_VOLUME}"',
+        ]
+    )
+
+
+def _promql_chart(title: str, query: str, unit: str = "") -> dict[str, Any]:
+    query_spec: dict[str, Any] = {"prometheusQuery": query}
+    if unit:
+        query_spec["unitOverride"] = unit
+    return {
+        "title": title,
+        "xyChart": {
+            "dataSets": [{"timeSeriesQuery": query_spec, "plotType": "LINE", "targetAxis": "Y1"}],
+            "yAxis": {"scale": "LINEAR"},
+        },
+    }
+
+
+def _filter_chart(title: str, filter_: str, aligner: str, reducer: str) -> dict[str, Any]:
+    return {
+        "title": title,
+        "xyChart": {
+            "dataSets": [
+                {
+                    "timeSeriesQuery": {
+                        "timeSeriesFilter": {
+                            "filter": filter_,
+                            "aggregation": {
+                                "alignmentPeriod": "300s",
+                                "perSeriesAligner": aligner,
+                                "crossSeriesReducer": reducer,
+                            },
+                        }
+                    },
+                    "plotType": "LINE",
+                    "targetAxis": "Y1",
+                }
+            ],
+            "yAxis": {"scale": "LINEAR"},
+        },
+    }
+
+
+def dashboard(args: StackMonitoringArgs) -> dict[str, Any]:
+    """The dashboard as the Dashboards API takes it (projects.dashboards, mosaicLayout)."""
+    dcgm = f'cluster="{args.cluster_name}"'
+    ray_pods = (
+        f'monitored_resource="k8s_pod",cluster_name="{args.cluster_name}",'
+        f'namespace_name="{args.namespace}",volume_name="{LUSTRE_VOLUME}"'
+    )
+    widgets = [
+        _promql_chart(
+            "GPU utilisation per node (DCGM)",
+            f"avg by (Hostname) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{dcgm}}}[${{__interval}}]))",
+            "%",
+        ),
+        _promql_chart(
+            "GPU memory used per node (DCGM, MiB)",
+            f"sum by (Hostname) (avg_over_time(DCGM_FI_DEV_FB_USED{{{dcgm}}}[${{__interval}}]))",
+        ),
+        _promql_chart(
+            "GPU pool nodes (reporting DCGM)",
+            f"count(count by (Hostname) (DCGM_FI_DEV_GPU_UTIL{{{dcgm}}}))",
+        ),
+        _promql_chart(
+            f"Lustre used (alert above {args.lustre_full_percent} %)",
+            f"max(kubernetes_io:pod_volume_utilization{{{ray_pods}}}) * 100",
+            "%",
+        ),
+        _filter_chart(
+            "Runs that gave up",
+            f'metric.type="logging.googleapis.com/user/{gave_up_metric_name(args)}" '
+            'AND resource.type="k8s_container"',
+            "ALIGN_SUM",
+            "REDUCE_SUM",
+        ),
+    ]
+    width, height = COLUMNS // 2, 16
+    tiles = [
+        {
+            "xPos": (i % 2) * width,
+            "yPos": (i // 2) * height,
+            "width": width,
+            "height": height,
+            "widget": widget,
+        }
+        for i, widget in enumerate(widgets)
+    ]
+    return {
+        "displayName": f"{args.name_prefix}: GPU pool, Lustre and runs",
+        "mosaicLayout": {"columns": COLUMNS, "tiles": tiles},
+    }
+
+
+def email_channel_args(args: StackMonitoringArgs, email: str) -> dict[str, Any]:
+    return {
+        "project": args.project,
+        "type": "email",
+        "display_name": f"{args.name_prefix} alerts: {email}",
+        "labels": {"email_address": email},
+        "user_labels": {"rl-on-gke-stack": args.name_prefix},
+    }
+
+
+def lustre_alert_args(
+    args: StackMonitoringArgs, channels: Sequence[pulumi.Input[str]]
+) -> dict[str, Any]:
+    return {
+        "project": args.project,
+        "display_name": f"{args.name_prefix}: Lustre above {args.lustre_full_percent} % full",
+        "combiner": "OR",
+        "severity": "WARNING",
+        "conditions": [
+            {
+                "display_name": f"Lustre used > {args.lustre_full_percent} %",
+                "condition_threshold": {
+                    "filter": lustre_utilization_filter(args),
+                    "comparison": "COMPARISON_GT",
+                    "threshold_value": args.lustre_full_percent / 100,
+                    "duration": "600s",
+                    # Every pod that mounts it sees the same file system: the fullest reading.
+                    "aggregations": [
+                        {
+                            "alignment_period": "300s",
+                            "per_series_aligner": "ALIGN_MAX",
+                            "cross_series_reducer": "REDUCE_MAX",
+                        }
+                    ],
+                    "trigger": {"count": 1},
+                },
+            }
+        ],
+        "documentation": {
+            "mime_type": "text/markdown",
+            "content": (
+                f"Lustre of stack `{args.name_prefix}` is above {args.lustre_full_percent} % full. "
+                "A run that cannot write its next checkpoint fails. Keep fewer checkpoints "
+                "(`rl-jobs submit --set <keep key>=N`), delete old runs' directories, or grow "
+                "`lustre.capacityGib` (an in-place update)."
+            ),
+        },
+        "alert_strategy": {"auto_close": "86400s"},
+        "notification_channels": list(channels),
+    }
+
+
+def gave_up_alert_args(
+    args: StackMonitoringArgs,
+    metric_type: pulumi.Input[str],
+    channels: Sequence[pulumi.Input[str]],
+) -> dict[str, Any]:
+    return {
+        "project": args.project,
+        "display_name": f"{args.name_prefix}: a run gave up",
+        "combiner": "OR",
+        "severity": "ERROR",
+        "conditions": [
+            {
+                "display_name": "Supervisor gave up on a run",
+                "condition_threshold": {
+                    "filter": pulumi.Output.concat(
+                        'metric.type="', metric_type, '" AND resource.type="k8s_container"'
+                    ),
+                    "comparison": "COMPARISON_GT",
+                    "threshold_value": 0,
+                    "duration": "0s",
+                    "aggregations": [
+                        {
+                            "alignment_period": "300s",
+                            "per_series_aligner": "ALIGN_SUM",
+                            "cross_series_reducer": "REDUCE_SUM",
+                        }
+                    ],
+                    "trigger": {"count": 1},
+                },
+            }
+        ],
+        "documentation": {
+            "mime_type": "text/markdown",
+            "content": (
+                f"A run on stack `{args.name_prefix}` will get no further attempt: its supervisor "
+                "gave up (restart budget spent, or a failure it does not retry). "
+                "`rl-jobs list --stack <stack>` shows which; `rl-jobs status RUN` says why."
+            ),
+        },
+        "alert_strategy": {"auto_close": "86400s"},
+        "notification_channels": list(channels),
+    }
+
+
+class StackMonitoring(pulumi.ComponentResource):
+    """The dashboard and the give-up count; channels and alert policies when someone is told."""
+
+    dashboard: gcp.monitoring.Dashboard
+    gave_up: gcp.logging.Metric
+    channels: list[gcp.monitoring.NotificationChannel]
+    alerts: list[gcp.monitoring.AlertPolicy]
+
+    def __init__(
+        self, name: str, args: StackMonitoringArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        super().__init__("rl-on-gke:gcp:StackMonitoring", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, depends_on=list(args.after))
+        self.dashboard = gcp.monitoring.Dashboard(
+            f"{name}-dashboard",
+            project=args.project,
+            dashboard_json=json.dumps(dashboard(args), sort_keys=True),
+            opts=child,
+        )
+        self.gave_up = gcp.logging.Metric(
+            f"{name}-gave-up", **gave_up_metric_args(args), opts=child
+        )
+        self.channels = [
+            gcp.monitoring.NotificationChannel(
+                f"{name}-email-{i}", **email_channel_args(args, email), opts=child
+            )
+            for i, email in enumerate(args.alert_emails)
+        ]
+        self.alerts = []
+        if self.channels:
+            ids = [c.id for c in self.channels]
+            metric_type = self.gave_up.name.apply(lambda n: f"logging.googleapis.com/user/{n}")
+            self.alerts = [
+                gcp.monitoring.AlertPolicy(
+                    f"{name}-lustre-full", **lustre_alert_args(args, ids), opts=child
+                ),
+                gcp.monitoring.AlertPolicy(
+                    f"{name}-gave-up",
+                    **gave_up_alert_args(args, metric_type, ids),
+                    opts=pulumi.ResourceOptions(
+                        parent=self, depends_on=[*args.after, self.gave_up]
+                    ),
+                ),
+            ]
+        self.register_outputs({})

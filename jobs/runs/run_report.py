@@ -1,0 +1,300 @@
+"""`rl-jobs report`: one self-contained HTML page of a run -- its curves, its attempts, its GPU-hours.
+
+The page loads nothing: no script, no stylesheet, no image from anywhere; the plots are inline
+SVG drawn here, so it opens offline and can be mailed or kept next to the run. Its one outward
+link is the run's W&B page, when the run logged to W&B (a plain `<a href>`, never fetched).
+`gather` reads the run from Ray's job records and logs; `render` is pure.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from jobs.client.dashboard import Dashboard
+from jobs.client.types import JobDetails
+from jobs.common.redact import redact
+from jobs.runs import listing, metrics
+from jobs.runs.metadata import RecipeRun
+
+MS_PER_HOUR = 3_600_000
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt as the timeline shows it."""
+
+    attempt: int
+    submission_id: str
+    status: str
+    start_ms: int | None
+    end_ms: int | None
+    message: str = ""
+    gpus: int | None = None  # nodes x GPUs per node, when the attempt recorded them
+
+    def hours(self, now_ms: int) -> float:
+        if self.start_ms is None:
+            return 0.0
+        return max(0, (self.end_ms or now_ms) - self.start_ms) / MS_PER_HOUR
+
+
+@dataclass
+class RunReport:
+    run: str
+    recipe: str = ""
+    framework: str = ""
+    attempts: list[Attempt] = field(default_factory=list)
+    curves: metrics.Curves = field(default_factory=metrics.Curves)
+    wandb: bool = False
+    now_ms: int = 0
+
+    @property
+    def gpu_hours(self) -> float | None:
+        """GPUs x hours over every attempt, from submission to end; None when an attempt
+        recorded no size (not submitted by `rl-jobs submit`)."""
+        if any(a.gpus is None for a in self.attempts):
+            return None
+        return sum((a.gpus or 0) * a.hours(self.now_ms) for a in self.attempts)
+
+
+def wandb_configured(entrypoint: str, overrides: Sequence[str]) -> bool:
+    """Whether the attempt logs to W&B: NeMo RL's `logger.wandb_enabled=true`, or veRL's
+    `trainer.logger` naming wandb, in what was sent (what `rl-jobs submit` renders when the
+    stack has a wandbApiKey: jobs/recipes/catalogue.py _NEMO_WANDB, _VERL_RUN wandb_settings)."""
+    said = [entrypoint, *overrides]
+    return any(
+        "logger.wandb_enabled=true" in s.lower()
+        or ("trainer.logger=" in s and "wandb" in s.split("trainer.logger=", 1)[1].split(" ")[0])
+        for s in said
+    )
+
+
+def _attempt(job: JobDetails) -> Attempt:
+    recorded = RecipeRun.of_job(job.metadata)
+    return Attempt(
+        attempt=listing.attempt_of(job) or 0,
+        submission_id=job.submission_id or job.job_id or "?",
+        status=job.status.value,
+        start_ms=job.start_time,
+        end_ms=job.end_time,
+        message=redact(job.message or ""),
+        gpus=recorded.nodes * recorded.gpus_per_node if recorded else None,
+    )
+
+
+def gather(cluster: Dashboard, run: str, where: str = "") -> RunReport:
+    """The run named `run` (or the run of the attempt with that submission id), read from the
+    head: every attempt's record and log, curves merged in attempt order."""
+    job = listing.find(cluster, run, where)
+    name = listing.run_of(job)
+    tried = listing.attempts(cluster.jobs(), name) or [job]
+    latest = tried[-1]
+    recorded = RecipeRun.of_job(latest.metadata)
+    report = RunReport(
+        run=name,
+        recipe=listing.metadata_of(latest).recipe,
+        framework=recorded.framework if recorded else "",
+        now_ms=int(time.time() * 1000),
+    )
+    for attempt in tried:
+        report.attempts.append(_attempt(attempt))
+        report.curves.merge(metrics.parse(cluster.logs(attempt.submission_id or "")))
+        meta = RecipeRun.of_job(attempt.metadata)
+        report.wandb |= wandb_configured(attempt.entrypoint or "", meta.overrides if meta else [])
+    return report
+
+
+# ---- rendering (pure) ----
+
+W, H = 640, 220
+PAD_L, PAD_R, PAD_T, PAD_B = 64, 16, 12, 34
+_STATUS_COLOUR = {
+    "SUCCEEDED": "#2e7d32",
+    "FAILED": "#c62828",
+    "STOPPED": "#757575",
+    "RUNNING": "#1565c0",
+    "PENDING": "#f9a825",
+}
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1360px}
+h1{font-size:22px}h2{font-size:15px;margin:0 0 4px}
+.grid{display:flex;flex-wrap:wrap;gap:16px}
+figure.plot{margin:0;border:1px solid #ddd;border-radius:6px;padding:8px;background:#fff}
+svg text{font-size:11px;fill:#555}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}
+.note{color:#666;font-size:13px}
+"""
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def plot_svg(metric: str, points: Sequence[tuple[int, float]]) -> str:
+    """A line plot of (step, value) as inline SVG: one `<circle class="pt">` per point."""
+    title, unit = metrics.title_of(metric)
+    steps = [s for s, _ in points]
+    values = [v for _, v in points]
+    x0, x1 = min(steps), max(steps)
+    y0, y1 = min(values), max(values)
+    if y1 == y0:  # a flat line: give it room
+        y0, y1 = y0 - (abs(y0) or 1) * 0.05, y1 + (abs(y1) or 1) * 0.05
+    if x1 == x0:
+        x0, x1 = x0 - 1, x1 + 1
+
+    def x(step: float) -> float:
+        return PAD_L + (step - x0) / (x1 - x0) * (W - PAD_L - PAD_R)
+
+    def y(value: float) -> float:
+        return PAD_T + (y1 - value) / (y1 - y0) * (H - PAD_T - PAD_B)
+
+    line = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in points)
+    dots = "".join(
+        f'<circle class="pt" cx="{x(s):.1f}" cy="{y(v):.1f}" r="2.5" '
+        f'data-step="{s}" data-value="{v!r}"><title>step {s}: {_fmt(v)}</title></circle>'
+        for s, v in points
+    )
+    left, bottom = PAD_L, H - PAD_B
+    axes = (
+        f'<line x1="{left}" y1="{PAD_T}" x2="{left}" y2="{bottom}" stroke="#999"/>'
+        f'<line x1="{left}" y1="{bottom}" x2="{W - PAD_R}" y2="{bottom}" stroke="#999"/>'
+        f'<text x="{left - 6}" y="{PAD_T + 10}" text-anchor="end">{_fmt(y1)}</text>'
+        f'<text x="{left - 6}" y="{bottom}" text-anchor="end">{_fmt(y0)}</text>'
+        f'<text x="{left}" y="{bottom + 16}">{x0 if len(points) > 1 else steps[0]}</text>'
+        f'<text x="{W - PAD_R}" y="{bottom + 16}" text-anchor="end">'
+        f"{x1 if len(points) > 1 else steps[0]}</text>"
+        f'<text x="{(left + W - PAD_R) / 2:.0f}" y="{H - 4}" text-anchor="middle">step</text>'
+    )
+    label = html.escape(f"{title} ({unit})" if unit else title)
+    return (
+        f'<figure class="plot" data-metric="{html.escape(metric)}" data-points="{len(points)}">'
+        f"<h2>{label}</h2>"
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
+        f'viewBox="0 0 {W} {H}" role="img" aria-label="{label}">'
+        f'<rect x="0" y="0" width="{W}" height="{H}" fill="#fff"/>{axes}'
+        f'<polyline fill="none" stroke="#1565c0" stroke-width="2" points="{line}"/>{dots}'
+        "</svg></figure>"
+    )
+
+
+def timeline_svg(attempts: Sequence[Attempt], now_ms: int) -> str:
+    """One bar per attempt from its submission to its end (now, while it runs)."""
+    spans = [(a, a.start_ms, a.end_ms or now_ms) for a in attempts if a.start_ms is not None]
+    if not spans:
+        return '<p class="note">No attempt has started yet.</p>'
+    t0 = min(s for _, s, _ in spans)
+    t1 = max(e for _, _, e in spans)
+    width = max(1, t1 - t0)
+    row = 26
+    height = row * len(spans) + 24
+    bars = []
+    for i, (a, start, end) in enumerate(spans):
+        bx = PAD_L + (start - t0) / width * (W - PAD_L - PAD_R)
+        bw = max(2.0, (end - start) / width * (W - PAD_L - PAD_R))
+        colour = _STATUS_COLOUR.get(a.status, "#555")
+        bars.append(
+            f'<g class="attempt" data-attempt="{a.attempt}" data-status="{html.escape(a.status)}">'
+            f'<text x="{PAD_L - 6}" y="{i * row + 17}" text-anchor="end">a{a.attempt}</text>'
+            f'<rect x="{bx:.1f}" y="{i * row + 4}" width="{bw:.1f}" height="18" '
+            f'fill="{colour}"><title>{html.escape(a.submission_id)} {html.escape(a.status)}'
+            f"</title></rect></g>"
+        )
+    hours = (t1 - t0) / MS_PER_HOUR
+    axis = (
+        f'<text x="{PAD_L}" y="{height - 4}">{html.escape(_when(t0))}</text>'
+        f'<text x="{W - PAD_R}" y="{height - 4}" text-anchor="end">+{hours:.2f} h</text>'
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{W}" '
+        f'height="{height}" viewBox="0 0 {W} {height}">{"".join(bars)}{axis}</svg>'
+    )
+
+
+def _attempt_table(report: RunReport) -> str:
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(c))}</td>"
+            for c in (
+                a.attempt,
+                a.submission_id,
+                a.status,
+                _when(a.start_ms),
+                _when(a.end_ms),
+                f"{a.hours(report.now_ms):.2f}",
+                "?" if a.gpus is None else a.gpus,
+                a.message,
+            )
+        )
+        + "</tr>"
+        for a in report.attempts
+    )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("attempt", "submission id", "status", "start", "end", "hours", "GPUs", "message")
+    )
+    return f"<table><tr>{head}</tr>{rows}</table>"
+
+
+def _wandb_html(report: RunReport) -> str:
+    urls = [u for u in report.curves.wandb_urls if u.startswith("https://")]
+    if urls:
+        links = ", ".join(f'<a href="{html.escape(u)}">{html.escape(u)}</a>' for u in urls)
+        return f"<p>W&amp;B: {links}</p>"
+    if report.wandb:
+        return (
+            '<p class="note">W&amp;B is on for this run, but its log shows no run page yet '
+            f"(look for the run named {html.escape(report.run)} in its project).</p>"
+        )
+    return ""
+
+
+def render(report: RunReport) -> str:
+    """The whole page, as one string."""
+    present = report.curves.present()
+    plots = "".join(plot_svg(m, report.curves.series(m)) for m in present)
+    if not plots:
+        plots = (
+            '<p class="note">No step lines in the attempts\' logs yet (NeMo RL prints a '
+            "block per step, veRL a <code>step:N - ...</code> line).</p>"
+        )
+    gpu_hours = report.gpu_hours
+    facts = {
+        "run": report.run,
+        "recipe": report.recipe or "-",
+        "framework": report.framework or "-",
+        "attempts": str(len(report.attempts)),
+        "GPU-hours": "? (an attempt recorded no size)" if gpu_hours is None else f"{gpu_hours:.2f}",
+        "generated": _when(report.now_ms),
+    }
+    fact_rows = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in facts.items()
+    )
+    data = json.dumps({m: report.curves.series(m) for m in present}, separators=(",", ":")).replace(
+        "</", "<\\/"
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(f'run {report.run}')}</title>"
+        f"<style>{_STYLE}</style></head><body>"
+        f"<h1>Run {html.escape(report.run)}</h1>"
+        f"<table>{fact_rows}</table>{_wandb_html(report)}"
+        f'<h2 style="margin-top:16px">Curves</h2><div class="grid">{plots}</div>'
+        f'<h2 style="margin-top:16px">Attempts</h2>'
+        f"{timeline_svg(report.attempts, report.now_ms)}{_attempt_table(report)}"
+        # The numbers behind the plots, for a reader who wants them (not executed: JSON data).
+        f'<script type="application/json" id="curves">{data}</script>'
+        "</body></html>\n"
+    )

@@ -1,0 +1,135 @@
+"""`rl-jobs report` on a real local Ray: two attempts whose actor prints veRL's step lines (issue 28, run report)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from ray.job_submission import JobStatus, JobSubmissionClient
+
+from tests.jobs.conftest import run_cli, wait_until
+from tests.jobs.html_page import Page
+from tests.jobs.runs.framework_lines import verl_step_line
+
+pytestmark = pytest.mark.ray
+
+# veRL runs its trainer in the TaskRunner actor (verl/trainer/main_ppo.py L82-95 @v0.6.0): the
+# step lines reach the job's log through Ray's actor-log forwarding, with its prefix.
+TRAINER = textwrap.dedent(
+    """
+    import json, sys
+    import ray
+
+    @ray.remote(num_cpus=0)
+    class TaskRunner:
+        def run(self, lines):
+            for line in lines:
+                print(line, flush=True)
+
+    lines = json.load(open(sys.argv[1]))
+    ray.init()
+    runner = TaskRunner.remote()
+    ray.get(runner.run.remote(lines))
+    import time; time.sleep(2)  # let the actor's output reach the driver's log
+    sys.exit(int(sys.argv[2]))
+    """
+)
+
+
+def _lines(steps: range) -> list[str]:
+    return [
+        verl_step_line(
+            {
+                "training/global_step": s,
+                "critic/score/mean": 0.05 * s,
+                "actor/kl_loss": 0.002 * s,
+                "response_length/mean": 180.0 + s,
+                "timing_s/step": 20.0,
+                "perf/throughput": 1500.0 + s,
+            },
+            s,
+        )
+        for s in steps
+    ]
+
+
+def _attempt(
+    client: JobSubmissionClient, tmp: Path, run: str, n: int, steps: range, code: int
+) -> None:
+    data = tmp / f"a{n}.json"
+    data.write_text(json.dumps(_lines(steps)))
+    script = tmp / "trainer.py"
+    script.write_text(TRAINER)
+    sid = client.submit_job(
+        entrypoint=f"{sys.executable} {script} {data} {code}",
+        submission_id=f"{run}-a{n}",
+        metadata={
+            "run": run,
+            "attempt": str(n),
+            "kind": "recipe",
+            "recipe": "verl-grpo-gsm8k",
+            "framework": "verl",
+            "framework_version": "0.6.0",
+            "nodes": "1",
+            "gpus_per_node": "2",
+            "checkpoint_dir": f"/lustre/runs/{run}/checkpoints",
+            "overrides": "[]",
+        },
+    )
+    wait_until(lambda: client.get_job_status(sid).is_terminal(), timeout=180, what=f"{sid} to end")
+    want = JobStatus.SUCCEEDED if code == 0 else JobStatus.FAILED
+    assert client.get_job_status(sid) == want, client.get_job_logs(sid)
+
+
+def test_report_draws_both_attempts_curves_from_the_job_logs(ray_url: str, tmp_path: Path) -> None:
+    client = JobSubmissionClient(ray_url)
+    run = f"report-{uuid.uuid4().hex[:6]}"
+    _attempt(client, tmp_path, run, 1, range(1, 5), code=1)  # dies after step 4
+    _attempt(client, tmp_path, run, 2, range(4, 9), code=0)  # resumes: re-runs 4, on to 8
+    out = tmp_path / "report.html"
+
+    done = run_cli("report", run, "--address", ray_url, "--out", str(out), "--json", timeout=120)
+
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["attempts"] == 2
+    assert summary["curves"] == {
+        "reward": 8,
+        "kl": 8,
+        "response_length": 8,
+        "step_time": 8,
+        "throughput": 8,
+    }
+    page = Page(out.read_text(encoding="utf-8"))
+    assert page.errors == []
+    assert page.loads() == [] and page.links_out() == []
+    # in the report's order (the JSON summary's keys are sorted)
+    assert [p["data-metric"] for p in page.all("figure")] == [
+        "reward",
+        "kl",
+        "response_length",
+        "step_time",
+        "throughput",
+    ]
+    assert len(page.all("circle")) == 5 * 8
+    rewards = [
+        float(c["data-value"] or "nan") for c in page.all("circle")[:8]
+    ]  # the first plot is the reward
+    assert rewards == [0.05 * s for s in range(1, 9)]
+    bars = page.all("g", **{"class": "attempt"})
+    assert [(b["data-attempt"], b["data-status"]) for b in bars] == [
+        ("1", "FAILED"),
+        ("2", "SUCCEEDED"),
+    ]
+
+
+def test_report_of_an_unknown_run_names_it_and_writes_nothing(ray_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    done = run_cli("report", "no-such-run-x", "--address", ray_url, "--out", str(out))
+    assert done.returncode != 0
+    assert "no-such-run-x" in done.stderr
+    assert not out.exists()

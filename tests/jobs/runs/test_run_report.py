@@ -1,0 +1,95 @@
+"""The HTML page `rl-jobs report` writes (issue 28, run report): self-contained, one plot per curve, every point drawn."""
+
+from __future__ import annotations
+
+from jobs.runs import metrics, run_report
+from tests.jobs.html_page import Page
+from tests.jobs.runs.framework_lines import ray_actor_prefix, verl_step_line
+
+
+def _report(steps: int, wandb_url: str = "", wandb: bool = False) -> run_report.RunReport:
+    lines = [
+        ray_actor_prefix(
+            verl_step_line(
+                {
+                    "critic/score/mean": 0.1 * s,
+                    "actor/kl_loss": 0.01 * s,
+                    "timing_s/step": 10.0 + s,
+                },
+                s,
+            )
+        )
+        for s in range(1, steps + 1)
+    ]
+    if wandb_url:
+        lines.insert(0, f"wandb: 🚀 View run r1 at: {wandb_url}")
+    attempts = [
+        run_report.Attempt(1, "r1-a1", "FAILED", 1_000_000, 1_000_000 + 1_800_000, "preempted", 8),
+        run_report.Attempt(2, "r1-a2", "RUNNING", 3_000_000, None, "", 8),
+    ]
+    return run_report.RunReport(
+        run="r1",
+        recipe="verl-grpo-gsm8k",
+        framework="verl",
+        attempts=attempts,
+        curves=metrics.parse("\n".join(lines)),
+        wandb=wandb,
+        now_ms=3_000_000 + 3_600_000,
+    )
+
+
+def test_the_page_parses_loads_nothing_and_has_one_plot_per_curve_with_every_point() -> None:
+    page = Page(run_report.render(_report(steps=7)))
+    assert page.errors == []
+    assert page.loads() == []
+    assert page.links_out() == []
+    assert all(a.get("type") == "application/json" for a in page.all("script"))
+    plots = page.all("figure")
+    assert [p["data-metric"] for p in plots] == ["reward", "kl", "step_time"]
+    assert len(page.all("circle")) == 3 * 7
+    assert {p["data-points"] for p in plots} == {"7"}
+
+
+def test_the_timeline_has_a_bar_per_attempt_and_gpu_hours_count_both() -> None:
+    report = _report(steps=2)
+    page = Page(run_report.render(report))
+    bars = page.all("g", **{"class": "attempt"})
+    assert [(b["data-attempt"], b["data-status"]) for b in bars] == [
+        ("1", "FAILED"),
+        ("2", "RUNNING"),
+    ]
+    # 8 GPUs x (0.5 h + 1 h, the running one up to now)
+    assert report.gpu_hours == 8 * 1.5
+
+
+def test_a_run_logged_to_wandb_links_its_page_and_nothing_else_leaves_the_page() -> None:
+    url = "https://wandb.ai/team/rl-on-gke/runs/ab12cd34"
+    page = Page(run_report.render(_report(steps=3, wandb_url=url, wandb=True)))
+    assert page.links_out() == [url]
+    assert page.loads() == []
+
+
+def test_wandb_switches_as_the_recipes_render_them_are_recognised() -> None:
+    assert run_report.wandb_configured("uv run x.py logger.wandb_enabled=true", [])
+    assert run_report.wandb_configured(
+        'python3 -m verl.trainer.main_ppo \'trainer.logger=["console","tensorboard","wandb"]\'', []
+    )
+    assert not run_report.wandb_configured(
+        'python3 -m verl.trainer.main_ppo \'trainer.logger=["console","tensorboard"]\' x=wandb', []
+    )
+    assert run_report.wandb_configured("", ["logger.wandb_enabled=True"])
+
+
+def test_a_run_without_step_lines_says_so_rather_than_drawing_empty_plots() -> None:
+    report = _report(steps=0)
+    text = run_report.render(report)
+    assert Page(text).all("figure") == []
+    assert "No step lines" in text
+
+
+def test_text_from_the_logs_is_escaped() -> None:
+    report = _report(steps=1)
+    report.attempts[0] = run_report.Attempt(1, "r1-a1", "FAILED", 1, 2, "<script>x</script>", 8)
+    page = Page(run_report.render(report))
+    assert page.errors == []
+    assert all(a.get("type") == "application/json" for a in page.all("script"))
