@@ -54,6 +54,7 @@ from jobs.client.api import JobsAPI
 from jobs.head import checkpoints, hygiene, node_events, progress, protocol
 from jobs.head import events as ev
 from jobs.head.clock import REAL, Clock
+from jobs.head.files import LOCAL, Files
 from jobs.head.protocol import Settings, Spec
 from jobs.head.restart_policy import Action, Decision, Reason, Situation, decide
 from jobs.head.run_store import Lease, RunStore
@@ -128,6 +129,7 @@ class Supervisor:
         rearmed: bool = False,
         renew_in_thread: bool = True,
         publish: Callable[[str], None] | None = None,
+        files: Files = LOCAL,
     ) -> None:
         self.client = client
         self.own_id = own_id
@@ -145,7 +147,7 @@ class Supervisor:
         self._publish = _publish_code if publish is None else publish
         self.stopping = threading.Event()
         self.lost = threading.Event()  # another supervisor took the run's lease
-        self.store = RunStore(spec.runs_root, spec.run, clock) if spec.runs_root else None
+        self.store = RunStore(spec.runs_root, spec.run, clock, files) if spec.runs_root else None
         self.lease: Lease | None = None
         self._renewed_at = 0.0
         self.stability = node_events.Stability()

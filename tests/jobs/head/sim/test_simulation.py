@@ -33,7 +33,7 @@ SEED_BASE = int(os.environ.get("SIM_SEED_BASE", "0"))
 
 @pytest.fixture
 def base(tmp_path: Path) -> Path:
-    """A tmpfs folder when there is one: the run store fsyncs every record."""
+    """A tmpfs folder when there is one: the simulated trainer's checkpoints are real files."""
     shm = Path("/dev/shm")
     if shm.is_dir() and os.access(shm, os.W_OK):
         import tempfile

@@ -35,10 +35,12 @@ from jobs.client.types import JobStatus
 from jobs.head import events as ev
 from jobs.head import protocol, stop
 from jobs.head.clock import Clock
+from jobs.head.files import Files
 from jobs.head.protocol import Settings, Spec
 from jobs.head.rearm import Rearmer
 from jobs.head.run_store import RunStore
 from jobs.head.supervisor import Probes, from_job
+from tests.jobs.head.sim.memfs import MemFiles
 
 RUN = "sim"
 GPUS_PER_NODE = 8
@@ -192,7 +194,7 @@ class Schedule:
 class World:
     """One simulated cluster, runs root and user, driven through one schedule."""
 
-    def __init__(self, schedule: Schedule, base: Path) -> None:
+    def __init__(self, schedule: Schedule, base: Path, files: Files | None = None) -> None:
         self.schedule = schedule
         self.rng = random.Random(schedule.seed * 7919 + 1)
         self.now = T0
@@ -205,6 +207,10 @@ class World:
         self._local = threading.local()
         self.ending = False
         self.root = base / "runs"
+        # The runs root is in memory by default (the same contract as the POSIX one,
+        # jobs/head/files.py: fsync per record made the run store most of a schedule's time);
+        # the checkpoint dir is a real folder: the trainer, pruning and completion read it.
+        self.files = MemFiles(lambda: self.now) if files is None else files
         self.ckpt = base / "ckpt"
         self.jobs: dict[str, Job] = {}
         self.head_up = True
@@ -429,6 +435,7 @@ class World:
             renew_in_thread=False,
             publish=lambda _root: None,
             write=lambda _line: None,
+            files=self.files,
         )
         job.sup = sup
 
@@ -553,7 +560,7 @@ class World:
     # ------------------------------------------------------------------ the user, the re-armer
 
     def store(self) -> RunStore:
-        return RunStore(self.root, RUN, self.clock)
+        return RunStore(self.root, RUN, self.clock, self.files)
 
     def submit_run(self) -> None:
         """`rl-jobs submit` (and `submit --resume`): a new supervisor with a fresh spec."""
@@ -612,12 +619,17 @@ class World:
 
         self.at(self.now + STOP_GRACE_S + 1, attempts)
 
+    def _rearmer(self) -> Rearmer:
+        return Rearmer(
+            self, str(self.root), write=lambda _l: None, clock=self.clock, files=self.files
+        )
+
     def sweep(self, twin: bool = False) -> None:
         if not (self.head_up and self.rearmer_up):
             return
-        rearmers = [Rearmer(self, str(self.root), write=lambda _l: None, clock=self.clock)]
+        rearmers = [self._rearmer()]
         if twin:  # two re-armers (two heads) seeing the same lapsed lease at once
-            rearmers.append(Rearmer(self, str(self.root), write=lambda _l: None, clock=self.clock))
+            rearmers.append(self._rearmer())
         try:
             todo = [r.candidates() for r in rearmers]
             listing = self.list_jobs()
@@ -735,9 +747,7 @@ class World:
         lease = store.lease()
         if lease is None:
             return
-        path = store.dir / f"lease.{lease.gen + 1}"
-        path.touch()
-        os.utime(path, (self.now, self.now))
+        self.files.create_exclusive(store.dir / f"lease.{lease.gen + 1}")
 
     def _fault_twin_rearm(self, _arg: float) -> None:
         self.sweep(twin=True)
@@ -826,10 +836,14 @@ def random_schedule(seed: int) -> Schedule:
     return Schedule(seed, faults, keep=rng.choice([0, 1, 2]), from_seed=True)
 
 
-def simulate(schedule: Schedule, base: Path, tail_s: float = 48 * 3600.0) -> World:
-    """Run one schedule: submit at t=0, the faults, then a quiet tail with capacity back."""
+def simulate(
+    schedule: Schedule, base: Path, tail_s: float = 48 * 3600.0, files: Files | None = None
+) -> World:
+    """Run one schedule: submit at t=0, the faults, then a quiet tail with capacity back.
+    `files`: the runs root's file system (default: in memory; `jobs.head.files.LOCAL` for
+    real files under `base`)."""
     base.mkdir(parents=True, exist_ok=True)
-    world = World(schedule, base)
+    world = World(schedule, base, files)
     try:
         world.at(T0, lambda: world._as_user(world.submit_run))
         for f in schedule.faults:
