@@ -111,6 +111,9 @@ class RunState:
     situation: Situation | None = None
     ended_at: float = 0.0
     end_entries: frozenset[str] = field(default_factory=frozenset)
+    # The ended attempt's restart or preemption is counted: a submit that fails after it and is
+    # retried (after an error's backoff) must not count it again.
+    charged: bool = False
 
 
 class Supervisor:
@@ -289,6 +292,7 @@ class Supervisor:
         """Record how the attempt ended; the judgement (preemption or not) comes in _decide."""
         job_id, spec = state.current or "", self.spec
         state.watching = False
+        state.charged = False
         state.ended_at = self.clock.monotonic()
         state.end_entries = checkpoint_entries(spec.checkpoint_dir)
         new_ckpt = bool(state.end_entries - state.baseline) if state.has_baseline else None
@@ -580,7 +584,8 @@ class Supervisor:
                     attempt=state.attempt or None,
                 )
                 return 0
-            if s.ended is not None:
+            if s.ended is not None and not state.charged:
+                state.charged = True
                 if s.preempted:
                     state.preemptions += 1
                 else:
@@ -629,21 +634,47 @@ class Supervisor:
                 )
         return True
 
-    def _submit_next(self, state: RunState, d: Decision) -> bool:
-        if not self._between_attempts(state):
-            return False
-        attempt = state.attempt + 1
+    def _earlier_submit(self, attempt: int) -> Any:
+        """Ray's record of the attempt when it is already there (a submit whose answer was
+        lost, then an error before the retry learnt it was taken), `_STOPPED` on a stop, else
+        None (404: not submitted)."""
+        job_id = self.spec.attempt_id(attempt)
         try:
-            job_id = self.submit(attempt)
-        except (RuntimeError, OSError) as e:
-            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-            raise RuntimeError(
-                f"Ray refused attempt {attempt}: {lines[-1] if lines else type(e).__name__}"
-            ) from e
-        if job_id is None:
+            info = self._retry(lambda: self.client.get_job_info(job_id))
+        except RuntimeError as e:
+            if not errors.is_not_found(e):
+                raise
+            return None
+        return _STOPPED if info is None else info
+
+    def _submit_next(self, state: RunState, d: Decision) -> bool:
+        attempt = state.attempt + 1
+        # Found by the simulation (seeds 169, 244, 487): the attempt may be running already,
+        # unknown to us; pruning "between attempts" would delete its save in progress, and
+        # judging it from now would miss a node it lost before.
+        earlier = self._earlier_submit(attempt)
+        if earlier is _STOPPED:
             return False
+        note = ""
+        if earlier is not None:
+            job_id = self.spec.attempt_id(attempt)
+            started_ms = int(earlier.start_time or self.clock.time() * 1000)
+            note = f"; it was submitted earlier ({earlier.status.value}), its answer was lost"
+        else:
+            if not self._between_attempts(state):
+                return False
+            try:
+                submitted = self.submit(attempt)
+            except (RuntimeError, OSError) as e:
+                lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+                raise RuntimeError(
+                    f"Ray refused attempt {attempt}: {lines[-1] if lines else type(e).__name__}"
+                ) from e
+            if submitted is None:
+                return False
+            job_id, started_ms = submitted, int(self.clock.time() * 1000)
         state.attempt, state.current, state.watching = attempt, job_id, True
-        state.started_ms = int(self.clock.time() * 1000)
+        state.started_ms = started_ms
         spent = []
         if state.restarts:
             spent.append(f"restart {state.restarts} of {self.spec.max_restarts}")
@@ -651,7 +682,7 @@ class Supervisor:
             spent.append(f"preemption {state.preemptions} of {self.spec.max_preemptions}")
         self.record(
             ev.SUBMITTED,
-            f"submitted {job_id} ({d.message})" + (f", {', '.join(spent)}" if spent else ""),
+            f"submitted {job_id} ({d.message})" + (f", {', '.join(spent)}" if spent else "") + note,
             attempt=attempt,
             submission_id=job_id,
             restarts_used=state.restarts,
@@ -754,6 +785,9 @@ class Supervisor:
 
 def _deadline(s: Situation) -> str:
     return f" of the {s.max_wait_s:.0f} s deadline" if s.max_wait_s > 0 else ""
+
+
+_STOPPED = object()  # a wait ended by a stop (SIGTERM) rather than by an answer
 
 
 class _LeaseLost(Exception):

@@ -182,3 +182,35 @@ def test_seed_670_a_resumed_run_is_re_armed_with_its_new_spec(base):
     resumed supervisor is lost. spec.json was written once, so the re-armed supervisor took
     attempt 1's spec, "resubmitted" the stopped a1 and gave up. A new hand-off now replaces it."""
     assert _run(random_schedule(670), base).succeeded
+
+
+def test_seed_169_an_attempt_whose_submit_answer_was_lost_is_not_pruned_under(base):
+    """Found by the simulation (seeds 169 and 244): the submit of attempt 3 reached Ray but its
+    answer was lost, and the retry got a 500 (or a malformed answer). After the backoff the
+    supervisor pruned "between attempts" (taking the running attempt's `tmp_step_15` save from
+    under it) and counted the preemption a second time. It now asks Ray whether the attempt
+    it is about to submit exists: if so it watches it, and nothing is pruned or counted again."""
+    world = _run(random_schedule(169), base)
+    assert world.succeeded
+    used = [r.get("preemptions_used") for r in _events(world) if r["event"] == ev.SUBMITTED]
+    assert used == sorted(used) and max(used) <= sum(
+        1 for r in _events(world) if r["event"] == ev.PREEMPTED
+    )
+
+
+def test_seed_244_a_lost_submit_answer_then_a_malformed_one(base):
+    """Found by the simulation (seed 244): as seed 169, after a 3-hour capacity wait, with a
+    malformed answer to the retried submit."""
+    assert _run(random_schedule(244), base).succeeded
+
+
+def test_seed_487_an_attempt_submitted_unbeknown_is_judged_from_its_own_start(base):
+    """Found by the simulation (seed 487): attempt 3's submit answer was lost, the retry got a
+    500, and attempt 3 died with a preempted node while the supervisor backed off; the re-armed
+    supervisor then "submitted" attempt 3 (a duplicate id, taken as new), judged its failure from
+    that moment (no node lost since) and, after one more transient failure, gave the run up as a
+    crash. An attempt found already in Ray is now adopted with Ray's own start time, so the node
+    lost during it makes its failure a preemption."""
+    world = _run(random_schedule(487), base)
+    assert world.succeeded
+    assert not [r for r in _events(world) if r["event"] == ev.GAVE_UP]

@@ -136,6 +136,11 @@ class Job:
     stop_asked: bool = False
 
     @property
+    def start_time(self) -> int:
+        """Ray's JobDetails.start_time: ms since the epoch."""
+        return int(self.submitted_at * 1000)
+
+    @property
     def kind(self) -> str:
         return self.metadata.get("kind", "")
 
