@@ -88,6 +88,9 @@ class Probes:
     log_size: Callable[[str], int]
     # Training steps an attempt completed, read from its log (jobs/head/progress.py).
     steps: Callable[[str], int] = lambda _job_id: 0
+    # The nodes that hosted an attempt's actors and tasks (Ray's state API by job id); None
+    # when unknown, and the judgement falls back to any node that could have hosted them.
+    hosts: Callable[[str], frozenset[str] | None] = lambda _job_id: None
 
 
 @dataclass
@@ -114,6 +117,9 @@ class RunState:
     # The ended attempt's restart or preemption is counted: a submit that fails after it and is
     # retried (after an error's backoff) must not count it again.
     charged: bool = False
+    # Where the ended attempt's workers ran (Probes.hosts; None: unknown), and when it ended.
+    hosts: frozenset[str] | None = None
+    ended_ms: int = 0
 
 
 class Supervisor:
@@ -293,6 +299,8 @@ class Supervisor:
         job_id, spec = state.current or "", self.spec
         state.watching = False
         state.charged = False
+        state.ended_ms = int(self.clock.time() * 1000)
+        state.hosts = self._hosts(job_id)
         state.ended_at = self.clock.monotonic()
         state.end_entries = checkpoint_entries(spec.checkpoint_dir)
         new_ckpt = bool(state.end_entries - state.baseline) if state.has_baseline else None
@@ -346,8 +354,15 @@ class Supervisor:
         s = state.situation
         assert s is not None
         if s.ended in ("FAILED", "STALLED") and not s.preempted:
+            # A death marked later than the attempt's end plus the settle time is not its
+            # cause (Ray marks a lost node dead within ~50 s, the settle covers that).
+            latest = state.ended_ms + int(self.config.settle_s * 1000)
             deaths = node_events.deaths_during(
-                self._nodes, state.started_ms, int(self.clock.time() * 1000), self.spec.gpus_needed
+                self._nodes,
+                state.started_ms,
+                min(int(self.clock.time() * 1000), latest),
+                self.spec.gpus_needed,
+                state.hosts,
             )
             if deaths:
                 s = state.situation = replace(s, preempted=True)
@@ -771,6 +786,12 @@ class Supervisor:
         except (OSError, RuntimeError, ValueError, http.client.HTTPException):
             return 0  # unknown: judged by checkpoints alone
 
+    def _hosts(self, job_id: str) -> frozenset[str] | None:
+        try:
+            return self.probes.hosts(job_id)
+        except (OSError, RuntimeError, ValueError, KeyError, http.client.HTTPException):
+            return None  # unknown: any node that could have hosted it counts
+
     def _end_message(self, job_id: str, ended: str) -> str:
         if ended != "FAILED":
             return ""
@@ -925,7 +946,13 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
             text = client.get_job_logs(job_id)
         return progress.completed_steps(text)
 
-    return Probes(nodes=lambda: node_events.fetch(dashboard), log_size=log_size, steps=steps)
+    def hosts(job_id: str) -> frozenset[str] | None:
+        ray_job_id = client.get_job_info(job_id).job_id
+        return node_events.hosts(dashboard, ray_job_id) if ray_job_id else None
+
+    return Probes(
+        nodes=lambda: node_events.fetch(dashboard), log_size=log_size, steps=steps, hosts=hosts
+    )
 
 
 def from_job(

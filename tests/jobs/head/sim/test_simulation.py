@@ -214,3 +214,36 @@ def test_seed_487_an_attempt_submitted_unbeknown_is_judged_from_its_own_start(ba
     world = _run(random_schedule(487), base)
     assert world.succeeded
     assert not [r for r in _events(world) if r["event"] == ev.GAVE_UP]
+
+
+def test_item12_a_node_the_attempt_did_not_use_does_not_make_its_failure_a_preemption(base):
+    """Issue 24 item 12: a spare GPU node (hosting none of the run's workers) is lost, then
+    the attempt fails on its own. Any dead GPU node counted, so the failure was called a
+    preemption (spending the preemption budget, never the crash rule); only the nodes that
+    hosted the attempt's actors and tasks count now."""
+    world = _run(
+        Schedule(
+            seed=12, spare_nodes=1, faults=[Fault(1000, "spare_lost"), Fault(1100, "transient")]
+        ),
+        base,
+    )
+    assert world.succeeded
+    recs = _events(world)
+    assert not [r for r in recs if r["event"] == ev.PREEMPTED]
+    assert [r["restarts_used"] for r in recs if r["event"] == ev.SUBMITTED] == [0, 1]
+
+
+def test_item0_a_run_that_declares_no_gpus_is_preempted_not_crashed(base):
+    """Issue 24 item 0: `run` without --gpus (the spec needs 0 GPUs) whose workers sit on a
+    GPU node that is lost. Judged at once, before Ray had marked the node dead, the failure was
+    a crash; the judgement now waits the settle time for every failure, and counts the death of
+    a node that hosted the attempt's workers."""
+    world = _run(
+        Schedule(seed=10, declare_gpus=False, faults=[Fault(1066, "preempt", 60)]),
+        base,
+    )
+    assert world.succeeded
+    recs = _events(world)
+    preempted = [r["submission_id"] for r in recs if r["event"] == ev.PREEMPTED]
+    assert preempted[:1] == ["sim-a1"]  # before: a1 a restart, a2 (never on that node) preempted
+    assert [r["restarts_used"] for r in recs if r["event"] == ev.SUBMITTED][:2] == [0, 0]

@@ -127,6 +127,7 @@ class Job:
     submitted_at: float = 0.0
     # attempts
     nodes: tuple[str, ...] = ()
+    hosted: tuple[str, ...] = ()  # where its workers ran: Ray's actor/task table keeps it
     step: int = 0
     start_step: int = 0
     token: int = 0
@@ -185,6 +186,8 @@ class Schedule:
     faults: list[Fault]
     keep: int = 1
     capacity_deadline_s: float = 0.0
+    declare_gpus: bool = True  # False: `run -- COMMAND` without --gpus (the spec needs 0)
+    spare_nodes: int = 0  # GPU nodes beyond what the run needs (another team's, a warm spare)
     from_seed: bool = False  # made by random_schedule(seed), which replays it too
 
     def describe(self) -> str:
@@ -192,7 +195,9 @@ class Schedule:
         faults = "".join(f"\n        {f}," for f in self.faults)
         return (
             f"Schedule(seed={self.seed}, keep={self.keep}, "
-            f"capacity_deadline_s={self.capacity_deadline_s:g}, faults=[{faults}\n    ])"
+            f"capacity_deadline_s={self.capacity_deadline_s:g}, "
+            f"declare_gpus={self.declare_gpus}, spare_nodes={self.spare_nodes}, "
+            f"faults=[{faults}\n    ])"
         )
 
 
@@ -232,7 +237,7 @@ class World:
         self.error: BaseException | None = None
         self.violation: str | None = None
         self._add_node(0, head=True)
-        for _ in range(NODES):
+        for _ in range(NODES + schedule.spare_nodes):
             self._add_node(GPUS_PER_NODE)
 
     # ------------------------------------------------------------------ scheduler
@@ -429,6 +434,7 @@ class World:
             nodes=self._node_rows,
             log_size=lambda sid: self._log_size(sid),
             steps=lambda sid: self._steps_done(sid),
+            hosts=lambda sid: self._hosts(sid),
         )
         sup = from_job(
             self,
@@ -483,6 +489,11 @@ class World:
         job = self.jobs.get(sid)
         return max(0, job.step - job.start_step) if job else 0
 
+    def _hosts(self, sid: str) -> frozenset[str]:
+        self._api("list_actors")
+        job = self.jobs.get(sid)
+        return frozenset(job.hosted) if job else frozenset()
+
     def _log_size(self, sid: str) -> int:
         return self.jobs[sid].step * 100 if sid in self.jobs else 0
 
@@ -511,7 +522,7 @@ class World:
         if len(free) < NODES:
             self.at(self.now + PLACEMENT_TIMEOUT_S, lambda: self._fail(job, token))
             return
-        job.nodes = tuple(n.node_id for n in free[:NODES])
+        job.nodes = job.hosted = tuple(n.node_id for n in free[:NODES])
         job.step = job.start_step = self._resume_step()
         self.at(self.now + LOAD_S, lambda: self._step(job, token))
 
@@ -586,7 +597,7 @@ class World:
             run=RUN,
             first_attempt=last + 1,
             max_restarts=20,
-            gpus_needed=NODES * GPUS_PER_NODE,
+            gpus_needed=NODES * GPUS_PER_NODE if self.schedule.declare_gpus else 0,
             checkpoint_dir=str(self.ckpt),
             entrypoint="python train.py",
             runtime_env={},
@@ -680,6 +691,13 @@ class World:
     def _live_supervisor(self) -> Job | None:
         live = [j for j in self.jobs.values() if j.kind == protocol.SUPERVISOR and j.status in LIVE]
         return live[0] if live else None
+
+    def _fault_spare_lost(self, _arg: float) -> None:
+        """A GPU node that hosts none of the run's workers is lost (and not replaced)."""
+        busy = {n for j in self.jobs.values() if j.status in LIVE for n in j.nodes}
+        spare = [n for n in self.nodes if n.alive and n.gpus and n.node_id not in busy]
+        if spare:
+            self.kill_node(spare[0], "a node the run does not use")
 
     def _fault_transient(self, _arg: float) -> None:
         """The attempt fails on its own (an NCCL timeout, a flaky read): no node is lost."""
