@@ -12,8 +12,9 @@ Every decision comes from jobs/head/restart_policy.py; each is written as one JS
 storage (jobs/head/run_store.py), where a lease says who drives the run. A failure is judged a
 preemption when a node that could host the attempt's GPU workers died during it (Ray's node
 table, jobs/head/node_events.py), after a settle wait that is recorded, never silent. An attempt
-silent (no log output, no checkpoint activity) for longer than the spec's stall timeout is
-stopped and recorded "stalled". An unexpected error is recorded with its text and the loop
+silent (no log output, no checkpoint activity) for longer than the spec's stall timeout (or the
+shorter one its own step and save times give, jobs/head/stall.py) is stopped and recorded
+"stalled". An unexpected error is recorded with its text and the loop
 resumes after a backoff, re-adopting the live attempt: the supervisor does not die of one.
 It exits 0 whenever it ended as designed (succeeded, gave up, stopped; the run's outcome is its
 last record); a FAILED supervisor job means the supervisor itself broke.
@@ -51,13 +52,17 @@ from typing import Any
 
 from jobs.client import errors
 from jobs.client.api import JobsAPI
-from jobs.head import checkpoints, hygiene, node_events, progress, protocol
+from jobs.head import checkpoints, hygiene, node_events, progress, protocol, stall
 from jobs.head import events as ev
 from jobs.head.clock import REAL, Clock
 from jobs.head.files import LOCAL, Files
 from jobs.head.protocol import Settings, Spec
 from jobs.head.restart_policy import Action, Decision, Reason, Situation, decide
 from jobs.head.run_store import Lease, RunStore
+
+# How often the watchdog reads an attempt's steps from its log while the log grows (a whole-file
+# read in production: not every second).
+STEPS_EVERY_S = 30.0
 
 
 def checkpoint_entries(directory: str | None) -> frozenset[str]:
@@ -160,6 +165,7 @@ class Supervisor:
         self.lease: Lease | None = None
         self._renewed_at = 0.0
         self.stability = node_events.Stability()
+        self.rhythm = stall.Rhythm()  # step and save times: the stall timeout (issue 24 item 10)
         self._nodes: list[dict[str, Any]] = []
 
     @property
@@ -254,9 +260,11 @@ class Supervisor:
         """The attempt's terminal status ("STALLED" when the watchdog stopped it, "LOST" when
         another supervisor took the run), or None when we are being stopped."""
         job_id = state.current or ""
-        stall = self.spec.stall_timeout_s
+        configured = self.spec.stall_timeout_s
         mark: tuple[int, frozenset[str]] | None = None
         quiet_since = self.clock.monotonic()
+        steps_read = float("-inf")
+        self.rhythm.new_attempt()
         while True:
             status = self._retry(lambda: self.client.get_job_status(job_id))
             if status is None:
@@ -264,26 +272,38 @@ class Supervisor:
             if status.is_terminal():
                 return str(status.value)
             self._observe()  # keeps the capacity's stability current during the attempt
-            if stall > 0:
+            if configured > 0:
                 now = self.clock.monotonic()
                 seen = (self.probes.log_size(job_id), checkpoint_activity(self.spec.checkpoint_dir))
+                steps = None
+                if seen[0] != (mark[0] if mark else None) and now - steps_read >= STEPS_EVERY_S:
+                    steps, steps_read = self._steps(job_id), now  # the log grew: new steps?
+                self.rhythm.observe(now, steps, seen[1])
+                timeout_s = self.rhythm.timeout(configured)
                 if seen != mark:
                     mark, quiet_since = seen, now
-                elif now - quiet_since >= stall:
-                    return self._stop_stalled(job_id, now - quiet_since)
+                elif now - quiet_since >= timeout_s:
+                    return self._stop_stalled(job_id, now - quiet_since, timeout_s)
             if self._pause(self.config.poll_s):
                 return None
             if self.lost.is_set():
                 return "LOST"
 
-    def _stop_stalled(self, job_id: str, quiet_s: float) -> str | None:
+    def _stop_stalled(self, job_id: str, quiet_s: float, timeout_s: float) -> str | None:
+        derived = (
+            ""
+            if timeout_s >= self.spec.stall_timeout_s
+            else f", from the run's own step and save times; configured "
+            f"{self.spec.stall_timeout_s:g} s"
+        )
         self.record(
             ev.STALLED,
             f"{job_id} stalled: no log output and no checkpoint activity "
-            f"for {quiet_s:.0f} s (stall timeout {self.spec.stall_timeout_s:g} s); "
+            f"for {quiet_s:.0f} s (stall timeout {timeout_s:.0f} s{derived}); "
             "stopping it",
             submission_id=job_id,
             quiet_s=round(quiet_s, 1),
+            stall_timeout_s=round(timeout_s, 1),
         )
         self._retry(lambda: self.client.stop_job(job_id))
         deadline = self.clock.monotonic() + 120  # Ray SIGKILLs 3 s after SIGTERM by default

@@ -247,3 +247,24 @@ def test_item0_a_run_that_declares_no_gpus_is_preempted_not_crashed(base):
     preempted = [r["submission_id"] for r in recs if r["event"] == ev.PREEMPTED]
     assert preempted[:1] == ["sim-a1"]  # before: a1 a restart, a2 (never on that node) preempted
     assert [r["restarts_used"] for r in recs if r["event"] == ev.SUBMITTED][:2] == [0, 0]
+
+
+def test_item10_a_hang_is_stopped_after_a_multiple_of_the_runs_own_step_time(base):
+    """Issue 24 item 10: a run making a step every 2 min (saving in about a minute) hangs; its
+    stall timeout is 7200 s. It used to sit for the whole 7200 s on every GPU; once the attempt
+    showed its rhythm (steps and a save) the watchdog stops it after 10 x its median step
+    (bounded below by 900 s and 2 x its longest save, above by the configured timeout)."""
+    world = _run(Schedule(seed=10, stall_timeout_s=7200, faults=[Fault(3000, "hang")]), base)
+    assert world.succeeded
+    stalled = [r for r in _events(world) if r["event"] == ev.STALLED]
+    assert len(stalled) == 1
+    assert 1200 <= stalled[0]["quiet_s"] < 1200 + 2 * 120  # 10 x 120 s, seen at 2-min polls
+    assert "from the run's own step and save times" in stalled[0]["message"]
+
+
+def test_item10_a_long_load_keeps_the_configured_timeout(base):
+    """Issue 24 item 10, the other side: before the attempt's first steps and save (its model
+    load) the configured timeout applies: a hang there is stopped after 7200 s, not sooner."""
+    world = _run(Schedule(seed=10, stall_timeout_s=7200, faults=[Fault(100, "hang")]), base)
+    stalled = [r for r in _events(world) if r["event"] == ev.STALLED]
+    assert world.succeeded and len(stalled) == 1 and stalled[0]["quiet_s"] >= 7200

@@ -188,6 +188,7 @@ class Schedule:
     capacity_deadline_s: float = 0.0
     declare_gpus: bool = True  # False: `run -- COMMAND` without --gpus (the spec needs 0)
     spare_nodes: int = 0  # GPU nodes beyond what the run needs (another team's, a warm spare)
+    stall_timeout_s: float = 0.0  # the spec's (0: no watchdog)
     from_seed: bool = False  # made by random_schedule(seed), which replays it too
 
     def describe(self) -> str:
@@ -197,6 +198,7 @@ class Schedule:
             f"Schedule(seed={self.seed}, keep={self.keep}, "
             f"capacity_deadline_s={self.capacity_deadline_s:g}, "
             f"declare_gpus={self.declare_gpus}, spare_nodes={self.spare_nodes}, "
+            f"stall_timeout_s={self.stall_timeout_s:g}, "
             f"faults=[{faults}\n    ])"
         )
 
@@ -606,6 +608,7 @@ class World:
             runs_root=str(self.root),
             keep=self.schedule.keep,
             capacity_deadline_s=self.schedule.capacity_deadline_s,
+            stall_timeout_s=self.schedule.stall_timeout_s,
         )
         self.stop_at = None
         sid = protocol.supervisor_id(RUN, n)
@@ -698,6 +701,14 @@ class World:
         spare = [n for n in self.nodes if n.alive and n.gpus and n.node_id not in busy]
         if spare:
             self.kill_node(spare[0], "a node the run does not use")
+
+    def _fault_hang(self, _arg: float) -> None:
+        """The attempt hangs (an NCCL collective waiting forever): no step, no output, no save,
+        and it stays RUNNING."""
+        for job in self.jobs.values():
+            if job.kind != protocol.SUPERVISOR and job.status == JobStatus.RUNNING:
+                job.token += 1  # its pending step or save never happens
+                self.note(f"{job.submission_id} hangs")
 
     def _fault_transient(self, _arg: float) -> None:
         """The attempt fails on its own (an NCCL timeout, a flaky read): no node is lost."""
