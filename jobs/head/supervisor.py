@@ -907,6 +907,15 @@ def restore(sup: Supervisor) -> RunState:
         status = None  # not on this cluster: the head (and the attempt) were lost
     if status is None and sup.stopping.is_set():
         return state  # a stop came while the dashboard was away: `_drive` ends the run
+    stalled = any(r.get("event") == ev.STALLED for r in after)
+    if status is not None and status.is_terminal() and (ended or stalled):
+        # It ended under an earlier supervisor, which recorded how: a watchdog's stop is
+        # STOPPED in Ray but STALLED here, and must be restarted, not taken for the user's
+        # (found by the simulation, seed 171).
+        sup._ended(state, ended[-1]["status"] if ended else "STALLED")
+        if any(r.get("event") == ev.PREEMPTED for r in after):
+            state.situation = replace(state.situation, preempted=True)  # type: ignore[arg-type]
+        return state
     if status is not None:
         state.watching = True  # watch returns at once when it has ended meanwhile
         sup.record(

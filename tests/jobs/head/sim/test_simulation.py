@@ -268,3 +268,12 @@ def test_item10_a_long_load_keeps_the_configured_timeout(base):
     world = _run(Schedule(seed=10, stall_timeout_s=7200, faults=[Fault(100, "hang")]), base)
     stalled = [r for r in _events(world) if r["event"] == ev.STALLED]
     assert world.succeeded and len(stalled) == 1 and stalled[0]["quiet_s"] >= 7200
+
+
+def test_seed_171_a_re_armed_supervisor_restarts_an_attempt_the_watchdog_stopped(base):
+    """Found by the simulation (seed 171): the stall watchdog stopped a hung attempt (Ray says
+    STOPPED, the record says STALLED), a node was lost, and the supervisor was SIGTERMed during
+    the capacity wait. The re-armed one adopted the attempt by Ray's status, STOPPED, and gave
+    the run up ("a stopped attempt is never restarted"). The recorded end now wins."""
+    world = _run(random_schedule(171), base)
+    assert world.succeeded
