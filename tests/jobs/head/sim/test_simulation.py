@@ -277,3 +277,13 @@ def test_seed_171_a_re_armed_supervisor_restarts_an_attempt_the_watchdog_stopped
     the run up ("a stopped attempt is never restarted"). The recorded end now wins."""
     world = _run(random_schedule(171), base)
     assert world.succeeded
+
+
+def test_seed_386_a_stall_is_not_the_first_of_a_crashs_two_failures(base):
+    """Found by the simulation (seed 386): an attempt hung during its load and was stopped by
+    the watchdog; after a preemption, the next attempt failed during its load too, and the run
+    was given up as a crash (two failures in a row without progress). A stall says nothing
+    about the code (an NCCL wait on a lost peer); it spends a restart, and no longer counts as
+    one of a crash's two tries (docs/jobs.md: "a stall is not a crash")."""
+    world = _run(random_schedule(386), base)
+    assert world.succeeded
