@@ -14,6 +14,7 @@ Standard library only: it runs in the supervisor and the re-armer on the head.
 from __future__ import annotations
 
 import json
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
@@ -57,30 +58,59 @@ def _gpus(node: dict[str, Any]) -> float:
 
 
 def deaths_during(
-    nodes: list[dict[str, Any]], start_ms: int, end_ms: int, gpus_needed: int
+    nodes: list[dict[str, Any]],
+    start_ms: int,
+    end_ms: int,
+    gpus_needed: int,
+    hosts: frozenset[str] | None = None,
 ) -> list[NodeDeath]:
-    """Worker nodes that could have hosted the attempt's GPU workers and died while it ran.
+    """Worker nodes that hosted the attempt's workers (or could have) and died while it ran.
 
-    `end_ms` is when the judgement is made (the attempt's end plus the settle wait), because Ray
-    marks a hard-lost node dead late. A run that needs GPUs counts GPU nodes only; one that
-    needs none counts any worker node. The head never counts: its loss ends the supervisor too.
+    `end_ms` is the latest a death can be marked and still be the attempt's (its end plus the
+    settle wait), because Ray marks a hard-lost node dead late. `hosts`, when known, are the
+    nodes its actors and tasks ran on (`hosts` below): only those count (issue 24 item 12: a
+    spare node lost while the attempt crashed made the crash a preemption). Unknown: a run that
+    needs GPUs counts GPU nodes, one that needs none any worker node. The head never counts:
+    its loss ends the supervisor too.
     """
     out = []
     for n in nodes:
         if n.get("state") != "DEAD" or n.get("is_head_node"):
             continue
-        if gpus_needed > 0 and _gpus(n) <= 0:
+        if hosts:
+            if str(n.get("node_id")) not in hosts:
+                continue
+        elif gpus_needed > 0 and _gpus(n) <= 0:
             continue
         ended = int(n.get("end_time_ms") or 0)
         started = int(n.get("start_time_ms") or 0)
-        # It existed before the judgement and was marked dead after the attempt started.
-        if ended >= start_ms and started <= end_ms:
+        # It existed before the judgement and was marked dead while the attempt ran or within
+        # the settle after (not later: issue 24 item 12).
+        if start_ms <= ended <= end_ms and started <= end_ms:
             out.append(
                 NodeDeath(
                     str(n.get("node_id", "?")), _gpus(n), ended, str(n.get("state_message") or "")
                 )
             )
     return sorted(out, key=lambda d: d.ended_ms)
+
+
+def hosts(dashboard_url: str, ray_job_id: str, timeout_s: float = 10.0) -> frozenset[str]:
+    """The nodes the job's actors and tasks ran on, dead ones included: Ray's state API
+    filtered by job id (`GET /api/v0/actors` and `/api/v0/tasks`, ActorState.node_id and
+    TaskState.node_id, both filterable by job_id: ray/util/state/common.py L498-505,
+    L776-798 @2.60; the filters are read in dashboard/state_api_utils.py L72-77)."""
+    found: set[str] = set()
+    query = (
+        f"limit={_LIMIT}&detail=1&filter_keys=job_id&filter_predicates=%3D"
+        f"&filter_values={urllib.parse.quote(ray_job_id)}"
+    )
+    for kind in ("actors", "tasks"):
+        url = f"{dashboard_url.rstrip('/')}/api/v0/{kind}?{query}"
+        with urllib.request.urlopen(url, timeout=timeout_s) as answer:
+            rows = parse(json.load(answer))
+        found.update(str(r["node_id"]) for r in rows if r.get("node_id"))
+    return frozenset(found)
 
 
 def alive_gpu_nodes(nodes: list[dict[str, Any]]) -> tuple[frozenset[str], float]:

@@ -26,6 +26,7 @@ from typing import Any
 from jobs.head import events as ev
 from jobs.head import protocol
 from jobs.head.clock import REAL, Clock
+from jobs.head.files import LOCAL, Files
 from jobs.head.run_store import RunStore, runs
 
 JOBS_DIR = Path(__file__).resolve().parents[1]
@@ -43,20 +44,28 @@ def _supervisor_env(store: RunStore) -> dict[str, Any]:
     env_vars["PYTHONSAFEPATH"] = "1"  # a jobs/ folder in the user's code must not shadow ours
     runtime_env: dict[str, Any] = {"py_modules": [str(JOBS_DIR)], "env_vars": env_vars}
     kept = store.dir / "working_dir"
-    if kept.is_dir():
+    if store.files.is_dir(kept):
         runtime_env["working_dir"] = str(kept)
     return runtime_env
 
 
 class Rearmer:
-    def __init__(self, client: Any, root: str, write: Any = print, clock: Clock = REAL) -> None:
+    def __init__(
+        self,
+        client: Any,
+        root: str,
+        write: Any = print,
+        clock: Clock = REAL,
+        files: Files = LOCAL,
+    ) -> None:
         self.client = client
         self.root = root
         self._write = write
         self.clock = clock
+        self.files = files
 
     def store(self, run: str) -> RunStore:
-        return RunStore(self.root, run, self.clock)
+        return RunStore(self.root, run, self.clock, self.files)
 
     def live_supervisor(self, jobs: list[Any], run: str) -> str | None:
         for job in jobs:
@@ -73,12 +82,15 @@ class Rearmer:
         """Runs whose record is supervised, unfinished, not asked to stop, and whose lease
         lapsed."""
         out = []
-        for run in runs(self.root):
+        for run in runs(self.root, self.files):
             store = self.store(run)
-            recs = store.events()
-            if store.spec() is None or ev.outcome(recs) is not None or ev.stop_requested(recs):
+            # The lease first: it is one small file, while the record grows all the run long
+            # (a "still waiting" line a minute through a stockout of hours), and a run whose
+            # lease is alive is never a candidate, whatever its record says.
+            if store.alive(store.lease()) or store.spec() is None:
                 continue
-            if not store.alive(store.lease()):
+            recs = store.events()
+            if ev.outcome(recs) is None and not ev.stop_requested(recs):
                 out.append(run)
         return out
 

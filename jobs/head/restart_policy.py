@@ -188,8 +188,11 @@ def decide(s: Situation) -> Decision:
             "the attempt was stopped; a stopped attempt is never restarted",
         )
     if s.ended in ("FAILED", "STALLED"):
-        if not s.preempted and s.gpus_needed > 0 and s.stable_s < s.settle_s:
-            # Judge only once Ray had time to mark a lost node dead (see the module docstring).
+        if not s.preempted and s.stable_s < s.settle_s:
+            # Judge only once Ray had time to mark a lost node dead (see the module docstring),
+            # whatever GPUs the run declared: a run that declares none (Ray's usual shape, a
+            # driver needing no GPU with its workers on GPU nodes) loses nodes too (issue 24
+            # item 0: judged at once, it was a crash 8 s after its node was killed).
             return Decision(
                 Action.WAIT,
                 Reason.SETTLING,

@@ -18,13 +18,13 @@ Standard library only: it runs in the supervisor and the re-armer on the head, a
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jobs.head.clock import REAL, Clock
+from jobs.head.files import LOCAL, Files
 
 FOLDER = "supervision"
 _LEASE = re.compile(r"^lease\.(?P<gen>[0-9]+)$")
@@ -44,39 +44,40 @@ class Lease:
         return now < self.renewed + self.ttl_s
 
 
-def runs(root: str | Path) -> list[str]:
+def runs(root: str | Path, files: Files = LOCAL) -> list[str]:
     """The runs with a record under `root`, by name."""
     base = Path(root)
-    if not base.is_dir():
+    try:
+        names = files.listdir(base)
+    except OSError:
         return []
     return sorted(
-        p.name
-        for p in base.iterdir()
-        if (p / FOLDER / "events.jsonl").is_file() or (p / FOLDER / "spec.json").is_file()
+        n
+        for n in names
+        if files.is_file(base / n / FOLDER / "events.jsonl")
+        or files.is_file(base / n / FOLDER / "spec.json")
     )
 
 
 class RunStore:
-    def __init__(self, root: str | Path, run: str, clock: Clock = REAL) -> None:
+    def __init__(
+        self, root: str | Path, run: str, clock: Clock = REAL, files: Files = LOCAL
+    ) -> None:
         self.run = run
         self.dir = Path(root) / run / FOLDER
         self.clock = clock
+        self.files = files
 
     # ------------------------------------------------------------------ record
 
     def append(self, record: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.files.makedirs(self.dir)
         data = (json.dumps(record, sort_keys=True) + "\n").encode()
-        fd = os.open(self.dir / "events.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        self.files.append(self.dir / "events.jsonl", data)
 
     def events(self) -> list[dict[str, Any]]:
         try:
-            text = (self.dir / "events.jsonl").read_text()
+            text = self.files.read_text(self.dir / "events.jsonl")
         except OSError:
             return []
         out = []
@@ -92,30 +93,25 @@ class RunStore:
     def write_spec(self, spec: dict[str, Any], replace: bool = False) -> None:
         """The spec a re-armer hands on; written once per life of the run (`replace`: a new
         hand-off, e.g. `submit --resume`, whose first attempt and settings are the new ones)."""
-        if not replace and (self.dir / "spec.json").is_file():
+        if not replace and self.files.is_file(self.dir / "spec.json"):
             return
         self._write("spec.json", spec)
 
     def spec(self) -> dict[str, Any] | None:
         try:
-            return json.loads((self.dir / "spec.json").read_text())
+            return json.loads(self.files.read_text(self.dir / "spec.json"))
         except (OSError, ValueError):
             return None
 
     def _write(self, name: str, obj: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.dir / f".{name}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.dir / name)
+        self.files.makedirs(self.dir)
+        self.files.write_atomic(self.dir / name, json.dumps(obj))
 
     # ------------------------------------------------------------------ lease
 
     def _gens(self) -> list[int]:
         try:
-            names = os.listdir(self.dir)
+            names = self.files.listdir(self.dir)
         except OSError:
             return []
         return sorted(int(m["gen"]) for n in names if (m := _LEASE.match(n)))
@@ -125,13 +121,13 @@ class RunStore:
         for gen in reversed(self._gens()):
             path = self.dir / f"lease.{gen}"
             try:
-                d = json.loads(path.read_text())
+                d = json.loads(self.files.read_text(path))
                 return Lease(str(d["holder"]), gen, float(d["renewed"]), float(d["ttl_s"]))
             except (OSError, ValueError, KeyError, TypeError):
                 # Created with O_EXCL but not (fully) written: taken at its creation, by a
                 # taker that may be writing it now or may have died doing so.
                 try:
-                    created = path.stat().st_mtime
+                    created = self.files.mtime(path)
                 except OSError:
                     created = self.clock.time()
                 return Lease("?", gen, created, UNWRITTEN_TTL_S)
@@ -149,17 +145,16 @@ class RunStore:
         if self.alive(current):
             return None
         gen = (current.gen if current else 0) + 1
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.files.makedirs(self.dir)
         try:
-            fd = os.open(self.dir / f"lease.{gen}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            self.files.create_exclusive(self.dir / f"lease.{gen}")
         except FileExistsError:
             return None
-        os.close(fd)
         lease = Lease(holder, gen, self.clock.time(), ttl_s)
         self._write(f"lease.{gen}", self._lease_dict(lease))
         for old in self._gens():
             if old < gen - 1:
-                (self.dir / f"lease.{old}").unlink(missing_ok=True)
+                self.files.unlink(self.dir / f"lease.{old}")
         return lease
 
     def renew(self, lease: Lease, ttl_s: float | None = None) -> Lease | None:

@@ -12,8 +12,9 @@ Every decision comes from jobs/head/restart_policy.py; each is written as one JS
 storage (jobs/head/run_store.py), where a lease says who drives the run. A failure is judged a
 preemption when a node that could host the attempt's GPU workers died during it (Ray's node
 table, jobs/head/node_events.py), after a settle wait that is recorded, never silent. An attempt
-silent (no log output, no checkpoint activity) for longer than the spec's stall timeout is
-stopped and recorded "stalled". An unexpected error is recorded with its text and the loop
+silent (no log output, no checkpoint activity) for longer than the spec's stall timeout (or the
+shorter one its own step and save times give, jobs/head/stall.py) is stopped and recorded
+"stalled". An unexpected error is recorded with its text and the loop
 resumes after a backoff, re-adopting the live attempt: the supervisor does not die of one.
 It exits 0 whenever it ended as designed (succeeded, gave up, stopped; the run's outcome is its
 last record); a FAILED supervisor job means the supervisor itself broke.
@@ -51,12 +52,17 @@ from typing import Any
 
 from jobs.client import errors
 from jobs.client.api import JobsAPI
-from jobs.head import checkpoints, hygiene, node_events, progress, protocol
+from jobs.head import checkpoints, hygiene, node_events, progress, protocol, stall
 from jobs.head import events as ev
 from jobs.head.clock import REAL, Clock
+from jobs.head.files import LOCAL, Files
 from jobs.head.protocol import Settings, Spec
 from jobs.head.restart_policy import Action, Decision, Reason, Situation, decide
 from jobs.head.run_store import Lease, RunStore
+
+# How often the watchdog reads an attempt's steps from its log while the log grows (a whole-file
+# read in production: not every second).
+STEPS_EVERY_S = 30.0
 
 
 def checkpoint_entries(directory: str | None) -> frozenset[str]:
@@ -87,6 +93,9 @@ class Probes:
     log_size: Callable[[str], int]
     # Training steps an attempt completed, read from its log (jobs/head/progress.py).
     steps: Callable[[str], int] = lambda _job_id: 0
+    # The nodes that hosted an attempt's actors and tasks (Ray's state API by job id); None
+    # when unknown, and the judgement falls back to any node that could have hosted them.
+    hosts: Callable[[str], frozenset[str] | None] = lambda _job_id: None
 
 
 @dataclass
@@ -110,6 +119,12 @@ class RunState:
     situation: Situation | None = None
     ended_at: float = 0.0
     end_entries: frozenset[str] = field(default_factory=frozenset)
+    # The ended attempt's restart or preemption is counted: a submit that fails after it and is
+    # retried (after an error's backoff) must not count it again.
+    charged: bool = False
+    # Where the ended attempt's workers ran (Probes.hosts; None: unknown), and when it ended.
+    hosts: frozenset[str] | None = None
+    ended_ms: int = 0
 
 
 class Supervisor:
@@ -128,6 +143,7 @@ class Supervisor:
         rearmed: bool = False,
         renew_in_thread: bool = True,
         publish: Callable[[str], None] | None = None,
+        files: Files = LOCAL,
     ) -> None:
         self.client = client
         self.own_id = own_id
@@ -145,10 +161,11 @@ class Supervisor:
         self._publish = _publish_code if publish is None else publish
         self.stopping = threading.Event()
         self.lost = threading.Event()  # another supervisor took the run's lease
-        self.store = RunStore(spec.runs_root, spec.run, clock) if spec.runs_root else None
+        self.store = RunStore(spec.runs_root, spec.run, clock, files) if spec.runs_root else None
         self.lease: Lease | None = None
         self._renewed_at = 0.0
         self.stability = node_events.Stability()
+        self.rhythm = stall.Rhythm()  # step and save times: the stall timeout (issue 24 item 10)
         self._nodes: list[dict[str, Any]] = []
 
     @property
@@ -243,9 +260,11 @@ class Supervisor:
         """The attempt's terminal status ("STALLED" when the watchdog stopped it, "LOST" when
         another supervisor took the run), or None when we are being stopped."""
         job_id = state.current or ""
-        stall = self.spec.stall_timeout_s
+        configured = self.spec.stall_timeout_s
         mark: tuple[int, frozenset[str]] | None = None
         quiet_since = self.clock.monotonic()
+        steps_read = float("-inf")
+        self.rhythm.new_attempt()
         while True:
             status = self._retry(lambda: self.client.get_job_status(job_id))
             if status is None:
@@ -253,26 +272,38 @@ class Supervisor:
             if status.is_terminal():
                 return str(status.value)
             self._observe()  # keeps the capacity's stability current during the attempt
-            if stall > 0:
+            if configured > 0:
                 now = self.clock.monotonic()
                 seen = (self.probes.log_size(job_id), checkpoint_activity(self.spec.checkpoint_dir))
+                steps = None
+                if seen[0] != (mark[0] if mark else None) and now - steps_read >= STEPS_EVERY_S:
+                    steps, steps_read = self._steps(job_id), now  # the log grew: new steps?
+                self.rhythm.observe(now, steps, seen[1])
+                timeout_s = self.rhythm.timeout(configured)
                 if seen != mark:
                     mark, quiet_since = seen, now
-                elif now - quiet_since >= stall:
-                    return self._stop_stalled(job_id, now - quiet_since)
+                elif now - quiet_since >= timeout_s:
+                    return self._stop_stalled(job_id, now - quiet_since, timeout_s)
             if self._pause(self.config.poll_s):
                 return None
             if self.lost.is_set():
                 return "LOST"
 
-    def _stop_stalled(self, job_id: str, quiet_s: float) -> str | None:
+    def _stop_stalled(self, job_id: str, quiet_s: float, timeout_s: float) -> str | None:
+        derived = (
+            ""
+            if timeout_s >= self.spec.stall_timeout_s
+            else f", from the run's own step and save times; configured "
+            f"{self.spec.stall_timeout_s:g} s"
+        )
         self.record(
             ev.STALLED,
             f"{job_id} stalled: no log output and no checkpoint activity "
-            f"for {quiet_s:.0f} s (stall timeout {self.spec.stall_timeout_s:g} s); "
+            f"for {quiet_s:.0f} s (stall timeout {timeout_s:.0f} s{derived}); "
             "stopping it",
             submission_id=job_id,
             quiet_s=round(quiet_s, 1),
+            stall_timeout_s=round(timeout_s, 1),
         )
         self._retry(lambda: self.client.stop_job(job_id))
         deadline = self.clock.monotonic() + 120  # Ray SIGKILLs 3 s after SIGTERM by default
@@ -287,6 +318,9 @@ class Supervisor:
         """Record how the attempt ended; the judgement (preemption or not) comes in _decide."""
         job_id, spec = state.current or "", self.spec
         state.watching = False
+        state.charged = False
+        state.ended_ms = int(self.clock.time() * 1000)
+        state.hosts = self._hosts(job_id)
         state.ended_at = self.clock.monotonic()
         state.end_entries = checkpoint_entries(spec.checkpoint_dir)
         new_ckpt = bool(state.end_entries - state.baseline) if state.has_baseline else None
@@ -340,8 +374,15 @@ class Supervisor:
         s = state.situation
         assert s is not None
         if s.ended in ("FAILED", "STALLED") and not s.preempted:
+            # A death marked later than the attempt's end plus the settle time is not its
+            # cause (Ray marks a lost node dead within ~50 s, the settle covers that).
+            latest = state.ended_ms + int(self.config.settle_s * 1000)
             deaths = node_events.deaths_during(
-                self._nodes, state.started_ms, int(self.clock.time() * 1000), self.spec.gpus_needed
+                self._nodes,
+                state.started_ms,
+                min(int(self.clock.time() * 1000), latest),
+                self.spec.gpus_needed,
+                state.hosts,
             )
             if deaths:
                 s = state.situation = replace(s, preempted=True)
@@ -578,13 +619,17 @@ class Supervisor:
                     attempt=state.attempt or None,
                 )
                 return 0
-            if s.ended is not None:
+            if s.ended is not None and not state.charged:
+                state.charged = True
                 if s.preempted:
                     state.preemptions += 1
                 else:
                     state.restarts += 1
-                    state.baseline, state.has_baseline = state.end_entries, True
-                    state.prev_progressed = state.own_progress
+                    if s.ended != "STALLED":
+                        # A stall says nothing about the code (an NCCL wait on a lost peer): it
+                        # is never the first of a crash's two failures (simulation, seed 386).
+                        state.baseline, state.has_baseline = state.end_entries, True
+                        state.prev_progressed = state.own_progress
             if not self._submit_next(state, d):
                 return self._stopped(state)
 
@@ -627,21 +672,47 @@ class Supervisor:
                 )
         return True
 
-    def _submit_next(self, state: RunState, d: Decision) -> bool:
-        if not self._between_attempts(state):
-            return False
-        attempt = state.attempt + 1
+    def _earlier_submit(self, attempt: int) -> Any:
+        """Ray's record of the attempt when it is already there (a submit whose answer was
+        lost, then an error before the retry learnt it was taken), `_STOPPED` on a stop, else
+        None (404: not submitted)."""
+        job_id = self.spec.attempt_id(attempt)
         try:
-            job_id = self.submit(attempt)
-        except (RuntimeError, OSError) as e:
-            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-            raise RuntimeError(
-                f"Ray refused attempt {attempt}: {lines[-1] if lines else type(e).__name__}"
-            ) from e
-        if job_id is None:
+            info = self._retry(lambda: self.client.get_job_info(job_id))
+        except RuntimeError as e:
+            if not errors.is_not_found(e):
+                raise
+            return None
+        return _STOPPED if info is None else info
+
+    def _submit_next(self, state: RunState, d: Decision) -> bool:
+        attempt = state.attempt + 1
+        # Found by the simulation (seeds 169, 244, 487): the attempt may be running already,
+        # unknown to us; pruning "between attempts" would delete its save in progress, and
+        # judging it from now would miss a node it lost before.
+        earlier = self._earlier_submit(attempt)
+        if earlier is _STOPPED:
             return False
+        note = ""
+        if earlier is not None:
+            job_id = self.spec.attempt_id(attempt)
+            started_ms = int(earlier.start_time or self.clock.time() * 1000)
+            note = f"; it was submitted earlier ({earlier.status.value}), its answer was lost"
+        else:
+            if not self._between_attempts(state):
+                return False
+            try:
+                submitted = self.submit(attempt)
+            except (RuntimeError, OSError) as e:
+                lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+                raise RuntimeError(
+                    f"Ray refused attempt {attempt}: {lines[-1] if lines else type(e).__name__}"
+                ) from e
+            if submitted is None:
+                return False
+            job_id, started_ms = submitted, int(self.clock.time() * 1000)
         state.attempt, state.current, state.watching = attempt, job_id, True
-        state.started_ms = int(self.clock.time() * 1000)
+        state.started_ms = started_ms
         spent = []
         if state.restarts:
             spent.append(f"restart {state.restarts} of {self.spec.max_restarts}")
@@ -649,7 +720,7 @@ class Supervisor:
             spent.append(f"preemption {state.preemptions} of {self.spec.max_preemptions}")
         self.record(
             ev.SUBMITTED,
-            f"submitted {job_id} ({d.message})" + (f", {', '.join(spent)}" if spent else ""),
+            f"submitted {job_id} ({d.message})" + (f", {', '.join(spent)}" if spent else "") + note,
             attempt=attempt,
             submission_id=job_id,
             restarts_used=state.restarts,
@@ -738,6 +809,12 @@ class Supervisor:
         except (OSError, RuntimeError, ValueError, http.client.HTTPException):
             return 0  # unknown: judged by checkpoints alone
 
+    def _hosts(self, job_id: str) -> frozenset[str] | None:
+        try:
+            return self.probes.hosts(job_id)
+        except (OSError, RuntimeError, ValueError, KeyError, http.client.HTTPException):
+            return None  # unknown: any node that could have hosted it counts
+
     def _end_message(self, job_id: str, ended: str) -> str:
         if ended != "FAILED":
             return ""
@@ -752,6 +829,9 @@ class Supervisor:
 
 def _deadline(s: Situation) -> str:
     return f" of the {s.max_wait_s:.0f} s deadline" if s.max_wait_s > 0 else ""
+
+
+_STOPPED = object()  # a wait ended by a stop (SIGTERM) rather than by an answer
 
 
 class _LeaseLost(Exception):
@@ -830,6 +910,15 @@ def restore(sup: Supervisor) -> RunState:
         status = None  # not on this cluster: the head (and the attempt) were lost
     if status is None and sup.stopping.is_set():
         return state  # a stop came while the dashboard was away: `_drive` ends the run
+    stalled = any(r.get("event") == ev.STALLED for r in after)
+    if status is not None and status.is_terminal() and (ended or stalled):
+        # It ended under an earlier supervisor, which recorded how: a watchdog's stop is
+        # STOPPED in Ray but STALLED here, and must be restarted, not taken for the user's
+        # (found by the simulation, seed 171).
+        sup._ended(state, ended[-1]["status"] if ended else "STALLED")
+        if any(r.get("event") == ev.PREEMPTED for r in after):
+            state.situation = replace(state.situation, preempted=True)  # type: ignore[arg-type]
+        return state
     if status is not None:
         state.watching = True  # watch returns at once when it has ended meanwhile
         sup.record(
@@ -889,7 +978,13 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
             text = client.get_job_logs(job_id)
         return progress.completed_steps(text)
 
-    return Probes(nodes=lambda: node_events.fetch(dashboard), log_size=log_size, steps=steps)
+    def hosts(job_id: str) -> frozenset[str] | None:
+        ray_job_id = client.get_job_info(job_id).job_id
+        return node_events.hosts(dashboard, ray_job_id) if ray_job_id else None
+
+    return Probes(
+        nodes=lambda: node_events.fetch(dashboard), log_size=log_size, steps=steps, hosts=hosts
+    )
 
 
 def from_job(

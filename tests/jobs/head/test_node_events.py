@@ -46,6 +46,61 @@ def test_only_worker_nodes_dead_within_the_window_count():
     ]
 
 
+def test_only_the_attempts_own_nodes_count_when_ray_says_where_it_ran():
+    """Issue 24 item 12: any dead GPU node, hosting the attempt or not, and any death up to the
+    judgement's "now", made a crash a preemption."""
+    rows = [
+        _row("host", "DEAD", 8, 0, 1500),
+        _row("spare", "DEAD", 8, 0, 1500),  # a GPU node the attempt never used
+        _row("host-later", "DEAD", 8, 0, 9000),  # marked dead long after the judgement window
+    ]
+    hosts = frozenset({"host", "host-later"})
+    deaths = node_events.deaths_during(rows, 1000, 2000, gpus_needed=16, hosts=hosts)
+    assert [d.node_id for d in deaths] == ["host"]
+    # Unknown hosts: every GPU node inside the window, still nothing marked after it.
+    assert [d.node_id for d in node_events.deaths_during(rows, 1000, 2000, 16)] == [
+        "host",
+        "spare",
+    ]
+
+
+def test_hosts_reads_the_jobs_actors_and_tasks_from_the_state_api():
+    """The production probe: actors and tasks filtered by the Ray job id, both listings."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+    from urllib.parse import parse_qs, urlparse
+
+    asked: list[tuple[str, dict]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            url = urlparse(self.path)
+            asked.append((url.path, parse_qs(url.query)))
+            node = {"/api/v0/actors": "n-actor", "/api/v0/tasks": "n-task"}[url.path]
+            rows = [{"node_id": node}, {"node_id": None}]
+            body = json.dumps({"data": {"result": {"result": rows}}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_a):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        assert node_events.hosts(url, "02000000") == frozenset({"n-actor", "n-task"})
+    finally:
+        server.shutdown()
+        server.server_close()
+    for _path, query in asked:
+        assert query["filter_keys"] == ["job_id"] and query["filter_values"] == ["02000000"]
+        assert query["filter_predicates"] == ["="]
+
+
 def test_a_malformed_answer_is_a_value_error():
     with pytest.raises(ValueError, match="not a node listing"):
         node_events.parse({"data": {"result": None}})

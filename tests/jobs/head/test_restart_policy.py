@@ -269,7 +269,11 @@ def test_a_stall_is_restarted_but_spends_a_restart_and_is_not_a_crash():
     )
 
 
-def test_a_run_without_gpus_never_settles():
+def test_a_run_without_gpus_is_judged_after_the_settle_too():
+    """Issue 24 item 0: a run that declares no GPUs (its workers on GPU nodes all the same) was
+    judged at once, before Ray marked its lost node dead, and called a crash. Its failure now
+    waits the settle time like any other; then it is submitted at once (no capacity to wait
+    for)."""
     s = Situation(
         ended="FAILED",
         restarts_used=0,
@@ -281,6 +285,7 @@ def test_a_run_without_gpus_never_settles():
         stable_s=0.0,
         settle_s=60.0,
     )
-    assert decide(s).action == Action.SUBMIT
+    assert decide(s).reason == Reason.SETTLING
+    assert decide(Situation(**{**s.__dict__, "stable_s": 60.0})).action == Action.SUBMIT
     gpu = Situation(**{**s.__dict__, "gpus_needed": 2, "gpus_at_end": 2.0, "gpus_now": 2.0})
     assert decide(gpu).reason == Reason.SETTLING

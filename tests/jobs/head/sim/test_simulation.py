@@ -33,7 +33,7 @@ SEED_BASE = int(os.environ.get("SIM_SEED_BASE", "0"))
 
 @pytest.fixture
 def base(tmp_path: Path) -> Path:
-    """A tmpfs folder when there is one: the run store fsyncs every record."""
+    """A tmpfs folder when there is one: the simulated trainer's checkpoints are real files."""
     shm = Path("/dev/shm")
     if shm.is_dir() and os.access(shm, os.W_OK):
         import tempfile
@@ -182,3 +182,108 @@ def test_seed_670_a_resumed_run_is_re_armed_with_its_new_spec(base):
     resumed supervisor is lost. spec.json was written once, so the re-armed supervisor took
     attempt 1's spec, "resubmitted" the stopped a1 and gave up. A new hand-off now replaces it."""
     assert _run(random_schedule(670), base).succeeded
+
+
+def test_seed_169_an_attempt_whose_submit_answer_was_lost_is_not_pruned_under(base):
+    """Found by the simulation (seeds 169 and 244): the submit of attempt 3 reached Ray but its
+    answer was lost, and the retry got a 500 (or a malformed answer). After the backoff the
+    supervisor pruned "between attempts" (taking the running attempt's `tmp_step_15` save from
+    under it) and counted the preemption a second time. It now asks Ray whether the attempt
+    it is about to submit exists: if so it watches it, and nothing is pruned or counted again."""
+    world = _run(random_schedule(169), base)
+    assert world.succeeded
+    used = [r.get("preemptions_used") for r in _events(world) if r["event"] == ev.SUBMITTED]
+    assert used == sorted(used) and max(used) <= sum(
+        1 for r in _events(world) if r["event"] == ev.PREEMPTED
+    )
+
+
+def test_seed_244_a_lost_submit_answer_then_a_malformed_one(base):
+    """Found by the simulation (seed 244): as seed 169, after a 3-hour capacity wait, with a
+    malformed answer to the retried submit."""
+    assert _run(random_schedule(244), base).succeeded
+
+
+def test_seed_487_an_attempt_submitted_unbeknown_is_judged_from_its_own_start(base):
+    """Found by the simulation (seed 487): attempt 3's submit answer was lost, the retry got a
+    500, and attempt 3 died with a preempted node while the supervisor backed off; the re-armed
+    supervisor then "submitted" attempt 3 (a duplicate id, taken as new), judged its failure from
+    that moment (no node lost since) and, after one more transient failure, gave the run up as a
+    crash. An attempt found already in Ray is now adopted with Ray's own start time, so the node
+    lost during it makes its failure a preemption."""
+    world = _run(random_schedule(487), base)
+    assert world.succeeded
+    assert not [r for r in _events(world) if r["event"] == ev.GAVE_UP]
+
+
+def test_item12_a_node_the_attempt_did_not_use_does_not_make_its_failure_a_preemption(base):
+    """Issue 24 item 12: a spare GPU node (hosting none of the run's workers) is lost, then
+    the attempt fails on its own. Any dead GPU node counted, so the failure was called a
+    preemption (spending the preemption budget, never the crash rule); only the nodes that
+    hosted the attempt's actors and tasks count now."""
+    world = _run(
+        Schedule(
+            seed=12, spare_nodes=1, faults=[Fault(1000, "spare_lost"), Fault(1100, "transient")]
+        ),
+        base,
+    )
+    assert world.succeeded
+    recs = _events(world)
+    assert not [r for r in recs if r["event"] == ev.PREEMPTED]
+    assert [r["restarts_used"] for r in recs if r["event"] == ev.SUBMITTED] == [0, 1]
+
+
+def test_item0_a_run_that_declares_no_gpus_is_preempted_not_crashed(base):
+    """Issue 24 item 0: `run` without --gpus (the spec needs 0 GPUs) whose workers sit on a
+    GPU node that is lost. Judged at once, before Ray had marked the node dead, the failure was
+    a crash; the judgement now waits the settle time for every failure, and counts the death of
+    a node that hosted the attempt's workers."""
+    world = _run(
+        Schedule(seed=10, declare_gpus=False, faults=[Fault(1066, "preempt", 60)]),
+        base,
+    )
+    assert world.succeeded
+    recs = _events(world)
+    preempted = [r["submission_id"] for r in recs if r["event"] == ev.PREEMPTED]
+    assert preempted[:1] == ["sim-a1"]  # before: a1 a restart, a2 (never on that node) preempted
+    assert [r["restarts_used"] for r in recs if r["event"] == ev.SUBMITTED][:2] == [0, 0]
+
+
+def test_item10_a_hang_is_stopped_after_a_multiple_of_the_runs_own_step_time(base):
+    """Issue 24 item 10: a run making a step every 2 min (saving in about a minute) hangs; its
+    stall timeout is 7200 s. It used to sit for the whole 7200 s on every GPU; once the attempt
+    showed its rhythm (steps and a save) the watchdog stops it after 10 x its median step
+    (bounded below by 900 s and 2 x its longest save, above by the configured timeout)."""
+    world = _run(Schedule(seed=10, stall_timeout_s=7200, faults=[Fault(3000, "hang")]), base)
+    assert world.succeeded
+    stalled = [r for r in _events(world) if r["event"] == ev.STALLED]
+    assert len(stalled) == 1
+    assert 1200 <= stalled[0]["quiet_s"] < 1200 + 2 * 120  # 10 x 120 s, seen at 2-min polls
+    assert "from the run's own step and save times" in stalled[0]["message"]
+
+
+def test_item10_a_long_load_keeps_the_configured_timeout(base):
+    """Issue 24 item 10, the other side: before the attempt's first steps and save (its model
+    load) the configured timeout applies: a hang there is stopped after 7200 s, not sooner."""
+    world = _run(Schedule(seed=10, stall_timeout_s=7200, faults=[Fault(100, "hang")]), base)
+    stalled = [r for r in _events(world) if r["event"] == ev.STALLED]
+    assert world.succeeded and len(stalled) == 1 and stalled[0]["quiet_s"] >= 7200
+
+
+def test_seed_171_a_re_armed_supervisor_restarts_an_attempt_the_watchdog_stopped(base):
+    """Found by the simulation (seed 171): the stall watchdog stopped a hung attempt (Ray says
+    STOPPED, the record says STALLED), a node was lost, and the supervisor was SIGTERMed during
+    the capacity wait. The re-armed one adopted the attempt by Ray's status, STOPPED, and gave
+    the run up ("a stopped attempt is never restarted"). The recorded end now wins."""
+    world = _run(random_schedule(171), base)
+    assert world.succeeded
+
+
+def test_seed_386_a_stall_is_not_the_first_of_a_crashs_two_failures(base):
+    """Found by the simulation (seed 386): an attempt hung during its load and was stopped by
+    the watchdog; after a preemption, the next attempt failed during its load too, and the run
+    was given up as a crash (two failures in a row without progress). A stall says nothing
+    about the code (an NCCL wait on a lost peer); it spends a restart, and no longer counts as
+    one of a crash's two tries (docs/jobs.md: "a stall is not a crash")."""
+    world = _run(random_schedule(386), base)
+    assert world.succeeded

@@ -35,10 +35,12 @@ from jobs.client.types import JobStatus
 from jobs.head import events as ev
 from jobs.head import protocol, stop
 from jobs.head.clock import Clock
+from jobs.head.files import Files
 from jobs.head.protocol import Settings, Spec
 from jobs.head.rearm import Rearmer
 from jobs.head.run_store import RunStore
 from jobs.head.supervisor import Probes, from_job
+from tests.jobs.head.sim.memfs import MemFiles
 
 RUN = "sim"
 GPUS_PER_NODE = 8
@@ -125,6 +127,7 @@ class Job:
     submitted_at: float = 0.0
     # attempts
     nodes: tuple[str, ...] = ()
+    hosted: tuple[str, ...] = ()  # where its workers ran: Ray's actor/task table keeps it
     step: int = 0
     start_step: int = 0
     token: int = 0
@@ -132,6 +135,11 @@ class Job:
     runner: _Runner | None = None
     sup: Any = None
     stop_asked: bool = False
+
+    @property
+    def start_time(self) -> int:
+        """Ray's JobDetails.start_time: ms since the epoch."""
+        return int(self.submitted_at * 1000)
 
     @property
     def kind(self) -> str:
@@ -178,6 +186,9 @@ class Schedule:
     faults: list[Fault]
     keep: int = 1
     capacity_deadline_s: float = 0.0
+    declare_gpus: bool = True  # False: `run -- COMMAND` without --gpus (the spec needs 0)
+    spare_nodes: int = 0  # GPU nodes beyond what the run needs (another team's, a warm spare)
+    stall_timeout_s: float = 0.0  # the spec's (0: no watchdog)
     from_seed: bool = False  # made by random_schedule(seed), which replays it too
 
     def describe(self) -> str:
@@ -185,14 +196,17 @@ class Schedule:
         faults = "".join(f"\n        {f}," for f in self.faults)
         return (
             f"Schedule(seed={self.seed}, keep={self.keep}, "
-            f"capacity_deadline_s={self.capacity_deadline_s:g}, faults=[{faults}\n    ])"
+            f"capacity_deadline_s={self.capacity_deadline_s:g}, "
+            f"declare_gpus={self.declare_gpus}, spare_nodes={self.spare_nodes}, "
+            f"stall_timeout_s={self.stall_timeout_s:g}, "
+            f"faults=[{faults}\n    ])"
         )
 
 
 class World:
     """One simulated cluster, runs root and user, driven through one schedule."""
 
-    def __init__(self, schedule: Schedule, base: Path) -> None:
+    def __init__(self, schedule: Schedule, base: Path, files: Files | None = None) -> None:
         self.schedule = schedule
         self.rng = random.Random(schedule.seed * 7919 + 1)
         self.now = T0
@@ -205,6 +219,10 @@ class World:
         self._local = threading.local()
         self.ending = False
         self.root = base / "runs"
+        # The runs root is in memory by default (the same contract as the POSIX one,
+        # jobs/head/files.py: fsync per record made the run store most of a schedule's time);
+        # the checkpoint dir is a real folder: the trainer, pruning and completion read it.
+        self.files = MemFiles(lambda: self.now) if files is None else files
         self.ckpt = base / "ckpt"
         self.jobs: dict[str, Job] = {}
         self.head_up = True
@@ -221,7 +239,7 @@ class World:
         self.error: BaseException | None = None
         self.violation: str | None = None
         self._add_node(0, head=True)
-        for _ in range(NODES):
+        for _ in range(NODES + schedule.spare_nodes):
             self._add_node(GPUS_PER_NODE)
 
     # ------------------------------------------------------------------ scheduler
@@ -418,6 +436,7 @@ class World:
             nodes=self._node_rows,
             log_size=lambda sid: self._log_size(sid),
             steps=lambda sid: self._steps_done(sid),
+            hosts=lambda sid: self._hosts(sid),
         )
         sup = from_job(
             self,
@@ -429,6 +448,7 @@ class World:
             renew_in_thread=False,
             publish=lambda _root: None,
             write=lambda _line: None,
+            files=self.files,
         )
         job.sup = sup
 
@@ -471,6 +491,11 @@ class World:
         job = self.jobs.get(sid)
         return max(0, job.step - job.start_step) if job else 0
 
+    def _hosts(self, sid: str) -> frozenset[str]:
+        self._api("list_actors")
+        job = self.jobs.get(sid)
+        return frozenset(job.hosted) if job else frozenset()
+
     def _log_size(self, sid: str) -> int:
         return self.jobs[sid].step * 100 if sid in self.jobs else 0
 
@@ -499,7 +524,7 @@ class World:
         if len(free) < NODES:
             self.at(self.now + PLACEMENT_TIMEOUT_S, lambda: self._fail(job, token))
             return
-        job.nodes = tuple(n.node_id for n in free[:NODES])
+        job.nodes = job.hosted = tuple(n.node_id for n in free[:NODES])
         job.step = job.start_step = self._resume_step()
         self.at(self.now + LOAD_S, lambda: self._step(job, token))
 
@@ -553,7 +578,7 @@ class World:
     # ------------------------------------------------------------------ the user, the re-armer
 
     def store(self) -> RunStore:
-        return RunStore(self.root, RUN, self.clock)
+        return RunStore(self.root, RUN, self.clock, self.files)
 
     def submit_run(self) -> None:
         """`rl-jobs submit` (and `submit --resume`): a new supervisor with a fresh spec."""
@@ -574,7 +599,7 @@ class World:
             run=RUN,
             first_attempt=last + 1,
             max_restarts=20,
-            gpus_needed=NODES * GPUS_PER_NODE,
+            gpus_needed=NODES * GPUS_PER_NODE if self.schedule.declare_gpus else 0,
             checkpoint_dir=str(self.ckpt),
             entrypoint="python train.py",
             runtime_env={},
@@ -583,6 +608,7 @@ class World:
             runs_root=str(self.root),
             keep=self.schedule.keep,
             capacity_deadline_s=self.schedule.capacity_deadline_s,
+            stall_timeout_s=self.schedule.stall_timeout_s,
         )
         self.stop_at = None
         sid = protocol.supervisor_id(RUN, n)
@@ -612,12 +638,17 @@ class World:
 
         self.at(self.now + STOP_GRACE_S + 1, attempts)
 
+    def _rearmer(self) -> Rearmer:
+        return Rearmer(
+            self, str(self.root), write=lambda _l: None, clock=self.clock, files=self.files
+        )
+
     def sweep(self, twin: bool = False) -> None:
         if not (self.head_up and self.rearmer_up):
             return
-        rearmers = [Rearmer(self, str(self.root), write=lambda _l: None, clock=self.clock)]
+        rearmers = [self._rearmer()]
         if twin:  # two re-armers (two heads) seeing the same lapsed lease at once
-            rearmers.append(Rearmer(self, str(self.root), write=lambda _l: None, clock=self.clock))
+            rearmers.append(self._rearmer())
         try:
             todo = [r.candidates() for r in rearmers]
             listing = self.list_jobs()
@@ -663,6 +694,22 @@ class World:
     def _live_supervisor(self) -> Job | None:
         live = [j for j in self.jobs.values() if j.kind == protocol.SUPERVISOR and j.status in LIVE]
         return live[0] if live else None
+
+    def _fault_spare_lost(self, _arg: float) -> None:
+        """A GPU node that hosts none of the run's workers is lost (and not replaced)."""
+        busy = {n for j in self.jobs.values() if j.status in LIVE for n in j.nodes}
+        alive = [n for n in self.nodes if n.alive and n.gpus]
+        spare = [n for n in alive if n.node_id not in busy]
+        if spare and len(alive) > NODES:  # the run's capacity stays
+            self.kill_node(spare[0], "a node the run does not use")
+
+    def _fault_hang(self, _arg: float) -> None:
+        """The attempt hangs (an NCCL collective waiting forever): no step, no output, no save,
+        and it stays RUNNING."""
+        for job in self.jobs.values():
+            if job.kind != protocol.SUPERVISOR and job.status == JobStatus.RUNNING:
+                job.token += 1  # its pending step or save never happens
+                self.note(f"{job.submission_id} hangs")
 
     def _fault_transient(self, _arg: float) -> None:
         """The attempt fails on its own (an NCCL timeout, a flaky read): no node is lost."""
@@ -735,9 +782,7 @@ class World:
         lease = store.lease()
         if lease is None:
             return
-        path = store.dir / f"lease.{lease.gen + 1}"
-        path.touch()
-        os.utime(path, (self.now, self.now))
+        self.files.create_exclusive(store.dir / f"lease.{lease.gen + 1}")
 
     def _fault_twin_rearm(self, _arg: float) -> None:
         self.sweep(twin=True)
@@ -823,13 +868,41 @@ def random_schedule(seed: int) -> Schedule:
         faults.append(Fault(round(t), kind, round(arg)))
         if kind == "stop" and rng.random() < 0.7:
             faults.append(Fault(round(t + rng.uniform(60, 7200)), "resume"))
-    return Schedule(seed, faults, keep=rng.choice([0, 1, 2]), from_seed=True)
+    keep = rng.choice([0, 1, 2])
+    # Faults added later draw from their own generator, so every earlier seed (and its named
+    # regression test) still replays the schedule it was found with.
+    more = random.Random(seed + 1_000_003)
+    t = 0.0
+    while True:
+        t += more.expovariate(1 / 3600.0)
+        if t > horizon:
+            break
+        faults.append(Fault(round(t), more.choice(["hang", "spare_lost"])))
+    faults.sort(key=lambda f: f.at)
+    stall_timeout_s = more.choice([0.0, 7200.0])
+    if not stall_timeout_s:  # without a watchdog a hang is forever (the user's to notice)
+        faults = [f for f in faults if f.kind != "hang"]
+    return Schedule(
+        seed,
+        faults,
+        keep=keep,
+        from_seed=True,
+        # Runs that declare no GPUs stay out of the random sweep until the supervisor learns the
+        # GPUs an attempt used (issue 24 item 0, second half): during a stockout their attempts
+        # fail at placement with no node lost and the crash rule ends them.
+        spare_nodes=more.choice([0, 0, 1]),
+        stall_timeout_s=stall_timeout_s,
+    )
 
 
-def simulate(schedule: Schedule, base: Path, tail_s: float = 48 * 3600.0) -> World:
-    """Run one schedule: submit at t=0, the faults, then a quiet tail with capacity back."""
+def simulate(
+    schedule: Schedule, base: Path, tail_s: float = 48 * 3600.0, files: Files | None = None
+) -> World:
+    """Run one schedule: submit at t=0, the faults, then a quiet tail with capacity back.
+    `files`: the runs root's file system (default: in memory; `jobs.head.files.LOCAL` for
+    real files under `base`)."""
     base.mkdir(parents=True, exist_ok=True)
-    world = World(schedule, base)
+    world = World(schedule, base, files)
     try:
         world.at(T0, lambda: world._as_user(world.submit_run))
         for f in schedule.faults:

@@ -1,0 +1,99 @@
+"""An in-memory runs root for the simulation: `jobs.head.files.Files` kept in a dict (issue 24).
+
+It honours the contract the run store relies on (jobs/head/files.py): `create_exclusive` fails
+when the name exists, `write_atomic` replaces a file whole or not at all, `append` adds to the
+end. A file's mtime is the simulated clock's time when it was last written. Faults: a full disk
+(`full`: every write raises ENOSPC, nothing is changed, as a failed write of the temporary file
+before its rename leaves the old file). Only one simulated process runs at a time
+(tests/jobs/head/sim/world.py), so no locking is needed.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable
+from pathlib import Path
+
+from jobs.head.files import Files
+
+
+class MemFiles(Files):
+    def __init__(self, now: Callable[[], float]) -> None:
+        self.now = now
+        self.data: dict[str, bytes] = {}
+        self.mtimes: dict[str, float] = {}
+        self.dirs: set[str] = {"/"}
+        self.full = False
+
+    # ------------------------------------------------------------------ reads
+
+    def _missing(self, path: Path) -> OSError:
+        return FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
+
+    def read_text(self, path: Path) -> str:
+        try:
+            return self.data[str(path)].decode()
+        except KeyError:
+            raise self._missing(path) from None
+
+    def is_file(self, path: Path) -> bool:
+        return str(path) in self.data
+
+    def is_dir(self, path: Path) -> bool:
+        return str(path) in self.dirs
+
+    def listdir(self, path: Path) -> list[str]:
+        key = str(path)
+        if key not in self.dirs:
+            raise self._missing(path)
+        prefix = key.rstrip("/") + "/"
+        names = {
+            p[len(prefix) :].split("/", 1)[0]
+            for p in (*self.data, *self.dirs)
+            if p.startswith(prefix)
+        }
+        return sorted(names)
+
+    def mtime(self, path: Path) -> float:
+        try:
+            return self.mtimes[str(path)]
+        except KeyError:
+            raise self._missing(path) from None
+
+    # ------------------------------------------------------------------ writes
+
+    def _writable(self, path: Path) -> str:
+        if self.full:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        if str(path.parent) not in self.dirs:
+            raise self._missing(path.parent)
+        return str(path)
+
+    def makedirs(self, path: Path) -> None:
+        p = path
+        while str(p) not in self.dirs:
+            if str(p) in self.data:
+                raise FileExistsError(errno.EEXIST, "File exists", str(p))
+            self.dirs.add(str(p))
+            p = p.parent
+
+    def unlink(self, path: Path) -> None:
+        self.data.pop(str(path), None)
+        self.mtimes.pop(str(path), None)
+
+    def _put(self, key: str, data: bytes) -> None:
+        self.data[key] = data
+        self.mtimes[key] = self.now()
+
+    def append(self, path: Path, data: bytes) -> None:
+        key = self._writable(path)
+        self._put(key, self.data.get(key, b"") + data)
+
+    def write_atomic(self, path: Path, text: str) -> None:
+        self._put(self._writable(path), text.encode())
+
+    def create_exclusive(self, path: Path) -> None:
+        key = self._writable(path)
+        if key in self.data or key in self.dirs:
+            raise FileExistsError(errno.EEXIST, "File exists", key)
+        self._put(key, b"")
