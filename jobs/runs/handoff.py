@@ -134,7 +134,7 @@ def hand_off(
 
 
 def _refuse_if_taken(cluster: Dashboard, sub: Submission, hint_where: str) -> list[JobDetails]:
-    """The run's supervisors so far; refused when one drives it or a first attempt's name is taken."""
+    """The run's supervisors so far; refused when one drives it."""
     run = sub.run
     existing = cluster.jobs()
     sups = supervisors(existing, run)
@@ -146,11 +146,8 @@ def _refuse_if_taken(cluster: Dashboard, sub: Submission, hint_where: str) -> li
             f"follow it with {commands.command('logs', run, '--follow', where=hint_where)}"
             f", or stop it with {commands.command('stop', run, where=hint_where)}",
         )
-    if sub.attempt == 1 and any(listing.run_of(j) == run for j in existing):
-        raise UsageError(
-            f"run {run!r} already exists on this cluster",
-            "pick another --name; a run's name is its checkpoint directory",
-        )
+    # A new run's name was checked free by the caller (jobs/runs/start.py, state.refuse_taken);
+    # a resume continues a run whose jobs are there by design.
     return sups
 
 
@@ -307,13 +304,26 @@ def request_stop(
     return sid, watcher.wait_for(sid, follow.terminal, "recording the stop")
 
 
-def stop_run(cluster: Dashboard, run: str, watcher: follow.Watcher) -> list[tuple[str, JobStatus]]:
+def stop_run(
+    cluster: Dashboard,
+    run: str,
+    watcher: follow.Watcher,
+    runs_root: str = "",
+    ended: bool = False,
+) -> list[tuple[str, JobStatus]]:
     """Record the stop (runs with a runs root), then stop the run's supervisor (so nothing is
-    resubmitted), then its live attempts."""
+    resubmitted), then its live attempts.
+
+    The stop is recorded where a live supervisor keeps the run, and also where a dead one kept
+    an unfinished run (`ended` False): the re-armer would take that run back, and its attempt
+    with it, after the attempt is stopped here (issue 29 item 4). `runs_root` names a root the
+    cluster may know nothing of (a run whose head was lost)."""
     stopped: list[tuple[str, JobStatus]] = []
     sups = supervisors(cluster.jobs(), run)
-    roots = sorted({r for s in sups if not s.status.is_terminal() and (r := _runs_root(s))})
-    for root in roots:
+    roots = {r for s in sups if (not s.status.is_terminal() or not ended) and (r := _runs_root(s))}
+    if runs_root:
+        roots.add(runs_root)
+    for root in sorted(roots):
         sid, status = request_stop(cluster, run, root, watcher)
         if status != JobStatus.SUCCEEDED:
             raise UsageError(
@@ -343,10 +353,6 @@ def print_story(write: Callable[[str], object], recs: list[dict[str, Any]]) -> N
 def final_reason(recs: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The end of the run's current life (a run resumed after it ended is not over)."""
     return run_events.outcome(recs)
-
-
-def is_run_with_supervisor(cluster: Dashboard, ident: str) -> bool:
-    return any(listing.is_supervisor(j) and listing.run_of(j) == ident for j in cluster.jobs())
 
 
 def human(record: dict[str, Any]) -> str:
