@@ -221,7 +221,8 @@ def story(
 
 
 def annotate(cluster: Dashboard, runs: list[dict[str, Any]]) -> None:
-    """Add each supervised run's latest decision to `list` rows (one log read per such run)."""
+    """Add each supervised run's latest decision and its outcome (`finished`, `gave_up`,
+    `stopped`, None while it is not over) to `list` rows (one log read per such run)."""
     all_jobs = cluster.jobs()
     for r in runs:
         if "supervisor" not in r:
@@ -229,6 +230,10 @@ def annotate(cluster: Dashboard, runs: list[dict[str, Any]]) -> None:
         _, recs = story(cluster, r["run"], all_jobs)
         if recs:
             r["supervisor"]["last_event"] = recs[-1]
+        final = final_reason(recs)
+        # A supervisor that gave up ends its Ray job SUCCEEDED (it ended as designed): the
+        # outcome says what became of the run.
+        r["supervisor"]["outcome"] = final["event"] if final else None
 
 
 def _attempts(cluster: Dashboard, run: str) -> list[JobDetails]:

@@ -228,3 +228,33 @@ def test_stop_with_runs_root_ends_a_run_this_cluster_does_not_know(ray_url, ray_
     code, out, err = cli("status", run, "--runs-root", str(root), "--json")
     assert json.loads(out)["status"] == "STOPPED", out
     assert _rearm_once(ray_url, root) == []
+
+
+def test_list_shows_a_supervisor_that_gave_up_as_gave_up_not_succeeded(ray_url):
+    """Issue 29 (the confusing outputs): a supervisor that gave up ends its Ray job SUCCEEDED
+    (it ended as designed), and `list` showed only that word beside it."""
+    run = name("life-gaveup")
+    code, out, err = cli(
+        "run",
+        "--address",
+        ray_url,
+        "--name",
+        run,
+        "--max-restarts",
+        "3",
+        "--follow",
+        "--json",
+        "--",
+        "python",
+        "-c",
+        "raise SystemExit(3)",
+    )
+    assert code == 1, err
+    assert json.loads(out)["outcome"]["event"] == "gave_up"
+    code, out, err = cli("list", "--address", ray_url)
+    assert code == 0, err
+    [line] = [t for t in out.splitlines() if f"supervisor {run}-s1" in t]
+    assert f"supervisor {run}-s1 GAVE_UP: gave up: crash" in line, line
+    code, out, err = cli("list", "--address", ray_url, "--json")
+    [row] = [r for r in json.loads(out) if r["run"] == run]
+    assert row["supervisor"]["outcome"] == "gave_up"
