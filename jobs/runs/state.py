@@ -190,8 +190,7 @@ def not_resumable(r: Run | None, name: str, where: str) -> UsageError | None:
         return UsageError(
             f"run {name} was started with {commands.started_with(r.kind)}"
             "; --resume continues recipe runs",
-            f"start the command again under another --name with "
-            f"{commands.command('run', where=where)} --name NEW -- COMMAND ...",
+            f"start the command again with {commands.command('run', where=where)} -- COMMAND ...",
         )
     if RecipeRun.of_job(r.attempt_metadata()) is None:
         return UsageError(
@@ -230,8 +229,8 @@ def next_steps(r: Run, outcome: dict[str, Any] | None, where: str) -> list[str]:
         return []
     if r.kind == protocol.COMMAND:
         return [
-            "a `run` run is not resumed: start the command again under another name: "
-            f"{commands.command('run', where=where)} --name NEW -- COMMAND ..."
+            "a `run` run is not resumed: start the command again as a new run: "
+            f"{commands.command('run', where=where)} -- COMMAND ..."
         ]
     return []
 
