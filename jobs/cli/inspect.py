@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -14,9 +14,9 @@ from jobs.cli import render
 from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
 from jobs.cli.runs import report_run
 from jobs.common import commands
-from jobs.common.errors import ExitCode, UsageError
+from jobs.common.errors import ExitCode
 from jobs.common.redact import redact
-from jobs.runs import address, follow, handoff, listing, record_view
+from jobs.runs import address, follow, handoff, listing, record_view, state
 from jobs.runs.address import Dashboard
 from jobs.runs.listing import JobDetails
 
@@ -47,11 +47,16 @@ def status_cmd(
             out().print(redact(text), markup=False)
         return
     with opt.reach(addr, stack_name) as (cluster, where):
-        sups, recs = handoff.story(cluster, ident)
-        if sups:
-            view = _supervised_view(cluster, ident, sups, recs)
+        flags = opt.where_flags(where)
+        jobs_ = cluster.jobs()
+        found = state.find(jobs_, ident)
+        if found is not None and found.supervisors:
+            view = _supervised_view(found, handoff.events(cluster, list(found.supervisors)))
         else:
-            view = listing.describe(listing.find(cluster, ident, opt.where_flags(where)))
+            view = listing.describe(listing.find(cluster, ident, flags, jobs_))
+        if found is not None:
+            # What will work next, by the rule `submit --resume` itself follows (issue 29 item 3).
+            view["next"] = state.next_steps(found, view.get("outcome"), flags)
     if as_json:
         emit_json(view)
         return
@@ -79,6 +84,8 @@ def status_cmd(
             shown.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
         shown.print(f"{'history':>16}:", markup=False)
         handoff.print_story(lambda text: shown.print(f"  {text}", markup=False), view["history"])
+    for n, step in enumerate(view.get("next") or []):
+        shown.print(f"{'next' if n == 0 else '':>16}{':' if n == 0 else ' '} {step}", markup=False)
 
 
 def _supervisor_state(view: dict[str, Any]) -> str:
@@ -89,27 +96,17 @@ def _supervisor_state(view: dict[str, Any]) -> str:
     if handoff.gave_up(outcome):
         return f"{status} (ended as designed: it gave up, see outcome)"
     if outcome is None and status in ("FAILED", "STOPPED", "SUCCEEDED"):
-        return (
-            f"{status}: unsupervised, the supervisor ended without finishing the run "
-            "(the re-armer, or submit --resume, arms a new one)"
-        )
+        return f"{status}: unsupervised, the supervisor ended without finishing the run"
     return status
 
 
-def _supervised_view(
-    cluster: Dashboard, run: str, sups: list[JobDetails], recs: list[dict[str, Any]]
-) -> dict[str, Any]:
+def _supervised_view(found: state.Run, recs: list[dict[str, Any]]) -> dict[str, Any]:
     """A supervised run: its latest attempt, its supervisor and every decision recorded."""
-    try:
-        view = listing.describe(listing.latest_attempt(cluster, run))
-    except UsageError:  # armed, but waiting for GPUs before attempt 1
-        view = {
-            "run": run,
-            "submission_id": None,
-            "attempt": None,
-            "status": "WAITING" if handoff.live(sups) else sups[-1].status.value,
-        }
-    latest = sups[-1]
+    if found.latest is not None:
+        view = listing.describe(found.latest)
+    else:  # armed and waiting for GPUs before attempt 1, or its supervisor died before it
+        view = {"run": found.name, "submission_id": None, "attempt": None, "status": found.status}
+    latest = found.supervisors[-1]
     view["supervisor"] = {"submission_id": latest.submission_id, "status": latest.status.value}
     view["outcome"] = handoff.final_reason(recs)
     view["history"] = recs
@@ -136,12 +133,15 @@ def logs_cmd(
             sys.stdout.write(redact(f"[supervisor] {handoff.human(rec)}\n"))
         return
     with opt.reach(addr, stack_name) as (cluster, where):
-        sups, recs = handoff.story(cluster, ident)
-        if sups:
-            _supervised_logs(cluster, where, ident, sups, recs, follow_logs)
-        job_id = listing.find(cluster, ident, opt.where_flags(where)).submission_id or ident
+        jobs_ = cluster.jobs()
+        found = state.find(jobs_, ident)
+        if found is not None and found.supervisors:
+            sups = list(found.supervisors)
+            recs = handoff.events(cluster, sups)
+            _supervised_logs(cluster, where, found, recs, follow_logs)
+        job_id = listing.find(cluster, ident, opt.where_flags(where), jobs_).submission_id or ident
         if not follow_logs:
-            tried = listing.attempts(cluster.jobs(), ident) if job_id != ident else []
+            tried = list(found.attempts) if found is not None and job_id != ident else []
             if len(tried) > 1:  # a run resumed by hand: every attempt, each under a header
                 _write_attempt_logs(cluster, tried)
             else:
@@ -171,19 +171,20 @@ def _write_attempt_logs(cluster: Dashboard, tried: list[JobDetails]) -> None:
 def _supervised_logs(
     cluster: Dashboard,
     where: address.Where,
-    run: str,
-    sups: list[JobDetails],
+    found: state.Run,
     recs: list[dict[str, Any]],
     follow_logs: bool,
 ) -> None:
     """A supervised run's logs: the supervisor's decisions, then every attempt's log under its
-    own header; with --follow, every attempt in turn and the decisions as they come (stderr)."""
+    own header (no attempt yet: the supervisors' own logs, which say why); with --follow, every
+    attempt in turn and the decisions as they come (stderr)."""
+    run = found.name
     if not follow_logs:
         for rec in recs:
             sys.stdout.write(redact(f"[supervisor] {handoff.human(rec)}\n"))
-        _write_attempt_logs(cluster, listing.attempts(cluster.jobs(), run))
+        _write_attempt_logs(cluster, list(found.attempts or found.supervisors))
         raise typer.Exit(int(ExitCode.OK))
-    sid = sups[-1].submission_id or ""
+    sid = found.supervisors[-1].submission_id or ""
     try:
         done, recs = handoff.follow_run(
             cluster, run, sid, opt.watcher(cluster, where), ConsoleReporter(), to_stderr=False
@@ -205,13 +206,29 @@ def stop_cmd(
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
+    runs_root: Annotated[
+        str | None,
+        typer.Option(
+            "--runs-root",
+            metavar="DIR",
+            help="Record the stop in the run's record there (as the Ray head sees it), also when no job of the run is on this cluster: the re-armer never takes the run back.",
+        ),
+    ] = None,
 ) -> None:
     """Stop a job, or a run (its supervisor, then its current attempt).
 
     A stopped job is never restarted."""
     with opt.reach(addr, stack_name) as (cluster, where):
-        if handoff.is_run_with_supervisor(cluster, ident):
-            stopped = handoff.stop_run(cluster, ident, opt.watcher(cluster, where))
+        found = state.find(cluster.jobs(), ident)
+        if runs_root or (found is not None and found.supervisors):
+            recs = handoff.events(cluster, list(found.supervisors)) if found else []
+            stopped = handoff.stop_run(
+                cluster,
+                ident,
+                opt.watcher(cluster, where),
+                runs_root=runs_root or "",
+                ended=handoff.final_reason(recs) is not None,
+            )
             if as_json:
                 emit_json(
                     {
@@ -276,7 +293,7 @@ def list_cmd(
         _list_records(runs_root, as_json)
         return
     with opt.reach(addr, stack_name) as (cluster, _where):
-        runs = listing.group(cluster.jobs())
+        runs = state.group(cluster.jobs())
         handoff.annotate(cluster, runs)
     if as_json:
         emit_json(runs)

@@ -64,7 +64,9 @@ def runs(views: list[dict[str, Any]]) -> RenderableType:
         sup = r.get("supervisor")
         if sup:
             last = sup.get("last_event")
-            note = f"supervisor {sup['submission_id']} {sup['status']}" + (
+            # Gave up: the Ray job's SUCCEEDED would read as the run's success.
+            shown = "GAVE_UP" if sup.get("outcome") == "gave_up" else sup["status"]
+            note = f"supervisor {sup['submission_id']} {shown}" + (
                 f": {last['message']}" if last else ""
             )
             blocks.append(_indented(note))

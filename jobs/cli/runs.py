@@ -169,6 +169,7 @@ def drive(
     checkpoint_dir: str = "",
     options: handoff.Options = handoff.Options(),
     stall_default_s: float = 0.0,
+    new_run: bool = True,
 ) -> int:
     """Start the attempt (or hand the run over) and, with --follow, follow it to its end."""
     started = start(
@@ -180,6 +181,7 @@ def drive(
         where=opt.where_flags(where),
         options=options,
         stall_default_s=stall_default_s,
+        new_run=new_run,
     )
     err().print(_started_line(started, sub.attempt, max_restarts, gpus), markup=False)
     if not follow_logs:
@@ -278,6 +280,7 @@ def _resume(
             checkpoint_dir=planned.checkpoint_dir,
             options=dataclasses.replace(options, keep=planned.keep),
             stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
+            new_run=False,
         )
 
 

@@ -42,7 +42,23 @@ def main(argv: list[str]) -> int:
     if store.spec() is None:
         print(f"no run record for {args.run} under {args.runs_root}", file=sys.stderr)
         return 1
+    recs = store.events()
+    ended = ev.outcome(recs)
+    if ended is not None:  # a finished run's record is never rewritten
+        print(f"run {args.run} already ended: {ended.get('message', '')}", flush=True)
+        return 0
     request_stop(store, args.by)
+    if not store.alive(store.lease()):
+        # No supervisor holds the run (killed, or lost with its head): none will write its end,
+        # and the caller stops its attempt next, so the request is the end (issue 29 item 4).
+        store.append(
+            ev.record(
+                ev.STOPPED,
+                store.run,
+                f"stopped by the user ({args.by}) while no supervisor held the run",
+                requested_by=args.by,
+            )
+        )
     print(f"stop of {args.run} recorded in {store.dir}", flush=True)
     return 0
 

@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from components.contract import StackOutputs
 from jobs.client.dashboard import Dashboard
@@ -13,6 +14,7 @@ from jobs.client.net import dashboard_answers
 from jobs.common.errors import Unreachable, UsageError
 from jobs.runs import portforward, stack
 
+DASHBOARD_PORT = 8265
 NO_ADDRESS_HINT = "pass --address http://HOST:8265, set RAY_ADDRESS, or pass --stack NAME"
 
 
@@ -37,7 +39,16 @@ def normalise(address: str) -> str:
             "use the dashboard address, e.g. http://HOST:8265",
         )
     if "://" not in address:
-        address = f"http://{address}"
+        try:
+            port = urlsplit(f"http://{address}").port
+        except ValueError:
+            raise UsageError(
+                f"address {address}: the port is not a number",
+                "use the dashboard address, e.g. http://HOST:8265",
+            ) from None
+        # A bare host is Ray's dashboard on its default port (`ray start --dashboard-port`,
+        # 8265), not HTTP's 80; an address with a scheme keeps the scheme's (an ingress).
+        address = f"http://{address}" + ("" if port else f":{DASHBOARD_PORT}")
     return address
 
 

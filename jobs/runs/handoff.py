@@ -134,7 +134,7 @@ def hand_off(
 
 
 def _refuse_if_taken(cluster: Dashboard, sub: Submission, hint_where: str) -> list[JobDetails]:
-    """The run's supervisors so far; refused when one drives it or a first attempt's name is taken."""
+    """The run's supervisors so far; refused when one drives it."""
     run = sub.run
     existing = cluster.jobs()
     sups = supervisors(existing, run)
@@ -146,11 +146,8 @@ def _refuse_if_taken(cluster: Dashboard, sub: Submission, hint_where: str) -> li
             f"follow it with {commands.command('logs', run, '--follow', where=hint_where)}"
             f", or stop it with {commands.command('stop', run, where=hint_where)}",
         )
-    if sub.attempt == 1 and any(listing.run_of(j) == run for j in existing):
-        raise UsageError(
-            f"run {run!r} already exists on this cluster",
-            "pick another --name; a run's name is its checkpoint directory",
-        )
+    # A new run's name was checked free by the caller (jobs/runs/start.py, state.refuse_taken);
+    # a resume continues a run whose jobs are there by design.
     return sups
 
 
@@ -224,7 +221,8 @@ def story(
 
 
 def annotate(cluster: Dashboard, runs: list[dict[str, Any]]) -> None:
-    """Add each supervised run's latest decision to `list` rows (one log read per such run)."""
+    """Add each supervised run's latest decision and its outcome (`finished`, `gave_up`,
+    `stopped`, None while it is not over) to `list` rows (one log read per such run)."""
     all_jobs = cluster.jobs()
     for r in runs:
         if "supervisor" not in r:
@@ -232,6 +230,10 @@ def annotate(cluster: Dashboard, runs: list[dict[str, Any]]) -> None:
         _, recs = story(cluster, r["run"], all_jobs)
         if recs:
             r["supervisor"]["last_event"] = recs[-1]
+        final = final_reason(recs)
+        # A supervisor that gave up ends its Ray job SUCCEEDED (it ended as designed): the
+        # outcome says what became of the run.
+        r["supervisor"]["outcome"] = final["event"] if final else None
 
 
 def _attempts(cluster: Dashboard, run: str) -> list[JobDetails]:
@@ -307,13 +309,26 @@ def request_stop(
     return sid, watcher.wait_for(sid, follow.terminal, "recording the stop")
 
 
-def stop_run(cluster: Dashboard, run: str, watcher: follow.Watcher) -> list[tuple[str, JobStatus]]:
+def stop_run(
+    cluster: Dashboard,
+    run: str,
+    watcher: follow.Watcher,
+    runs_root: str = "",
+    ended: bool = False,
+) -> list[tuple[str, JobStatus]]:
     """Record the stop (runs with a runs root), then stop the run's supervisor (so nothing is
-    resubmitted), then its live attempts."""
+    resubmitted), then its live attempts.
+
+    The stop is recorded where a live supervisor keeps the run, and also where a dead one kept
+    an unfinished run (`ended` False): the re-armer would take that run back, and its attempt
+    with it, after the attempt is stopped here (issue 29 item 4). `runs_root` names a root the
+    cluster may know nothing of (a run whose head was lost)."""
     stopped: list[tuple[str, JobStatus]] = []
     sups = supervisors(cluster.jobs(), run)
-    roots = sorted({r for s in sups if not s.status.is_terminal() and (r := _runs_root(s))})
-    for root in roots:
+    roots = {r for s in sups if (not s.status.is_terminal() or not ended) and (r := _runs_root(s))}
+    if runs_root:
+        roots.add(runs_root)
+    for root in sorted(roots):
         sid, status = request_stop(cluster, run, root, watcher)
         if status != JobStatus.SUCCEEDED:
             raise UsageError(
@@ -343,10 +358,6 @@ def print_story(write: Callable[[str], object], recs: list[dict[str, Any]]) -> N
 def final_reason(recs: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The end of the run's current life (a run resumed after it ended is not over)."""
     return run_events.outcome(recs)
-
-
-def is_run_with_supervisor(cluster: Dashboard, ident: str) -> bool:
-    return any(listing.is_supervisor(j) and listing.run_of(j) == ident for j in cluster.jobs())
 
 
 def human(record: dict[str, Any]) -> str:

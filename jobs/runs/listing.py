@@ -51,46 +51,12 @@ def describe(job: JobDetails) -> dict[str, Any]:
     }
 
 
-def group(jobs: list[JobDetails]) -> list[dict[str, Any]]:
-    """Runs, newest first, each with its attempts in order."""
-    runs: dict[str, list[JobDetails]] = {}
-    for job in jobs:
-        runs.setdefault(run_of(job), []).append(job)
-    out = []
-    for run, everyone in runs.items():
-        members = [j for j in everyone if not is_supervisor(j)]
-        # Attempts in order, then jobs that are no attempt (an export of the run) by start time;
-        # the run's status and recipe are its latest attempt's when it has one. Its supervisor
-        # (jobs/runs/handoff.py) is listed apart.
-        members.sort(key=lambda j: (attempt_of(j) is None, attempt_of(j) or 0, j.start_time or 0))
-        numbered = [j for j in members if attempt_of(j) is not None]
-        sups = sorted((j for j in everyone if is_supervisor(j)), key=lambda j: j.start_time or 0)
-        latest = numbered[-1] if numbered else (members or sups)[-1]
-        view: dict[str, Any] = {
-            "run": run,
-            "recipe": metadata_of(latest).recipe,
-            # Armed, but no attempt yet (waiting for GPUs before attempt 1): say so.
-            "status": (
-                latest.status.value
-                if numbered or not sups or sups[-1].status.is_terminal()
-                else "WAITING"
-            ),
-            "attempts": [describe(j) for j in members],
-            "started": min((j.start_time or 0) for j in everyone),
-        }
-        if sups:
-            view["supervisor"] = {
-                "submission_id": sups[-1].submission_id,
-                "status": sups[-1].status.value,
-            }
-        out.append(view)
-    out.sort(key=lambda r: r["started"], reverse=True)
-    return out
-
-
-def find(cluster: Dashboard, ident: str, where: str = "") -> JobDetails:
-    """The job with submission id `ident`, else the latest attempt of the run named `ident`."""
-    jobs = cluster.jobs()
+def find(
+    cluster: Dashboard, ident: str, where: str = "", jobs: list[JobDetails] | None = None
+) -> JobDetails:
+    """The job with submission id `ident`, else the latest attempt of the run named `ident`
+    (`jobs`: the cluster's jobs when the caller has listed them already)."""
+    jobs = cluster.jobs() if jobs is None else jobs
     for job in jobs:
         if job.submission_id == ident:
             return job

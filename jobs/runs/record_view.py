@@ -54,6 +54,12 @@ def view(root: str | Path, run: str, now: float | None = None) -> dict[str, Any]
         elif r["event"] in (run_events.PREEMPTED, run_events.STALLED) and sid in attempts:
             attempts[sid]["cause"] = r["event"]
     final = run_events.outcome(recs)  # the current life's end (a resumed run is not over)
+    if final is not None and final["event"] == run_events.STOPPED:
+        # A user's stop ends every live attempt (jobs/runs/handoff.py stop_run); one stopped
+        # while no supervisor held the run has no attempt_ended record of its own.
+        for a in attempts.values():
+            if a["status"] == "RUNNING":
+                a["status"] = "STOPPED"
     lease = store.lease()
     alive = store.alive(lease) if now is None else lease is not None and lease.alive(now)
     if final is not None:

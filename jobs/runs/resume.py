@@ -10,15 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jobs.client.dashboard import Dashboard
-from jobs.client.types import JobDetails, JobStatus
-from jobs.common import commands
+from jobs.client.types import JobDetails
 from jobs.common.errors import UsageError
-from jobs.head import protocol
 from jobs.recipes import overrides
 from jobs.recipes.catalogue import RECIPES, Recipe
-from jobs.runs import listing, plan
+from jobs.runs import plan, state
 from jobs.runs.metadata import RecipeRun
 from jobs.runs.recipe_run import Ask, Place, Planned, plan_recipe
+from jobs.runs.state import Run
 
 
 @dataclass
@@ -31,33 +30,15 @@ class Resumed:
     next_attempt: int
 
 
-def recorded_run(latest: JobDetails, run: str, where: str) -> RecipeRun:
-    """The recipe run recorded by a run's latest attempt, if it can be continued at all."""
-    job_id = latest.submission_id or run
-    if not latest.status.is_terminal():
-        raise UsageError(
-            f"run {run} is still {latest.status.value} ({job_id})",
-            f"follow it with {commands.command('logs', job_id, '--follow', where=where)}"
-            ", or stop it first",
-        )
-    if latest.status == JobStatus.SUCCEEDED:
-        raise UsageError(
-            f"run {run} already SUCCEEDED ({job_id}); nothing to resume",
-            "start a new run with another --name",
-        )
-    kind = listing.metadata_of(latest).kind
-    if kind != protocol.RECIPE:
-        raise UsageError(
-            f"run {run} was started with {commands.started_with(kind)}"
-            "; --resume continues recipe runs",
-            f"start the command again with {commands.command('run', where=where)} -- COMMAND ...",
-        )
-    recorded = RecipeRun.of_job(latest.metadata)
-    if recorded is None:
-        raise UsageError(
-            f"{job_id} has unreadable or incomplete metadata, so it cannot be resumed",
-            f"start a new run with {commands.command('submit', 'RECIPE', where=where)}",
-        )
+def recorded_run(found: Run | None, run: str, where: str) -> RecipeRun:
+    """The recipe run recorded by the run's latest attempt (or, when its supervisor died before
+    attempt 1, by the hand-off), if it can be continued at all (state.not_resumable)."""
+    refusal = state.not_resumable(found, run, where)
+    if refusal is not None:
+        raise refusal
+    assert found is not None
+    recorded = RecipeRun.of_job(found.attempt_metadata())
+    assert recorded is not None  # not_resumable checked it
     return recorded
 
 
@@ -82,8 +63,10 @@ def resume(
 ) -> Resumed:
     """The next attempt of `run` exactly as its metadata records it."""
     plan.check_run_name(run)
-    latest = listing.latest_attempt(dashboard, run, where)
-    recorded = recorded_run(latest, run, where)
+    found = state.find(dashboard.jobs(), run)
+    recorded = recorded_run(found, run, where)
+    assert found is not None
+    latest = found.latest
     recipe = recipe_named(recorded.recipe)
     if recipe_name is not None and recipe_name != recipe.name:
         raise UsageError(
@@ -109,4 +92,6 @@ def resume(
             f"of recipe {recipe.name} would use {planned.checkpoint_dir}",
             "resume with the rl-on-gke commit in its jobs_commit metadata",
         )
+    if latest is None:  # the supervisor died before it sent attempt 1: that one comes now
+        return Resumed(planned, recipe, found.supervisors[-1], recorded.attempt)
     return Resumed(planned, recipe, latest, recorded.attempt + 1)

@@ -13,7 +13,7 @@ from jobs.client.dashboard import AlreadySubmitted, Dashboard
 from jobs.client.types import Submission
 from jobs.common import commands
 from jobs.common.errors import UsageError
-from jobs.runs import handoff
+from jobs.runs import handoff, state
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,13 @@ def start(
     where: str,
     options: handoff.Options = handoff.Options(),
     stall_default_s: float = 0.0,
+    new_run: bool = True,
 ) -> Started:
     """Send `sub` (attempt N of its run), or hand the run over when it may restart (restarts,
-    preemptions, a stall watchdog or a runs root asked for)."""
+    preemptions, a stall watchdog or a runs root asked for). A `new_run`'s name must be free:
+    any job of a run, its supervisor alone included, takes it (issue 29 item 1)."""
+    if new_run:
+        state.refuse_taken(dashboard.jobs(), sub.run)
     if options.supervised(max_restarts):
         sid = handoff.hand_off(
             dashboard,

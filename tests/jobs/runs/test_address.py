@@ -356,3 +356,25 @@ def test_a_parked_stack_blocks_only_new_attempts(fakes, ray_client):
         done = run_cli(*args, "--stack", "dev", env=fakes.env)
         assert done.returncode == 2, (args, done.stderr)
         assert "stack 'dev' is parked" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("typed", "url"),
+    [
+        ("localhost", "http://localhost:8265"),
+        ("10.0.0.5", "http://10.0.0.5:8265"),
+        ("[::1]", "http://[::1]:8265"),
+        ("localhost:8266", "http://localhost:8266"),
+        ("http://localhost", "http://localhost"),  # a scheme keeps its port (an ingress)
+        ("https://ray.example.com/", "https://ray.example.com"),
+    ],
+)
+def test_a_bare_host_means_the_dashboard_port(typed, url):
+    """Issue 29 (the confusing outputs): `--address localhost` was read as port 80."""
+    assert address.normalise(typed) == url
+
+
+def test_an_address_whose_port_is_not_a_number_is_refused_by_name():
+    with pytest.raises(UsageError) as e:
+        address.normalise("localhost:82x5")
+    assert "localhost:82x5" in e.value.message and "port" in e.value.message

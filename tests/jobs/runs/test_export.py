@@ -13,7 +13,7 @@ from components.contract import SECRET_ENV
 from jobs.common.errors import UsageError
 from jobs.recipes import overrides
 from jobs.recipes.catalogue import RECIPES
-from jobs.runs import export, listing
+from jobs.runs import export, state
 from jobs.runs import plan as submission
 from jobs.runs.metadata import ExportRun, RecipeRun, RunMetadata
 
@@ -144,6 +144,6 @@ def test_list_files_exports_after_the_attempts_and_keeps_the_run_status():
         5,
     )
     ex = _job("r-export-1", {"run": "r", "kind": "export", "recipe": "x"}, JobStatus.RUNNING, 9)
-    [group] = listing.group([ex, a2, a1])
+    [group] = state.group([ex, a2, a1])
     assert [a["submission_id"] for a in group["attempts"]] == ["r-a1", "r-a2", "r-export-1"]
     assert group["status"] == "STOPPED"

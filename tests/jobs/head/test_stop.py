@@ -1,0 +1,40 @@
+"""`python -m jobs.head.stop`: what the stop job writes in a run's record (issue 29 item 4)."""
+
+from __future__ import annotations
+
+from jobs.head import events as ev
+from jobs.head import stop
+from jobs.head.run_store import RunStore
+
+
+def _store(root, lease_s: float) -> RunStore:
+    store = RunStore(root, "r")
+    store.write_spec({"run": "r"})
+    store.acquire("r-s1", ttl_s=lease_s)
+    store.append(ev.record(ev.SUBMITTED, "r", "submitted", attempt=1, submission_id="r-a1"))
+    return store
+
+
+def _events(store: RunStore) -> list[str]:
+    return [r["event"] for r in store.events()]
+
+
+def test_with_a_live_supervisor_only_the_request_is_written(tmp_path):
+    store = _store(tmp_path, 3600)
+    assert stop.main(["r", "--runs-root", str(tmp_path)]) == 0
+    assert _events(store)[-1] == ev.STOP_REQUESTED  # the supervisor writes the end
+
+
+def test_with_no_supervisor_holding_the_run_the_stop_is_its_end(tmp_path):
+    store = _store(tmp_path, 0.001)
+    assert stop.main(["r", "--runs-root", str(tmp_path)]) == 0
+    assert _events(store)[-2:] == [ev.STOP_REQUESTED, ev.STOPPED]
+    assert ev.outcome(store.events())["event"] == ev.STOPPED
+
+
+def test_a_run_that_already_ended_is_left_as_it_is(tmp_path):
+    store = _store(tmp_path, 0.001)
+    store.append(ev.record(ev.FINISHED, "r", "run r succeeded"))
+    before = _events(store)
+    assert stop.main(["r", "--runs-root", str(tmp_path)]) == 0
+    assert _events(store) == before
