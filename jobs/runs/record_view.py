@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from components.contract import RUNS_ROOT
 from jobs.common.errors import UsageError
 from jobs.head import events as run_events
 from jobs.head.run_store import RunStore, runs
@@ -25,7 +26,7 @@ def check_root(root: str | Path) -> None:
     if not Path(root).is_dir():
         raise UsageError(
             f"--runs-root {root}: no such directory",
-            "give the runs root the runs were submitted with (the stack's is /lustre/runs, "
+            f"give the runs root the runs were submitted with (the stack's is {RUNS_ROOT}, "
             "as the Ray head sees it)",
         )
 

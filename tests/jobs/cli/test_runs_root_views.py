@@ -50,7 +50,8 @@ def test_list_of_a_runs_root_keeps_ids_and_states_whole_at_80_columns(tmp_path):
     _record(tmp_path, run)
     result = CliRunner().invoke(app, ["list", "--runs-root", str(tmp_path)], env=NARROW)
     assert result.exit_code == 0, result.output
-    lines = result.stdout.splitlines()
+    # The title names the runs root, a path kept whole however long; the table fits the width.
+    lines = [line for line in result.stdout.splitlines() if not line.startswith("runs recorded in")]
     assert max(len(line) for line in lines) <= 80
     row = next(line for line in lines if run in line)
     assert "SUPERVISED" in row
