@@ -27,17 +27,20 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt 
 	@touch $@
 	@echo "make venv: $(VENV) is ready"
 
+# pytest keeps the assertion-rewritten test modules in __pycache__ (git-ignored) unless bytecode
+# writing is off; an environment with PYTHONDONTWRITEBYTECODE set (as some CI images and this
+# project's dev machines have) would recompile ~290 test modules on every run, ~6 s per process.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
+
 test: venv
-	$(BIN)/python -m pytest -q
+	$(PYTEST) -q
 
 # Everything but the slow seams (pytest.ini lists them: a real Ray cluster, the compiler, the CLI
-# as a subprocess, a real kubectl, whole-stack plans, the frameworks' sweeps, the stand-in Hub),
-# on two workers: under a minute, for a change to recipes, components or policy. `loadgroup`
-# keeps the tests of one `xdist_group` on one worker (tests/test_capacity_lifecycle.py shares a
-# mode's renderings that way); unmarked tests are spread as with `load`.
+# as a subprocess, a real kubectl, whole-program renderings, the frameworks' own code, the
+# stand-in Hub), on two workers: under a minute, for a change to recipes, components or policy.
 FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub and not simulation
 test-fast: venv
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "$(FAST_MARKERS)"
+	$(PYTEST) -q -n 2 -m "$(FAST_MARKERS)"
 
 # ruff, configured in pyproject.toml: lint rules, then the formatter in check mode (no rewrite).
 lint: venv

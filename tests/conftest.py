@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import runpy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,3 +74,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 unmarked.append(f"{item.nodeid}: runs in {folder}, mark it {marker}")
     if unmarked:
         raise pytest.UsageError("slow seams without their marker:\n" + "\n".join(unmarked))
+
+
+# A whole-program rendering (tools.render.render runs `__main__.py` under the mock runtime) costs
+# about a second and is the `plan` seam; a test that does one without the marker fails, naming it.
+_PROGRAM = str(Path(__file__).resolve().parent.parent / "__main__.py")
+
+
+@pytest.fixture(autouse=True)
+def _whole_program_renders_are_marked_plan(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if request.node.get_closest_marker("plan") is not None:
+        return
+    run_path = runpy.run_path
+
+    def refuse_the_program(path: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        if str(path) == _PROGRAM:
+            pytest.fail(
+                f"{request.node.nodeid} renders the whole program (__main__.py): mark it plan",
+                pytrace=False,
+            )
+        return run_path(path, *args, **kwargs)
+
+    monkeypatch.setattr(runpy, "run_path", refuse_the_program)

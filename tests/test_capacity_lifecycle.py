@@ -35,6 +35,8 @@ from tools.plan_diff import PlanDiff, diff_plans
 from tools.preview_gate import ALLOW_LABEL, verdict
 from tools.render import ROOT, RenderedResource, Rendering, load_stack_file, masked, render
 
+pytestmark = pytest.mark.plan
+
 MODES = ("spot", "reservation", "on-demand", "flex-start")
 STEPS = ("create", "grow", "park", "unpark", "change-machine-type", "destroy")
 PROJECT = "example-project"
@@ -211,13 +213,7 @@ def preview_document(mode: str, step: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------- the table
 
-# One xdist group per mode: with `make test-fast`'s `--dist loadgroup` a mode's cells run on one
-# worker and share its renderings, instead of every worker rendering every mode.
-CELLS = [
-    pytest.param(mode, step, marks=pytest.mark.xdist_group(f"lifecycle-{mode}"))
-    for mode in MODES
-    for step in STEPS
-]
+CELLS = [(mode, step) for mode in MODES for step in STEPS]
 
 
 @pytest.mark.parametrize(("mode", "step"), CELLS)

@@ -36,6 +36,7 @@ def test_stack_files_are_exactly_dev_and_h200() -> None:
     ]
 
 
+@pytest.mark.plan
 def test_dev_stack_has_three_vpcs_and_an_rdma_vpc_on_the_zone_roce_profile() -> None:
     networks = {
         r.inputs["name"]: r.inputs for r in rendered("dev").of_type("gcp:compute/network:Network")
@@ -46,6 +47,7 @@ def test_dev_stack_has_three_vpcs_and_an_rdma_vpc_on_the_zone_roce_profile() -> 
     assert rdma["mtu"] == 8896
 
 
+@pytest.mark.plan
 def test_dev_rdma_vpc_has_eight_subnets_and_no_firewall() -> None:
     rendering = rendered("dev")
     rdma_subnets = [
@@ -61,12 +63,14 @@ def test_dev_rdma_vpc_has_eight_subnets_and_no_firewall() -> None:
     ]
 
 
+@pytest.mark.plan
 def test_dev_lustre_instance_depends_on_the_psa_connection() -> None:
     rendering = rendered("dev")
     connection = rendering.one("gcp:servicenetworking/connection:Connection")
     assert connection.urn in rendering.one("gcp:lustre/instance:Instance").dependencies
 
 
+@pytest.mark.plan
 def test_dev_cluster_is_private_and_has_every_feature_issue_2_lists() -> None:
     cluster = rendered("dev").one("gcp:container/cluster:Cluster").inputs
     assert cluster["privateClusterConfig"]["enablePrivateNodes"] is True
@@ -83,6 +87,7 @@ def test_dev_cluster_is_private_and_has_every_feature_issue_2_lists() -> None:
     )
 
 
+@pytest.mark.plan
 def test_dev_gpu_pool_is_spot_without_reservation_and_system_pool_is_not_spot() -> None:
     rendering = rendered("dev")
     pools = {
@@ -95,6 +100,7 @@ def test_dev_gpu_pool_is_spot_without_reservation_and_system_pool_is_not_spot() 
     assert system["nodeConfig"]["spot"] is False
 
 
+@pytest.mark.plan
 def test_h200_stack_uses_a3_ultra_on_its_named_reservation_and_protects_data() -> None:
     rendering = rendered("h200")
     gpu = next(
@@ -114,6 +120,7 @@ def test_h200_stack_uses_a3_ultra_on_its_named_reservation_and_protects_data() -
     assert instance.protect and instance.retain_on_delete
 
 
+@pytest.mark.plan
 def test_a_sandbox_without_its_token_is_refused_by_key_before_anything_registers(
     monkeypatch,
 ) -> None:
@@ -139,6 +146,7 @@ def test_a_sandbox_without_its_token_is_refused_by_key_before_anything_registers
     assert recorded == []
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", STACKS)
 def test_stack_outputs_name_the_cluster_lustre_and_networks(stack: str) -> None:
     outputs = rendered(stack).outputs
@@ -166,6 +174,7 @@ def _as_stack_output_json(value: Any) -> Any:
     return value
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", STACKS)
 def test_rendered_outputs_parse_with_the_model_jobs_uses(stack: str) -> None:
     rendering = rendered(stack)
@@ -190,6 +199,7 @@ def test_rendered_outputs_parse_with_the_model_jobs_uses(stack: str) -> None:
     assert outputs.kubeconfig == "[secret]"
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_component_child_is_parented_and_every_component_registered(stack: str) -> None:
     rendering = rendered(stack)
@@ -206,6 +216,7 @@ def test_every_component_child_is_parented_and_every_component_registered(stack:
     assert all(r.parent in urns for r in rendering.custom_resources())
 
 
+@pytest.mark.plan
 def test_a_token_set_as_a_secret_appears_in_no_input_in_clear() -> None:
     config, _ = load_stack_file("dev")
     config["gcp:project"] = "example-project"
@@ -219,6 +230,7 @@ def test_a_token_set_as_a_secret_appears_in_no_input_in_clear() -> None:
     assert token not in json.dumps([list(plain_strings(rendering.outputs))])
 
 
+@pytest.mark.plan
 def test_a_token_stored_in_plain_text_is_refused_without_echoing_it() -> None:
     config = copy.deepcopy(BASE_STACK_CONFIG)
     config["rl-on-gke:hfToken"] = (
@@ -347,6 +359,7 @@ BAD = {
 }
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_config_fails_the_whole_program_before_any_resource_is_registered(
     case: str, monkeypatch
@@ -373,6 +386,7 @@ def test_bad_config_fails_the_whole_program_before_any_resource_is_registered(
     assert recorded == []
 
 
+@pytest.mark.plan
 def test_growing_lustre_changes_the_instance_and_volume_but_never_the_claim() -> None:
     config, secret_keys = load_stack_file("dev")
     config["gcp:project"] = "example-project"
@@ -386,6 +400,7 @@ def test_growing_lustre_changes_the_instance_and_volume_but_never_the_claim() ->
     assert grown.one("gcp:lustre/instance:Instance").inputs["capacityGib"] == "18000"
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("typo", ["rl-on-gke:clusters", "rl-on-gke:hftoken"])
 def test_a_misspelt_top_level_key_is_refused_without_showing_its_value(typo: str) -> None:
     config = copy.deepcopy(BASE_STACK_CONFIG)
@@ -396,6 +411,7 @@ def test_a_misspelt_top_level_key_is_refused_without_showing_its_value(typo: str
     assert "hf_shouldnotbeshown" not in str(caught.value)
 
 
+@pytest.mark.plan
 def test_a_parked_stack_renders_a_zero_node_gpu_pool_and_a_ray_cluster_without_workers() -> None:
     config, secret_keys = load_stack_file("dev")
     config["gcp:project"] = "example-project"
@@ -412,6 +428,7 @@ def test_a_parked_stack_renders_a_zero_node_gpu_pool_and_a_ray_cluster_without_w
     assert parked.outputs["gpuNodeCount"] == 0
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", STACKS)
 def test_crd_gate_job_runs_on_the_system_pool_once_it_exists(stack: str) -> None:
     rendering = rendered(stack)
@@ -441,6 +458,7 @@ def with_code_sandbox(stack: str) -> Rendering:
     return render(config, stack=stack, secret_keys=(*secret_keys, "rl-on-gke:codeSandboxToken"))
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", STACKS)
 def test_enabling_the_code_sandbox_adds_a_gvisor_pool_upgraded_in_place(stack: str) -> None:
     rendering = with_code_sandbox(stack)
@@ -464,6 +482,7 @@ def test_enabling_the_code_sandbox_adds_a_gvisor_pool_upgraded_in_place(stack: s
     }
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", STACKS)
 def test_enabling_the_code_sandbox_applies_its_four_objects_in_the_training_namespace(
     stack: str,
@@ -515,6 +534,7 @@ def test_enabling_the_code_sandbox_applies_its_four_objects_in_the_training_name
     assert ingress[0]["from"] == [{"podSelector": {"matchLabels": {"ray.io/cluster": ray}}}]
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", STACKS)
 def test_enabling_the_code_sandbox_exports_its_url_for_the_reward(stack: str) -> None:
     rendering = with_code_sandbox(stack)
@@ -528,6 +548,7 @@ def test_enabling_the_code_sandbox_exports_its_url_for_the_reward(stack: str) ->
     assert jobs_stack.parse(stack, printed).code_sandbox_url == url
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_code_sandbox_off_adds_nothing(stack: str) -> None:
     # Off is the default: the stack files render no sandbox object (plan unchanged).
@@ -539,6 +560,7 @@ def test_the_code_sandbox_off_adds_nothing(stack: str) -> None:
     assert {r.urn for r in rendering.resources} < with_urns
 
 
+@pytest.mark.plan
 def test_the_executor_code_in_the_configmap_is_the_repositorys() -> None:
     from components.k8s.sandbox import SOURCE_FILES, source_key
     from tools.render import ROOT
@@ -551,6 +573,7 @@ def test_the_executor_code_in_the_configmap_is_the_repositorys() -> None:
     assert data == {source_key(p): (ROOT / p).read_text() for p in SOURCE_FILES}
 
 
+@pytest.mark.plan
 def test_each_stack_exports_its_node_hour_price_with_its_source() -> None:
     """Issue 27 item 2: jobs read the price through the stack outputs contract."""
     from components.prices import list_price
@@ -566,6 +589,7 @@ def test_each_stack_exports_its_node_hour_price_with_its_source() -> None:
     assert h200.gpu_node_hour_usd == list_price("a3-ultragpu-8g", "reservation").usd
 
 
+@pytest.mark.plan
 def test_cost_node_hour_usd_overrides_the_table_and_is_named_as_the_source() -> None:
     config, secret_keys = load_stack_file("dev")
     config["gcp:project"] = "example-project"

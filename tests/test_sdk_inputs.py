@@ -124,6 +124,7 @@ def _gcp_resources(stack: str):
     ]
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", [*STACKS, f"dev{SANDBOX}", f"h200{BUDGET}", f"dev{MONITORING}"])
 def test_every_gcp_input_key_is_declared_by_the_sdk(stack: str) -> None:
     problems = {
@@ -134,6 +135,7 @@ def test_every_gcp_input_key_is_declared_by_the_sdk(stack: str) -> None:
     assert problems == {}
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_walk_reaches_the_day_two_keys(stack: str) -> None:
     # The check above must actually see the nested keys this stack relies on.
@@ -145,6 +147,7 @@ def test_the_walk_reaches_the_day_two_keys(stack: str) -> None:
     assert cluster["maintenancePolicy"]["recurringWindow"]["recurrence"].startswith("FREQ=WEEKLY")
 
 
+@pytest.mark.plan
 def test_the_walk_reaches_the_sandbox_pool_keys() -> None:
     rendered = {r.name: r.inputs for r in _gcp_resources(f"dev{SANDBOX}")}
     pool = next(v for k, v in rendered.items() if k.endswith("-code-sandbox-pool"))
@@ -152,6 +155,7 @@ def test_the_walk_reaches_the_sandbox_pool_keys() -> None:
     assert pool["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
 
 
+@pytest.mark.plan
 def test_the_walk_accepts_the_flex_start_pool_keys() -> None:
     # The flex-start capacity mode's fields (issue 18), checked against the SDK's NodePoolArgs.
     config, secret_keys = load_stack_file("dev")
@@ -169,6 +173,7 @@ def test_the_walk_accepts_the_flex_start_pool_keys() -> None:
     assert unknown_keys(pool.inputs, args_class(pool.type), "") == []
 
 
+@pytest.mark.plan
 def test_the_walk_reaches_the_budget_keys() -> None:
     """Issue 27 item 3: the budget's nested inputs are walked, not skipped."""
     rendered = {r.type: r.inputs for r in _gcp_resources(f"h200{BUDGET}")}
@@ -178,6 +183,7 @@ def test_the_walk_reaches_the_budget_keys() -> None:
     assert rendered["gcp:monitoring/notificationChannel:NotificationChannel"]["type"] == "email"
 
 
+@pytest.mark.plan
 def test_the_walk_reaches_the_monitoring_keys() -> None:
     """Issue 28: the alert policies', log metric's and channels' nested inputs are walked."""
     rendered = [(r.type, r.name, r.inputs) for r in _gcp_resources(f"dev{MONITORING}")]
@@ -193,6 +199,7 @@ def test_the_walk_reaches_the_monitoring_keys() -> None:
     assert dashboard["dashboardJson"].startswith("{")
 
 
+@pytest.mark.plan
 def test_the_walk_accepts_the_autoscaled_pool_keys() -> None:
     """Issue 27 item 1: a spot pool that scales on demand autoscales from zero."""
     config, secret_keys = load_stack_file("dev")

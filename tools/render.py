@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+from pulumi.runtime import resource as runtime_resource
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.settings import get_root_resource
@@ -344,6 +345,16 @@ def _build_and_export(build: Callable[[], None]) -> None:
         root._finish()
 
 
+def _no_stack_trace() -> Any:
+    """An empty source trace for a registration.
+
+    The SDK walks the whole Python stack at each registration so the engine can point its
+    diagnostics at the line that created a resource; the recording monitor keeps no source
+    positions, and under pytest that walk (~50 frames a resource) is a fifth of a rendering.
+    """
+    return runtime_resource.source_pb2.StackTrace()
+
+
 def render_with(
     build: Callable[[], None],
     config: Mapping[str, Any],
@@ -361,6 +372,8 @@ def render_with(
     """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    capture_stack_trace = runtime_resource._get_stack_trace
+    runtime_resource._get_stack_trace = _no_stack_trace
     mocks = OfflineMocks(
         capacity if capacity is not None else OfflineCapacity.as_the_stack_asks(config)
     )
@@ -374,6 +387,7 @@ def render_with(
         _sync_await(run_pulumi_func(lambda: _build_and_export(build)))
         return monitor.rendering
     finally:
+        runtime_resource._get_stack_trace = capture_stack_trace
         pulumi.runtime.reset_options()
         pulumi.runtime.set_all_config({}, [])
         pending = asyncio.all_tasks(loop)

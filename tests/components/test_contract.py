@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -66,25 +67,33 @@ def test_commands_a_person_runs_to_reach_the_cluster() -> None:
     )
 
 
+@cache
+def _program_strings() -> dict[str, tuple[str, ...]]:
+    """Each program module's string constants (the top-level files: their whole text), parsed
+    once for every literal checked."""
+    strings: dict[str, tuple[str, ...]] = {}
+    for directory in PROGRAM_DIRS:
+        for path in (ROOT / directory).rglob("*.py"):
+            tree = ast.parse(path.read_text(), filename=str(path))
+            strings[str(path.relative_to(ROOT))] = tuple(
+                node.value
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            )
+    for path in ROOT.glob("*.py"):
+        strings[path.name] = (path.read_text(),)
+    return strings
+
+
 def _modules_with_literal(literal: str) -> set[str]:
     """Modules holding the literal as a token of a string (`/lustre` in `components/gcp/lustre.py`
     is a file name, not the mount path)."""
     token = re.compile(rf"(?<![\w/]){re.escape(literal)}(?![\w])")
-    found: set[str] = set()
-    for directory in PROGRAM_DIRS:
-        for path in (ROOT / directory).rglob("*.py"):
-            tree = ast.parse(path.read_text(), filename=str(path))
-            for node in ast.walk(tree):
-                if (
-                    isinstance(node, ast.Constant)
-                    and isinstance(node.value, str)
-                    and token.search(node.value)
-                ):
-                    found.add(str(path.relative_to(ROOT)))
-    for path in ROOT.glob("*.py"):
-        if token.search(path.read_text()):
-            found.add(path.name)
-    return found
+    return {
+        module
+        for module, strings in _program_strings().items()
+        if any(token.search(value) for value in strings)
+    }
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.policy.conftest import rendered
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +27,7 @@ def test_every_secret_the_workflows_read_is_documented() -> None:
     assert "gh secret set PULUMI_CONFIG_PASSPHRASE" in DOC
 
 
+@pytest.mark.plan
 def test_conditional_project_iam_admin_allows_exactly_the_roles_the_program_grants() -> None:
     granted = {
         r.inputs["role"]
@@ -135,6 +138,7 @@ def test_the_deployer_gets_no_service_account_role_on_the_project(tmp_path: Path
         assert row[0] not in SERVICE_ACCOUNT_ROLES or "project" not in row[1], row
 
 
+@pytest.mark.plan
 def test_the_deployer_is_granted_exactly_on_the_accounts_the_program_creates(
     tmp_path: Path,
 ) -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.policy.conftest import rendered
 from tools.render import load_stack_file
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "destroy.md").read_text()
 
 
+@pytest.mark.plan
 def test_targeted_update_lists_exactly_the_resources_kept_for_the_data() -> None:
     kept = {r.urn for r in rendered("h200").resources if r.protect or r.retain_on_delete}
     targets = set(re.findall(r"--target '([^']+)'", DOC))
@@ -24,6 +27,7 @@ def test_config_keys_in_the_commands_exist_in_the_stack_files() -> None:
         assert field in config[namespace_key], key
 
 
+@pytest.mark.plan
 def test_the_peering_deletion_policy_the_doc_names_is_the_one_each_stack_renders() -> None:
     """Issue 26 item 3: docs/destroy.md said nothing remains after A while the abandoned peering
     kept the main VPC; it now names the policy per protection, which must be what is rendered."""

@@ -6,6 +6,8 @@ so the other half of "data outlives `pulumi destroy`" is asserted here, per real
 
 from __future__ import annotations
 
+import pytest
+
 from tests.policy.conftest import rendered
 from tools.render import load_stack_file
 
@@ -17,6 +19,7 @@ def _protect_setting(stack: str) -> bool:
     return bool(config.get("rl-on-gke:lustre", {}).get("protect", True))
 
 
+@pytest.mark.plan
 def test_lustre_is_protected_and_retained_exactly_when_the_stack_says_so(stack: str) -> None:
     instance = rendered(stack).one(LUSTRE)
     wanted = _protect_setting(stack)

@@ -27,6 +27,7 @@ def test_the_repository_has_the_dev_and_h200_stacks() -> None:
     assert {"dev", "h200"} <= set(STACKS)
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", ["dev", "h200"])
 def test_real_stack_breaks_no_rule(stack: str) -> None:
     violations = run_policies(rendered(stack))
@@ -45,6 +46,7 @@ def _rendered_with(stack: str, **changes: Any) -> Rendering:
     return render(config, stack=stack, secret_keys=secret_keys)
 
 
+@pytest.mark.plan
 def test_a_flex_start_stack_breaks_no_rule() -> None:
     def flex(config: dict[str, Any]) -> None:
         config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "provisioning": "flex-start"}
@@ -53,6 +55,7 @@ def test_a_flex_start_stack_breaks_no_rule() -> None:
     assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
 
 
+@pytest.mark.plan
 def test_a_parked_stack_breaks_no_rule() -> None:
     def park(config: dict[str, Any]) -> None:
         config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "nodeCount": 0}
@@ -61,6 +64,7 @@ def test_a_parked_stack_breaks_no_rule() -> None:
     assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
 
 
+@pytest.mark.plan
 def test_a_stack_whose_gpus_scale_on_demand_breaks_no_rule() -> None:
     """Issue 27 item 1: the autoscaled pool and RayCluster, running and parked."""
 
@@ -75,6 +79,7 @@ def test_a_stack_whose_gpus_scale_on_demand_breaks_no_rule() -> None:
         assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
 
 
+@pytest.mark.plan
 def test_a_stack_with_a_budget_breaks_no_rule() -> None:
     """Issue 27 item 3: the budget, its e-mail channels and its own provider."""
 
@@ -89,6 +94,7 @@ def test_a_stack_with_a_budget_breaks_no_rule() -> None:
     assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
 
 
+@pytest.mark.plan
 def test_a_stack_with_alerts_breaks_no_rule() -> None:
     """Issue 28: the dashboard, the log-based metric, e-mail channels and alert policies."""
 
@@ -101,6 +107,7 @@ def test_a_stack_with_alerts_breaks_no_rule() -> None:
     assert violations == [], "\n".join(f"{v.policy}: {v.message}" for v in violations)
 
 
+@pytest.mark.plan
 def test_a_stack_that_also_opens_the_ip_endpoint_to_its_networks_breaks_no_rule() -> None:
     # The stack files rely on the DNS endpoint alone; listing networks makes the IP endpoint public.
     def office(config: dict[str, Any]) -> None:
@@ -525,6 +532,7 @@ def _on_sandbox(type_: str, change: Callable[..., None]) -> Callable[[Rendering,
     )
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", ["dev", "h200"])
 def test_a_stack_with_the_code_sandbox_breaks_no_rule(stack: str) -> None:
     rendering = _with_code_sandbox(stack)
@@ -638,6 +646,7 @@ SANDBOX_BREAKAGES = [
 BREAKAGES += SANDBOX_BREAKAGES
 
 
+@pytest.mark.plan
 def test_the_sandbox_is_recognised_without_its_runtime_class_or_pool_selector() -> None:
     # Dropping both the gvisor runtime and the pool selector must not hide the executor.
     def strip(p: dict[str, Any], _r: Any) -> None:
@@ -652,6 +661,7 @@ def test_every_rule_has_a_breakage() -> None:
     assert {b.rule for b in BREAKAGES} == {p.name for p in POLICIES}
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", ["dev", "h200"])
 @pytest.mark.parametrize("breakage", BREAKAGES, ids=lambda b: f"{b.rule}:{b.id}")
 def test_breaking_a_rule_trips_exactly_that_rule(stack: str, breakage: Breakage) -> None:
@@ -662,6 +672,7 @@ def test_breaking_a_rule_trips_exactly_that_rule(stack: str, breakage: Breakage)
     assert all(breakage.hint in v.message for v in violations), [v.message for v in violations]
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize(
     "breakage", [b for b in BREAKAGES if b.rule == "no-literal-tokens"], ids=lambda b: b.id
 )

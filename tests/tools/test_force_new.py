@@ -45,6 +45,7 @@ def sdk_shape(resource_type: str, path: str) -> str:
     raise AssertionError("unreachable")
 
 
+@pytest.mark.plan
 def test_the_table_names_its_upstream_commit_and_covers_every_gcp_type_the_stacks_use() -> None:
     from tools.render import load_stack_file, render
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from functools import cache
 
+import pytest
+
 from components.gcp.apis import REQUIRED_APIS
 from tools.render import Rendering, load_stack_file, render
 
@@ -18,6 +20,7 @@ def _dev() -> Rendering:
     return render(config, stack="dev", secret_keys=secret_keys)
 
 
+@pytest.mark.plan
 def test_every_required_api_is_enabled_and_survives_destroy() -> None:
     services = _dev().of_type(SERVICE)
     assert sorted(s.inputs["service"] for s in services) == sorted(REQUIRED_APIS)
@@ -27,6 +30,7 @@ def test_every_required_api_is_enabled_and_survives_destroy() -> None:
         assert service.inputs["disableDependentServices"] is False
 
 
+@pytest.mark.plan
 def test_the_apis_cover_every_gcp_module_the_stack_uses() -> None:
     # gcp:<module>/... -> the API that serves it.
     served_by = {
@@ -59,6 +63,7 @@ def test_the_apis_include_the_ones_behind_the_resources_the_program_does_not_nam
     } <= set(REQUIRED_APIS)
 
 
+@pytest.mark.plan
 def test_every_other_gcp_resource_goes_through_the_provider_that_waits_for_the_apis() -> None:
     rendering = _dev()
     (provider,) = rendering.of_type(GCP_PROVIDER)

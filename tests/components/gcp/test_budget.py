@@ -28,6 +28,7 @@ def _render(budget: dict | None):
     return render(config, stack="dev", secret_keys=secret_keys)
 
 
+@pytest.mark.plan
 def test_a_budget_e_mails_each_address_at_each_threshold_and_on_the_forecast() -> None:
     rendering = _render(BUDGET)
     channels = rendering.of_type(CHANNEL_TYPE)
@@ -52,6 +53,7 @@ def test_a_budget_e_mails_each_address_at_each_threshold_and_on_the_forecast() -
     )
 
 
+@pytest.mark.plan
 def test_the_budget_api_is_enabled_and_called_with_a_quota_project() -> None:
     rendering = _render(BUDGET)
     services = {r.inputs["service"] for r in rendering.of_type("gcp:projects/service:Service")}
@@ -66,6 +68,7 @@ def test_the_budget_api_is_enabled_and_called_with_a_quota_project() -> None:
     assert budget.provider and budget.provider.startswith(provider.urn)
 
 
+@pytest.mark.plan
 def test_no_budget_config_registers_nothing_of_it() -> None:
     rendering = _render(None)
     assert rendering.of_type(BUDGET_TYPE) == [] and rendering.of_type(CHANNEL_TYPE) == []
@@ -96,6 +99,7 @@ def test_a_malformed_billing_account_is_refused_with_its_format(bad: str) -> Non
     assert "XXXXXX-XXXXXX-XXXXXX" in problem
 
 
+@pytest.mark.plan
 def test_a_bad_config_registers_nothing() -> None:
     # The program validates before registering anything: render raises, no resource is left.
     config, secret_keys = load_stack_file("dev")

@@ -51,6 +51,7 @@ def _problems(config: dict[str, Any], world: OfflineCapacity, monkeypatch) -> li
     return caught.value.problems
 
 
+@pytest.mark.plan
 def test_a_reservation_that_holds_the_stack_passes_and_is_looked_up_by_name_zone_and_project() -> (
     None
 ):
@@ -81,6 +82,7 @@ def test_a_reservation_that_holds_the_stack_passes_and_is_looked_up_by_name_zone
     ]
 
 
+@pytest.mark.plan
 def test_a_missing_reservation_fails_naming_the_key(monkeypatch) -> None:
     world = OfflineCapacity(machine_types={"us-central1-b": ["a3-ultragpu-8g"]})
     assert _problems(_h200(), world, monkeypatch) == [
@@ -89,6 +91,7 @@ def test_a_missing_reservation_fails_naming_the_key(monkeypatch) -> None:
     ]
 
 
+@pytest.mark.plan
 def test_a_reservation_of_another_machine_and_too_few_vms_fails_on_both(monkeypatch) -> None:
     world = OfflineCapacity(
         machine_types={"us-central1-b": ["a3-ultragpu-8g"]},
@@ -103,6 +106,7 @@ def test_a_reservation_of_another_machine_and_too_few_vms_fails_on_both(monkeypa
     ]
 
 
+@pytest.mark.plan
 def test_a_zone_without_the_machine_type_fails_naming_the_key(monkeypatch) -> None:
     config = copy.deepcopy(BASE_STACK_CONFIG)  # spot a4-highgpu-8g in us-east1-b
     world = OfflineCapacity(machine_types={"us-east1-b": ["a3-ultragpu-8g"]})
@@ -112,6 +116,7 @@ def test_a_zone_without_the_machine_type_fails_naming_the_key(monkeypatch) -> No
     ]
 
 
+@pytest.mark.plan
 def test_a_shared_reservation_is_looked_up_in_its_own_project_without_its_block() -> None:
     config = _h200()
     config["rl-on-gke:gpu"] = {
@@ -129,6 +134,7 @@ def test_a_shared_reservation_is_looked_up_in_its_own_project_without_its_block(
     )
 
 
+@pytest.mark.plan
 def test_a_parked_stack_asks_for_no_capacity_and_is_not_checked() -> None:
     config = _h200()
     config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "nodeCount": 0}
@@ -137,6 +143,7 @@ def test_a_parked_stack_asks_for_no_capacity_and_is_not_checked() -> None:
     assert world.asked == []
 
 
+@pytest.mark.plan
 def test_a_failing_lookup_fails_the_program_with_the_providers_error_before_any_resource(
     monkeypatch,
 ) -> None:

@@ -15,13 +15,19 @@ from jobs.head import events
 from tests.conftest import BASE_STACK_CONFIG, raw_from_stack
 from tools.render import load_stack_file, render
 
-with warnings.catch_warnings():  # google.api_core warns about Python 3.11's end of life
-    warnings.simplefilter("ignore", FutureWarning)
-    from google.cloud import monitoring_dashboard_v1
-
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 METRIC = "gcp:logging/metric:Metric"
 POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
+
+
+def _dashboards_api():
+    """The Dashboards API's own message types, imported when used (a second of import time)."""
+    with warnings.catch_warnings():  # google.api_core warns about Python 3.11's end of life
+        warnings.simplefilter("ignore", FutureWarning)
+        from google.cloud import monitoring_dashboard_v1
+    return monitoring_dashboard_v1
+
+
 CHANNEL = "gcp:monitoring/notificationChannel:NotificationChannel"
 CLUSTER = "gcp:container/cluster:Cluster"
 
@@ -47,11 +53,12 @@ def _dashboard(rendering) -> dict:
     return json.loads(resource.inputs["dashboardJson"])
 
 
+@pytest.mark.plan
 @pytest.mark.parametrize("stack", ["dev", "h200"])
 def test_the_dashboard_is_one_the_dashboards_api_accepts(stack: str) -> None:
     text = _render(stack).of_type(DASHBOARD)[0].inputs["dashboardJson"]
     # Google's own Dashboard message refuses an unknown field or enum value, as the API does.
-    parsed = monitoring_dashboard_v1.Dashboard.from_json(text)
+    parsed = _dashboards_api().Dashboard.from_json(text)
     layout = parsed.mosaic_layout
     assert layout.columns == 48 and len(layout.tiles) == 5
     cells: set[tuple[int, int]] = set()
@@ -73,9 +80,10 @@ def test_a_misspelt_dashboard_field_is_refused_by_the_same_check() -> None:
     )
     bad["mosaicLayout"]["tiles"][0]["widget"]["xyChart"]["dataSets"][0]["plotType"] = "LINES"
     with pytest.raises(Exception, match="plotType"):
-        monitoring_dashboard_v1.Dashboard.from_json(json.dumps(bad))
+        _dashboards_api().Dashboard.from_json(json.dumps(bad))
 
 
+@pytest.mark.plan
 def test_every_metric_the_dashboard_names_exists_and_is_scoped_to_this_stack() -> None:
     rendering = _render("dev")
     board = _dashboard(rendering)
@@ -96,6 +104,7 @@ def test_every_metric_the_dashboard_names_exists_and_is_scoped_to_this_stack() -
     assert f'metric.type="logging.googleapis.com/user/{metric.inputs["name"]}"' in log_filter
 
 
+@pytest.mark.plan
 def test_the_cluster_exports_what_the_dashboard_reads() -> None:
     (cluster,) = _render("dev").of_type(CLUSTER)
     config = cluster.inputs["monitoringConfig"]
@@ -110,6 +119,7 @@ def _matches(log_filter: str, text: str) -> bool:
     return all(term in text for term in terms)
 
 
+@pytest.mark.plan
 def test_the_log_metric_counts_the_supervisors_own_give_up_line_and_no_other() -> None:
     (metric,) = _render("dev").of_type(METRIC)
     log_filter = metric.inputs["filter"]
@@ -130,12 +140,14 @@ def test_the_log_metric_counts_the_supervisors_own_give_up_line_and_no_other() -
         assert not _matches(log_filter, events.line(other, "grpo-1", "gave_up mentioned"))
 
 
+@pytest.mark.plan
 def test_without_alert_emails_no_channel_and_no_alert_policy_exists() -> None:
     rendering = _render("dev")
     assert rendering.of_type(POLICY) == [] and rendering.of_type(CHANNEL) == []
     assert len(rendering.of_type(DASHBOARD)) == 1 and len(rendering.of_type(METRIC)) == 1
 
 
+@pytest.mark.plan
 def test_alert_emails_turn_on_both_policies_each_telling_every_address() -> None:
     emails = ["oncall@example.com", "ml-platform@example.com"]
     rendering = _render("h200", {"alertEmails": emails})
@@ -158,6 +170,7 @@ def test_alert_emails_turn_on_both_policies_each_telling_every_address() -> None
     assert gave_up["thresholdValue"] == 0
 
 
+@pytest.mark.plan
 def test_the_lustre_threshold_follows_the_config() -> None:
     rendering = _render("dev", {"alertEmails": ["a@example.com"], "lustreFullPercent": 70})
     (lustre,) = [p for p in rendering.of_type(POLICY) if p.name.endswith("lustre-full")]

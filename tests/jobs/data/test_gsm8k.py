@@ -8,10 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from datasets import load_dataset
 
 from jobs.data import gsm8k
 from jobs.recipes.catalogue import PAYLOADS, RECIPES
@@ -31,6 +28,9 @@ ROWS = {
 
 def hub_folder(root: Path) -> Path:
     """The hub's openai/gsm8k layout: main/{train,test}-00000-of-00001.parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     main = root / "main"
     main.mkdir(parents=True)
     for split, rows in ROWS.items():
@@ -55,6 +55,8 @@ def test_nemo_rows_pass_nemo_rl_v0_4_0_loading_path(converted: Path) -> None:
     assert defaults["data.train_data_path"].endswith("/gsm8k/nemo/train.jsonl")
     for split in ("train", "test"):
         # load_dataset_from_path: a .jsonl path goes to the `datasets` JSON loader, split "train".
+        from datasets import load_dataset  # two seconds of import, paid by the tests that use it
+
         ds = load_dataset("json", data_files=str(converted / "nemo" / f"{split}.jsonl"))["train"]
         assert len(ds) == len(ROWS[split])
         # ResponseDataset.add_messages_key reads the two keys the recipe's data config names.
@@ -91,6 +93,8 @@ def test_verl_rows_pass_verl_v0_6_0_rl_dataset_schema_and_reward(converted: Path
     reward = _verl_gsm8k_reward()
     for split in ("train", "test"):
         # rl_dataset.py _read_files_and_tokenize: datasets.load_dataset("parquet", ...)["train"].
+        from datasets import load_dataset
+
         ds = load_dataset("parquet", data_files=str(converted / "verl" / f"{split}.parquet"))[
             "train"
         ]
