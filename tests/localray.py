@@ -42,6 +42,14 @@ def _port_is_free(port: int) -> bool:
     return True
 
 
+def _listens(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+    except OSError:
+        return False
+    return True
+
+
 def free_port_range(size: int) -> tuple[int, int]:
     """A run of `size` consecutive free ports, below the kernel's ephemeral range."""
     for _ in range(200):
@@ -129,6 +137,7 @@ def start(
     # 107 bytes on Linux.
     temp_dir = Path(tempfile.mkdtemp(prefix="rj-", dir="/tmp"))
     dashboard_port = free_port()
+    agent_port = free_port()
     min_worker, max_worker = free_port_range(40)
     args = [
         str(venv_bin() / "ray"),
@@ -143,7 +152,7 @@ def start(
         f"--node-manager-port={free_port()}",
         f"--object-manager-port={free_port()}",
         f"--runtime-env-agent-port={free_port()}",
-        f"--dashboard-agent-listen-port={free_port()}",
+        f"--dashboard-agent-listen-port={agent_port}",
         f"--dashboard-agent-grpc-port={free_port()}",
         f"--metrics-export-port={free_port()}",
         f"--min-worker-port={min_worker}",
@@ -173,9 +182,14 @@ def start(
             tail = cluster.log_tail()
             cluster.stop()
             raise RuntimeError(f"ray start exited with {proc.returncode}:\n{tail}")
-        if dashboard_answers(cluster.dashboard_url):
+        # The dashboard answers before the head's job agent listens, and a submit in between
+        # waits 10 s for it, then fails (job_head.py `submit_job`, Ray 2.60); on a loaded
+        # machine that gap is longer, so the head counts as up once both answer.
+        if dashboard_answers(cluster.dashboard_url) and _listens(agent_port):
             return cluster
         time.sleep(0.25)
     tail = cluster.log_tail()
     cluster.stop()
-    raise RuntimeError(f"Ray dashboard did not answer within {timeout_s:.0f} s:\n{tail}")
+    raise RuntimeError(
+        f"Ray dashboard and job agent did not answer within {timeout_s:.0f} s:\n{tail}"
+    )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -28,6 +29,13 @@ from jobs.client.types import JobDetails, JobStatus
 # Ray's client sets no timeout; a dashboard that accepts the connection and never answers would
 # hang the CLI, so give up after a while (the caller turns TimeoutError into exit 3).
 TIMEOUT_S = 120.0
+
+# A head that has just started (a new cluster, a KubeRay head pod restarted) answers its dashboard
+# before its job agent has registered; a submit then waits 10 s for the agent and answers 500 with
+# this text, asking to try again later (job_head.py `submit_job` L419-427 and consts.py
+# WAIT_AVAILABLE_AGENT_TIMEOUT, Ray 2.60). Nothing reached an agent, so sending it again is safe.
+NO_AGENT_YET = "No available agent to submit job"
+AGENT_WAIT_S = 90.0
 
 
 class JobsAPIError(RuntimeError):
@@ -42,7 +50,9 @@ class JobsAPIError(RuntimeError):
 class JobsAPI:
     """One dashboard's Jobs API; method names and results are JobSubmissionClient's."""
 
-    def __init__(self, url: str, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(
+        self, url: str, timeout_s: float = TIMEOUT_S, agent_wait_s: float = AGENT_WAIT_S
+    ) -> None:
         # Ray strips trailing slashes from the address (dashboard_sdk.py SubmissionClient).
         self.url = url.rstrip("/")
         parts = urlsplit(self.url)
@@ -53,6 +63,7 @@ class JobsAPI:
         self._port = parts.port
         self._prefix = parts.path  # a dashboard behind a path-routing proxy
         self.timeout_s = timeout_s
+        self.agent_wait_s = agent_wait_s
 
     # ------------------------------------------------------------------ transport
 
@@ -129,10 +140,22 @@ class JobsAPI:
             "entrypoint_memory": entrypoint_memory,
             "entrypoint_resources": entrypoint_resources,
         }
-        answer = self._request(
-            "POST", "/api/jobs/", {k: v for k, v in body.items() if v is not None}
+        answer = self._post_until_an_agent_takes_it(
+            "/api/jobs/", {k: v for k, v in body.items() if v is not None}
         )
         return str(answer["submission_id"])  # JobSubmitResponse
+
+    def _post_until_an_agent_takes_it(self, path: str, body: dict[str, Any]) -> Any:
+        """POST, sent again while the head answers that no job agent is up yet (NO_AGENT_YET),
+        for at most `agent_wait_s`; any other answer is returned or raised at once."""
+        deadline = time.monotonic() + self.agent_wait_s
+        while True:
+            try:
+                return self._request("POST", path, body)
+            except JobsAPIError as e:
+                if e.status != 500 or NO_AGENT_YET not in e.body or time.monotonic() > deadline:
+                    raise
+            time.sleep(1.0)
 
     def get_job_info(self, job_id: str) -> JobDetails:
         return JobDetails.model_validate(self._request("GET", self._job_path(job_id)))

@@ -1,0 +1,91 @@
+"""A submit sent while the head's job agent is not up yet is sent again, and only that one."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from jobs.client.api import NO_AGENT_YET, JobsAPI, JobsAPIError
+
+# The text Ray 2.60's job head answers with a 500 when no agent registered within 10 s
+# (ray/dashboard/modules/job/job_head.py `submit_job`).
+RAY_NO_AGENT_TEXT = "No available agent to submit job, please try again later."
+
+
+class Head:
+    """A loopback stand-in for the head's POST /api/jobs/: the first `refusals` answers are
+    the given (status, text), then the submission is accepted."""
+
+    def __init__(self, refusals: int, status: int = 500, text: str = RAY_NO_AGENT_TEXT) -> None:
+        self.refusals, self.status, self.text = refusals, status, text
+        self.posts = 0
+        head = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                head.posts += 1
+                if head.posts <= head.refusals:
+                    status, text = head.status, head.text
+                else:
+                    status, text = 200, json.dumps({"submission_id": body["submission_id"]})
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(text.encode())))
+                self.end_headers()
+                self.wfile.write(text.encode())
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+
+@pytest.fixture
+def head_factory() -> Iterator[type[Head]]:
+    started: list[Head] = []
+
+    def start(*args: object, **kwargs: object) -> Head:
+        head = Head(*args, **kwargs)  # type: ignore[arg-type]
+        head.thread.start()
+        started.append(head)
+        return head
+
+    yield start  # type: ignore[misc]
+    for head in started:
+        head.server.shutdown()
+        head.server.server_close()
+
+
+def test_the_text_we_wait_on_is_the_one_ray_answers() -> None:
+    assert RAY_NO_AGENT_TEXT.startswith(NO_AGENT_YET)
+
+
+def test_a_submit_refused_for_want_of_an_agent_is_sent_again_until_taken(head_factory) -> None:
+    head = head_factory(refusals=2)
+    job_id = JobsAPI(head.url, agent_wait_s=30).submit_job(entrypoint="true", submission_id="r-a1")
+    assert job_id == "r-a1"
+    assert head.posts == 3
+
+
+def test_the_wait_for_an_agent_ends_with_rays_error(head_factory) -> None:
+    head = head_factory(refusals=1000)
+    with pytest.raises(JobsAPIError) as raised:
+        JobsAPI(head.url, agent_wait_s=1.5).submit_job(entrypoint="true", submission_id="r-a1")
+    assert raised.value.status == 500 and NO_AGENT_YET in raised.value.body
+    assert 2 <= head.posts <= 4
+
+
+@pytest.mark.parametrize(
+    ("status", "text"), [(500, "Failed to submit job: boom"), (400, RAY_NO_AGENT_TEXT)]
+)
+def test_any_other_refusal_is_raised_at_once(head_factory, status: int, text: str) -> None:
+    head = head_factory(refusals=1, status=status, text=text)
+    with pytest.raises(JobsAPIError):
+        JobsAPI(head.url, agent_wait_s=30).submit_job(entrypoint="true", submission_id="r-a1")
+    assert head.posts == 1
