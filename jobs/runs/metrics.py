@@ -39,6 +39,8 @@ METRICS: dict[str, tuple[str, str]] = {
     "step_time": ("Step time", "s"),
     "throughput": ("Throughput", "tokens/s/GPU"),
     "loss": ("Loss", ""),
+    "save_time": ("Checkpoint save time", "s"),
+    "validation_time": ("Validation time", "s"),
 }
 VALIDATION_PREFIX = "val:"  # validation curves: "val:<what>", one per data source for veRL
 
@@ -55,6 +57,9 @@ _VERL = {
     "timing_s/step": "step_time",
     "perf/throughput": "throughput",
     "actor/pg_loss": "loss",
+    # Timed outside `timing_s/step` (ray_trainer.py L1203 and L1226, after the step timer L1043).
+    "timing_s/save_checkpoint": "save_time",
+    "timing_s/testing": "validation_time",
 }
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -75,6 +80,9 @@ _NEMO_VALUES = [
     (re.compile(rf"^  • Total step time: {_NUM}s$"), "step_time"),
     (re.compile(rf"^    - E2E \(Tokens/sec/gpu\): {_NUM}$"), "throughput"),
     (re.compile(rf"^    • Accuracy: {_NUM}$"), f"{VALIDATION_PREFIX}accuracy"),
+    # The timing block prints every timer but the total as `  • name: Xs (P%)` (grpo.py
+    # L1362-1366); `checkpointing` (L1273) is timed inside the step's total (L927).
+    (re.compile(rf"^  • checkpointing: {_NUM}s \([0-9.]+%\)$"), "save_time"),
 ]
 _WANDB_URL = re.compile(r"wandb: .*View run\b.*?(?P<url>https://\S+)")
 

@@ -258,3 +258,38 @@ def test_list_shows_a_supervisor_that_gave_up_as_gave_up_not_succeeded(ray_url):
     code, out, err = cli("list", "--address", ray_url, "--json")
     [row] = [r for r in json.loads(out) if r["run"] == run]
     assert row["supervisor"]["outcome"] == "gave_up"
+
+
+def test_status_accounts_a_supervised_runs_life_in_goodput_buckets(ray_url):
+    """Issue 24 (goodput): `status` reads the steps the attempt logged (veRL's console line:
+    timing_s/step excludes timing_s/save_checkpoint) and puts the rest of its life elsewhere."""
+    run = name("life-goodput")
+    steps = (
+        "import time; time.sleep(1.5); "
+        "print('step:1 - critic/score/mean:0.1 - timing_s/step:0.5', flush=True); "
+        "print('step:2 - critic/score/mean:0.2 - timing_s/step:0.5 - "
+        "timing_s/save_checkpoint:0.25', flush=True)"
+    )
+    code, out, err = cli(
+        "run",
+        "--address",
+        ray_url,
+        "--name",
+        run,
+        "--follow",
+        "--json",
+        "--",
+        "python",
+        "-c",
+        steps,
+    )
+    assert code == 0, err
+    code, out, err = cli("status", run, "--address", ray_url, "--json")
+    assert code == 0, err
+    seconds = json.loads(out)["goodput"]["seconds"]
+    assert seconds["productive"] == 1.0 and seconds["saves"] == 0.2  # 0.25 rounded to 0.1 s
+    assert seconds["redone"] == seconds["stalls"] == seconds["capacity"] == 0
+    assert seconds["restart"] >= 1.5 - 0.75  # the sleep before step 1, less rounding
+    code, out, err = cli("status", run, "--address", ray_url)
+    assert code == 0, err
+    assert "goodput:" in out and "productive of" in out, out

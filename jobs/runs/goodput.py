@@ -1,0 +1,214 @@
+"""Goodput of a run: where every hour of its life went, in buckets that add up to the whole.
+
+Pure: a run's attempts (their start and end from Ray's job records), each attempt's step times
+(jobs/runs/metrics.py, read from the frameworks' own step lines) and the supervisor's records
+(jobs/head/events.py) in; hours and GPU-hours per bucket out. The run lives from its first
+record (or first attempt) to now, less the time between a final record (finished, gave up,
+stopped) and the resume that opened its next life; each moment it lives falls into exactly one
+bucket:
+
+- productive: steps computed for the first time (validation inside a step included);
+- redone: steps computed again because an interruption came after them and before their save;
+- saves: checkpoint saves (NeMo RL v0.4.0 times them inside its step, `timing/train/checkpointing`
+  printed as `  • checkpointing: Xs`, grpo.py L1273 within `total_step_time` L927; veRL 0.6.0
+  outside it, `timing_s/save_checkpoint`, ray_trainer.py L1226 after the `step` timer L1043,
+  like `timing_s/testing` L1203);
+- restart: inside an attempt, what its steps and saves do not cover (start-up to the first step,
+  and the unfinished step an interruption cut); between attempts, the supervisor's own turns;
+- capacity: waiting for GPUs that are not there (from `waiting` to `gpus_back` or the next
+  decision);
+- settle: waiting for a cluster that changed to settle before judging a failure;
+- stalls: the silence before the watchdog stopped a stalled attempt.
+
+Step lines carry no clock, so within an attempt only the sums are known: its steps and saves are
+placed at the attempt's end, start-up before them. GPU-hours count the run's GPUs (nodes x GPUs
+per node) through its whole life: in a capacity wait the GPUs still alive sit idle for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from jobs.head import events as ev
+
+BUCKETS = ("productive", "redone", "saves", "restart", "capacity", "settle", "stalls")
+# The bucket a supervisor record opens between attempts; any other record ends the open one.
+# A final record closes the run's life until a resume opens a new one: that time is no bucket's.
+_ENDED = "ended"
+_OPENS = {
+    ev.WAITING: "capacity",
+    ev.STILL_WAITING: "capacity",
+    ev.SETTLING: "settle",
+    **dict.fromkeys(ev.FINAL, _ENDED),
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step as its framework timed it: compute (validation included) and save seconds."""
+
+    compute_s: float
+    save_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class AttemptTrace:
+    """One attempt: when Ray ran it (ms) and the steps it logged, by global step number."""
+
+    submission_id: str
+    start_ms: int | None
+    end_ms: int | None
+    steps: Mapping[int, Step] = field(default_factory=dict)
+
+
+@dataclass
+class Goodput:
+    """Seconds per bucket over the run's life, and the run's GPU count when it is known."""
+
+    seconds: dict[str, float]
+    gpus: int | None
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.seconds.values())
+
+    @property
+    def percent(self) -> float | None:
+        """Productive share of the life; None before anything happened."""
+        return 100.0 * self.seconds["productive"] / self.total_s if self.total_s > 0 else None
+
+    def gpu_hours(self) -> dict[str, float] | None:
+        if self.gpus is None:
+            return None
+        return {b: self.gpus * s / 3600 for b, s in self.seconds.items()}
+
+    def as_json(self) -> dict[str, Any]:
+        gpu_hours = self.gpu_hours()
+        return {
+            "percent": None if self.percent is None else round(self.percent, 1),
+            "gpus": self.gpus,
+            "seconds": {b: round(s, 1) for b, s in self.seconds.items()},
+            "gpu_hours": None
+            if gpu_hours is None
+            else {b: round(h, 3) for b, h in gpu_hours.items()},
+        }
+
+
+def steps_of(curves_points: Mapping[str, Mapping[int, float]], framework: str) -> dict[int, Step]:
+    """Per step, compute and save seconds from one attempt's parsed curves (metrics.Curves.points):
+    NeMo RL's step time includes its save, veRL's excludes both its save and its validation."""
+    step_time = curves_points.get("step_time", {})
+    save = curves_points.get("save_time", {})
+    validation = curves_points.get("validation_time", {})
+    out: dict[int, Step] = {}
+    for n, total in step_time.items():
+        saved = max(0.0, save.get(n, 0.0))
+        if framework == "nemo-rl":
+            out[n] = Step(compute_s=max(0.0, total - saved), save_s=min(saved, max(0.0, total)))
+        else:
+            out[n] = Step(
+                compute_s=max(0.0, total) + max(0.0, validation.get(n, 0.0)), save_s=saved
+            )
+    return out
+
+
+def _ms(record: Mapping[str, Any]) -> int | None:
+    try:
+        return int(
+            datetime.fromisoformat(str(record["t"]).replace("Z", "+00:00")).timestamp() * 1000
+        )
+    except (KeyError, ValueError):
+        return None
+
+
+def _modes(records: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
+    """(ms, bucket) from each record on: what the time between attempts was spent on."""
+    out = []
+    for rec in records:
+        at = _ms(rec)
+        if at is not None:
+            out.append((at, _OPENS.get(str(rec.get("event")), "restart")))
+    return sorted(out, key=lambda m: m[0])
+
+
+def _split_gap(start: int, end: int, modes: list[tuple[int, str]], into: dict[str, float]) -> None:
+    """Spread [start, end) over the buckets the records had open at each moment."""
+    if end <= start:
+        return
+    current = "restart"
+    cuts: list[tuple[int, str]] = []
+    for at, mode in modes:
+        if at <= start:
+            current = mode
+        elif at < end:
+            cuts.append((at, mode))
+    at = start
+    for cut, mode in cuts + [(end, current)]:
+        if current != _ENDED:
+            into[current] += (cut - at) / 1000
+        at, current = cut, mode
+
+
+def _stall_s(records: Sequence[Mapping[str, Any]], submission_id: str) -> float:
+    return sum(
+        float(r.get("quiet_s") or 0.0)
+        for r in records
+        if r.get("event") == ev.STALLED and r.get("submission_id") == submission_id
+    )
+
+
+def account(
+    attempts: Sequence[AttemptTrace],
+    records: Sequence[Mapping[str, Any]],
+    now_ms: int,
+    gpus: int | None,
+) -> Goodput:
+    """Where the run's life went. `records` are the supervisor's records of the run's current
+    life (ev.life), `attempts` its attempts in order; a live attempt ends at `now_ms`."""
+    seconds = dict.fromkeys(BUCKETS, 0.0)
+    spans = sorted(
+        ((a, a.start_ms, min(a.end_ms or now_ms, now_ms)) for a in attempts if a.start_ms),
+        key=lambda s: s[1],
+    )
+    record_ms = [m for m in (_ms(r) for r in records) if m is not None]
+    life_start = min([*record_ms, *(s for _, s, _ in spans)], default=now_ms)
+    life_end = max(now_ms, *(e for _, _, e in spans), life_start)
+    modes = _modes(records)
+    done_before = 0  # the highest step any earlier attempt completed
+    cursor = life_start
+    for attempt, start, end in spans:
+        _split_gap(cursor, start, modes, seconds)
+        wall = max(0.0, (end - max(start, cursor)) / 1000)
+        own = dict.fromkeys(("productive", "redone", "saves"), 0.0)
+        for n, step in attempt.steps.items():
+            own["redone" if n <= done_before else "productive"] += step.compute_s
+            own["saves"] += step.save_s
+        worked = sum(own.values())
+        # Step lines claiming more than the attempt lasted (a clock skew, a resumed step counted
+        # twice): the attempt's wall time is the truth, its steps are scaled into it.
+        scale = wall / worked if worked > wall else 1.0
+        for bucket, spent in own.items():
+            seconds[bucket] += spent * scale
+        worked *= scale
+        stalled = min(_stall_s(records, attempt.submission_id), wall - worked)
+        seconds["stalls"] += stalled
+        seconds["restart"] += wall - worked - stalled
+        done_before = max([done_before, *attempt.steps])
+        cursor = max(cursor, end)
+    _split_gap(cursor, life_end, modes, seconds)
+    return Goodput(seconds=seconds, gpus=gpus)
+
+
+def lines_of(as_json: Mapping[str, Any] | None) -> list[str]:
+    """`status`'s goodput lines from `Goodput.as_json()`: the productive share of the whole, then
+    each bucket that holds time, in GPU-hours when the run's size is known."""
+    if not as_json or as_json.get("percent") is None:
+        return []
+    amounts = as_json["gpu_hours"] or {b: s / 3600 for b, s in as_json["seconds"].items()}
+    unit = "GPU-h" if as_json["gpu_hours"] else "h"
+    total = sum(amounts.values())
+    head = f"{as_json['percent']:.0f}% productive of {total:.2f} {unit}"
+    return [head, ", ".join(f"{b} {amounts[b]:.2f}" for b in BUCKETS if amounts.get(b, 0) > 0)]

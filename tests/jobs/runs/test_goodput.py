@@ -1,0 +1,170 @@
+"""Goodput: every second of a run's life lands in exactly one bucket, from what Ray and the
+frameworks really record."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobs.head import events as ev
+from jobs.runs import goodput, metrics
+from jobs.runs.goodput import AttemptTrace, Step
+
+T0 = 1_800_000_000_000  # ms
+
+
+def at(seconds: float) -> int:
+    return T0 + int(seconds * 1000)
+
+
+def rec(event: str, seconds: float, **fields) -> dict:
+    when = datetime.fromtimestamp(at(seconds) / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"t": when, "event": event, "run": "r", "message": "", **fields}
+
+
+def test_a_preempted_run_splits_into_work_redo_saves_restart_capacity_and_settle() -> None:
+    # attempt 1: 100 s start-up, steps 1-5 of 100 s, a 20 s save after step 4, preempted mid-step
+    # 6 (50 s in); then 600 s waiting for GPUs, 60 s settling, 10 s to submit; attempt 2 resumes
+    # from step 4's checkpoint: 100 s start-up, step 5 again, steps 6-7.
+    first = {n: Step(100.0, 20.0 if n == 4 else 0.0) for n in range(1, 6)}
+    second = {n: Step(100.0) for n in range(5, 8)}
+    a1_end = 100 + 5 * 100 + 20 + 50
+    waiting, settling, submitted = a1_end + 5, a1_end + 605, a1_end + 665
+    a2_start = a1_end + 675
+    now = a2_start + 100 + 300
+    attempts = [
+        AttemptTrace("r-a1", at(0), at(a1_end), first),
+        AttemptTrace("r-a2", at(a2_start), None, second),
+    ]
+    records = [
+        rec(ev.ARMED, 0, fresh=True),
+        rec(ev.SUBMITTED, 0),
+        rec(ev.ATTEMPT_ENDED, a1_end),
+        rec(ev.PREEMPTED, a1_end + 1),
+        rec(ev.WAITING, waiting),
+        rec(ev.GPUS_BACK, settling - 1),
+        rec(ev.SETTLING, settling),
+        rec(ev.SUBMITTED, submitted),
+    ]
+    g = goodput.account(attempts, records, now_ms=at(now), gpus=16)
+    assert g.seconds == pytest.approx(
+        {
+            "productive": 700.0,  # steps 1-7 once
+            "redone": 100.0,  # step 5 again
+            "saves": 20.0,
+            # a1's start-up and cut step, the supervisor's turns (ended -> waiting, gpus back ->
+            # settling, submitted -> running), a2's start-up
+            "restart": (100 + 50) + (5 + 1 + 10) + 100,
+            "capacity": 599.0,
+            "settle": 60.0,
+            "stalls": 0.0,
+        }
+    )
+    assert g.total_s == pytest.approx(now)
+    assert g.gpu_hours()["productive"] == pytest.approx(16 * 700 / 3600)
+    assert g.percent == pytest.approx(100 * 700 / now)
+    head, buckets = goodput.lines_of(g.as_json())
+    assert head == f"40% productive of {16 * now / 3600:.2f} GPU-h"
+    assert buckets.startswith("productive 3.11, redone 0.44, saves 0.09, restart 1.18, capacity")
+    assert "stalls" not in buckets
+
+
+def test_a_stalled_attempt_puts_its_silence_in_stalls() -> None:
+    attempts = [AttemptTrace("r-a1", at(0), at(3000), {1: Step(500.0)})]
+    records = [rec(ev.STALLED, 2990, submission_id="r-a1", quiet_s=1800.0)]
+    g = goodput.account(attempts, records, now_ms=at(3000), gpus=8)
+    assert g.seconds["stalls"] == pytest.approx(1800.0)
+    assert g.seconds["restart"] == pytest.approx(700.0)
+
+
+def test_time_between_an_end_and_a_resume_belongs_to_no_bucket() -> None:
+    attempts = [
+        AttemptTrace("r-a1", at(0), at(1000), {1: Step(900.0)}),
+        AttemptTrace("r-a2", at(90_000), at(91_000), {2: Step(900.0)}),
+    ]
+    records = [
+        rec(ev.ARMED, 0, fresh=True),
+        rec(ev.GAVE_UP, 1000),
+        rec(ev.ARMED, 89_990, fresh=True),
+        rec(ev.FINISHED, 91_000),
+    ]
+    g = goodput.account(attempts, records, now_ms=at(200_000), gpus=8)
+    assert g.total_s == pytest.approx(1000 + 1010)
+    assert g.seconds["productive"] == pytest.approx(1800.0)
+
+
+def test_step_lines_that_claim_more_than_the_attempt_lasted_are_scaled_into_it() -> None:
+    attempts = [AttemptTrace("r-a1", at(0), at(100), {1: Step(150.0, 50.0)})]
+    g = goodput.account(attempts, [], now_ms=at(100), gpus=None)
+    assert g.seconds["productive"] + g.seconds["saves"] == pytest.approx(100.0)
+    assert g.seconds["restart"] == pytest.approx(0.0)
+    assert g.gpu_hours() is None
+    assert goodput.lines_of(g.as_json())[0] == "75% productive of 0.03 h"
+
+
+# NeMo RL v0.4.0 prints its timers as `  • name: Xs (P%)` after `  • Total step time: Xs`
+# (nemo_rl/algorithms/grpo.py L1359-1366); checkpointing is timed inside the step (L927, L1273).
+NEMO_STEP = """========================= Step 3/10 =========================
+  • Loss: 0.1
+  • Avg Reward: 0.5
+  • Total step time: 120.00s
+  • policy_training: 60.00s (50.0%)
+  • checkpointing: 30.00s (25.0%)
+"""
+# veRL 0.6.0's console line: timing_s/step excludes timing_s/testing and timing_s/save_checkpoint
+# (verl/trainer/ppo/ray_trainer.py L1043, L1203, L1226).
+VERL_STEP = (
+    "(TaskRunner pid=7) step:3 - critic/score/mean:0.5 - timing_s/step:100.0"
+    " - timing_s/testing:15.0 - timing_s/save_checkpoint:25.0"
+)
+
+
+def test_nemo_rl_saves_are_taken_out_of_its_step_time() -> None:
+    points = metrics.parse(NEMO_STEP).points
+    assert goodput.steps_of(points, "nemo-rl") == {3: Step(compute_s=90.0, save_s=30.0)}
+
+
+def test_verl_validation_is_work_and_its_save_comes_on_top_of_the_step() -> None:
+    points = metrics.parse(VERL_STEP).points
+    assert goodput.steps_of(points, "verl") == {3: Step(compute_s=115.0, save_s=25.0)}
+
+
+EVENTS = st.sampled_from(
+    [ev.WAITING, ev.STILL_WAITING, ev.GPUS_BACK, ev.SETTLING, ev.SUBMITTED, ev.ATTEMPT_ENDED]
+)
+
+
+@st.composite
+def lives(draw):
+    """A run's attempts (in order, not overlapping) and supervisor records, with no end."""
+    t, attempts, records = 0.0, [], []
+    for n in range(draw(st.integers(0, 4))):
+        for _ in range(draw(st.integers(0, 3))):
+            t += draw(st.integers(1, 5000))
+            records.append(rec(draw(EVENTS), t))
+        t += draw(st.integers(1, 5000))
+        start = t
+        t += draw(st.integers(0, 20_000))
+        steps = draw(
+            st.dictionaries(
+                st.integers(1, 30),
+                st.builds(Step, st.floats(0, 3000), st.floats(0, 600)),
+                max_size=8,
+            )
+        )
+        attempts.append(AttemptTrace(f"r-a{n + 1}", at(start), at(t), steps))
+    now = t + draw(st.integers(0, 5000))
+    return attempts, records, now
+
+
+@given(lives(), st.one_of(st.none(), st.integers(1, 64)))
+def test_every_second_of_a_life_falls_in_exactly_one_bucket(life, gpus) -> None:
+    attempts, records, now = life
+    g = goodput.account(attempts, records, now_ms=at(now), gpus=gpus)
+    assert all(seconds >= -1e-6 for seconds in g.seconds.values())
+    starts = [a.start_ms for a in attempts] + [goodput._ms(r) for r in records]
+    first = min(starts, default=at(now))
+    assert g.total_s == pytest.approx((at(now) - first) / 1000, abs=1e-3)
