@@ -4,6 +4,7 @@ frameworks really record."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -68,6 +69,9 @@ def test_a_preempted_run_splits_into_work_redo_saves_restart_capacity_and_settle
     assert g.percent == pytest.approx(100 * 700 / now)
     head, buckets = goodput.lines_of(g.as_json())
     assert head == f"40% productive of {16 * now / 3600:.2f} GPU-h"
+    # docs/jobs.md shows this run's status lines
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "jobs.md").read_text()
+    assert f"goodput: {head}\n" in doc and f" {buckets}\n" in doc
     assert buckets.startswith("productive 3.11, redone 0.44, saves 0.09, restart 1.18, capacity")
     assert "stalls" not in buckets
 
