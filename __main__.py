@@ -124,6 +124,7 @@ export_stack_outputs(
     },
     gpu_pool=gpu_pool.node_pool.name,
     gpu_scaling=config.gpu.scaling_mode,
+    gpu_provisioning=config.gpu.provisioning,
     # What `rl-jobs cost` prices a node-hour at, and the figure's source (components/prices.py).
     gpu_node_hour_usd=price.usd if price else None,
     gpu_node_hour_source=price.source if price else None,

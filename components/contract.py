@@ -172,6 +172,9 @@ class StackOutputs(BaseModel):
     gpu_pool: str | None = None
     # gpu.scaling as the stack resolved it ("static" or "on-demand"); older stacks lack it.
     gpu_scaling: str | None = None
+    # gpu.provisioning: on spot and flex-start GPUs `rl-jobs` supervises runs unless told not
+    # to (a preemption would otherwise end them). Older stacks lack it.
+    gpu_provisioning: str | None = None
     # What one GPU node-hour costs and where that figure comes from (components/prices.py or the
     # stack's cost.nodeHourUsd): `rl-jobs cost` prices node-hours with it. Older stacks lack it.
     gpu_node_hour_usd: float | None = Field(default=None, gt=0)

@@ -418,7 +418,10 @@ def submit_cmd(
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
     # Planned (size, overrides, payload checked) before the port-forward: a refusal costs nothing.
     planned = plan_recipe(ask, Place(where.stack, outputs, source))
-    for note in planned.notes:
+    options, supervision_note = handoff.surviving_defaults(
+        options, max_restarts, outputs.gpu_provisioning if outputs else None, where.stack or ""
+    )
+    for note in [*planned.notes, supervision_note] if supervision_note else planned.notes:
         err().print(note, markup=False)
     with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
         if outputs is None and framework is None:

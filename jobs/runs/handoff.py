@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import jobs
+from components.contract import RUNS_ROOT
 from jobs.client.dashboard import AlreadySubmitted, Dashboard
 from jobs.client.types import JobDetails, JobStatus, Submission
 from jobs.common import commands
@@ -54,6 +55,40 @@ class Options:
             or bool(self.runs_root)
             or bool(self.capacity_deadline_s)
         )
+
+
+# GPUs the cloud may take back mid-run: spot VMs are preempted at any time, flex-start VMs end at
+# their maximum run duration. An unsupervised run on them ends at the first loss (issue 24 item 7).
+PREEMPTIBLE_PROVISIONING = ("spot", "flex-start")
+
+
+def surviving_defaults(
+    options: Options, max_restarts: int, provisioning: str | None, stack: str
+) -> tuple[Options, str]:
+    """On a stack whose GPUs are preemptible, a run is supervised (DEFAULT_MAX_PREEMPTIONS) with
+    its record under RUNS_ROOT, where the head's re-armer looks, unless the user chose: an
+    explicit --max-preemptions 0 keeps it as asked, an explicit --runs-root or budget is kept.
+    Returns the options and a note saying what was chosen ("" when nothing was)."""
+    if provisioning not in PREEMPTIBLE_PROVISIONING or options.max_preemptions == 0:
+        return options, ""
+    was_supervised = options.supervised(max_restarts)
+    if was_supervised:  # its budgets are the user's (None: the supervisor's defaults)
+        chosen = replace(options, runs_root=options.runs_root or RUNS_ROOT)
+    else:
+        chosen = replace(options, max_preemptions=DEFAULT_MAX_PREEMPTIONS, runs_root=RUNS_ROOT)
+    if chosen == options:
+        return options, ""
+    if was_supervised:
+        return chosen, (
+            f"stack {stack} has {provisioning} GPUs: the run's record goes to {chosen.runs_root}, "
+            "where the head's re-armer looks (--runs-root DIR to choose another)"
+        )
+    return chosen, (
+        f"stack {stack} has {provisioning} GPUs: the run is supervised (up to "
+        f"{DEFAULT_MAX_PREEMPTIONS} "
+        f"preemptions, its record in {chosen.runs_root}, where the head's re-armer looks); "
+        "--max-preemptions 0 submits it unsupervised"
+    )
 
 
 # Starting the supervisor's driver takes a few seconds (reference §4.3: ~2-3 s to RUNNING);

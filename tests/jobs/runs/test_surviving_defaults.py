@@ -1,0 +1,77 @@
+"""On a stack whose GPUs can be taken back, a submitted run is supervised unless the user said
+otherwise (issue 24 item 7: a plain `submit --stack` on spot ended at its first preemption)."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from components.contract import RUNS_ROOT
+from jobs.cli.app import app
+from jobs.client.net import free_port
+from jobs.runs import address, handoff, stack
+from jobs.runs.handoff import DEFAULT_MAX_PREEMPTIONS, Options
+
+
+@pytest.mark.parametrize("provisioning", ["spot", "flex-start"])
+def test_a_plain_run_on_preemptible_gpus_is_supervised_with_its_record_where_rearmed(
+    provisioning: str,
+) -> None:
+    chosen, note = handoff.surviving_defaults(Options(), 0, provisioning, "dev")
+    assert chosen.supervised(0)
+    assert chosen.max_preemptions == DEFAULT_MAX_PREEMPTIONS and chosen.runs_root == RUNS_ROOT
+    assert f"stack dev has {provisioning} GPUs" in note and "--max-preemptions 0" in note
+
+
+@pytest.mark.parametrize("provisioning", ["on-demand", "reservation", None])
+def test_gpus_that_stay_leave_the_run_as_asked(provisioning: str | None) -> None:
+    assert handoff.surviving_defaults(Options(), 0, provisioning, "dev") == (Options(), "")
+
+
+def test_an_explicit_zero_preemptions_keeps_the_run_unsupervised() -> None:
+    asked = Options(max_preemptions=0)
+    assert handoff.surviving_defaults(asked, 0, "spot", "dev") == (asked, "")
+
+
+def test_a_supervised_run_keeps_its_budgets_and_gets_the_watched_runs_root() -> None:
+    chosen, note = handoff.surviving_defaults(Options(stall_timeout_s=600), 3, "spot", "dev")
+    assert chosen == Options(stall_timeout_s=600, runs_root=RUNS_ROOT)
+    assert "record goes to" in note
+
+
+def test_a_chosen_runs_root_is_kept_without_a_note() -> None:
+    asked = Options(runs_root="/lustre/team-a/runs")
+    assert handoff.surviving_defaults(asked, 0, "spot", "dev") == (asked, "")
+
+
+def _outputs(provisioning: str | None) -> stack.StackOutputs:
+    return stack.StackOutputs(
+        rayClusterName="rc",
+        rayNamespace="ray",
+        rayHeadService="rc-head-svc",
+        rayDashboardPort=free_port(),
+        rayFramework="nemo-rl",
+        gpuNodeCount=2,
+        gpusPerNode=8,
+        clusterName="c",
+        clusterLocation="l",
+        clusterProject="p",
+        gpuProvisioning=provisioning,
+    )
+
+
+@pytest.mark.parametrize(("provisioning", "noted"), [("spot", True), ("on-demand", False)])
+def test_submit_says_it_supervises_before_it_contacts_the_cluster(
+    monkeypatch: pytest.MonkeyPatch, provisioning: str, noted: bool
+) -> None:
+    monkeypatch.setattr(stack, "read", lambda name: _outputs(provisioning))
+
+    def no_connect(*args: object, **kwargs: object) -> None:
+        raise SystemExit(99)
+
+    monkeypatch.setattr(address, "connect", no_connect)
+    result = CliRunner().invoke(
+        app, ["submit", "nemo-rl-grpo-math", "--stack", "dev", "--name", "grpo-1"]
+    )
+    assert result.exit_code == 99
+    assert ("the run is supervised" in result.stderr) is noted, result.stderr
