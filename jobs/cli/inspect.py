@@ -16,7 +16,17 @@ from jobs.cli.runs import report_run
 from jobs.common import commands
 from jobs.common.errors import ExitCode
 from jobs.common.redact import redact
-from jobs.runs import address, follow, goodput, handoff, listing, record_view, run_goodput, state
+from jobs.runs import (
+    address,
+    follow,
+    goodput,
+    handoff,
+    listing,
+    metrics,
+    record_view,
+    run_goodput,
+    state,
+)
 from jobs.runs.address import Dashboard
 from jobs.runs.listing import JobDetails
 
@@ -55,9 +65,11 @@ def status_cmd(
         else:
             view = listing.describe(listing.find(cluster, ident, flags, jobs_))
         if found is not None:
-            view["goodput"] = run_goodput.of_run(
+            spent, curves = run_goodput.of_run(
                 found.attempts, view.get("history") or [], cluster.logs
-            ).as_json()
+            )
+            view["progress"] = metrics.progress(curves)
+            view["goodput"] = spent.as_json()
             # What will work next, by the rule `submit --resume` itself follows (issue 29 item 3).
             view["next"] = state.next_steps(found, view.get("outcome"), flags)
     if as_json:
@@ -87,6 +99,8 @@ def status_cmd(
             shown.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
         shown.print(f"{'history':>16}:", markup=False)
         handoff.print_story(lambda text: shown.print(f"  {text}", markup=False), view["history"])
+    if view.get("progress"):
+        shown.print(f"{'progress':>16}: {metrics.progress_line(view['progress'])}", markup=False)
     for n, text in enumerate(goodput.lines_of(view.get("goodput"))):
         shown.print(
             f"{'goodput' if n == 0 else '':>16}{':' if n == 0 else ' '} {text}", markup=False

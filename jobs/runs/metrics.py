@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 # The curves the report draws, in its order: key -> (title, unit).
 METRICS: dict[str, tuple[str, str]] = {
@@ -69,7 +70,7 @@ _VERL_LINE = re.compile(r"^step:(?P<step>[0-9]+)(?P<rest>( - .*)?)$")
 # `np.float64(0.5)`: pprint.pformat of a numpy scalar under numpy >= 2.
 _NUMPY_SCALAR = re.compile(r"^np\.[a-z0-9_]+\((?P<v>.*)\)$")
 
-_NEMO_EPOCH = re.compile(r"^=+ Epoch (?P<e>[0-9]+)/[0-9]+ =+$")
+_NEMO_EPOCH = re.compile(r"^=+ Epoch (?P<e>[0-9]+)/(?P<total>[0-9]+) =+$")
 _NEMO_STEP = re.compile(r"^=+ Step (?P<i>[0-9]+)/(?P<n>[0-9]+) =+$")
 _NUM = r"(?P<v>[-+]?(?:[0-9.]+(?:e[-+]?[0-9]+)?|nan|inf))"
 _NEMO_VALUES = [
@@ -94,6 +95,8 @@ class Curves:
 
     points: dict[str, dict[int, float]] = field(default_factory=dict)
     wandb_urls: list[str] = field(default_factory=list)
+    # NeMo RL's last `Epoch e/E` and `Step i/N` headers: (e, E, i, N); veRL prints no total.
+    position: tuple[int, int, int, int] | None = None
 
     def add(self, metric: str, step: int, value: float) -> None:
         self.points.setdefault(metric, {})[step] = value
@@ -103,6 +106,7 @@ class Curves:
             for step, value in steps.items():
                 self.add(metric, step, value)
         self.wandb_urls += [u for u in later.wandb_urls if u not in self.wandb_urls]
+        self.position = later.position or self.position
 
     def series(self, metric: str) -> list[tuple[int, float]]:
         """The metric's finite points, by step (NaN and inf are dropped: they cannot be drawn)."""
@@ -168,7 +172,7 @@ def parse_verl_line(line: str) -> tuple[int, dict[str, float]] | None:
 def parse(text: str) -> Curves:
     """The curves in one attempt's log, whichever framework wrote it."""
     curves = Curves()
-    epoch, step = 1, 0
+    epoch, epochs, step = 1, 1, 0
     for raw in text.splitlines():
         line = clean(raw)
         if url := _WANDB_URL.search(line):
@@ -188,12 +192,13 @@ def parse(text: str) -> Curves:
             continue
         stripped = line.strip()
         if m := _NEMO_EPOCH.match(stripped):
-            epoch = int(m["e"])
+            epoch, epochs = int(m["e"]), int(m["total"])
             continue
         if m := _NEMO_STEP.match(stripped):
             # i restarts every epoch; N = min(len(dataloader), max_num_steps), and a second epoch
             # only happens when N is the dataloader's length, so the global step is this:
             step = (epoch - 1) * int(m["n"]) + int(m["i"])
+            curves.position = (epoch, epochs, int(m["i"]), int(m["n"]))
             continue
         for pattern, metric in _NEMO_VALUES:
             if m := pattern.match(line):
@@ -202,3 +207,42 @@ def parse(text: str) -> Curves:
                     curves.add(metric, step, value)
                 break
     return curves
+
+
+def progress(curves: Curves) -> dict[str, Any] | None:
+    """Where the run stands, from its merged curves: the last step logged, NeMo RL's `i of N`
+    within its epoch, the latest reward and loss, the median step time, and an ETA when the
+    total is known (NeMo RL, one epoch: N is then the run's last step)."""
+    logged = sorted({s for steps in curves.points.values() for s in steps})
+    if not logged:
+        return None
+    step = logged[-1]
+    times = sorted(v for _, v in curves.series("step_time"))
+    per_step = times[len(times) // 2] if times else None
+    out: dict[str, Any] = {"step": step, "of": None, "epoch": None, "seconds_per_step": per_step}
+    for metric in ("reward", "loss"):
+        series = curves.series(metric)
+        out[metric] = series[-1][1] if series else None
+    if curves.position is not None:
+        epoch, epochs, i, n = curves.position
+        out["epoch"] = f"{epoch}/{epochs}"
+        out["of"] = n if epochs == 1 else None
+        out["in_epoch"] = f"{i} of {n}"
+        if epochs == 1 and per_step is not None:
+            out["eta_s"] = max(0, n - i) * per_step
+    return out
+
+
+def progress_line(p: dict[str, Any] | None) -> str:
+    if not p:
+        return ""
+    where = f"step {p['step']}" + (f" of {p['of']}" if p.get("of") else "")
+    if p.get("epoch") and not p["epoch"].endswith("/1"):
+        where += f" (epoch {p['epoch']}, {p['in_epoch']})"
+    parts = [where]
+    parts += [f"{m} {p[m]:.4g}" for m in ("reward", "loss") if p.get(m) is not None]
+    if p.get("seconds_per_step") is not None:
+        parts.append(f"{p['seconds_per_step']:.3g} s/step")
+    if p.get("eta_s") is not None:
+        parts.append(f"ETA {p['eta_s'] / 60:.0f} min")
+    return ", ".join(parts)

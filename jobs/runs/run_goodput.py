@@ -1,4 +1,5 @@
-"""A run's goodput read from the head: its attempts' records and logs, its supervisors' records."""
+"""A run's goodput and progress read from the head: its attempts' records and logs, its
+supervisors' records."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from jobs.runs import goodput, metrics
 from jobs.runs.metadata import RecipeRun
 
 
-def trace(job: JobDetails, log: str) -> goodput.AttemptTrace:
+def trace(job: JobDetails, curves: metrics.Curves) -> goodput.AttemptTrace:
     """One attempt as goodput reads it: Ray's start and end, the steps its log shows."""
     recorded = RecipeRun.of_job(job.metadata)
     framework = recorded.framework if recorded else ""
@@ -19,7 +20,7 @@ def trace(job: JobDetails, log: str) -> goodput.AttemptTrace:
         submission_id=job.submission_id or job.job_id or "",
         start_ms=job.start_time,
         end_ms=job.end_time,
-        steps=goodput.steps_of(metrics.parse(log).points, framework),
+        steps=goodput.steps_of(curves.points, framework),
     )
 
 
@@ -37,8 +38,14 @@ def of_run(
     records: Sequence[dict[str, Any]],
     logs: Callable[[str], str],
     now_ms: int | None = None,
-) -> goodput.Goodput:
-    """The run's goodput; `logs(submission_id)` reads one attempt's log (Dashboard.logs)."""
-    traces = [trace(job, logs(job.submission_id or "")) for job in attempts]
+) -> tuple[goodput.Goodput, metrics.Curves]:
+    """The run's goodput and its curves (attempts merged in order, a later attempt's value for a
+    step winning); `logs(submission_id)` reads one attempt's log (Dashboard.logs)."""
+    merged = metrics.Curves()
+    traces = []
+    for job in attempts:
+        curves = metrics.parse(logs(job.submission_id or ""))
+        traces.append(trace(job, curves))
+        merged.merge(curves)
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    return goodput.account(traces, records, now, gpus_of(attempts))
+    return goodput.account(traces, records, now, gpus_of(attempts)), merged

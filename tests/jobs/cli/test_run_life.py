@@ -286,10 +286,13 @@ def test_status_accounts_a_supervised_runs_life_in_goodput_buckets(ray_url):
     assert code == 0, err
     code, out, err = cli("status", run, "--address", ray_url, "--json")
     assert code == 0, err
-    seconds = json.loads(out)["goodput"]["seconds"]
+    view = json.loads(out)
+    assert view["progress"]["step"] == 2 and view["progress"]["reward"] == 0.2
+    seconds = view["goodput"]["seconds"]
     assert seconds["productive"] == 1.0 and seconds["saves"] == 0.2  # 0.25 rounded to 0.1 s
     assert seconds["redone"] == seconds["stalls"] == seconds["capacity"] == 0
     assert seconds["restart"] >= 1.5 - 0.75  # the sleep before step 1, less rounding
     code, out, err = cli("status", run, "--address", ray_url)
     assert code == 0, err
     assert "goodput:" in out and "productive of" in out, out
+    assert "progress: step 2, reward 0.2, 0.5 s/step" in out, out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -166,3 +167,37 @@ def test_any_verl_line_round_trips_through_the_parser(values: dict[str, float], 
     for key, value in values.items():
         (point,) = curves.series(names[key])
         assert point[0] == step and math.isclose(point[1], value, rel_tol=0, abs_tol=0)
+
+
+def _nemo_step(i: int, n: int, reward: float, seconds: float) -> str:
+    # The block NeMo RL v0.4.0 prints per step (grpo.py L919, L1340, L1333, L1359).
+    return (
+        f"========================= Step {i}/{n} =========================\n"
+        f"  • Loss: 0.25\n  • Avg Reward: {reward}\n  • Total step time: {seconds:.2f}s\n"
+    )
+
+
+def test_progress_of_a_nemo_run_names_its_step_of_n_and_an_eta_from_the_median_step() -> None:
+    log = "".join(_nemo_step(i, 10, 0.1 * i, s) for i, s in [(1, 100.0), (2, 60.0), (3, 62.0)])
+    p = metrics.progress(metrics.parse(log))
+    assert p is not None
+    assert (p["step"], p["of"], p["reward"], p["loss"]) == (3, 10, pytest.approx(0.3), 0.25)
+    assert p["seconds_per_step"] == 62.0 and p["eta_s"] == 7 * 62.0
+    assert metrics.progress_line(p) == "step 3 of 10, reward 0.3, loss 0.25, 62 s/step, ETA 7 min"
+
+
+def test_progress_of_a_later_nemo_epoch_says_the_epoch_and_no_eta() -> None:
+    log = "===== Epoch 2/3 =====\n" + _nemo_step(4, 10, 0.5, 30.0)
+    p = metrics.progress(metrics.parse(log))
+    assert p["step"] == 14 and p["of"] is None and "eta_s" not in p
+    assert metrics.progress_line(p).startswith("step 14 (epoch 2/3, 4 of 10)")
+
+
+def test_progress_of_a_verl_run_has_no_total_and_a_resumed_attempts_steps_win() -> None:
+    first = metrics.parse("step:5 - critic/score/mean:0.2 - timing_s/step:40.0")
+    second = metrics.parse("step:5 - critic/score/mean:0.4 - timing_s/step:50.0")
+    first.merge(second)
+    p = metrics.progress(first)
+    assert (p["step"], p["of"], p["reward"]) == (5, None, 0.4)
+    assert metrics.progress_line(p) == "step 5, reward 0.4, 50 s/step"
+    assert metrics.progress(metrics.parse("no step lines here\n")) is None
