@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -183,7 +184,10 @@ def test_progress_of_a_nemo_run_names_its_step_of_n_and_an_eta_from_the_median_s
     assert p is not None
     assert (p["step"], p["of"], p["reward"], p["loss"]) == (3, 10, pytest.approx(0.3), 0.25)
     assert p["seconds_per_step"] == 62.0 and p["eta_s"] == 7 * 62.0
-    assert metrics.progress_line(p) == "step 3 of 10, reward 0.3, loss 0.25, 62 s/step, ETA 7 min"
+    line = metrics.progress_line(p)
+    assert line == "step 3 of 10, reward 0.3, loss 0.25, 62 s/step, ETA 7 min"
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "jobs.md").read_text()
+    assert f"progress: {line}\n" in doc  # the example docs/jobs.md shows
 
 
 def test_progress_of_a_later_nemo_epoch_says_the_epoch_and_no_eta() -> None:
