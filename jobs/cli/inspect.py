@@ -14,7 +14,7 @@ from jobs.cli import render
 from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
 from jobs.cli.runs import report_run
 from jobs.common import commands
-from jobs.common.errors import ExitCode
+from jobs.common.errors import ExitCode, UsageError
 from jobs.common.redact import redact
 from jobs.runs import (
     address,
@@ -139,6 +139,7 @@ def _supervised_view(found: state.Run, recs: list[dict[str, Any]]) -> dict[str, 
 def logs_cmd(
     ident: opt.IdArg,
     follow_logs: opt.FollowOpt = False,
+    tail: opt.TailOpt = None,
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
     runs_root: opt.RunsRootOpt = None,
@@ -146,8 +147,19 @@ def logs_cmd(
     """Print a job's logs, or every attempt's of a run.
 
     With --follow, stream them until it ends (^C detaches)."""
+    if tail is not None and follow_logs:
+        raise UsageError(
+            "--tail cannot be combined with --follow yet",
+            "use --tail N to see the end, or --follow to stream the whole log",
+        )
     if runs_root:
         record_view.check_root(runs_root)
+    if tail is not None:
+        with opt.reach(addr, stack_name) as (cluster, where):
+            job = listing.find(cluster, ident, opt.where_flags(where))
+            lines = cluster.logs(job.submission_id or ident).splitlines(keepends=True)
+            sys.stdout.write(redact("".join(lines[-tail:])))
+        return
     if runs_root and not follow_logs and record_view.has_record(runs_root, ident):
         # The supervisor's decisions from the run's record: readable without the head.
         for rec in record_view.view(runs_root, ident)["history"]:

@@ -40,6 +40,15 @@ FollowOpt = Annotated[
         "--follow", metavar="", help="Stream logs until the job ends; exit with its result."
     ),
 ]
+TailOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tail",
+        min=1,
+        metavar="N",
+        help="Print only the last N lines of the job's log (a run's: its latest attempt's).",
+    ),
+]
 RestartsOpt = Annotated[
     int,
     typer.Option(

@@ -296,3 +296,20 @@ def test_status_accounts_a_supervised_runs_life_in_goodput_buckets(ray_url):
     assert code == 0, err
     assert "goodput:" in out and "productive of" in out, out
     assert "progress: step 2, reward 0.2, 0.5 s/step" in out, out
+
+
+def test_logs_tail_prints_the_last_lines_of_the_latest_attempt(ray_url):
+    """Issue 29 (logs --tail N)."""
+    run = name("life-tail")
+    lines = "; ".join(f"print('line {n}', flush=True)" for n in range(1, 6))
+    code, out, err = cli(
+        "run", "--address", ray_url, "--name", run, "--follow", "--", "python", "-c", lines
+    )
+    assert code == 0, err
+    code, out, err = cli("logs", run, "--address", ray_url, "--tail", "2")
+    assert code == 0, err
+    assert out.splitlines()[-2:] == ["line 4", "line 5"] and "line 3" not in out, out
+    code, out, err = cli("logs", run, "--address", ray_url, "--tail", "2", "--follow")
+    assert code == 2 and "--tail cannot be combined with --follow" in err, err
+    code, out, err = cli("logs", run, "--address", ray_url, "--tail", "0")
+    assert code == 2 and "--tail" in err, err
