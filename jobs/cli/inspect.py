@@ -25,6 +25,7 @@ from jobs.runs import (
     metrics,
     record_view,
     run_goodput,
+    stack,
     state,
 )
 from jobs.runs.address import Dashboard
@@ -56,7 +57,9 @@ def status_cmd(
         for text in record_view.lines(view):
             out().print(redact(text), markup=False)
         return
-    with opt.reach(addr, stack_name) as (cluster, where):
+    chosen = address.choose(addr, stack_name)
+    outputs = stack.read(chosen.stack) if chosen.stack else None  # read once: reach and price
+    with opt.reach(addr, stack_name, outputs) as (cluster, where):
         flags = opt.where_flags(where)
         jobs_ = cluster.jobs()
         found = state.find(jobs_, ident)
@@ -69,7 +72,7 @@ def status_cmd(
                 found.attempts, view.get("history") or [], cluster.logs
             )
             view["progress"] = metrics.progress(curves)
-            view["goodput"] = spent.as_json()
+            view["goodput"] = goodput.priced(spent.as_json(), outputs)
             # What will work next, by the rule `submit --resume` itself follows (issue 29 item 3).
             view["next"] = state.next_steps(found, view.get("outcome"), flags)
     if as_json:

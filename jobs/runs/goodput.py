@@ -202,6 +202,18 @@ def account(
     return Goodput(seconds=seconds, gpus=gpus)
 
 
+def priced(as_json: dict[str, Any], outputs: Any | None) -> dict[str, Any]:
+    """`as_json` with the run's cost when the stack prices a GPU node-hour (its
+    gpuNodeHourUsd output, components/prices.py or the stack's cost.nodeHourUsd): node-hours are
+    GPU-hours over the stack's GPUs per node. `outputs` is the stack's StackOutputs, or None."""
+    usd = getattr(outputs, "gpu_node_hour_usd", None)
+    per_node = getattr(outputs, "gpus_per_node", None)
+    if not usd or not per_node or not as_json.get("gpu_hours"):
+        return {**as_json, "cost_usd": None}
+    node_hours = sum(as_json["gpu_hours"].values()) / per_node
+    return {**as_json, "cost_usd": round(node_hours * usd, 2), "node_hour_usd": usd}
+
+
 def lines_of(as_json: Mapping[str, Any] | None) -> list[str]:
     """`status`'s goodput lines from `Goodput.as_json()`: the productive share of the whole, then
     each bucket that holds time, in GPU-hours when the run's size is known."""
@@ -211,4 +223,6 @@ def lines_of(as_json: Mapping[str, Any] | None) -> list[str]:
     unit = "GPU-h" if as_json["gpu_hours"] else "h"
     total = sum(amounts.values())
     head = f"{as_json['percent']:.0f}% productive of {total:.2f} {unit}"
+    if as_json.get("cost_usd") is not None:
+        head += f" (${as_json['cost_usd']:,.2f} at ${as_json['node_hour_usd']:g} per node-hour)"
     return [head, ", ".join(f"{b} {amounts[b]:.2f}" for b in BUCKETS if amounts.get(b, 0) > 0)]

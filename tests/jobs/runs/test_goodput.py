@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from components.contract import StackOutputs
 from jobs.head import events as ev
 from jobs.runs import goodput, metrics
 from jobs.runs.goodput import AttemptTrace, Step
@@ -172,3 +173,28 @@ def test_every_second_of_a_life_falls_in_exactly_one_bucket(life, gpus) -> None:
     starts = [a.start_ms for a in attempts] + [goodput._ms(r) for r in records]
     first = min(starts, default=at(now))
     assert g.total_s == pytest.approx((at(now) - first) / 1000, abs=1e-3)
+
+
+def test_a_priced_stack_puts_the_runs_cost_beside_its_goodput() -> None:
+    attempts = [AttemptTrace("r-a1", at(0), at(3600), {1: Step(1800.0)})]
+    spent = goodput.account(attempts, [], now_ms=at(3600), gpus=16).as_json()
+
+    outputs = StackOutputs(
+        clusterName="c",
+        clusterLocation="l",
+        clusterProject="p",
+        rayClusterName="rc",
+        rayNamespace="ray",
+        rayHeadService="rc-head-svc",
+        rayDashboardPort=8265,
+        rayFramework="verl",
+        gpuNodeCount=2,
+        gpusPerNode=8,
+        gpuNodeHourUsd=40.0,
+    )
+    priced = goodput.priced(spent, outputs)
+    assert priced["cost_usd"] == 80.0  # 16 GPU-hours = 2 node-hours at $40
+    assert (
+        goodput.lines_of(priced)[0] == "50% productive of 16.00 GPU-h ($80.00 at $40 per node-hour)"
+    )
+    assert goodput.priced(spent, None)["cost_usd"] is None
