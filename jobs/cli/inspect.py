@@ -104,6 +104,9 @@ def status_cmd(
         handoff.print_story(lambda text: shown.print(f"  {text}", markup=False), view["history"])
     if view.get("progress"):
         shown.print(f"{'progress':>16}: {metrics.progress_line(view['progress'])}", markup=False)
+        if spark := view["progress"].get("reward_sparkline"):
+            low, high = view["progress"]["reward_range"]
+            shown.print(f"{'reward':>16}: {spark} ({low:.3g} to {high:.3g})", markup=False)
     for n, text in enumerate(goodput.lines_of(view.get("goodput"))):
         shown.print(
             f"{'goodput' if n == 0 else '':>16}{':' if n == 0 else ' '} {text}", markup=False

@@ -223,6 +223,11 @@ def progress(curves: Curves) -> dict[str, Any] | None:
     for metric in ("reward", "loss"):
         series = curves.series(metric)
         out[metric] = series[-1][1] if series else None
+    rewards = curves.series("reward")
+    out["reward_sparkline"] = sparkline(rewards)
+    out["reward_range"] = (
+        [min(v for _, v in rewards), max(v for _, v in rewards)] if rewards else None
+    )
     if curves.position is not None:
         epoch, epochs, i, n = curves.position
         out["epoch"] = f"{epoch}/{epochs}"
@@ -246,3 +251,19 @@ def progress_line(p: dict[str, Any] | None) -> str:
     if p.get("eta_s") is not None:
         parts.append(f"ETA {p['eta_s'] / 60:.0f} min")
     return ", ".join(parts)
+
+
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(points: list[tuple[int, float]], width: int = 40) -> str:
+    """The last `width` values as one line of block characters, lowest to highest (a flat
+    series is a flat line); "" with fewer than two points."""
+    values = [v for _, v in points[-width:]]
+    if len(values) < 2:
+        return ""
+    low, high = min(values), max(values)
+    if high == low:
+        return _BARS[len(_BARS) // 2] * len(values)
+    scale = (len(_BARS) - 1) / (high - low)
+    return "".join(_BARS[round((v - low) * scale)] for v in values)

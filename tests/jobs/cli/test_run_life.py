@@ -296,6 +296,7 @@ def test_status_accounts_a_supervised_runs_life_in_goodput_buckets(ray_url):
     assert code == 0, err
     assert "goodput:" in out and "productive of" in out, out
     assert "progress: step 2, reward 0.2, 0.5 s/step" in out, out
+    assert "reward: ▁█ (0.1 to 0.2)" in out, out
 
 
 def test_logs_tail_prints_the_last_lines_of_the_latest_attempt(ray_url):

@@ -205,3 +205,13 @@ def test_progress_of_a_verl_run_has_no_total_and_a_resumed_attempts_steps_win() 
     assert (p["step"], p["of"], p["reward"]) == (5, None, 0.4)
     assert metrics.progress_line(p) == "step 5, reward 0.4, 50 s/step"
     assert metrics.progress(metrics.parse("no step lines here\n")) is None
+
+
+def test_the_reward_sparkline_runs_lowest_to_highest_over_the_last_values() -> None:
+    assert metrics.sparkline([(1, 0.0), (2, 0.5), (3, 1.0)]) == "▁▅█"
+    assert metrics.sparkline([(n, 0.3) for n in range(5)]) == "▅▅▅▅▅"
+    assert metrics.sparkline([(1, 0.3)]) == ""
+    assert len(metrics.sparkline([(n, float(n)) for n in range(100)], width=40)) == 40
+    log = "".join(_nemo_step(i, 10, r, 60.0) for i, r in [(1, 0.1), (2, 0.4), (3, 0.2)])
+    p = metrics.progress(metrics.parse(log))
+    assert p["reward_sparkline"] == "▁█▃" and p["reward_range"] == [0.1, 0.4]
