@@ -91,7 +91,16 @@ def status_cmd(
         "message",
         "driver_exit_code",
     ):
-        if view.get(key) not in ("", None):
+        if key == "message" and view.get(key):
+            # Ray's message of a failed job ends with 20,000 characters of log: its first line,
+            # the error it ended on, and where the rest is.
+            first, error = listing.why_it_ended(view[key])
+            shown.print(f"{key:>16}: {first}", markup=False)
+            if error is not None:
+                shown.print(f"{'error':>16}: {error}", markup=False)
+                more = commands.command("logs", view.get("run") or ident, "--tail 50", where=flags)
+                shown.print(f"{'':>16}  (the log's end: {more})", markup=False)
+        elif view.get(key) not in ("", None):
             shown.print(f"{key:>16}: {view[key]}", markup=False)
     if "supervisor" in view:
         sup = view["supervisor"]

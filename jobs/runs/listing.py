@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from jobs.client.dashboard import Dashboard
@@ -49,6 +50,27 @@ def describe(job: JobDetails) -> dict[str, Any]:
         "end_time": job.end_time,
         "driver_exit_code": job.driver_exit_code,
     }
+
+
+# An exception's last line in a Python traceback: `ValueError: ...`, `torch.OutOfMemoryError: ...`.
+_ERROR_LINE = re.compile(
+    r"^\s*(?:[\w.]+(?:Error|Exception|Exit|Interrupt)|Error|error|FATAL|Fatal)\b"
+)
+
+
+def why_it_ended(message: str) -> tuple[str, str | None]:
+    """Ray's message split for a person: its first line, and the log tail's last error line.
+
+    A failed job's message is "Job entrypoint command failed with exit code N, last available
+    logs (truncated to 20,000 chars):" and then the log's tail (ray/dashboard/modules/job/
+    job_supervisor.py L448-455, Ray 2.60): the line a user needs is the exception at its end
+    (else the tail's last line), not twenty thousand characters."""
+    first, _, tail = message.partition("\n")
+    lines = [line.rstrip() for line in tail.splitlines() if line.strip()]
+    if not lines:
+        return first, None
+    errors = [line for line in lines if _ERROR_LINE.match(line)]
+    return first, (errors[-1] if errors else lines[-1]).strip()[:300]
 
 
 def find(

@@ -314,3 +314,19 @@ def test_logs_tail_prints_the_last_lines_of_the_latest_attempt(ray_url):
     assert code == 2 and "--tail cannot be combined with --follow" in err, err
     code, out, err = cli("logs", run, "--address", ray_url, "--tail", "0")
     assert code == 2 and "--tail" in err, err
+
+
+def test_status_of_a_failed_run_quotes_the_error_it_ended_on_not_the_log_tail(ray_url):
+    """Issue 29 (why it ended, in one line)."""
+    run = name("life-error")
+    failing = "print('x' * 300); raise ValueError('the reward function returned None')"
+    code, out, err = cli(
+        "run", "--address", ray_url, "--name", run, "--follow", "--", "python", "-c", failing
+    )
+    assert code != 0
+    code, out, err = cli("status", run, "--address", ray_url)
+    assert code == 0, err
+    assert "error: ValueError: the reward function returned None" in out, out
+    assert "x" * 300 not in out and f"logs {run} --tail 50 --address {ray_url}" in out, out
+    code, out, err = cli("status", run, "--address", ray_url, "--json")
+    assert "x" * 300 in json.loads(out)["message"]  # --json keeps Ray's whole message
