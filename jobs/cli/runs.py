@@ -16,7 +16,7 @@ from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
 from jobs.recipes import overrides
 from jobs.recipes.catalogue import Recipe
-from jobs.runs import address, export, follow, handoff, plan, stack
+from jobs.runs import address, capacity, export, follow, handoff, plan, stack
 from jobs.runs.address import Dashboard
 from jobs.runs.plan import Submission
 from jobs.runs.recipe_run import Ask, Place, check_ray_version, plan_recipe
@@ -204,7 +204,7 @@ def _print_dry_run(sub: Submission, as_json: bool, notes: list[str]) -> None:
 def _warn_if_short(dashboard: Dashboard, needed: int) -> None:
     """Say so when the cluster has fewer GPUs than the attempt needs: it is submitted anyway
     (a GPU pool may be scaling up), but then waits for them instead of training."""
-    have = dashboard.gpus()
+    have = capacity.alive_gpus(dashboard)
     if have is not None and have < needed:
         err().print(
             f"warning: the cluster has {have:g} GPU(s) now and this run needs {needed}; "
@@ -413,6 +413,23 @@ def submit_cmd(
         planned = plan_recipe(ask, Place(stack_name, None, "a dry run", dry_run=True))
         _print_dry_run(planned.submission, as_json, planned.notes)
         return
+    raise typer.Exit(
+        _submit_new(ask, framework, follow_logs, max_restarts, as_json, addr, stack_name, options)
+    )
+
+
+def _submit_new(
+    ask: Ask,
+    framework: str | None,
+    follow_logs: bool,
+    max_restarts: int,
+    as_json: bool,
+    addr: str | None,
+    stack_name: str | None,
+    options: handoff.Options,
+) -> int:
+    """A new run: planned (refusals cost nothing), then the cluster reached and the run
+    submitted or handed to its supervisor. Returns the exit code."""
     where = address.choose(addr, stack_name)
     outputs = stack.read(where.stack) if where.stack else None
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
@@ -425,7 +442,7 @@ def submit_cmd(
         err().print(note, markup=False)
     with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
         if outputs is None and framework is None:
-            _check_ray_version(recipe, dashboard, where)
+            _check_ray_version(ask.recipe, dashboard, where)
         _warn_if_short(dashboard, planned.gpus_needed)
         code = drive(
             dashboard,
@@ -439,7 +456,7 @@ def submit_cmd(
             options=dataclasses.replace(options, keep=planned.keep),
             stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
         )
-    raise typer.Exit(code)
+    return code
 
 
 # ------------------------------------------------------------------------------------ run

@@ -223,15 +223,6 @@ class Dashboard:
             return None
         return value if isinstance(value, str) else None
 
-    def gpus(self) -> float | None:
-        """The GPUs of the cluster's live nodes, or None when the dashboard does not say."""
-        try:
-            nodes = self.api.get_node_summary()
-        except (RuntimeError, OSError, ValueError, KeyError, TypeError, http.client.HTTPException):
-            return None
-        alive = [n.get("raylet", {}) for n in nodes if n.get("raylet", {}).get("state") == "ALIVE"]
-        return sum(float(r.get("resourcesTotal", {}).get("GPU", 0)) for r in alive)
-
     def nodes(self) -> list[dict[str, Any]]:
         """Every node in Ray's node table, alive and dead (JobsAPI.list_nodes)."""
         with _translated("list the cluster's nodes"):

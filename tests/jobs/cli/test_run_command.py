@@ -220,3 +220,15 @@ def test_stopping_a_job_that_waits_for_resources_ends_with_a_message(ray_url, ra
         assert done.stdout.strip() == f"{job_id} PENDING"
     finally:
         ray_client.delete_job(job_id) if ray_client.get_job_status(job_id).is_terminal() else None
+
+
+def test_submits_gpu_count_is_the_supervisors_reading_of_the_node_table(ray_url, gpu_node):
+    """Issue 29 item 9: submit's GPU warning and the supervisor's wait read one source."""
+    from jobs.client.dashboard import Dashboard
+    from jobs.head import node_events
+    from jobs.runs import capacity
+
+    dashboard = Dashboard(ray_url)
+    assert capacity.alive_gpus(dashboard) == 1.0
+    assert node_events.alive_gpu_nodes(dashboard.nodes())[1] == 1.0
+    assert capacity.alive_gpus(Dashboard("http://127.0.0.1:9")) is None  # nothing listens there
