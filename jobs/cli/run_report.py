@@ -59,6 +59,7 @@ def report_cmd(
                 "out": str(target),
                 "curves": {m: len(report.curves.series(m)) for m in curves},
                 "attempts": len(report.attempts),
+                "goodput": report.goodput,
             }
         )
         return

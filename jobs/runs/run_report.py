@@ -14,11 +14,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from jobs.client.dashboard import Dashboard
 from jobs.client.types import JobDetails
 from jobs.common.redact import redact
-from jobs.runs import listing, metrics
+from jobs.runs import goodput, handoff, listing, metrics, run_goodput
 from jobs.runs.metadata import RecipeRun
 
 MS_PER_HOUR = 3_600_000
@@ -51,6 +52,7 @@ class RunReport:
     curves: metrics.Curves = field(default_factory=metrics.Curves)
     wandb: bool = False
     now_ms: int = 0
+    goodput: dict[str, Any] | None = None  # goodput.Goodput.as_json() of the run's life
 
     @property
     def gpu_hours(self) -> float | None:
@@ -102,9 +104,16 @@ def gather(cluster: Dashboard, run: str, where: str = "") -> RunReport:
     )
     for attempt in tried:
         report.attempts.append(_attempt(attempt))
-        report.curves.merge(metrics.parse(cluster.logs(attempt.submission_id or "")))
         meta = RecipeRun.of_job(attempt.metadata)
         report.wandb |= wandb_configured(attempt.entrypoint or "", meta.overrides if meta else [])
+    _, records = handoff.story(cluster, name)
+    spent, report.curves = run_goodput.of_run(
+        [a for a in tried if listing.attempt_of(a) is not None],
+        records,
+        cluster.logs,
+        report.now_ms,
+    )
+    report.goodput = spent.as_json()
     return report
 
 
@@ -247,6 +256,23 @@ def _attempt_table(report: RunReport) -> str:
     return f"<table><tr>{head}</tr>{rows}</table>"
 
 
+def _goodput_html(report: RunReport) -> str:
+    """Where the run's life went, bucket by bucket (jobs/runs/goodput.py)."""
+    spent = report.goodput
+    if not spent or spent.get("percent") is None:
+        return ""
+    gpu_hours = spent.get("gpu_hours")
+    rows = "".join(
+        f"<tr><td>{html.escape(bucket)}</td><td>{spent['seconds'][bucket] / 3600:.2f}</td>"
+        f"<td>{'-' if not gpu_hours else f'{gpu_hours[bucket]:.2f}'}</td></tr>"
+        for bucket in goodput.BUCKETS
+    )
+    return (
+        f'<h2 style="margin-top:16px">Goodput: {spent["percent"]:.0f}% productive</h2>'
+        f"<table><tr><th>bucket</th><th>hours</th><th>GPU-hours</th></tr>{rows}</table>"
+    )
+
+
 def _wandb_html(report: RunReport) -> str:
     urls = [u for u in report.curves.wandb_urls if u.startswith("https://")]
     if urls:
@@ -294,6 +320,7 @@ def render(report: RunReport) -> str:
         f'<h2 style="margin-top:16px">Curves</h2><div class="grid">{plots}</div>'
         f'<h2 style="margin-top:16px">Attempts</h2>'
         f"{timeline_svg(report.attempts, report.now_ms)}{_attempt_table(report)}"
+        f"{_goodput_html(report)}"
         # The numbers behind the plots, for a reader who wants them (not executed: JSON data).
         f'<script type="application/json" id="curves">{data}</script>'
         "</body></html>\n"

@@ -104,7 +104,11 @@ def test_report_draws_both_attempts_curves_from_the_job_logs(ray_url: str, tmp_p
         "step_time": 8,
         "throughput": 8,
     }
+    # attempt 2 re-ran step 4: redone work (its 20 s step lines scaled into the short attempts)
+    seconds = summary["goodput"]["seconds"]
+    assert seconds["productive"] > 0 and seconds["redone"] > 0, seconds
     page = Page(out.read_text(encoding="utf-8"))
+    assert "Goodput:" in out.read_text(encoding="utf-8")
     assert page.errors == []
     assert page.loads() == [] and page.links_out() == []
     # in the report's order (the JSON summary's keys are sorted)
