@@ -52,6 +52,7 @@ from typing import Any
 
 from jobs.client import errors
 from jobs.client.api import JobsAPI
+from jobs.client.types import JobStatus
 from jobs.head import checkpoints, hygiene, node_events, progress, protocol, stall
 from jobs.head import events as ev
 from jobs.head.clock import REAL, Clock
@@ -272,7 +273,11 @@ class Supervisor:
             if status.is_terminal():
                 return str(status.value)
             self._observe()  # keeps the capacity's stability current during the attempt
-            if configured > 0:
+            if status == JobStatus.PENDING:
+                # Not started: its driver waits for resources (GPU nodes scaling up, an image
+                # pull) or its runtime env. Silence is only a stall once it runs.
+                mark, quiet_since = None, self.clock.monotonic()
+            elif configured > 0:
                 now = self.clock.monotonic()
                 seen = (self.probes.log_size(job_id), checkpoint_activity(self.spec.checkpoint_dir))
                 steps = None

@@ -63,7 +63,10 @@ def test_stop_answers_whether_the_job_was_running(ray_url):
     wait_until(lambda: api.get_job_status(sid) != JobStatus.PENDING, 60, f"{sid} starts")
     assert api.stop_job(sid) is True
     assert _wait_terminal(api, sid) == JobStatus.STOPPED
-    assert api.stop_job(sid) is False
+    # Ray answers whether the job's supervisor actor is still alive (job_manager.py `stop_job`,
+    # Ray 2.60), and that actor outlives the STOPPED status by a moment, longer on a busy machine:
+    # a stop of the ended job answers False once the actor is gone.
+    wait_until(lambda: api.stop_job(sid) is False, 60, f"a stop of the ended {sid} to answer False")
 
 
 @pytest.mark.ray

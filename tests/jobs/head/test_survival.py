@@ -168,9 +168,11 @@ def test_preemptions_are_told_from_crashes_by_node_events(head, gpu, tmp_path):
     )
     assert code == 0, err
     for i in range(3):
-        wait_until(lambda i=i: (d / f"running-{i}").exists(), 120, f"attempt {i + 1} running")
+        # Death detection, the settle, a resubmit and a driver start: seconds on a quiet
+        # machine, minutes with two suites on two cores. A generous wait costs nothing on success.
+        wait_until(lambda i=i: (d / f"running-{i}").exists(), 300, f"attempt {i + 1} running")
         preempt(head, gpu)
-    wait_until(lambda: finished(root, run) is not None, 360, "the run's end")
+    wait_until(lambda: finished(root, run) is not None, 600, "the run's end")
     recs = record(root, run)
     assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
     preempted = [r for r in recs if r["event"] == "preempted"]
@@ -228,7 +230,7 @@ def test_a_silent_attempt_is_stopped_as_stalled_and_restarted(head, tmp_path):
         "--max-restarts",
         "1",
         "--stall-timeout",
-        "4",
+        "15",
         "--runs-root",
         str(root),
         "--",
@@ -237,12 +239,12 @@ def test_a_silent_attempt_is_stopped_as_stalled_and_restarted(head, tmp_path):
         script,
     )
     assert code == 0, err
-    wait_until(lambda: finished(root, run) is not None, 120, "the run's end")
+    wait_until(lambda: finished(root, run) is not None, 300, "the run's end")
     recs = record(root, run)
     assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
     assert [r["status"] for r in recs if r["event"] == "attempt_ended"] == ["STALLED", "SUCCEEDED"]
     stalled = [r for r in recs if r["event"] == "stalled"]
-    assert len(stalled) == 1 and stalled[0]["quiet_s"] >= 4
+    assert len(stalled) == 1 and stalled[0]["quiet_s"] >= 15
     _, out, _ = cli("status", run, "--runs-root", str(root))
     assert "stalled" in out
 

@@ -287,3 +287,17 @@ def test_seed_386_a_stall_is_not_the_first_of_a_crashs_two_failures(base):
     one of a crash's two tries (docs/jobs.md: "a stall is not a crash")."""
     world = _run(random_schedule(386), base)
     assert world.succeeded
+
+
+def test_an_attempt_that_has_not_started_is_never_stalled(base, monkeypatch):
+    """Found by the suites run side by side (test_survival's stall test gave up on a loaded
+    machine): the stall clock ran while the attempt was PENDING, so an attempt whose driver
+    waits longer than the stall timeout to start (GPU nodes scaling up and pulling a 20 GiB
+    image, a runtime env install) was stopped as stalled before it could print a line. Here
+    every driver takes 9000 s to start against a 7200 s stall timeout."""
+    from tests.jobs.head.sim import world as sim_world
+
+    monkeypatch.setattr(sim_world, "DRIVER_START_S", 9000.0)
+    world = _run(Schedule(seed=10, stall_timeout_s=7200, faults=[]), base)
+    assert world.succeeded
+    assert [r for r in _events(world) if r["event"] == ev.STALLED] == []
