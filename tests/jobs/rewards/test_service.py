@@ -109,16 +109,22 @@ def test_reward_uses_the_service_named_by_env(url: str, monkeypatch: pytest.Monk
     monkeypatch.setenv(cc.SANDBOX_URL_ENV, url)
     monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
     calls: list[str] = []
+    answers: list[object] = []  # what the service said, shown if the score is not 1.0
     real = cc.run_remote
-    monkeypatch.setattr(cc, "run_remote", lambda u, *a, **k: calls.append(u) or real(u, *a, **k))
+
+    def recorded(u: str, *a: object, **k: object) -> object:
+        calls.append(u)
+        answers.append(real(u, *a, **k))
+        return answers[-1]
+
+    monkeypatch.setattr(cc, "run_remote", recorded)
     gt = {
         "name": "sum",
         "time_limit": 1,
         "private_tests": {"input": ["1 2", "2 2"], "output": ["3", "4"]},
     }
-    assert (
-        cc.compute_score("code_contests", f"<code>```cpp\n{SUM}\n```</code>", json.dumps(gt)) == 1.0
-    )
+    score = cc.compute_score("code_contests", f"<code>```cpp\n{SUM}\n```</code>", json.dumps(gt))
+    assert score == 1.0, answers
     assert calls == [url]
 
 
