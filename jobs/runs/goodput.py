@@ -70,6 +70,9 @@ class Goodput:
 
     seconds: dict[str, float]
     gpus: int | None
+    # What each interruption cost: from the end of an attempt that did not finish the run to the
+    # next attempt's end of start-up: {after, redone, capacity, settle, restart} in seconds.
+    interruptions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total_s(self) -> float:
@@ -94,7 +97,23 @@ class Goodput:
             "gpu_hours": None
             if gpu_hours is None
             else {b: round(h, 3) for b, h in gpu_hours.items()},
+            "interruptions": [
+                {
+                    **{k: (round(v, 1) if isinstance(v, float) else v) for k, v in cost.items()},
+                    "gpu_hours": None
+                    if self.gpus is None
+                    else round(self.gpus * _cost_s(cost) / 3600, 3),
+                }
+                for cost in self.interruptions
+            ],
         }
+
+
+_COST_PARTS = ("redone", "capacity", "settle", "restart")
+
+
+def _cost_s(cost: Mapping[str, Any]) -> float:
+    return sum(float(cost[part]) for part in _COST_PARTS)
 
 
 def steps_of(curves_points: Mapping[str, Mapping[int, float]], framework: str) -> dict[int, Step]:
@@ -179,27 +198,42 @@ def account(
     modes = _modes(records)
     done_before = 0  # the highest step any earlier attempt completed
     cursor = life_start
+    interruptions: list[dict[str, Any]] = []
+    previous: AttemptTrace | None = None
     for attempt, start, end in spans:
+        before = dict(seconds)
         _split_gap(cursor, start, modes, seconds)
-        wall = max(0.0, (end - max(start, cursor)) / 1000)
-        own = dict.fromkeys(("productive", "redone", "saves"), 0.0)
-        for n, step in attempt.steps.items():
-            own["redone" if n <= done_before else "productive"] += step.compute_s
-            own["saves"] += step.save_s
-        worked = sum(own.values())
-        # Step lines claiming more than the attempt lasted (a clock skew, a resumed step counted
-        # twice): the attempt's wall time is the truth, its steps are scaled into it.
-        scale = wall / worked if worked > wall else 1.0
+        own = _attempt_buckets(attempt, done_before, max(0.0, (end - max(start, cursor)) / 1000))
+        idle = own.pop("idle")
+        own["stalls"] = min(_stall_s(records, attempt.submission_id), idle)
+        own["restart"] = idle - own["stalls"]
         for bucket, spent in own.items():
-            seconds[bucket] += spent * scale
-        worked *= scale
-        stalled = min(_stall_s(records, attempt.submission_id), wall - worked)
-        seconds["stalls"] += stalled
-        seconds["restart"] += wall - worked - stalled
+            seconds[bucket] += spent
+        ended_between = any(cursor <= at <= start and mode == _ENDED for at, mode in modes)
+        if previous is not None and not ended_between:
+            # What the end of the previous attempt cost: the gap, this attempt's start-up (and
+            # its own cut step when it was cut too) and the steps it redid.
+            cost = {b: seconds[b] - before[b] for b in ("capacity", "settle", "restart")}
+            interruptions.append({"after": previous.submission_id, "redone": own["redone"], **cost})
         done_before = max([done_before, *attempt.steps])
         cursor = max(cursor, end)
+        previous = attempt
     _split_gap(cursor, life_end, modes, seconds)
-    return Goodput(seconds=seconds, gpus=gpus)
+    return Goodput(seconds=seconds, gpus=gpus, interruptions=interruptions)
+
+
+def _attempt_buckets(attempt: AttemptTrace, done_before: int, wall: float) -> dict[str, float]:
+    """One attempt's own time: its steps (first-time or redone), its saves, and the rest of its
+    wall time ("idle": start-up, a cut step, a stall's silence)."""
+    own = dict.fromkeys(("productive", "redone", "saves"), 0.0)
+    for n, step in attempt.steps.items():
+        own["redone" if n <= done_before else "productive"] += step.compute_s
+        own["saves"] += step.save_s
+    worked = sum(own.values())
+    # Step lines claiming more than the attempt lasted (a clock skew, a resumed step counted
+    # twice): the attempt's wall time is the truth, its steps are scaled into it.
+    scale = wall / worked if worked > wall else 1.0
+    return {**{b: spent * scale for b, spent in own.items()}, "idle": wall - worked * scale}
 
 
 def priced(as_json: dict[str, Any], outputs: Any | None) -> dict[str, Any]:
@@ -225,4 +259,9 @@ def lines_of(as_json: Mapping[str, Any] | None) -> list[str]:
     head = f"{as_json['percent']:.0f}% productive of {total:.2f} {unit}"
     if as_json.get("cost_usd") is not None:
         head += f" (${as_json['cost_usd']:,.2f} at ${as_json['node_hour_usd']:g} per node-hour)"
-    return [head, ", ".join(f"{b} {amounts[b]:.2f}" for b in BUCKETS if amounts.get(b, 0) > 0)]
+    lines = [head, ", ".join(f"{b} {amounts[b]:.2f}" for b in BUCKETS if amounts.get(b, 0) > 0)]
+    for cost in as_json.get("interruptions") or []:
+        spent = f"{cost['gpu_hours']:.2f} GPU-h" if cost.get("gpu_hours") is not None else "cost"
+        parts = ", ".join(f"{p} {cost[p]:.0f} s" for p in _COST_PARTS if cost[p] >= 0.5)
+        lines.append(f"the end of {cost['after']}: {spent} ({parts or 'nothing'})")
+    return lines

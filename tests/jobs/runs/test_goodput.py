@@ -68,11 +68,20 @@ def test_a_preempted_run_splits_into_work_redo_saves_restart_capacity_and_settle
     assert g.total_s == pytest.approx(now)
     assert g.gpu_hours()["productive"] == pytest.approx(16 * 700 / 3600)
     assert g.percent == pytest.approx(100 * 700 / now)
-    head, buckets = goodput.lines_of(g.as_json())
+    assert g.interruptions == [
+        pytest.approx(
+            {"after": "r-a1", "redone": 100.0, "capacity": 599.0, "settle": 60.0, "restart": 116.0}
+        )
+    ]
+    assert g.as_json()["interruptions"][0]["gpu_hours"] == round(16 * 875 / 3600, 3)
+    head, buckets, cost = goodput.lines_of(g.as_json())
+    assert cost == (
+        "the end of r-a1: 3.89 GPU-h (redone 100 s, capacity 599 s, settle 60 s, restart 116 s)"
+    )
     assert head == f"40% productive of {16 * now / 3600:.2f} GPU-h"
     # docs/jobs.md shows this run's status lines
     doc = (Path(__file__).resolve().parents[3] / "docs" / "jobs.md").read_text()
-    assert f"goodput: {head}\n" in doc and f" {buckets}\n" in doc
+    assert f"goodput: {head}\n" in doc and f" {buckets}\n" in doc and f" {cost}\n" in doc
     assert buckets.startswith("productive 3.11, redone 0.44, saves 0.09, restart 1.18, capacity")
     assert "stalls" not in buckets
 
@@ -98,6 +107,7 @@ def test_time_between_an_end_and_a_resume_belongs_to_no_bucket() -> None:
     ]
     g = goodput.account(attempts, records, now_ms=at(200_000), gpus=8)
     assert g.total_s == pytest.approx(1000 + 1010)
+    assert g.interruptions == []  # a resume after an end is a new life, not an interruption
     assert g.seconds["productive"] == pytest.approx(1800.0)
 
 
@@ -170,6 +180,9 @@ def test_every_second_of_a_life_falls_in_exactly_one_bucket(life, gpus) -> None:
     attempts, records, now = life
     g = goodput.account(attempts, records, now_ms=at(now), gpus=gpus)
     assert all(seconds >= -1e-6 for seconds in g.seconds.values())
+    assert len(g.interruptions) == max(0, len([a for a in attempts if a.start_ms]) - 1)
+    for cost in g.interruptions:
+        assert all(cost[part] >= -1e-6 for part in ("redone", "capacity", "settle", "restart"))
     starts = [a.start_ms for a in attempts] + [goodput._ms(r) for r in records]
     first = min(starts, default=at(now))
     assert g.total_s == pytest.approx((at(now) - first) / 1000, abs=1e-3)
