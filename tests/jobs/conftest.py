@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from ray.job_submission import JobSubmissionClient
 
+from components.contract import StackOutputs
 from jobs.client.net import free_port
 from tests import localray
 
@@ -160,3 +161,21 @@ def _pump(a: socket.socket, b: socket.socket) -> None:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+def stack_outputs(**fields: object) -> StackOutputs:
+    """A stack's outputs as `pulumi stack output --json` gives them (camelCase), with the fields
+    every stack has filled in; `fields` sets or overrides any of them."""
+    required: dict[str, object] = {
+        "clusterName": "c",
+        "clusterLocation": "l",
+        "clusterProject": "p",
+        "rayClusterName": "rc",
+        "rayNamespace": "ray",
+        "rayHeadService": "rc-head-svc",
+        "rayDashboardPort": 8265,
+        "rayFramework": "verl",
+        "gpuNodeCount": 2,
+        "gpusPerNode": 8,
+    }
+    return StackOutputs(**{**required, **fields})

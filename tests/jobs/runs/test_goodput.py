@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.contract import StackOutputs
 from jobs.head import events as ev
 from jobs.runs import goodput, metrics
 from jobs.runs.goodput import AttemptTrace, Step
+from tests.jobs.conftest import stack_outputs
 
 T0 = 1_800_000_000_000  # ms
 
@@ -192,19 +192,7 @@ def test_a_priced_stack_puts_the_runs_cost_beside_its_goodput() -> None:
     attempts = [AttemptTrace("r-a1", at(0), at(3600), {1: Step(1800.0)})]
     spent = goodput.account(attempts, [], now_ms=at(3600), gpus=16).as_json()
 
-    outputs = StackOutputs(
-        clusterName="c",
-        clusterLocation="l",
-        clusterProject="p",
-        rayClusterName="rc",
-        rayNamespace="ray",
-        rayHeadService="rc-head-svc",
-        rayDashboardPort=8265,
-        rayFramework="verl",
-        gpuNodeCount=2,
-        gpusPerNode=8,
-        gpuNodeHourUsd=40.0,
-    )
+    outputs = stack_outputs(gpusPerNode=8, gpuNodeHourUsd=40.0)
     priced = goodput.priced(spent, outputs)
     assert priced["cost_usd"] == 80.0  # 16 GPU-hours = 2 node-hours at $40
     assert (

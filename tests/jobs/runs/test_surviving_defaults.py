@@ -11,6 +11,7 @@ from jobs.cli.app import app
 from jobs.client.net import free_port
 from jobs.runs import address, handoff, stack
 from jobs.runs.handoff import DEFAULT_MAX_PREEMPTIONS, Options
+from tests.jobs.conftest import stack_outputs
 
 
 @pytest.mark.parametrize("provisioning", ["spot", "flex-start"])
@@ -45,18 +46,8 @@ def test_a_chosen_runs_root_is_kept_without_a_note() -> None:
 
 
 def _outputs(provisioning: str | None) -> stack.StackOutputs:
-    return stack.StackOutputs(
-        rayClusterName="rc",
-        rayNamespace="ray",
-        rayHeadService="rc-head-svc",
-        rayDashboardPort=free_port(),
-        rayFramework="nemo-rl",
-        gpuNodeCount=2,
-        gpusPerNode=8,
-        clusterName="c",
-        clusterLocation="l",
-        clusterProject="p",
-        gpuProvisioning=provisioning,
+    return stack_outputs(
+        rayDashboardPort=free_port(), rayFramework="nemo-rl", gpuProvisioning=provisioning
     )
 
 
