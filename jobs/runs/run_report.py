@@ -107,12 +107,7 @@ def gather(cluster: Dashboard, run: str, where: str = "") -> RunReport:
         meta = RecipeRun.of_job(attempt.metadata)
         report.wandb |= wandb_configured(attempt.entrypoint or "", meta.overrides if meta else [])
     _, records = handoff.story(cluster, name)
-    spent, report.curves = run_goodput.of_run(
-        [a for a in tried if listing.attempt_of(a) is not None],
-        records,
-        cluster.logs,
-        report.now_ms,
-    )
+    spent, report.curves = run_goodput.of_run(tried, records, cluster.logs, report.now_ms)
     report.goodput = spent.as_json()
     return report
 
