@@ -25,6 +25,7 @@ from jobs.runs import (
     metrics,
     record_view,
     run_goodput,
+    save_period,
     stack,
     state,
 )
@@ -73,6 +74,9 @@ def status_cmd(
             )
             view["progress"] = metrics.progress(curves)
             view["goodput"] = goodput.priced(spent.as_json(), outputs)
+            view["save_period"] = run_goodput.save_advice(
+                found.attempts, spent, curves, outputs.gpu_provisioning if outputs else None
+            )
             # What will work next, by the rule `submit --resume` itself follows (issue 29 item 3).
             view["next"] = state.next_steps(found, view.get("outcome"), flags)
     if as_json:
@@ -120,6 +124,9 @@ def status_cmd(
         shown.print(
             f"{'goodput' if n == 0 else '':>16}{':' if n == 0 else ' '} {text}", markup=False
         )
+    if saves := view.get("save_period"):
+        if line := save_period.line_of(saves["young_daly"], saves["configured_steps"]):
+            shown.print(f"{'save period':>16}: {line}", markup=False)
     for n, step in enumerate(view.get("next") or []):
         shown.print(f"{'next' if n == 0 else '':>16}{':' if n == 0 else ' '} {step}", markup=False)
 

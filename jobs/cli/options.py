@@ -69,6 +69,16 @@ PreemptionsOpt = Annotated[
         f"{handoff.DEFAULT_MAX_PREEMPTIONS} when supervised).",
     ),
 ]
+CheckpointEveryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--checkpoint-every",
+        metavar="N|auto",
+        help="Save every N steps (the recipe's save key), or 'auto': the Young/Daly period "
+        "sqrt(2 x save time x time between interruptions) from what the run has measured, "
+        "applied at each --resume (docs/jobs.md, 'How the save period is chosen').",
+    ),
+]
 StallOpt = Annotated[
     float | None,
     typer.Option(

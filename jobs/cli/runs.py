@@ -16,7 +16,7 @@ from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
 from jobs.recipes import overrides
 from jobs.recipes.catalogue import Recipe
-from jobs.runs import address, capacity, export, follow, handoff, plan, stack
+from jobs.runs import address, capacity, export, follow, handoff, plan, save_choice, stack
 from jobs.runs.address import Dashboard
 from jobs.runs.plan import Submission
 from jobs.runs.recipe_run import Ask, Place, check_ray_version, plan_recipe
@@ -242,6 +242,7 @@ def _resume(
     stack_name: str | None,
     allow_unsandboxed: bool,
     options: handoff.Options = handoff.Options(),
+    every: save_choice.Every | None = None,
 ) -> int:
     where = address.choose(addr, stack_name)
     outputs = stack.read(where.stack) if where.stack else None
@@ -255,6 +256,7 @@ def _resume(
             allow_unsandboxed,
             Place(where.stack, outputs, source),
             opt.where_flags(where),
+            every,
         )
         planned = resumed.planned
         if outputs is None and framework is None:
@@ -339,6 +341,7 @@ def submit_cmd(
     stall_timeout: opt.StallOpt = None,
     capacity_deadline: opt.DeadlineOpt = None,
     runs_root: opt.RunsRootOpt = None,
+    checkpoint_every: opt.CheckpointEveryOpt = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -362,6 +365,7 @@ def submit_cmd(
 
     The run starts as attempt 1; --max-restarts hands it to a supervisor that restarts it."""
     options = opt.supervision(max_preemptions, stall_timeout, runs_root, capacity_deadline)
+    every = save_choice.parse_flag(checkpoint_every)
     if framework is not None and framework not in FRAMEWORK_NAMES:
         raise UsageError(
             f"--framework {framework!r} is unknown", f"use {' or '.join(FRAMEWORK_NAMES)}"
@@ -389,6 +393,7 @@ def submit_cmd(
                 stack_name,
                 allow_unsandboxed,
                 options,
+                every,
             )
         )
     if recipe_name is None:
@@ -397,8 +402,12 @@ def submit_cmd(
             f"pass a RECIPE (see {commands.command('recipes')}), or --resume RUN to continue a run",
         )
     recipe = recipe_named(recipe_name)
-    parsed = overrides.parse(sets or [])
     run = plan.check_run_name(name or plan.default_run_name(recipe.name))
+    parsed, save_note = save_choice.choose(
+        recipe, save_choice.not_twice(recipe, overrides.parse(sets or []), every), every, None, run
+    )
+    if save_note:
+        err().print(save_note, markup=False)
     ask = Ask(
         recipe,
         run,

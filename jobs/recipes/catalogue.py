@@ -9,6 +9,7 @@ cluster. `+key=value` adds a key the config lacks, `++key=value` adds or overrid
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -81,6 +82,8 @@ class Recipe(BaseModel):
     node_key: str
     gpus_key: str
     checkpoint_key: str
+    # The key that sets the save period in steps (`submit --checkpoint-every`).
+    save_key: str
     default_nodes: int
     default_gpus_per_node: int = 8
     # Whether batch sizes may be raised (jobs.recipes.fit.adapt) so the run fits the cluster it is
@@ -114,6 +117,31 @@ class Recipe(BaseModel):
     @property
     def spec(self) -> FrameworkSpec:
         return FRAMEWORKS[self.framework]
+
+    def value_of(self, key: str, user: Mapping[str, str]) -> str | None:
+        """A key's value as the run is given it: the user's override, else the recipe's."""
+        return user.get(key, self.defaults.get(key))
+
+    def save_alignment(self, user: Mapping[str, str]) -> int | None:
+        """The step count every save period must be a multiple of, if any: NeMo RL ranks a
+        checkpoint for keep_top_k by its validation metric only when the save lands on a
+        validation step (nemo_rl/utils/checkpoint.py @v0.4.0, reference §1.5); a null or
+        `train:` metric needs no validation. veRL saves and validates independently."""
+        if self.framework != "nemo-rl":
+            return None
+        from jobs.recipes import compose
+
+        base = compose.base_config(self.framework, self.config_file)
+
+        def effective(key: str) -> str:
+            given = self.value_of(key, user)
+            return str(compose.value(base, key)) if given is None else given
+
+        metric = effective("checkpointing.metric_name")
+        if metric in ("null", "None", "~") or metric.startswith("train:"):
+            return None
+        period = effective("grpo.val_period")
+        return int(period) if period.isdigit() and int(period) > 0 else None
 
     def payload_dir(self) -> Path | None:
         return PAYLOADS / self.payload if self.payload else None
@@ -212,6 +240,7 @@ _NEMO_RUN = {
     "node_key": "cluster.num_nodes",
     "gpus_key": "cluster.gpus_per_node",
     "checkpoint_key": "checkpointing.checkpoint_dir",
+    "save_key": "checkpointing.save_period",
     "model_key": "policy.model_name",
     "keep_key": "checkpointing.keep_top_k",
     "locked": _NEMO_LOCKED,
@@ -286,6 +315,7 @@ _VERL_RUN = {
     "node_key": "trainer.nnodes",
     "gpus_key": "trainer.n_gpus_per_node",
     "checkpoint_key": "trainer.default_local_dir",
+    "save_key": "trainer.save_freq",
     "model_key": "actor_rollout_ref.model.path",
     "keep_key": "trainer.max_actor_ckpt_to_keep",
     # From verl/trainer/runtime_env.yaml, which `ray job submit` users pass (§2.5).

@@ -14,7 +14,8 @@ from jobs.client.types import JobDetails
 from jobs.common.errors import UsageError
 from jobs.recipes import overrides
 from jobs.recipes.catalogue import RECIPES, Recipe
-from jobs.runs import plan, state
+from jobs.recipes.overrides import Override
+from jobs.runs import handoff, plan, run_goodput, save_choice, state
 from jobs.runs.metadata import RecipeRun
 from jobs.runs.recipe_run import Ask, Place, Planned, plan_recipe
 from jobs.runs.state import Run
@@ -60,8 +61,10 @@ def resume(
     allow_unsandboxed: bool,
     place: Place,
     where: str,
+    every: save_choice.Every | None = None,
 ) -> Resumed:
-    """The next attempt of `run` exactly as its metadata records it."""
+    """The next attempt of `run` as its metadata records it, with the save period `every`
+    (--checkpoint-every) asks when given."""
     plan.check_run_name(run)
     found = state.find(dashboard.jobs(), run)
     recorded = recorded_run(found, run, where)
@@ -73,11 +76,12 @@ def resume(
             f"run {run} is a {recipe.name} run, not {recipe_name}",
             f"drop RECIPE or pass {recipe.name}",
         )
+    given, save_note = _with_save_period(dashboard, found, recorded, recipe, every, place)
     # The run's checkpoints already exist on Lustre: its size is reported, never refused.
     ask = Ask(
         recipe,
         run,
-        overrides.parse([str(i) for i in recorded.overrides]),
+        given,
         nodes=recorded.nodes,
         gpus_per_node=recorded.gpus_per_node,
         framework=framework,
@@ -86,6 +90,8 @@ def resume(
         allow_unsandboxed=allow_unsandboxed,
     )
     planned = plan_recipe(ask, place)
+    if save_note:
+        planned.notes.append(save_note)
     if planned.checkpoint_dir != recorded.checkpoint_dir:
         raise UsageError(
             f"run {run} checkpointed to {recorded.checkpoint_dir} but this version "
@@ -95,3 +101,24 @@ def resume(
     if latest is None:  # the supervisor died before it sent attempt 1: that one comes now
         return Resumed(planned, recipe, found.supervisors[-1], recorded.attempt)
     return Resumed(planned, recipe, latest, recorded.attempt + 1)
+
+
+def _with_save_period(
+    dashboard: Dashboard,
+    found: Run,
+    recorded: RecipeRun,
+    recipe: Recipe,
+    every: save_choice.Every | None,
+    place: Place,
+) -> tuple[list[Override], str]:
+    """The recorded overrides with the save period --checkpoint-every asks; `auto` reads what the
+    run's attempts logged and its supervisors recorded (as `status` does)."""
+    given = overrides.parse([str(i) for i in recorded.overrides])
+    advice = None
+    if every == save_choice.AUTO:
+        records = handoff.events(dashboard, list(found.supervisors))
+        spent, curves = run_goodput.of_run(found.attempts, records, dashboard.logs)
+        provisioning = place.outputs.gpu_provisioning if place.outputs else None
+        saves = run_goodput.save_advice(found.attempts, spent, curves, provisioning)
+        advice = saves["young_daly"] if saves else None
+    return save_choice.choose(recipe, given, every, advice, recorded.run)

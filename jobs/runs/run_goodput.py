@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jobs.client.types import JobDetails
-from jobs.runs import goodput, metrics
+from jobs.recipes.catalogue import RECIPES
+from jobs.recipes.overrides import parse
+from jobs.runs import goodput, metrics, save_period
 from jobs.runs.metadata import RecipeRun
 
 
@@ -49,3 +51,33 @@ def of_run(
         merged.merge(curves)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     return goodput.account(traces, records, now, gpus_of(attempts)), merged
+
+
+def save_advice(
+    attempts: Sequence[JobDetails],
+    spent: goodput.Goodput,
+    curves: metrics.Curves,
+    provisioning: str | None,
+) -> dict[str, Any] | None:
+    """The run's configured save period beside the Young/Daly one for what it has shown (its
+    median step and save, its interruptions; jobs/runs/save_period.py), or None for a run that
+    is not a recipe run or has not timed a step and a save yet."""
+    recorded = next(
+        (r for r in (RecipeRun.of_job(j.metadata) for j in reversed(attempts)) if r), None
+    )
+    recipe = RECIPES.get(recorded.recipe) if recorded else None
+    if recorded is None or recipe is None:
+        return None
+    user = {o.key: o.value for o in parse([str(i) for i in recorded.overrides])}
+    restarts = [float(i["settle"]) + float(i["restart"]) for i in spent.interruptions]
+    ran_s = spent.total_s - spent.seconds["capacity"] - spent.seconds["settle"]
+    seen = save_period.measured(
+        goodput.steps_of(curves.points, recorded.framework), restarts, ran_s
+    )
+    advice = save_period.advise(seen, provisioning, recorded.nodes, recipe.save_alignment(user))
+    configured = recipe.value_of(recipe.save_key, user)
+    return {
+        "key": recipe.save_key,
+        "configured_steps": int(configured) if configured and configured.isdigit() else None,
+        "young_daly": advice.as_json() if advice else None,
+    }
