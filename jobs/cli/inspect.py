@@ -115,6 +115,11 @@ def status_cmd(
             shown.print(f"{'outcome':>16}: {view['outcome']['message']}", markup=False)
         shown.print(f"{'history':>16}:", markup=False)
         handoff.print_story(lambda text: shown.print(f"  {text}", markup=False), view["history"])
+    _print_how_it_goes(shown, view)
+
+
+def _print_how_it_goes(shown: Any, view: dict[str, Any]) -> None:
+    """status's lines on the run's progress, its goodput, its save period and what to do next."""
     if view.get("progress"):
         shown.print(f"{'progress':>16}: {metrics.progress_line(view['progress'])}", markup=False)
         if spark := view["progress"].get("reward_sparkline"):
