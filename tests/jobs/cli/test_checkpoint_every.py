@@ -16,7 +16,7 @@ from jobs.cli.app import app
 from jobs.recipes.catalogue import RECIPES
 from jobs.runs.recipe_run import Ask, Place, plan_recipe
 from jobs.runs.save_period import SPOT_NODE_HOURS
-from tests.jobs.conftest import wait_until
+from tests.jobs.conftest import REPO, wait_until
 
 pytestmark = pytest.mark.ray
 
@@ -68,6 +68,13 @@ def test_status_shows_the_young_daly_period_and_resume_auto_applies_it(ray_url, 
     code, out, err = cli("status", run, "--address", ray_url)
     assert code == 0, err
     assert f"save period: every 20 steps; Young/Daly: every {expected} steps (25 min)" in out, out
+    # docs/jobs.md "How the save period is chosen" shows this very line.
+    [documented] = [
+        t.strip()
+        for t in (REPO / "docs" / "jobs.md").read_text().splitlines()
+        if t.strip().startswith("save period: every")
+    ]
+    assert documented in out, out
 
     code, out, err = cli(
         "submit", "--resume", run, "--checkpoint-every", "auto", "--address", ray_url, "--json"
