@@ -59,12 +59,17 @@ def stop_requested(recs: list[dict[str, Any]]) -> bool:
     return any(r.get("event") == STOP_REQUESTED for r in life(recs))
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now_iso(at: float | None = None) -> str:
+    """`at` (seconds since the epoch; now when None) as the records' UTC timestamp."""
+    moment = datetime.now(UTC) if at is None else datetime.fromtimestamp(at, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def record(event: str, run: str, message: str, **fields: Any) -> dict[str, Any]:
-    return {"t": now_iso(), "event": event, "run": run, "message": message, **fields}
+def record(
+    event: str, run: str, message: str, at: float | None = None, **fields: Any
+) -> dict[str, Any]:
+    """A record stamped `at` (the writer's clock: a simulated one in tests), else now."""
+    return {"t": now_iso(at), "event": event, "run": run, "message": message, **fields}
 
 
 def line(event: str, run: str, message: str, **fields: Any) -> str:

@@ -120,6 +120,7 @@ class Rearmer:
                 ev.REARMED,
                 run,
                 f"re-armed by the re-armer as {sid}: the previous supervisor's lease had lapsed",
+                at=self.clock.time(),
                 supervisor=sid,
             )
         )

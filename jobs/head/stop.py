@@ -25,6 +25,7 @@ def request_stop(store: RunStore, by: str) -> None:
             ev.STOP_REQUESTED,
             store.run,
             f"stop requested by the user ({by}); the run is never re-armed after this",
+            at=store.clock.time(),
             requested_by=by,
         )
     )
@@ -56,6 +57,7 @@ def main(argv: list[str]) -> int:
                 ev.STOPPED,
                 store.run,
                 f"stopped by the user ({args.by}) while no supervisor held the run",
+                at=store.clock.time(),
                 requested_by=args.by,
             )
         )

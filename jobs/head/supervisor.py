@@ -174,7 +174,9 @@ class Supervisor:
         return self.state.current if hasattr(self, "state") else None
 
     def record(self, event: str, message: str, **fields: Any) -> None:
-        rec = ev.record(event, self.spec.run, message, supervisor=self.own_id, **fields)
+        rec = ev.record(
+            event, self.spec.run, message, at=self.clock.time(), supervisor=self.own_id, **fields
+        )
         self._write(ev.PREFIX + json.dumps(rec, sort_keys=True))
         sys.stdout.flush()
         if self.store is not None:

@@ -26,7 +26,7 @@ import random
 import shutil
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from jobs.head.protocol import Settings, Spec
 from jobs.head.rearm import Rearmer
 from jobs.head.run_store import RunStore
 from jobs.head.supervisor import Probes, from_job
+from jobs.runs import goodput
 from tests.jobs.head.sim.memfs import MemFiles
 
 RUN = "sim"
@@ -131,6 +132,9 @@ class Job:
     step: int = 0
     start_step: int = 0
     token: int = 0
+    ended_at: float | None = None
+    # (step, compute seconds, save seconds) as the trainer would log them (goodput's input)
+    logged: list[list[float]] = field(default_factory=list)
     # supervisors
     runner: _Runner | None = None
     sup: Any = None
@@ -189,6 +193,8 @@ class Schedule:
     declare_gpus: bool = True  # False: `run -- COMMAND` without --gpus (the spec needs 0)
     spare_nodes: int = 0  # GPU nodes beyond what the run needs (another team's, a warm spare)
     stall_timeout_s: float = 0.0  # the spec's (0: no watchdog)
+    save_every: int = SAVE_EVERY  # the trainer's save period, in steps
+    target_steps: int = TARGET_STEPS  # the step the run succeeds at
     from_seed: bool = False  # made by random_schedule(seed), which replays it too
 
     def describe(self) -> str:
@@ -199,6 +205,7 @@ class Schedule:
             f"capacity_deadline_s={self.capacity_deadline_s:g}, "
             f"declare_gpus={self.declare_gpus}, spare_nodes={self.spare_nodes}, "
             f"stall_timeout_s={self.stall_timeout_s:g}, "
+            f"save_every={self.save_every}, target_steps={self.target_steps}, "
             f"faults=[{faults}\n    ])"
         )
 
@@ -539,11 +546,12 @@ class World:
         if job.token != token or job.status != JobStatus.RUNNING:
             return
         job.step += 1
-        if job.step >= TARGET_STEPS:
+        job.logged.append([job.step, STEP_S, 0.0])
+        if job.step >= self.schedule.target_steps:
             self._end(job, token, JobStatus.SUCCEEDED)
             self.succeeded = True
             return
-        if job.step % SAVE_EVERY == 0:
+        if job.step % self.schedule.save_every == 0:
             n = job.step
             tmp = self.ckpt / f"tmp_step_{n}"
             (tmp / "policy" / "weights").mkdir(parents=True, exist_ok=True)
@@ -556,6 +564,7 @@ class World:
                 if final.exists():
                     shutil.rmtree(final)
                 os.replace(tmp, final)
+                job.logged[-1][2] = SAVE_S
                 self.newest_complete = max(self.newest_complete, n)
                 self.at(self.now + STEP_S, lambda: self._step(job, token))
 
@@ -571,6 +580,7 @@ class World:
             return
         job.token += 1
         job.status = status
+        job.ended_at = self.now
         job.driver_exit_code = code
         job.nodes = ()
         self.note(f"{job.submission_id} {status.value}")
@@ -924,3 +934,17 @@ def simulate(
     finally:
         world.shutdown()
     return world
+
+
+def attempt_traces(world: World) -> list[goodput.AttemptTrace]:
+    """The run's attempts as goodput reads them (Ray's start and end, the steps they logged)."""
+    return [
+        goodput.AttemptTrace(
+            submission_id=job.submission_id,
+            start_ms=job.start_time,
+            end_ms=int(job.ended_at * 1000) if job.ended_at is not None else None,
+            steps={int(n): goodput.Step(compute, save) for n, compute, save in job.logged},
+        )
+        for job in sorted(world.jobs.values(), key=lambda j: j.submitted_at)
+        if job.kind != protocol.SUPERVISOR
+    ]
