@@ -464,3 +464,39 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(
     ]
     ended = [r for r in recs if r["event"] == "attempt_ended"]
     assert ended[0]["new_checkpoint"] is None  # nothing to compare with: not a crash
+
+
+def test_item0_a_gpu_node_lost_under_a_run_that_declares_no_gpus_is_a_preemption(
+    head, gpu, tmp_path
+):
+    """Issue 24 item 0, on a real Ray: `run` without --gpus (the driver needs none, its actor
+    sits on the GPU raylet, Ray's usual shape) was judged a crash 8 s after that raylet was
+    killed ("0 GPU(s) needed", "gave up: restarts exhausted"). The supervisor now asks Ray which
+    nodes hosted the attempt's actors and waits for the death to be recorded."""
+    run, d, root = name("nogpus"), tmp_path / "marks", tmp_path / "runs"
+    code, out, err = cli(
+        "run",
+        "--address",
+        head.dashboard_url,
+        "--name",
+        run,
+        "--max-restarts",
+        "0",
+        "--max-preemptions",
+        "3",
+        "--runs-root",
+        str(root),
+        "--",
+        "python",
+        "-c",
+        gpu_script(d, succeed_from=1),
+    )
+    assert code == 0, err
+    wait_until(lambda: (d / "running-0").exists(), 300, "attempt 1 running")
+    preempt(head, gpu)
+    wait_until(lambda: finished(root, run) is not None, 600, "the run's end")
+    recs = record(root, run)
+    assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
+    [preempted] = [r for r in recs if r["event"] == "preempted"]
+    assert preempted["attempt"] == 1 and "died" in preempted["message"], preempted
+    assert not [r for r in recs if r["event"] == "crashed"], [r["message"] for r in recs]
