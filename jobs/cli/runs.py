@@ -500,7 +500,7 @@ def run_cmd(
             min=0,
             metavar="N",
             show_default=False,
-            help="GPUs the command gets (Ray's entrypoint_num_gpus, as `ray job submit --entrypoint-num-gpus`): it starts on a node that has them, with CUDA_VISIBLE_DEVICES set, and waits PENDING until one does. With --max-restarts the supervisor waits until the cluster reports them before each attempt (its attempts do not reserve them yet).",
+            help="GPUs the command gets (Ray's entrypoint_num_gpus, as `ray job submit --entrypoint-num-gpus`): it starts on a node that has them, with CUDA_VISIBLE_DEVICES set, and waits PENDING until one does. Supervised (--max-restarts, --max-preemptions), every attempt reserves them, and the supervisor waits until the cluster reports them before each one.",
         ),
     ] = 0,
     cpus: Annotated[
@@ -546,20 +546,18 @@ def run_cmd(
     reserve = plan.Reserve(
         cpus, float(gpus) if gpus else None, plan.parse_resources(resources or [])
     )
-    if options.supervised(max_restarts) and (cpus is not None or reserve.resources):
-        # The supervisor on the head submits the attempts (jobs/head/supervisor.py), and its
-        # hand-off carries no entrypoint resources yet: refuse rather than drop them.
-        raise UsageError(
-            "--cpus and --resource cannot be combined with a supervised run "
-            "(--max-restarts or --max-preemptions) yet",
-            "the supervisor submits attempts without entrypoint resources; drop "
-            "those options, or run unsupervised",
-        )
     run = plan.check_run_name(name or plan.default_run_name("run"))
     # Built (and the working dir measured) before contacting anything: an oversize dir is
     # refused without a port-forward or an upload.
     sub = plan.for_command(list(command), run, working_dir, stack_name, plan.git_commit(), reserve)
-    with opt.reach(addr, stack_name) as (dashboard, where):
+    where = address.choose(addr, stack_name)
+    outputs = stack.read(where.stack) if where.stack else None
+    options, supervision_note = handoff.surviving_defaults(
+        options, max_restarts, outputs.gpu_provisioning if outputs else None, where.stack or ""
+    )
+    if supervision_note:
+        err().print(supervision_note, markup=False)
+    with opt.reach(addr, stack_name, outputs) as (dashboard, where):
         code = drive(
             dashboard,
             where,

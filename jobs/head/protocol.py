@@ -110,6 +110,11 @@ class Spec:
     # Longest wait for the GPUs after a failure before the run gives up; 0: no deadline (the
     # default: waiting for spot capacity alone never ends a run).
     capacity_deadline_s: float = 0.0
+    # What each attempt's driver reserves, as the CLI's Submission had it (`run --cpus/--gpus/
+    # --resource`: Ray's entrypoint_num_cpus/gpus/resources); None: nothing (issue 24 item 11).
+    entrypoint_num_cpus: float | None = None
+    entrypoint_num_gpus: float | None = None
+    entrypoint_resources: dict[str, float] | None = None
 
     METADATA_KEY = "spec"
 
@@ -130,6 +135,15 @@ class Spec:
 
     def attempt_id(self, attempt: int) -> str:
         return attempt_id(self.run, attempt)
+
+    def reservations(self) -> dict[str, Any]:
+        """The entrypoint reservations to pass to submit_job (only those set)."""
+        given = {
+            "entrypoint_num_cpus": self.entrypoint_num_cpus,
+            "entrypoint_num_gpus": self.entrypoint_num_gpus,
+            "entrypoint_resources": self.entrypoint_resources,
+        }
+        return {k: v for k, v in given.items() if v}
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

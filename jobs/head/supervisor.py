@@ -249,6 +249,7 @@ class Supervisor:
                     runtime_env=self.spec.runtime_env,
                     metadata=meta,
                     submission_id=job_id,
+                    **self.spec.reservations(),
                 )
             )
         except RuntimeError as e:

@@ -144,6 +144,9 @@ def hand_off(
         runs_root=options.runs_root,
         keep=options.keep,
         capacity_deadline_s=options.capacity_deadline_s or 0.0,
+        entrypoint_num_cpus=sub.entrypoint_num_cpus,
+        entrypoint_num_gpus=sub.entrypoint_num_gpus,
+        entrypoint_resources=sub.entrypoint_resources,
     )
     sup_env = _supervisor_env(attempt_env)
     n = 1 + max((protocol.supervisor_number(s.submission_id or "") for s in sups), default=0)

@@ -340,14 +340,59 @@ def test_resume_re_arms_a_run_whose_supervisor_is_gone_and_one_supervisor_at_a_t
     assert {f"{run}-s1", f"{run}-s2", f"{run}-a1"} <= ids and f"{run}-a2" not in ids
 
 
-@pytest.mark.parametrize("supervised", [["--max-restarts", "1"], ["--max-preemptions", "3"]])
-def test_cpus_or_resources_with_restarts_are_refused_before_contacting_anything(supervised):
-    """The supervisor's attempts carry no entrypoint resources yet: refused, not dropped."""
+def test_a_supervised_runs_attempts_reserve_what_run_was_given(ray_url, ray_client, gpu_node):
+    """Issue 24 item 11: supervised, `run` sent its attempts without --gpus/--cpus/--resource
+    (the CLI refused the last two outright). Ray's job record does not show an entrypoint's
+    reservations, so their effect is checked: with --gpus the attempt's driver sees its GPU in
+    CUDA_VISIBLE_DEVICES; with --cpus the cluster counts the CPU as held while it runs."""
+    run = name("reserve-gpu")
+    probe = "import os; print('devices', os.environ.get('CUDA_VISIBLE_DEVICES'), flush=True)"
     done = cli(
-        "run", "--address", "http://127.0.0.1:9", "--resource", "slot=1", *supervised, "--", "true"
+        "run",
+        "--address",
+        ray_url,
+        "--name",
+        run,
+        "--gpus",
+        "1",
+        "--max-restarts",
+        "1",
+        "--follow",
+        "--",
+        "python",
+        "-c",
+        probe,
     )
-    assert done.returncode == 2
-    assert "--cpus and --resource cannot be combined with a supervised run" in done.stderr
+    assert done.returncode == 0, done.stderr
+    logs = ray_client.get_job_logs(f"{run}-a1")
+    assert "devices " in logs and "devices None" not in logs, logs
+
+    run = name("reserve-cpu")
+    held = (
+        "import ray; ray.init(address='auto', log_to_driver=False); "
+        "print('held', ray.cluster_resources()['CPU'] - ray.available_resources().get('CPU', 0), "
+        "flush=True)"
+    )
+    done = cli(
+        "run",
+        "--address",
+        ray_url,
+        "--name",
+        run,
+        "--cpus",
+        "1",
+        "--max-restarts",
+        "1",
+        "--follow",
+        "--",
+        "python",
+        "-c",
+        held,
+    )
+    assert done.returncode == 0, done.stderr
+    logs = ray_client.get_job_logs(f"{run}-a1")
+    [line] = [t for t in logs.splitlines() if t.startswith("held ")]
+    assert float(line.split()[1]) >= 1.0, logs  # unreserved, the driver holds no CPU
 
 
 def test_a_relative_checkpoint_dir_is_refused():

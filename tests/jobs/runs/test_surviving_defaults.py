@@ -66,3 +66,20 @@ def test_submit_says_it_supervises_before_it_contacts_the_cluster(
     )
     assert result.exit_code == 99
     assert ("the run is supervised" in result.stderr) is noted, result.stderr
+
+
+@pytest.mark.parametrize(("provisioning", "noted"), [("flex-start", True), ("reservation", False)])
+def test_run_on_preemptible_gpus_is_supervised_too(
+    monkeypatch: pytest.MonkeyPatch, provisioning: str, noted: bool
+) -> None:
+    """Issue 24 "defaults that survive": `run` as well as `submit` (its supervised attempts now
+    carry --gpus/--cpus/--resource, item 11)."""
+    monkeypatch.setattr(stack, "read", lambda name: _outputs(provisioning))
+
+    def no_connect(*args: object, **kwargs: object) -> None:
+        raise SystemExit(99)
+
+    monkeypatch.setattr(address, "connect", no_connect)
+    result = CliRunner().invoke(app, ["run", "--stack", "dev", "--gpus", "1", "--", "nvidia-smi"])
+    assert result.exit_code == 99
+    assert ("the run is supervised (up to 100 preemptions" in result.stderr) is noted, result.stderr

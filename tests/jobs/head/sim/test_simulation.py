@@ -147,6 +147,27 @@ def test_item4_a_user_stop_is_final_and_wins(base):
     assert not [r for r in recs if r["event"] == ev.REARMED]
 
 
+def test_item11_every_attempt_reserves_what_the_run_asked_also_after_a_re_arm(base):
+    """Issue 24 item 11: `run --gpus/--cpus/--resource` with --max-restarts submitted its
+    attempts without them (the hand-off spec had no place for them; the CLI then refused
+    --cpus and --resource outright). The world fails any attempt whose reservations differ."""
+    world = _run(
+        Schedule(
+            seed=11,
+            faults=[Fault(1000, "preempt", 60), Fault(2500, "sigkill"), Fault(3000, "preempt", 60)],
+            reserve_gpus=16.0,
+        ),
+        base,
+    )
+    assert world.succeeded and len(world.attempts_seen) >= 3
+    assert [r for r in _events(world) if r["event"] == ev.REARMED]
+    assert all(
+        j.reservations == {"entrypoint_num_gpus": 16.0}
+        for j in world.jobs.values()
+        if j.kind != "supervisor"
+    )
+
+
 def test_item5_a_lease_file_never_written_expires(base):
     """Issue 24 item 5: a taker killed between the O_EXCL create of the next lease and its
     write left an empty lease that was "alive" forever: the supervisor lost the run to it, and

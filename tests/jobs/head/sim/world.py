@@ -133,6 +133,7 @@ class Job:
     start_step: int = 0
     token: int = 0
     ended_at: float | None = None
+    reservations: dict[str, Any] = field(default_factory=dict)  # entrypoint_num_gpus, ...
     # (step, compute seconds, save seconds) as the trainer would log them (goodput's input)
     logged: list[list[float]] = field(default_factory=list)
     # supervisors
@@ -193,6 +194,7 @@ class Schedule:
     declare_gpus: bool = True  # False: `run -- COMMAND` without --gpus (the spec needs 0)
     spare_nodes: int = 0  # GPU nodes beyond what the run needs (another team's, a warm spare)
     stall_timeout_s: float = 0.0  # the spec's (0: no watchdog)
+    reserve_gpus: float = 0.0  # `run --gpus N`: what every attempt's driver reserves
     save_every: int = SAVE_EVERY  # the trainer's save period, in steps
     target_steps: int = TARGET_STEPS  # the step the run succeeds at
     from_seed: bool = False  # made by random_schedule(seed), which replays it too
@@ -205,7 +207,8 @@ class Schedule:
             f"capacity_deadline_s={self.capacity_deadline_s:g}, "
             f"declare_gpus={self.declare_gpus}, spare_nodes={self.spare_nodes}, "
             f"stall_timeout_s={self.stall_timeout_s:g}, "
-            f"save_every={self.save_every}, target_steps={self.target_steps}, "
+            f"reserve_gpus={self.reserve_gpus:g}, save_every={self.save_every}, "
+            f"target_steps={self.target_steps}, "
             f"faults=[{faults}\n    ])"
         )
 
@@ -421,11 +424,13 @@ class World:
         runtime_env: dict[str, Any],
         metadata: dict[str, str],
         submission_id: str,
+        **reservations: Any,
     ) -> str:
         self._api("submit_job")
         if submission_id in self.jobs:
             raise JobsAPIError(500, f"Job with submission_id {submission_id} already exists")
         job = Job(submission_id, dict(metadata), entrypoint, submitted_at=self.now)
+        job.reservations = dict(reservations)
         self.jobs[submission_id] = job
         if job.kind == protocol.SUPERVISOR:
             self._start_supervisor(job)
@@ -518,6 +523,13 @@ class World:
             self.fail(f"{job.submission_id} submitted while {live} is live")
         if self.stop_at is not None:
             self.fail(f"{job.submission_id} submitted after the user's stop")
+        wanted = (
+            {"entrypoint_num_gpus": self.schedule.reserve_gpus}
+            if self.schedule.reserve_gpus
+            else {}
+        )
+        if job.reservations != wanted:
+            self.fail(f"{job.submission_id} reserves {job.reservations}, the run asked {wanted}")
         self.attempts_seen.add(job.submission_id)
         self.note(f"{job.submission_id} submitted")
         token = job.token
@@ -619,6 +631,7 @@ class World:
             keep=self.schedule.keep,
             capacity_deadline_s=self.schedule.capacity_deadline_s,
             stall_timeout_s=self.schedule.stall_timeout_s,
+            entrypoint_num_gpus=self.schedule.reserve_gpus or None,
         )
         self.stop_at = None
         sid = protocol.supervisor_id(RUN, n)
@@ -902,6 +915,7 @@ def random_schedule(seed: int) -> Schedule:
         # fail at placement with no node lost and the crash rule ends them.
         spare_nodes=more.choice([0, 0, 1]),
         stall_timeout_s=stall_timeout_s,
+        reserve_gpus=random.Random(seed + 2_000_003).choice([0.0, 0.0, 16.0]),
     )
 
 
