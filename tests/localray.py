@@ -27,7 +27,7 @@ import ray  # noqa: F401  (side effect: makes the vendored psutil importable)
 # isort: split
 import psutil  # Ray's vendored copy, importable once `ray` is imported
 
-from jobs.client.net import dashboard_answers, free_port
+from jobs.client.net import dashboard_answers
 
 # Ray 2.60 needs about 12 s to start on a 2-core machine (reference §4.3); leave room for CI.
 START_TIMEOUT_S = 120.0
@@ -48,6 +48,22 @@ def _listens(port: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def distinct_free_ports(n: int) -> list[int]:
+    """`n` ports free right now and different from each other: every socket stays bound until
+    all are chosen (one `free_port()` after another may be handed the same port twice, and Ray
+    refuses to start when two of its components share one)."""
+    held: list[socket.socket] = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in held]
+    finally:
+        for s in held:
+            s.close()
 
 
 def free_port_range(size: int) -> tuple[int, int]:
@@ -136,8 +152,17 @@ def start(
     # A short path: Ray puts unix sockets under the temp dir and sockets are limited to
     # 107 bytes on Linux.
     temp_dir = Path(tempfile.mkdtemp(prefix="rj-", dir="/tmp"))
-    dashboard_port = free_port()
-    agent_port = free_port()
+    (
+        dashboard_port,
+        agent_port,
+        gcs_port,
+        client_port,
+        manager_port,
+        object_port,
+        env_agent_port,
+        agent_grpc_port,
+        metrics_port,
+    ) = distinct_free_ports(9)
     min_worker, max_worker = free_port_range(40)
     args = [
         str(venv_bin() / "ray"),
@@ -145,16 +170,16 @@ def start(
         "--head",
         "--block",
         "--node-ip-address=127.0.0.1",
-        f"--port={free_port()}",
+        f"--port={gcs_port}",
         "--dashboard-host=127.0.0.1",
         f"--dashboard-port={dashboard_port}",
-        f"--ray-client-server-port={free_port()}",
-        f"--node-manager-port={free_port()}",
-        f"--object-manager-port={free_port()}",
-        f"--runtime-env-agent-port={free_port()}",
+        f"--ray-client-server-port={client_port}",
+        f"--node-manager-port={manager_port}",
+        f"--object-manager-port={object_port}",
+        f"--runtime-env-agent-port={env_agent_port}",
         f"--dashboard-agent-listen-port={agent_port}",
-        f"--dashboard-agent-grpc-port={free_port()}",
-        f"--metrics-export-port={free_port()}",
+        f"--dashboard-agent-grpc-port={agent_grpc_port}",
+        f"--metrics-export-port={metrics_port}",
         f"--min-worker-port={min_worker}",
         f"--max-worker-port={max_worker}",
         f"--num-cpus={num_cpus}",

@@ -503,6 +503,15 @@ def run_cmd(
             help="GPUs the command gets (Ray's entrypoint_num_gpus, as `ray job submit --entrypoint-num-gpus`): it starts on a node that has them, with CUDA_VISIBLE_DEVICES set, and waits PENDING until one does. Supervised (--max-restarts, --max-preemptions), every attempt reserves them, and the supervisor waits until the cluster reports them before each one.",
         ),
     ] = 0,
+    cluster_gpus: Annotated[
+        int | None,
+        typer.Option(
+            "--cluster-gpus",
+            min=1,
+            metavar="N",
+            help="GPUs the command's Ray workers need in the cluster (its driver reserves none unless --gpus): supervised, the run waits until the cluster reports N GPUs before each attempt, and a failure with all N present is a crash (default: --gpus).",
+        ),
+    ] = None,
     cpus: Annotated[
         float | None,
         typer.Option(
@@ -565,7 +574,7 @@ def run_cmd(
             follow_logs,
             max_restarts,
             as_json,
-            gpus=gpus,
+            gpus=max(gpus, cluster_gpus or 0),
             checkpoint_dir=checkpoint_dir,
             options=options,
         )

@@ -13,7 +13,6 @@ import ray  # noqa: F401  (makes Ray's vendored psutil importable)
 # isort: split
 import psutil  # Ray's vendored copy, importable once `ray` is imported
 
-from jobs.client.net import free_port
 from tests import localray
 
 
@@ -33,6 +32,7 @@ class GpuNode:
 
     def start(self) -> None:
         lo, hi = localray.free_port_range(20)
+        ports = localray.distinct_free_ports(6)
         args = [
             str(localray.venv_bin() / "ray"),
             "start",
@@ -41,12 +41,12 @@ class GpuNode:
             "--node-ip-address=127.0.0.1",
             f"--num-gpus={self.gpus}",
             "--num-cpus=0",
-            f"--node-manager-port={free_port()}",
-            f"--object-manager-port={free_port()}",
-            f"--runtime-env-agent-port={free_port()}",
-            f"--dashboard-agent-listen-port={free_port()}",
-            f"--dashboard-agent-grpc-port={free_port()}",
-            f"--metrics-export-port={free_port()}",
+            f"--node-manager-port={ports[0]}",
+            f"--object-manager-port={ports[1]}",
+            f"--runtime-env-agent-port={ports[2]}",
+            f"--dashboard-agent-listen-port={ports[3]}",
+            f"--dashboard-agent-grpc-port={ports[4]}",
+            f"--metrics-export-port={ports[5]}",
             f"--min-worker-port={lo}",
             f"--max-worker-port={hi}",
             "--disable-usage-stats",

@@ -153,7 +153,7 @@ def test_preemptions_are_told_from_crashes_by_node_events(head, gpu, tmp_path):
         head.dashboard_url,
         "--name",
         run,
-        "--gpus",
+        "--cluster-gpus",
         "2",
         "--max-restarts",
         "0",
@@ -191,7 +191,7 @@ def test_a_crash_is_tried_twice_and_a_preemption_is_not_one_of_them(head, gpu, t
         head.dashboard_url,
         "--name",
         run,
-        "--gpus",
+        "--cluster-gpus",
         "2",
         "--max-restarts",
         "5",
@@ -500,3 +500,90 @@ def test_item0_a_gpu_node_lost_under_a_run_that_declares_no_gpus_is_a_preemption
     [preempted] = [r for r in recs if r["event"] == "preempted"]
     assert preempted["attempt"] == 1 and "died" in preempted["message"], preempted
     assert not [r for r in recs if r["event"] == "crashed"], [r["message"] for r in recs]
+
+
+def stepping_script(d: Path, succeed_from: int, steps: int = 12, save_every: int = 3) -> str:
+    """A trainer in veRL's console shape (`step:N - key:value`, verl/utils/tracking.py at 0.6.0):
+    resumes after its last save (a file in `d`), saves every `save_every` steps; before attempt
+    `succeed_from` it holds a GPU actor and dies with it; from then it runs to `steps`."""
+    return f"""
+import os, sys, time, ray
+d = {str(d)!r}; os.makedirs(d, exist_ok=True)
+n = len([f for f in os.listdir(d) if f.startswith("attempt-")])
+open(os.path.join(d, f"attempt-{{n}}"), "w").close()
+saved = int(open(os.path.join(d, "saved")).read()) if os.path.exists(os.path.join(d, "saved")) else 0
+w = None
+if n < {succeed_from}:
+    ray.init(address="auto", log_to_driver=False)
+    @ray.remote(num_gpus=1, num_cpus=0)
+    class W:
+        def ping(self): return 1
+    w = W.remote()
+    ray.get(w.ping.remote(), timeout=120)
+time.sleep(1.0)  # start-up
+for k in range(saved + 1, {steps} + 1):
+    try:
+        if w is not None:
+            ray.get(w.ping.remote(), timeout=60)
+    except Exception as e:
+        print("lost my GPU worker:", type(e).__name__, flush=True); sys.exit(1)
+    time.sleep(0.5)
+    line = f"step:{{k}} - critic/score/mean:{{k / {steps}:.3f}} - timing_s/step:0.5"
+    if k % {save_every} == 0:
+        time.sleep(0.2)
+        open(os.path.join(d, "saved"), "w").write(str(k))
+        line += " - timing_s/save_checkpoint:0.2"
+    print(line, flush=True)
+    if w is not None and k >= saved + 4:
+        # Steps since the save, then the preemption (the test waits for this mark).
+        open(os.path.join(d, f"running-{{n}}"), "w").close()
+        try:
+            while True:
+                ray.get(w.ping.remote(), timeout=60); time.sleep(0.2)
+        except Exception as e:
+            print("lost my GPU worker:", type(e).__name__, flush=True); sys.exit(1)
+print("done", flush=True)
+"""
+
+
+def test_a_run_preempted_twice_shows_both_interruptions_in_its_goodput(head, gpu, tmp_path):
+    """Issue 24: `status` of a run preempted twice (the example in docs/jobs.md, "Goodput"):
+    two preemptions on the record, the steps redone after each, and what each end cost."""
+    run, d, root = name("twice"), tmp_path / "marks", tmp_path / "runs"
+    code, out, err = cli(
+        "run",
+        "--address",
+        head.dashboard_url,
+        "--name",
+        run,
+        "--cluster-gpus",
+        "2",
+        "--max-preemptions",
+        "3",
+        "--runs-root",
+        str(root),
+        "--",
+        "python",
+        "-c",
+        stepping_script(d, succeed_from=2),
+    )
+    assert code == 0, err
+    for i in range(2):
+        wait_until(lambda i=i: (d / f"running-{i}").exists(), 300, f"attempt {i + 1} running")
+        preempt(head, gpu)
+    wait_until(lambda: finished(root, run) is not None, 600, "the run's end")
+    assert finished(root, run)["event"] == "finished"
+    # From Ray (the supervisors' logs and the attempts'): `status --runs-root` reads the record
+    # alone, which holds no step lines.
+    code, out, err = cli("status", run, "--address", head.dashboard_url)
+    assert code == 0, err
+    print(out)
+    code, js, err = cli("status", run, "--address", head.dashboard_url, "--json")
+    view = json.loads(js)
+    assert [r["attempt"] for r in view["history"] if r["event"] == "preempted"] == [1, 2]
+    spent = view["goodput"]
+    assert [i["after"] for i in spent["interruptions"]] == [f"{run}-a1", f"{run}-a2"]
+    assert all(i["redone"] > 0 for i in spent["interruptions"]), spent
+    assert spent["seconds"]["productive"] == pytest.approx(12 * 0.5, abs=0.2)
+    assert f"the end of {run}-a1:" in out and f"the end of {run}-a2:" in out, out
+    assert "productive of" in out and "progress: step 12" in out, out
