@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import UTC, datetime
 
 from jobs.staging import datasets_cache, entry, layout, megatron, record
 from jobs.staging.download import StageError, download
@@ -38,17 +39,28 @@ def _model(args: argparse.Namespace) -> str | None:
 
 
 def _conversion(args: argparse.Namespace, commit: str | None) -> None:
-    target = layout.megatron_dir(entry.home_of(args), args.model)
-    found = megatron.guard(target, entry.say, commit)
+    home = entry.home_of(args)
+    target = layout.megatron_dir(home, args.model)
+    staged = record.load(home, args.model)
+    since = _epoch(staged.staged_at) if staged is not None else None
+    found = megatron.guard(
+        target, entry.say, commit, (args.model, since) if since is not None else None
+    )
     if found == "complete":
         entry.say(f"Megatron conversion of {args.model} complete at {target}: reused")
     else:
         entry.say(
             f"no complete Megatron conversion of {args.model}: NeMo RL converts it in "
-            "this attempt, and every later attempt converts again, since nothing marks "
-            f"the end of an in-run conversion; convert it once with `rl-jobs stage "
-            f"{args.model}`"
+            "this attempt (the next attempt reuses it once complete); convert it ahead "
+            f"of time with `rl-jobs stage {args.model}`"
         )
+
+
+def _epoch(stamp: str) -> float | None:
+    try:
+        return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
 
 
 def main(argv: list[str]) -> int:

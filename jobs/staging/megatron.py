@@ -4,9 +4,17 @@ NeMo RL v0.4.0 skips the conversion whenever `<dir>/iter_0000000` exists
 (megatron_policy_worker.py L494-508), so a conversion stopped half-way (a preempted node) would be
 loaded by every later attempt. Here the conversion writes into a hidden sibling directory that
 NeMo RL never looks at, our marker is written into it last, and only then is it renamed into
-place: the directory NeMo RL reads exists only when complete. A directory there without our
-marker (NeMo RL's own in-run conversion, which may have been cut short: nothing marks its end)
-is never trusted: it is moved aside and removed, and the conversion is done again.
+place: the directory NeMo RL reads exists only when complete.
+
+A directory there without our marker is NeMo RL's own in-run import. Megatron-Bridge (the
+submodule NeMo RL v0.4.0 pins, 62f4704, src/megatron/bridge/training/checkpointing.py L592-623)
+writes the sharded weights, waits on a barrier, and only then has rank 0 write the train state
+and, last, `iter_0000000/run_config.yaml`, which NeMo RL refuses to load without
+(megatron_policy_worker.py L521-532 @v0.4.0). So an import whose run_config.yaml parses, with
+its `model` section, and was written after the staged commit was staged, is a complete import
+of that commit: it is marked and reused (issue 24 item 9: every attempt re-imported). Anything
+else there (cut short, or older than the staged commit) is moved aside and removed, and the
+conversion is done again.
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
+
+import yaml
 
 from jobs.staging import layout, record
 from jobs.staging.download import Say, StageError
@@ -47,6 +57,45 @@ def state(target: Path, commit: str | None = None) -> State:
     return "complete" if complete else "partial"
 
 
+RUN_CONFIG = "run_config.yaml"
+
+
+def in_run_import_time(target: Path) -> float | None:
+    """When NeMo RL's in-run import of `target` completed (its run_config.yaml's mtime), or None
+    when that file is absent, unreadable, or not the mapping with a `model` section NeMo RL reads
+    (a write cut short). A cut that ends between two lines still parses: the residual risk of
+    Megatron-Bridge's unsynced `open(...).write`, which NeMo RL itself would load the same way."""
+    path = target / layout.MEGATRON_ITERATION / RUN_CONFIG
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        written = path.stat().st_mtime
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    return written if isinstance(loaded, dict) and isinstance(loaded.get("model"), dict) else None
+
+
+def adopt(target: Path, model: str, commit: str, staged_since: float, say: Say) -> bool:
+    """Mark an unmarked, complete in-run import of `commit` (written since `staged_since`, the
+    epoch second the commit was staged) as ours; False when it is not one."""
+    done = in_run_import_time(target)
+    if done is None or int(done) < int(staged_since) or _marked_commit(target) is not None:
+        return False
+    record.write_atomic(
+        target / layout.CONVERTED_MARKER,
+        {
+            "model": model,
+            "commit": commit,
+            "converted_at": record.now(),
+            "by": "nemo-rl in-run import",
+        },
+    )
+    say(
+        f"{target}: NeMo RL's own import of {model} completed ({RUN_CONFIG} written last, after "
+        f"commit {commit} was staged): marked complete and reused"
+    )
+    return True
+
+
 def discard(target: Path, say: Say) -> None:
     """Move `target` aside in one rename (no reader sees it half-deleted), then delete it."""
     aside = target.with_name(f".{target.name}.discarded-{time.time_ns()}")
@@ -57,9 +106,23 @@ def discard(target: Path, say: Say) -> None:
         say(f"warning: could not delete {aside} ({e}); it is out of the way, remove it by hand")
 
 
-def guard(target: Path, say: Say, commit: str | None = None) -> State:
-    """At an attempt's start: a partial conversion is removed so NeMo RL converts again."""
+def guard(
+    target: Path,
+    say: Say,
+    commit: str | None = None,
+    staged: tuple[str, float] | None = None,
+) -> State:
+    """At an attempt's start: a complete in-run import of the staged commit (`staged`: the model
+    and the epoch second its commit was staged) is adopted; any other partial conversion is
+    removed so NeMo RL converts again."""
     found = state(target, commit)
+    if (
+        found == "partial"
+        and commit
+        and staged
+        and adopt(target, staged[0], commit, staged[1], say)
+    ):
+        return "complete"
     if found == "partial":
         say(
             f"{target} has no completion marker ({layout.CONVERTED_MARKER}) for the staged "

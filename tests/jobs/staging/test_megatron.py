@@ -93,21 +93,55 @@ def test_a_partial_conversion_is_redone_and_a_complete_one_reused(
     assert converter[1].read_text().count("\n") == runs  # not converted again
 
 
-def test_an_attempt_removes_an_unmarked_conversion_and_keeps_a_marked_one(
+def test_an_attempt_keeps_a_complete_in_run_import_and_removes_one_cut_short(
     tmp_path: Path, hub: FakeHub, tiny: Repo, converter: tuple[str, Path]
 ) -> None:
+    """Issue 24 item 9: the guard deleted every unmarked conversion, so an unstaged Megatron
+    run re-imported on every attempt. Megatron-Bridge writes run_config.yaml last (the stand-in
+    converter does too): an unmarked import that has it is NeMo RL's completed in-run import."""
     home = tmp_path / "hf"
     assert _stage(home, hub, converter[0]).returncode == 0
     target = layout.megatron_dir(home, "org/tiny")
     kept = run_module("jobs.staging.ensure", ["--model", "org/tiny", "--megatron"], home, hub.url)
     assert kept.returncode == 0, kept.stderr
     assert "complete" in kept.stdout and (target / layout.CONVERTED_MARKER).exists()
-    (target / layout.CONVERTED_MARKER).unlink()  # as NeMo RL's in-run conversion leaves it
-    removed = run_module(
+    (target / layout.CONVERTED_MARKER).unlink()  # as NeMo RL's in-run import leaves it
+    adopted = run_module(
         "jobs.staging.ensure", ["--model", "org/tiny", "--megatron"], home, hub.url
     )
-    assert removed.returncode == 0, removed.stderr
-    assert "no completion marker" in removed.stdout and not target.exists()
+    assert adopted.returncode == 0, adopted.stderr
+    assert "NeMo RL's own import of org/tiny completed" in adopted.stdout, adopted.stdout
+    marker = json.loads((target / layout.CONVERTED_MARKER).read_text())
+    assert marker["commit"] == record.load(home, "org/tiny").commit
+    assert marker["by"] == "nemo-rl in-run import"
+    # Cut short: run_config.yaml not written (or written half: not the mapping NeMo RL reads).
+    for cut in (None, "model: {a: 1\n  b"):
+        (target / layout.CONVERTED_MARKER).unlink()
+        run_config = target / layout.MEGATRON_ITERATION / megatron.RUN_CONFIG
+        if cut is None:
+            run_config.unlink()
+        else:
+            run_config.write_text(cut)
+        removed = run_module(
+            "jobs.staging.ensure", ["--model", "org/tiny", "--megatron"], home, hub.url
+        )
+        assert removed.returncode == 0, removed.stderr
+        assert "no completion marker" in removed.stdout and not target.exists()
+        assert _stage(home, hub, converter[0]).returncode == 0  # converted again for the next case
+
+
+def test_an_in_run_import_older_than_the_staged_commit_is_not_adopted(tmp_path: Path) -> None:
+    """A restage moves the commit; an import made before it is of the old commit."""
+    target = tmp_path / "nemo_rl" / "org" / "tiny"
+    (target / layout.MEGATRON_ITERATION).mkdir(parents=True)
+    run_config = target / layout.MEGATRON_ITERATION / megatron.RUN_CONFIG
+    run_config.write_text("model: {num_layers: 2}\n")
+    import os
+
+    os.utime(run_config, (1_000_000_000, 1_000_000_000))
+    said: list[str] = []
+    assert megatron.guard(target, said.append, "new", ("org/tiny", 1_000_000_100)) == "partial"
+    assert not target.exists() and "no completion marker" in said[0]
 
 
 def test_a_conversion_of_another_commit_is_not_complete(tmp_path: Path) -> None:
