@@ -194,7 +194,7 @@ def test_a_run_waits_for_its_gpus_and_a_stop_during_the_wait_resubmits_nothing(
             ray_url,
             "--name",
             run,
-            "--gpus",
+            "--cluster-gpus",  # two runs at once: neither driver reserves the node's GPUs
             "2",
             "--max-restarts",
             "1",
