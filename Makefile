@@ -5,9 +5,20 @@ BIN := $(VENV)/bin
 STACK ?= dev
 BASE ?= HEAD
 
-.PHONY: test test-fast lint format plan plan-diff venv clean
+.PHONY: test test-fast lint format plan plan-diff venv venv-image clean
 
 venv: $(VENV)/.installed
+
+# The staging modules run on the NeMo RL image: the staging tests run them under these library
+# versions too (requirements-image.txt, from NeMo RL v0.4.0's uv.lock).
+IMAGE_VENV := .venv-image
+venv-image: $(IMAGE_VENV)/.installed
+
+$(IMAGE_VENV)/.installed: requirements-image.txt
+	@echo "make venv-image: creating $(IMAGE_VENV) with the NeMo RL image's staging libraries"
+	$(PYTHON) -m venv $(IMAGE_VENV)
+	$(IMAGE_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-image.txt
+	@touch $@
 
 # The marker is rebuilt when a requirements file changes, so a pin bump reinstalls.
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt requirements-kubectl.txt pyproject.toml
@@ -32,7 +43,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt 
 # project's dev machines have) would recompile ~290 test modules on every run, ~6 s per process.
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 
-test: venv
+test: venv venv-image
 	$(PYTEST) -q
 
 # Everything but the slow seams (pytest.ini lists them: a real Ray cluster, the compiler, the CLI
@@ -58,4 +69,4 @@ plan-diff: venv
 	@$(BIN)/python -m tools.plan_diff --stack $(STACK) --base $(BASE)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(IMAGE_VENV) .pytest_cache .hypothesis

@@ -143,7 +143,7 @@ def for_recipe(
     )
     entrypoint = " && ".join(
         [
-            staging_step(model, megatron, recipe.hub_datasets),
+            staging_step(model, megatron, recipe.hub_datasets, f"{ctx.run_dir}/{MODEL_PIN}"),
             recipe.render(ctx, checked, composed.adapted),
         ]
     )
@@ -155,9 +155,18 @@ def for_recipe(
     )
 
 
-def staging_step(model: str, megatron: bool, datasets: tuple[str, ...]) -> str:
-    """Every attempt's first step: the model and datasets staged, a partial conversion gone."""
+# In the run's directory: the model commit its first attempt loaded (jobs.staging.ensure --pin).
+MODEL_PIN = "staged-model.json"
+
+
+def staging_step(
+    model: str, megatron: bool, datasets: tuple[str, ...], pin: str | None = None
+) -> str:
+    """Every attempt's first step: the model and datasets staged, a partial conversion gone, the
+    commit the run started on pinned (a restage during the run is refused, not loaded)."""
     argv = ["python3", "-m", "jobs.staging.ensure", "--model", model]
+    if pin:
+        argv += ["--pin", pin]
     for spec in datasets:
         argv += ["--dataset", spec]
     return shlex.join([*argv, "--megatron"] if megatron else argv)

@@ -10,9 +10,11 @@ without our completion marker is removed (jobs.staging.megatron) so it is never 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 from jobs.staging import datasets_cache, entry, layout, megatron, record
 from jobs.staging.download import StageError, download
@@ -56,6 +58,32 @@ def _conversion(args: argparse.Namespace, commit: str | None) -> None:
         )
 
 
+def _pinned(pin: str | None, model: str, commit: str | None) -> str | None:
+    """The run's first attempt pins the commit it loaded (`--pin FILE`, in the run's directory);
+    a later attempt that would load another commit (the model was restaged meanwhile) is refused:
+    its checkpoints continue the pinned commit's weights and tokenizer. The refusal, or None."""
+    if pin is None or commit is None:
+        return None
+    path = Path(pin)
+    try:
+        pinned = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        record.write_atomic(path, {"model": model, "commit": commit, "pinned_at": record.now()})
+        entry.say(f"run pinned to {model} at commit {commit} ({path})")
+        return None
+    except (OSError, ValueError) as e:
+        return f"cannot read the run's pinned model commit {path}: {e}"
+    if pinned.get("commit") == commit:
+        return None
+    was = str(pinned.get("commit"))
+    return (
+        f"model {model} was restaged to commit {commit} after this run started on {was}: its "
+        f"checkpoints continue {was}'s weights and tokenizer; stage that commit again "
+        f"(`rl-jobs stage {model} --revision {was}`) to continue the run, or start a new run "
+        f"(the pin is {path})"
+    )
+
+
 def _epoch(stamp: str) -> float | None:
     try:
         return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
@@ -71,12 +99,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--megatron", action="store_true", help="the run converts the model for Megatron (NeMo RL)"
     )
+    parser.add_argument(
+        "--pin",
+        metavar="FILE",
+        help="the run's record of the model commit its first attempt loaded (in its directory)",
+    )
     args = parser.parse_args(argv)
     if (problem := entry.check_model(args.model)) is not None:
         return entry.fail(problem)
     entry.go_online()
     try:
         commit = _model(args)
+        if (refusal := _pinned(args.pin, args.model, commit)) is not None:
+            return entry.fail(refusal)
         for spec in args.dataset:
             datasets_cache.stage(entry.home_of(args), spec, entry.say)
         if args.megatron:

@@ -162,8 +162,8 @@ def test_math_recipe_is_the_codelab_run():
 def test_gsm8k_recipes_prepare_data_on_lustre_first():
     nemo = dry_run("nemo-rl-grpo-gsm8k", "--name", "g")
     staging = (
-        "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-1.5B-Instruct --dataset "
-        "openai/gsm8k:main && "
+        "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-1.5B-Instruct "
+        "--pin /lustre/runs/g/staged-model.json --dataset openai/gsm8k:main && "
     )
     assert nemo["entrypoint"].startswith(
         staging + "python3 prepare_gsm8k.py --format nemo "
@@ -174,7 +174,8 @@ def test_gsm8k_recipes_prepare_data_on_lustre_first():
     assert "+data.input_key=question +data.output_key=answer" in nemo["entrypoint"]
     verl = dry_run("verl-grpo-gsm8k", "--name", "v")
     assert verl["entrypoint"].startswith(
-        "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-3B-Instruct --dataset "
+        "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-3B-Instruct "
+        "--pin /lustre/runs/v/staged-model.json --dataset "
         "openai/gsm8k:main && python3 prepare_gsm8k.py --format verl "
     )
     assert "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo" in verl["entrypoint"]
@@ -293,7 +294,8 @@ def test_every_attempt_stages_first_and_runs_offline():
     workers are offline."""
     math = dry_run("nemo-rl-grpo-math", "--name", "m")
     assert math["entrypoint"].startswith(
-        "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-72B-Instruct --dataset "
+        "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-72B-Instruct "
+        "--pin /lustre/runs/m/staged-model.json --dataset "
         "agentica-org/DeepScaleR-Preview-Dataset --dataset HuggingFaceH4/aime_2024 --megatron && "
     )
     assert math["runtime_env"]["env_vars"]["HF_HUB_OFFLINE"] == "1"
@@ -306,10 +308,12 @@ def test_every_attempt_stages_first_and_runs_offline():
         "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
     )
     assert own["entrypoint"].startswith(
-        "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-7B-Instruct --dataset"
+        "python3 -m jobs.staging.ensure --model Qwen/Qwen2.5-7B-Instruct "
+        "--pin /lustre/runs/v/staged-model.json --dataset"
     )
     assert "--megatron" not in own["entrypoint"].split(" && ")[0]
     code = dry_run("verl-grpo-codecontests", "--name", "c")
     assert code["entrypoint"].split(" && ")[0] == (
-        "python3 -m jobs.staging.ensure --model deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"
+        "python3 -m jobs.staging.ensure --model deepseek-ai/DeepSeek-R1-Distill-Qwen-7B "
+        "--pin /lustre/runs/c/staged-model.json"
     )

@@ -13,6 +13,27 @@ import pytest
 from tests.fakehub import FakeHub, Repo
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
+# The interpreters the staging modules run under: this venv's (the newest pinned libraries) and
+# .venv-image's, with the versions the NeMo RL v0.4.0 image has (requirements-image.txt, made by
+# `make venv-image`, which `make test` runs): a job's first step runs on that image.
+INTERPRETERS = {
+    "venv": Path(sys.executable),
+    "nemo-rl-image": REPO_ROOT / ".venv-image" / "bin" / "python",
+}
+_interpreter: list[Path] = [INTERPRETERS["venv"]]
+
+
+@pytest.fixture(autouse=True, params=sorted(INTERPRETERS))
+def staging_python(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """Every staging test under each interpreter; run_module starts the one of the moment."""
+    chosen = INTERPRETERS[request.param]
+    if not chosen.exists():
+        pytest.skip(f"{chosen} is missing: `make venv-image` installs requirements-image.txt")
+    _interpreter[0] = chosen
+    try:
+        yield chosen
+    finally:
+        _interpreter[0] = INTERPRETERS["venv"]
 
 
 @pytest.fixture
@@ -55,7 +76,7 @@ def run_module(
     if offline:
         env["HF_HUB_OFFLINE"] = "1"
     return subprocess.run(
-        [sys.executable, "-m", module, *args],
+        [str(_interpreter[0]), "-m", module, *args],
         env=env,
         capture_output=True,
         text=True,

@@ -107,3 +107,33 @@ def test_a_recipes_hub_dataset_is_staged_once_and_loads_offline(
     )
     assert loaded.returncode == 0, loaded.stderr
     assert loaded.stdout.strip().endswith("4")
+
+
+def test_a_restage_during_a_run_is_refused_not_loaded_and_the_old_commit_continues_it(
+    tmp_path: Path, hub: FakeHub, tiny: Repo
+) -> None:
+    """Issue 24 item 14: a restage during a run silently moved the model's pinned commit, so
+    the next attempt loaded other weights under the run's checkpoints. The first attempt pins
+    the commit it loaded (in the run's directory); a later one refuses another."""
+    home, pin = tmp_path / "hf", tmp_path / "runs" / "r" / "staged-model.json"
+    stage = "jobs.staging.stage"
+    assert run_module(stage, ["--model", "org/tiny"], home, hub.url).returncode == 0
+    first = tiny.branches["main"]
+    done = run_module(ENSURE, ["--model", "org/tiny", "--pin", str(pin)], home, hub.url)
+    assert done.returncode == 0, done.stderr
+    assert f"run pinned to org/tiny at commit {first}" in done.stdout
+    tiny.push({"config.json": b'{"model_type": "qwen3"}'})
+    newer = tiny.branches["main"]
+    restaged = run_module(stage, ["--model", "org/tiny", "--revision", newer], home, hub.url)
+    assert restaged.returncode == 0, restaged.stderr
+    assert record.load(home, "org/tiny").commit == tiny.branches["main"] != first
+    refused = run_module(ENSURE, ["--model", "org/tiny", "--pin", str(pin)], home, hub.url)
+    assert refused.returncode == 1
+    assert f"restaged to commit {tiny.branches['main']} after this run started on {first}" in (
+        refused.stderr
+    )
+    assert f"rl-jobs stage org/tiny --revision {first}" in refused.stderr
+    back = run_module(stage, ["--model", "org/tiny", "--revision", first], home, hub.url)
+    assert back.returncode == 0, back.stderr
+    again = run_module(ENSURE, ["--model", "org/tiny", "--pin", str(pin)], home, hub.url)
+    assert again.returncode == 0, again.stderr
