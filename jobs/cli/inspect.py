@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Annotated, Any
 
 import typer
@@ -21,6 +22,7 @@ from jobs.runs import (
     follow,
     goodput,
     handoff,
+    list_filter,
     listing,
     metrics,
     record_view,
@@ -347,13 +349,38 @@ def list_cmd(
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
     runs_root: opt.RunsRootOpt = None,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status", metavar="S", help="Only runs in this status (e.g. RUNNING, FAILED)."
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="T",
+            help="Only runs started since T: a time ago (2h, 30m, 3d) or a date (2026-12-01T08:00, UTC).",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, metavar="N", help="At most N runs, newest first."),
+    ] = None,
 ) -> None:
     """List runs with their attempts, newest first."""
     if runs_root:
+        if status or since or limit:
+            raise UsageError(
+                "--status, --since and --limit read the cluster's job records, not --runs-root",
+                "drop --runs-root (with --address or --stack), or the filters",
+            )
         _list_records(runs_root, as_json)
         return
+    wanted = list_filter.status_of(status, state.STATUSES) if status else None
+    after = list_filter.since_ms(since, time.time()) if since else None
     with opt.reach(addr, stack_name) as (cluster, _where):
-        runs = state.group(cluster.jobs())
+        runs = list_filter.apply(state.group(cluster.jobs()), wanted, after, limit)
         handoff.annotate(cluster, runs)
     if as_json:
         emit_json(runs)

@@ -20,6 +20,8 @@ from jobs.runs import listing
 from jobs.runs.metadata import RecipeRun
 
 WAITING = "WAITING"  # a live supervisor that has not sent attempt 1 yet (waiting for GPUs)
+# Every status a run shows in `list` (`list --status` takes these).
+STATUSES = (*(s.value for s in JobStatus), WAITING)
 
 
 @dataclass(frozen=True)
