@@ -134,7 +134,7 @@ def steps_of(curves_points: Mapping[str, Mapping[int, float]], framework: str) -
     return out
 
 
-def _ms(record: Mapping[str, Any]) -> int | None:
+def record_ms(record: Mapping[str, Any]) -> int | None:
     try:
         return int(
             datetime.fromisoformat(str(record["t"]).replace("Z", "+00:00")).timestamp() * 1000
@@ -147,7 +147,7 @@ def _modes(records: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
     """(ms, bucket) from each record on: what the time between attempts was spent on."""
     out = []
     for rec in records:
-        at = _ms(rec)
+        at = record_ms(rec)
         if at is not None:
             out.append((at, _OPENS.get(str(rec.get("event")), "restart")))
     return sorted(out, key=lambda m: m[0])
@@ -192,8 +192,8 @@ def account(
         ((a, a.start_ms, min(a.end_ms or now_ms, now_ms)) for a in attempts if a.start_ms),
         key=lambda s: s[1],
     )
-    record_ms = [m for m in (_ms(r) for r in records) if m is not None]
-    life_start = min([*record_ms, *(s for _, s, _ in spans)], default=now_ms)
+    stamped = [m for m in (record_ms(r) for r in records) if m is not None]
+    life_start = min([*stamped, *(s for _, s, _ in spans)], default=now_ms)
     life_end = max(now_ms, *(e for _, _, e in spans), life_start)
     modes = _modes(records)
     done_before = 0  # the highest step any earlier attempt completed

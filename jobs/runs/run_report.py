@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from jobs.client.dashboard import Dashboard
 from jobs.client.types import JobDetails
 from jobs.common.redact import redact
+from jobs.head import events as ev
 from jobs.runs import goodput, handoff, listing, metrics, run_goodput
 from jobs.runs.metadata import RecipeRun
 
@@ -53,6 +54,8 @@ class RunReport:
     wandb: bool = False
     now_ms: int = 0
     goodput: dict[str, Any] | None = None  # goodput.Goodput.as_json() of the run's life
+    # The supervisors' records (jobs/head/events.py), drawn on the timeline's own row.
+    decisions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def gpu_hours(self) -> float | None:
@@ -107,6 +110,7 @@ def gather(cluster: Dashboard, run: str, where: str = "") -> RunReport:
         meta = RecipeRun.of_job(attempt.metadata)
         report.wandb |= wandb_configured(attempt.entrypoint or "", meta.overrides if meta else [])
     _, records = handoff.story(cluster, name)
+    report.decisions = records
     spent, report.curves = run_goodput.of_run(tried, records, cluster.logs, report.now_ms)
     report.goodput = spent.as_json()
     return report
@@ -192,17 +196,71 @@ def plot_svg(metric: str, points: Sequence[tuple[int, float]]) -> str:
     )
 
 
-def timeline_svg(attempts: Sequence[Attempt], now_ms: int) -> str:
-    """One bar per attempt from its submission to its end (now, while it runs)."""
+# The supervisor's records drawn on the timeline: what interrupted the run, what it waited for.
+_MARKED = {
+    ev.PREEMPTED: "#c62828",
+    ev.STALLED: "#6a1b9a",
+    ev.REARMED: "#00838f",
+    ev.INTERRUPTED: "#00838f",
+    ev.GAVE_UP: "#c62828",
+    ev.STOPPED: "#757575",
+    ev.FINISHED: "#2e7d32",
+}
+_WAITS = {ev.WAITING: "capacity", ev.SETTLING: "settle"}
+
+
+def _decision_marks(
+    decisions: Sequence[dict[str, Any]], row_y: int, x: Callable[[int], float], t1: int
+) -> list[str]:
+    """Capacity waits and settles as grey spans (to the next record), interruptions and ends as
+    ticks, each with its record's message as a tooltip."""
+    timed = sorted(
+        ((at, d) for d in decisions if (at := goodput.record_ms(d)) is not None), key=lambda p: p[0]
+    )
+    out = []
+    for i, (at, d) in enumerate(timed):
+        event = str(d.get("event"))
+        tip = html.escape(redact(f"{_when(at)} {event}: {d.get('message', '')}"))
+        if event in _WAITS:
+            until = timed[i + 1][0] if i + 1 < len(timed) else t1
+            out.append(
+                f'<g class="decision" data-event="{event}"><rect x="{x(at):.1f}" y="{row_y + 6}" '
+                f'width="{max(2.0, x(until) - x(at)):.1f}" height="14" fill="#bdbdbd">'
+                f"<title>{tip}</title></rect></g>"
+            )
+        elif event in _MARKED:
+            out.append(
+                f'<g class="decision" data-event="{event}"><rect x="{x(at) - 1.5:.1f}" '
+                f'y="{row_y + 2}" width="3" height="22" fill="{_MARKED[event]}">'
+                f"<title>{tip}</title></rect></g>"
+            )
+    return out
+
+
+def timeline_svg(
+    attempts: Sequence[Attempt], now_ms: int, decisions: Sequence[dict[str, Any]] = ()
+) -> str:
+    """One bar per attempt from its submission to its end (now, while it runs), and a row of the
+    supervisor's decisions: capacity waits, settles, preemptions, stalls, re-arms, the end."""
     spans = [(a, a.start_ms, a.end_ms or now_ms) for a in attempts if a.start_ms is not None]
     if not spans:
         return '<p class="note">No attempt has started yet.</p>'
     t0 = min(s for _, s, _ in spans)
-    t1 = max(e for _, _, e in spans)
+    t1 = max([e for _, _, e in spans] + [m for d in decisions if (m := goodput.record_ms(d))])
     width = max(1, t1 - t0)
     row = 26
-    height = row * len(spans) + 24
+
+    def x(at: int) -> float:
+        return PAD_L + (max(at, t0) - t0) / width * (W - PAD_L - PAD_R)
+
+    marks = _decision_marks(decisions, row * len(spans), x, t1) if decisions else []
+    height = row * (len(spans) + (1 if marks else 0)) + 24
     bars = []
+    if marks:
+        bars.append(
+            f'<text x="{PAD_L - 6}" y="{len(spans) * row + 17}" text-anchor="end">supervisor</text>'
+        )
+        bars += marks
     for i, (a, start, end) in enumerate(spans):
         bx = PAD_L + (start - t0) / width * (W - PAD_L - PAD_R)
         bw = max(2.0, (end - start) / width * (W - PAD_L - PAD_R))
@@ -314,7 +372,7 @@ def render(report: RunReport) -> str:
         f"<table>{fact_rows}</table>{_wandb_html(report)}"
         f'<h2 style="margin-top:16px">Curves</h2><div class="grid">{plots}</div>'
         f'<h2 style="margin-top:16px">Attempts</h2>'
-        f"{timeline_svg(report.attempts, report.now_ms)}{_attempt_table(report)}"
+        f"{timeline_svg(report.attempts, report.now_ms, report.decisions)}{_attempt_table(report)}"
         f"{_goodput_html(report)}"
         # The numbers behind the plots, for a reader who wants them (not executed: JSON data).
         f'<script type="application/json" id="curves">{data}</script>'

@@ -183,7 +183,7 @@ def test_every_second_of_a_life_falls_in_exactly_one_bucket(life, gpus) -> None:
     assert len(g.interruptions) == max(0, len([a for a in attempts if a.start_ms]) - 1)
     for cost in g.interruptions:
         assert all(cost[part] >= -1e-6 for part in ("redone", "capacity", "settle", "restart"))
-    starts = [a.start_ms for a in attempts] + [goodput._ms(r) for r in records]
+    starts = [a.start_ms for a in attempts] + [goodput.record_ms(r) for r in records]
     first = min(starts, default=at(now))
     assert g.total_s == pytest.approx((at(now) - first) / 1000, abs=1e-3)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from jobs.runs import metrics, run_report
 from tests.jobs.html_page import Page
 from tests.jobs.runs.framework_lines import ray_actor_prefix, verl_step_line
@@ -60,6 +62,40 @@ def test_the_timeline_has_a_bar_per_attempt_and_gpu_hours_count_both() -> None:
     ]
     # 8 GPUs x (0.5 h + 1 h, the running one up to now)
     assert report.gpu_hours == 8 * 1.5
+
+
+def _at(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_the_timeline_draws_the_supervisors_waits_and_interruptions_in_time() -> None:
+    """Issue 28 (a timeline of attempts, preemptions, waits): the supervisor's records on a row
+    of their own, a wait as a span to the next record, a preemption as a tick, in time order."""
+    report = _report(steps=2)
+    a1_end = 1_000_000 + 1_800_000
+    report.decisions = [
+        {"t": _at(a1_end), "event": "preempted", "message": "r1-a1 preempted: node n1 died"},
+        {"t": _at(a1_end), "event": "waiting", "message": "waiting for 8 GPUs"},
+        {"t": _at(a1_end + 100_000), "event": "settling", "message": "8 GPUs present"},
+        {"t": _at(3_000_000), "event": "submitted", "message": "submitted r1-a2"},
+        {"t": "not a time", "event": "stalled", "message": "unreadable: skipped"},
+    ]
+    text = run_report.render(report)
+    page = Page(text)
+    assert page.errors == []
+    events, rects = [], []
+    for i, (tag, attrs) in enumerate(page.tags):
+        if tag == "g" and attrs.get("class") == "decision":
+            events.append(attrs["data-event"])
+            rects.append(next(a for t, a in page.tags[i + 1 :] if t == "rect"))
+    assert events == ["preempted", "waiting", "settling"]
+    xs = [float(r["x"]) for r in rects]
+    assert xs[0] < xs[1] + 2 and xs[1] < xs[2]  # in time order, the tick centred on its moment
+    # The capacity wait spans to the settle.
+    assert xs[1] + float(rects[1]["width"]) == pytest.approx(xs[2], abs=0.2)
+    assert "preempted: r1-a1 preempted: node n1 died</title>" in text
 
 
 def test_a_run_logged_to_wandb_links_its_page_and_nothing_else_leaves_the_page() -> None:
