@@ -74,7 +74,10 @@ def save_advice(
     seen = save_period.measured(
         goodput.steps_of(curves.points, recorded.framework), restarts, ran_s
     )
-    advice = save_period.advise(seen, provisioning, recorded.nodes, recipe.save_alignment(user))
+    # The alignment composes the framework's config: only worth it once there is advice to give.
+    timed = bool(seen.step_s and seen.save_s)
+    align = recipe.save_alignment(user) if timed else None
+    advice = save_period.advise(seen, provisioning, recorded.nodes, align) if timed else None
     configured = recipe.value_of(recipe.save_key, user)
     return {
         "key": recipe.save_key,
