@@ -343,7 +343,10 @@ class Supervisor:
         )
         gpus, _ = self._observe()
         capacity = (
-            f"; the cluster has {gpus:g} of {spec.gpus_needed} GPUs" if spec.gpus_needed > 0 else ""
+            # "2 of 1 GPUs" read as a count out of a total (issue 29): the GPUs there, then the need.
+            f"; the cluster has {gpus:g} GPUs ({spec.gpus_needed} needed)"
+            if spec.gpus_needed > 0
+            else ""
         )
         ckpt = {
             None: "no earlier failure to compare checkpoints with",

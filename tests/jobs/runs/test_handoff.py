@@ -216,7 +216,7 @@ def test_a_run_waits_for_its_gpus_and_a_stop_during_the_wait_resubmits_nothing(
         for run in (back, stopped):
             wait_until(lambda run=run: "waiting" in _events(ray_url, run), 60, f"{run} waiting")
         human = cli("status", back, "--address", ray_url).stdout
-        assert f"{back}-a1 FAILED" in human and "the cluster has 0 of 2 GPUs" in human
+        assert f"{back}-a1 FAILED" in human and "the cluster has 0 GPUs (2 needed)" in human
         assert "waiting for 2 GPUs since " in human
         assert _story(ray_url, back)["status"] == "FAILED"  # the latest attempt, a1
 
