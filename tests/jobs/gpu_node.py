@@ -75,6 +75,13 @@ class GpuNode:
         self.log.unlink(missing_ok=True)
 
 
+def state_api_gpus(dashboard_url: str) -> float:
+    """The alive GPUs in Ray's node table, as the supervisor counts them."""
+    from jobs.head import node_events
+
+    return node_events.alive_gpu_nodes(node_events.fetch(dashboard_url))[1]
+
+
 def cluster_gpus(dashboard_url: str) -> float:
     """The GPUs the cluster reports, read from the dashboard (what `ray status` would say)."""
     import json
@@ -93,7 +100,9 @@ def wait_gpus(dashboard_url: str, want: float, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            if cluster_gpus(dashboard_url) == want:
+            # Both views: the dashboard's summary (`ray status`) and the state API's node
+            # table, which the supervisor reads and which can list a new node a moment later.
+            if cluster_gpus(dashboard_url) == want and state_api_gpus(dashboard_url) == want:
                 return
         except (OSError, KeyError, ValueError):
             pass
