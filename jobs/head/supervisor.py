@@ -325,7 +325,8 @@ class Supervisor:
     def _ended(self, state: RunState, ended: str) -> None:
         """Record how the attempt ended; the judgement (preemption or not) comes in _decide."""
         job_id, spec = state.current or "", self.spec
-        state.watching = False
+        # Watching ends with the record below: an error before it (the dashboard answering
+        # badly while the end is read) is retried from the attempt's end, never skips it.
         state.charged = False
         state.ended_ms = int(self.clock.time() * 1000)
         state.hosts = self._hosts(job_id)
@@ -365,6 +366,7 @@ class Supervisor:
             new_checkpoint=new_ckpt,
             steps_completed=stepped,
         )
+        state.watching = False
         state.situation = Situation(
             ended=ended,
             restarts_used=state.restarts,
@@ -831,8 +833,8 @@ class Supervisor:
             return ""
         try:
             info = self.client.get_job_info(job_id)
-        except (RuntimeError, OSError):
-            return ""
+        except (RuntimeError, OSError, ValueError, http.client.HTTPException):
+            return ""  # the exit code is a detail: the end is recorded without it
         if info.driver_exit_code is not None:
             return f" (exit code {info.driver_exit_code})"
         return ""

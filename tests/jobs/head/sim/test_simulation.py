@@ -322,3 +322,25 @@ def test_an_attempt_that_has_not_started_is_never_stalled(base, monkeypatch):
     world = _run(Schedule(seed=10, stall_timeout_s=7200, faults=[]), base)
     assert world.succeeded
     assert [r for r in _events(world) if r["event"] == ev.STALLED] == []
+
+
+def test_a_malformed_answer_while_an_attempts_end_is_read_loses_neither_its_record_nor_charge(
+    base,
+):
+    """An API error in the middle of recording an attempt's end (here: the dashboard answers
+    `get_job_info` with something that is not JSON, twice) is retried from the attempt's end:
+    the next attempt is submitted only after the ended one's record, and the interruption is
+    charged as a preemption."""
+    world = _run(
+        Schedule(
+            seed=13,
+            faults=[Fault(1000, "preempt", 60), Fault(1005, "api", 3, "malformed@get_job_info")],
+        ),
+        base,
+    )
+    assert world.succeeded
+    recs = _events(world)
+    submitted = [r for r in recs if r["event"] == ev.SUBMITTED]
+    ended = [r for r in recs if r["event"] == ev.ATTEMPT_ENDED]
+    assert [r["submission_id"] for r in ended] == [r["submission_id"] for r in submitted]
+    assert [r for r in recs if r["event"] == ev.PREEMPTED]

@@ -854,9 +854,19 @@ class World:
                 raise Violation(f"stopped by the user, but {live} still run")
             return
         if self.succeeded:
+            if end is not None and end.get("event") == ev.FINISHED:  # not ended unsupervised
+                self._every_attempt_has_its_end(ev.life(recs))
             return
         why = json.dumps(end, sort_keys=True) if end else "no end recorded, nothing running"
         raise Violation(f"the run did not finish (no user stop): {why}")
+
+    def _every_attempt_has_its_end(self, recs: list[dict]) -> None:
+        """Each attempt submitted in the run's last life has its end on the record (goodput and the
+        restart count are read from these records)."""
+        submitted = {r["submission_id"] for r in recs if r["event"] == ev.SUBMITTED}
+        ended = {r["submission_id"] for r in recs if r["event"] == ev.ATTEMPT_ENDED}
+        if missing := sorted(submitted - ended):
+            raise Violation(f"attempts submitted without an end on the record: {missing}")
 
 
 def random_schedule(seed: int) -> Schedule:
