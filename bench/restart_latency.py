@@ -136,10 +136,17 @@ def kill_tree(node: Any) -> None:
     node.process = None
 
 
+def _alive_gpu_node_ids(dashboard_url: str) -> set[str]:
+    from jobs.head import node_events
+
+    return set(node_events.alive_gpu_nodes(node_events.fetch(dashboard_url))[0])
+
+
 def preemption_latency(
     client: JobSubmissionClient, run: str, marks: Path, head: Any, nodes: list[Any]
-) -> float:
-    """Seconds from the GPU raylet's SIGKILL to attempt 2 first seen RUNNING."""
+) -> tuple[float, float | None]:
+    """Seconds from the GPU raylet's SIGKILL to attempt 2 first seen RUNNING, and to the moment
+    Ray's node table first shows that raylet dead (None if a2 ran before that)."""
     from tests.jobs.gpu_node import GpuNode
 
     deadline = time.monotonic() + PREEMPT_TIMEOUT_S
@@ -147,17 +154,38 @@ def preemption_latency(
         if time.monotonic() > deadline:
             raise RuntimeError(f"{run}-a1 never held its GPU actor")
         time.sleep(0.05)
+    lost = _alive_gpu_node_ids(head.dashboard_url)
     killed = time.time()
     kill_tree(nodes[-1])
     nodes.append(GpuNode(head, gpus=2))
     nodes[-1].start()
+    dead_after: float | None = None
+    polled = 0.0
     while (s := status(client, f"{run}-a2")) != JobStatus.RUNNING:
         if s is not None and s.is_terminal():
             raise RuntimeError(f"{run}-a2 ended {s.value} before it was RUNNING")
         if time.monotonic() > deadline:
             raise RuntimeError(f"{run}-a2 not RUNNING within {PREEMPT_TIMEOUT_S:.0f} s")
+        if dead_after is None and time.monotonic() - polled >= 0.25:
+            polled = time.monotonic()
+            if not lost & _alive_gpu_node_ids(head.dashboard_url):
+                dead_after = time.time() - killed
         time.sleep(0.05)
-    return time.time() - killed
+    return time.time() - killed, dead_after
+
+
+def one_submit(client: JobSubmissionClient) -> float:
+    """Seconds from one `submit_job` to its job first seen RUNNING (then stopped)."""
+    started = time.time()
+    job_id = client.submit_job(entrypoint="python -c 'import time; time.sleep(60)'")
+    deadline = time.monotonic() + TIMEOUT_S
+    while status(client, job_id) != JobStatus.RUNNING:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{job_id} not RUNNING within {TIMEOUT_S:.0f} s")
+        time.sleep(0.05)
+    took = time.time() - started
+    client.stop_job(job_id)
+    return took
 
 
 def baseline_tree(tmp: Path) -> Path:
@@ -169,6 +197,71 @@ def baseline_tree(tmp: Path) -> Path:
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     return target
+
+
+def main_preemption_vs_ray(reps: int, base_env: dict[str, str]) -> int:
+    """This tree's supervisor against Ray's own floor, in the same run: the time Ray takes to
+    mark the lost raylet dead (measured during the same repetition) plus one submit to
+    RUNNING (measured right after it)."""
+    from tests.jobs.gpu_node import GpuNode, wait_gpus
+
+    head = localray.start()
+    client = JobSubmissionClient(head.dashboard_url)
+    tmp = Path(tempfile.mkdtemp(prefix="preempt-bench-"))
+    nodes = [GpuNode(head, gpus=2)]
+    nodes[0].start()
+    latency: list[float] = []
+    floor: list[float] = []
+    deaths: list[float] = []
+    submits: list[float] = []
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(reps):
+            wait_gpus(head.dashboard_url, 2, timeout=120)
+            run = f"pr-{uuid.uuid4().hex[:6]}"
+            marks = tmp / run
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "jobs", "run", "--address", head.dashboard_url]
+                + ["--name", run, "--gpus", "2", "--max-restarts", "1", "--"]
+                + ["python", "-c", gpu_script(marks)],
+                cwd=ROOT,
+                env=base_env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            procs.append(proc)
+            took, dead_after = preemption_latency(client, run, marks, head, nodes)
+            stop_run(client, run)
+            proc.wait(timeout=60)
+            submit = one_submit(client)
+            if dead_after is None:
+                raise RuntimeError(f"{run}-a2 ran before Ray marked the lost raylet dead")
+            latency.append(took)
+            deaths.append(dead_after)
+            submits.append(submit)
+            floor.append(dead_after + submit)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        for node in nodes:
+            node.close()
+        head.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    settle = base_env.get("JOBS_SUPERVISOR_SETTLE_S", "60 (default)")
+    print(
+        f"repetitions: {reps} (seconds; median / min / max); {os.cpu_count()} CPUs, "
+        f"Ray {ray_version}; JOBS_SUPERVISOR_SETTLE_S={settle}"
+    )
+    print(f"| {'GPU raylet SIGKILLed ->':<44} | median |    min |    max |")
+    print(f"|{'-' * 46}|--------|--------|--------|")
+    print(row("a2 RUNNING (supervisor, settle by probing)", latency))
+    print(row("Ray marks the raylet dead", deaths))
+    print(row("one submit -> RUNNING", submits))
+    print(row("Ray's floor: death + one submit", floor))
+    ratio = statistics.median(latency) / statistics.median(floor)
+    print(f"restart latency after a preemption (median supervisor / median floor): {ratio:.2f}")
+    return 0
 
 
 def main_preemption(reps: int, base_env: dict[str, str]) -> int:
@@ -213,7 +306,7 @@ def main_preemption(reps: int, base_env: dict[str, str]) -> int:
                     stderr=subprocess.DEVNULL,
                 )
                 procs.append(proc)
-                results[kind].append(preemption_latency(client, run, marks, head, nodes))
+                results[kind].append(preemption_latency(client, run, marks, head, nodes)[0])
                 stop_run(client, run)
                 proc.wait(timeout=60)
     finally:
@@ -246,6 +339,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--scenario", choices=("preemption", "failure"), default="preemption")
+    parser.add_argument(
+        "--against",
+        choices=("ray", "old"),
+        default="ray",
+        help="preemption: Ray's own floor (death detection + one submit), or the old supervisor",
+    )
     args = parser.parse_args()
     reps = args.reps
     base_env = {
@@ -255,6 +354,8 @@ def main() -> int:
         and (args.scenario == "preemption" or not k.startswith("JOBS_SUPERVISOR_"))
     }
     if args.scenario == "preemption":
+        if args.against == "ray":
+            return main_preemption_vs_ray(reps, base_env)
         return main_preemption(reps, base_env)
     head = localray.start()
     client = JobSubmissionClient(head.dashboard_url)

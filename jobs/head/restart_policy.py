@@ -11,9 +11,16 @@ every GPU present and no new checkpoint since the previous attempt is a crash in
 config, which a restart repeats after a full model load. A preemption is told from a crash by
 what happened to the nodes during the attempt, never by the GPU count at one instant (Ray keeps
 a lost node's GPUs in its totals for up to ~50 s); preemptions spend their own budget
-(`max_preemptions`), never a restart, and never count towards a crash. Every restart after a
-failure waits until the capacity has been stable for the settle time (a replacement node that
-just joined, or a lost one Ray has not marked dead yet, would fail the next attempt at placement).
+(`max_preemptions`), never a restart, and never count towards a crash.
+
+Settle by probing (issue 24): when the supervisor could probe the nodes
+(jobs/head/capacity_probe.py), a failure is judged as soon as every node that hosted the
+attempt answers (none was lost, so it was not a preemption), and the next attempt is submitted
+as soon as the GPUs it needs are free on nodes that answered: a lost node Ray has not marked dead
+yet does not answer, so its GPUs are not counted. The settle time is then only a back-off between
+attempts that died before their first training step (a crash loop at start-up). Without a probe,
+every restart after a failure waits until the capacity has been stable for the settle time, and
+a failure is judged only after it.
 
 Standard library only: this module runs on the Ray head inside the framework's image.
 """
@@ -44,6 +51,7 @@ class Reason(str, Enum):
     CAPACITY = "capacity"  # GPUs are there (or none needed)
     NO_CAPACITY = "no_capacity"  # fewer GPUs than the run needs
     SETTLING = "settling"  # GPUs present, but not stable for the settle time yet
+    GPUS_BUSY = "gpus_busy"  # enough GPUs present, too few of them free (held by other jobs)
     SUCCEEDED = "succeeded"
     STOPPED_BY_USER = "stopped_by_user"  # `stop RUN`: the supervisor itself was stopped
     ATTEMPT_STOPPED = "attempt_stopped"  # the attempt was STOPPED: never restarted
@@ -85,6 +93,12 @@ class Situation:
     max_preemptions: int = DEFAULT_MAX_PREEMPTIONS
     stable_s: float = float("inf")
     settle_s: float = 0.0
+    # Settle by probing: GPUs free on nodes that answered a probe (None: no probe, the
+    # settle-time rule applies); every node that hosted the ended attempt answered; the
+    # ended attempt completed a training step (no back-off then).
+    gpus_free: float | None = None
+    hosts_answered: bool = False
+    stepped: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,14 +168,28 @@ def _capacity(s: Situation) -> Decision:
             Reason.NO_CAPACITY,
             f"waiting for {s.gpus_needed} GPUs; the cluster has {s.gpus_now:g}",
         )
-    # Settle after every failure, not only crash-like ones; a run that needs no GPUs has no
-    # capacity to settle.
-    if s.ended is not None and s.gpus_needed > 0 and s.stable_s < s.settle_s:
+    # Without a probe, settle after every failure, not only crash-like ones; with one, only
+    # between attempts that died before their first step (a preemption is not the code's). A
+    # run that needs no GPUs has no capacity to settle.
+    backoff = s.gpus_free is None or not (s.preempted or s.stepped)
+    if s.ended is not None and s.gpus_needed > 0 and backoff and s.stable_s < s.settle_s:
+        why = (
+            "the attempt died before its first step; "
+            if s.gpus_free is not None and s.ended in ("FAILED", "STALLED")
+            else ""
+        )
         return Decision(
             Action.WAIT,
             Reason.SETTLING,
-            f"{s.gpus_now:g} GPUs present; waiting until they have been stable for "
+            f"{s.gpus_now:g} GPUs present; {why}waiting until they have been stable for "
             f"{s.settle_s:.0f} s (stable for {s.stable_s:.0f} s)",
+        )
+    if s.gpus_free is not None and not _has(s.gpus_free, s.gpus_needed):
+        return Decision(
+            Action.WAIT,
+            Reason.GPUS_BUSY,
+            f"{s.gpus_free:g} of the cluster's {s.gpus_now:g} GPUs are free on nodes that "
+            f"answer ({s.gpus_needed} needed); waiting for the rest to be released",
         )
     return Decision(
         Action.SUBMIT,
@@ -188,7 +216,7 @@ def decide(s: Situation) -> Decision:
             "the attempt was stopped; a stopped attempt is never restarted",
         )
     if s.ended in ("FAILED", "STALLED"):
-        if not s.preempted and s.stable_s < s.settle_s:
+        if not s.preempted and s.stable_s < s.settle_s and not s.hosts_answered:
             # Judge only once Ray had time to mark a lost node dead (see the module docstring),
             # whatever GPUs the run declared: a run that declares none (Ray's usual shape, a
             # driver needing no GPU with its workers on GPU nodes) loses nodes too (issue 24
@@ -196,8 +224,9 @@ def decide(s: Situation) -> Decision:
             return Decision(
                 Action.WAIT,
                 Reason.SETTLING,
-                f"the attempt {s.ended.lower()}; waiting {s.settle_s:.0f} s for the "
-                "cluster to settle before telling a preemption from a crash",
+                f"the attempt {s.ended.lower()}; waiting up to {s.settle_s:.0f} s for the "
+                "nodes it ran on to answer, or for Ray to mark a lost one dead, before "
+                "telling a preemption from a crash",
             )
         refusal = _after_failure(s)
         if refusal is not None:

@@ -53,8 +53,9 @@ from typing import Any
 from jobs.client import errors
 from jobs.client.api import JobsAPI
 from jobs.client.types import JobStatus
-from jobs.head import checkpoints, hygiene, node_events, progress, protocol, stall
+from jobs.head import capacity_probe, checkpoints, hygiene, node_events, progress, protocol, stall
 from jobs.head import events as ev
+from jobs.head.capacity_probe import Probed
 from jobs.head.clock import REAL, Clock
 from jobs.head.files import LOCAL, Files
 from jobs.head.protocol import Settings, Spec
@@ -97,6 +98,9 @@ class Probes:
     # The nodes that hosted an attempt's actors and tasks (Ray's state API by job id); None
     # when unknown, and the judgement falls back to any node that could have hosted them.
     hosts: Callable[[str], frozenset[str] | None] = lambda _job_id: None
+    # Which nodes answer now and the GPUs free on them (jobs/head/capacity_probe.py); None: no
+    # probe, and the restart policy waits the settle time instead.
+    capacity: Callable[[], Probed] | None = None
 
 
 @dataclass
@@ -126,6 +130,9 @@ class RunState:
     # Where the ended attempt's workers ran (Probes.hosts; None: unknown), and when it ended.
     hosts: frozenset[str] | None = None
     ended_ms: int = 0
+    # The attempt the stall watchdog stopped: Ray says STOPPED, the run says STALLED, also when
+    # an API error came between the stop and its end (found by the simulation, seed 1010).
+    stall_stopped: str | None = None
 
 
 class Supervisor:
@@ -274,6 +281,8 @@ class Supervisor:
             if status is None:
                 return None
             if status.is_terminal():
+                if status == JobStatus.STOPPED and state.stall_stopped == job_id:
+                    return "STALLED"  # our watchdog's stop, seen after an error in its wait
                 return str(status.value)
             self._observe()  # keeps the capacity's stability current during the attempt
             if status == JobStatus.PENDING:
@@ -291,6 +300,7 @@ class Supervisor:
                 if seen != mark:
                     mark, quiet_since = seen, now
                 elif now - quiet_since >= timeout_s:
+                    state.stall_stopped = job_id
                     return self._stop_stalled(job_id, now - quiet_since, timeout_s)
             if self._pause(self.config.poll_s):
                 return None
@@ -379,6 +389,7 @@ class Supervisor:
             preemptions_used=state.preemptions,
             max_preemptions=spec.max_preemptions,
             settle_s=self.config.settle_s,
+            stepped=stepped > 0,
         )
 
     def _judge(self, state: RunState) -> Situation:
@@ -437,8 +448,15 @@ class Supervisor:
             )
             if base.ended is not None:
                 stable = min(stable, now - state.ended_at)
+            probed = self._probe()
             s = replace(
                 base,
+                gpus_free=None if probed is None else probed.gpus_free,
+                hosts_answered=(
+                    probed is not None
+                    and state.hosts is not None
+                    and state.hosts <= probed.answering
+                ),
                 gpus_now=gpus,
                 stable_s=stable,
                 settle_s=self.config.settle_s,
@@ -456,17 +474,22 @@ class Supervisor:
                         waited_s=round(s.waited_s, 1),
                     )
                 return d, s
-            if d.reason == Reason.NO_CAPACITY and waiting_since is None:
+            if d.reason == Reason.GPUS_BUSY and d.reason != noted and self._next_exists(state):
+                # The GPUs are busy with our own next attempt, submitted before an error hid
+                # it from us (a lost answer, then a malformed one: found by the simulation,
+                # seed 558); the submit step adopts it.
+                return Decision(Action.SUBMIT, Reason.CAPACITY, d.message), s
+            if d.reason in _CAPACITY_WAITS and waiting_since is None:
                 waiting_since = now
             if d.reason != noted:
                 noted, last_note = d.reason, now
                 self._note_wait(d, s)
-            elif now - last_note >= self.config.progress_s and d.reason == Reason.NO_CAPACITY:
+            elif now - last_note >= self.config.progress_s and d.reason in _CAPACITY_WAITS:
                 last_note = now
                 self.record(
                     ev.STILL_WAITING,
                     f"still waiting for {s.gpus_needed} GPUs "
-                    f"({s.waited_s:.0f} s{_deadline(s)}; the cluster has {gpus:g})",
+                    f"({s.waited_s:.0f} s{_deadline(s)}; the cluster has {gpus:g}{_free(s)})",
                     gpus=gpus,
                     gpus_needed=s.gpus_needed,
                     waited_s=round(s.waited_s, 1),
@@ -488,13 +511,14 @@ class Supervisor:
             self.record(
                 ev.WAITING,
                 f"waiting for {s.gpus_needed} GPUs since {ev.now_iso()} "
-                f"(the cluster has {s.gpus_now:g}; "
+                f"(the cluster has {s.gpus_now:g}{_free(s)}; "
                 + (
                     f"gives up after {s.max_wait_s:.0f} s, the run's capacity deadline)"
                     if s.max_wait_s > 0
                     else "no deadline: it waits until they are back or the run is stopped)"
                 ),
                 gpus=s.gpus_now,
+                gpus_free=s.gpus_free,
                 gpus_needed=s.gpus_needed,
                 since=ev.now_iso(),
                 max_wait_s=s.max_wait_s,
@@ -698,6 +722,10 @@ class Supervisor:
             return None
         return _STOPPED if info is None else info
 
+    def _next_exists(self, state: RunState) -> bool:
+        found = self._earlier_submit(state.attempt + 1)
+        return found is not None and found is not _STOPPED
+
     def _submit_next(self, state: RunState, d: Decision) -> bool:
         attempt = state.attempt + 1
         # Found by the simulation (seeds 169, 244, 487): the attempt may be running already,
@@ -822,6 +850,14 @@ class Supervisor:
         except (OSError, RuntimeError, ValueError, http.client.HTTPException):
             return 0  # unknown: judged by checkpoints alone
 
+    def _probe(self) -> Probed | None:
+        if self.probes.capacity is None:
+            return None
+        try:
+            return self.probes.capacity()
+        except (OSError, ValueError, http.client.HTTPException):
+            return None  # cannot tell now: the settle-time rule applies
+
     def _hosts(self, job_id: str) -> frozenset[str] | None:
         try:
             return self.probes.hosts(job_id)
@@ -838,6 +874,14 @@ class Supervisor:
         if info.driver_exit_code is not None:
             return f" (exit code {info.driver_exit_code})"
         return ""
+
+
+_CAPACITY_WAITS = (Reason.NO_CAPACITY, Reason.GPUS_BUSY)
+
+
+def _free(s: Situation) -> str:
+    """ ", 0 free" when the probe saw fewer GPUs free than present (held by other jobs)."""
+    return "" if s.gpus_free is None or s.gpus_free >= s.gpus_now else f", {s.gpus_free:g} free"
 
 
 def _deadline(s: Situation) -> str:
@@ -996,7 +1040,11 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
         return node_events.hosts(dashboard, ray_job_id) if ray_job_id else None
 
     return Probes(
-        nodes=lambda: node_events.fetch(dashboard), log_size=log_size, steps=steps, hosts=hosts
+        nodes=lambda: node_events.fetch(dashboard),
+        log_size=log_size,
+        steps=steps,
+        hosts=hosts,
+        capacity=lambda: capacity_probe.probe(dashboard),
     )
 
 

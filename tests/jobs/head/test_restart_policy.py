@@ -3,6 +3,8 @@ tried at most twice, a preemption spends its own budget and never counts as a cr
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -289,3 +291,54 @@ def test_a_run_without_gpus_is_judged_after_the_settle_too():
     assert decide(Situation(**{**s.__dict__, "stable_s": 60.0})).action == Action.SUBMIT
     gpu = Situation(**{**s.__dict__, "gpus_needed": 2, "gpus_at_end": 2.0, "gpus_now": 2.0})
     assert decide(gpu).reason == Reason.SETTLING
+
+
+def _ended(**kw: object) -> Situation:
+    base = dict(
+        ended="FAILED",
+        restarts_used=0,
+        max_restarts=3,
+        gpus_needed=16,
+        gpus_at_end=16.0,
+        gpus_now=16.0,
+        progressed=True,
+        stable_s=5.0,
+        settle_s=60.0,
+    )
+    return Situation(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_a_preempted_attempts_successor_starts_once_its_gpus_are_free_on_answering_nodes():
+    """Settle by probing (issue 24 item 13): no fixed settle after a preemption."""
+    s = _ended(preempted=True, gpus_free=16.0)
+    assert decide(s).action == Action.SUBMIT
+    assert decide(replace(s, gpus_free=8.0)).reason == Reason.GPUS_BUSY
+
+
+def test_without_a_probe_the_settle_time_still_applies():
+    assert decide(_ended(preempted=True)).reason == Reason.SETTLING
+
+
+def test_an_attempt_that_died_before_its_first_step_backs_off_the_settle_time():
+    s = _ended(gpus_free=16.0, hosts_answered=True, stepped=False)
+    d = decide(s)
+    assert d.reason == Reason.SETTLING and "before its first step" in d.message
+    assert decide(replace(s, stable_s=60.0)).action == Action.SUBMIT
+    assert decide(replace(s, stepped=True)).action == Action.SUBMIT
+
+
+def test_a_failure_is_judged_at_once_when_every_node_it_ran_on_answers():
+    """Every host answered: no node was lost, so it cannot be a preemption; waiting for Ray to
+    mark a death is pointless. Here the crash rule applies at once."""
+    s = _ended(progressed=False, gpus_free=16.0, hosts_answered=True)
+    assert decide(s).reason == Reason.CRASH
+    assert decide(replace(s, hosts_answered=False)).reason == Reason.SETTLING
+
+
+def test_gpus_held_by_other_jobs_are_a_wait_for_capacity_not_a_submit():
+    """Item 12: veRL checks free GPUs (ray_trainer.py L103-119 at v0.6.0); a cluster with every
+    GPU present but half of them held elsewhere is waited on, also before a first attempt."""
+    first = _ended(ended=None, progressed=None, gpus_free=8.0)
+    d = decide(first)
+    assert d.action == Action.WAIT and d.reason == Reason.GPUS_BUSY
+    assert "8 of the cluster's 16 GPUs are free" in d.message

@@ -344,3 +344,32 @@ def test_a_malformed_answer_while_an_attempts_end_is_read_loses_neither_its_reco
     ended = [r for r in recs if r["event"] == ev.ATTEMPT_ENDED]
     assert [r["submission_id"] for r in ended] == [r["submission_id"] for r in submitted]
     assert [r for r in recs if r["event"] == ev.PREEMPTED]
+
+
+def test_seed_1010_an_api_error_after_the_watchdogs_stop_keeps_the_attempt_stalled(base):
+    """Found by the simulation (seed 1010): the watchdog stopped a hung attempt, and the
+    dashboard answered the next status query with something that was not JSON. The loop was
+    retried, saw the attempt STOPPED in Ray, and gave the run up ("a stopped attempt is never
+    restarted"); the supervisor now remembers whose stop it was."""
+    world = _run(random_schedule(1010), base)
+    assert world.succeeded
+    recs = _events(world)
+    assert [r["status"] for r in recs if r["event"] == ev.ATTEMPT_ENDED][0] == "STALLED"
+
+
+def test_seed_558_gpus_held_by_our_own_unrecorded_attempt_are_not_waited_for(base):
+    """Found by the simulation (seed 558), once the supervisor waits for free GPUs (item 12):
+    its submit's answer was lost and the retry then met a malformed answer, so the attempt ran
+    unrecorded, holding every GPU, while the supervisor waited for them to be freed, for ever.
+    A busy cluster is now first checked for our own next attempt, which is adopted."""
+    world = _run(random_schedule(558), base)
+    assert world.succeeded
+    recs = _events(world)
+    assert any("its answer was lost" in r["message"] for r in recs if r["event"] == ev.SUBMITTED)
+
+
+def test_seed_543_a_head_lost_again_while_down_comes_back_once(base):
+    """The simulated world itself (seed 543): a second head loss during the first one scheduled
+    two returns, and the later one wiped the live supervisor's cluster under it."""
+    world = _run(random_schedule(543), base)
+    assert world.succeeded
