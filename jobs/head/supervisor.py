@@ -602,12 +602,17 @@ class Supervisor:
         taken = False
         while True:
             try:
-                if self.stopping.is_set():
+                # A SIGTERM that is no user stop, before the run was taken, still takes it
+                # first: its spec on the runs root is what the re-armer finds (seed 2143: the
+                # run was left with nothing to re-arm it by).
+                if self.stopping.is_set() and (taken or self._user_stop()):
                     return self._stopped(state)
                 if not taken:
                     if not self._take_run():
                         return 0
                     taken = True
+                    if self.stopping.is_set():
+                        return self._stopped(state)
                 if state is None:
                     self.state = state = restore(self)
                     if state.stop_requested:  # the run was stopped before we came

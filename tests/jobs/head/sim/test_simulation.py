@@ -373,3 +373,22 @@ def test_seed_543_a_head_lost_again_while_down_comes_back_once(base):
     two returns, and the later one wiped the live supervisor's cluster under it."""
     world = _run(random_schedule(543), base)
     assert world.succeeded
+
+
+def test_seed_2143_a_sigterm_before_the_run_was_taken_leaves_it_re_armable(base):
+    """Found by the simulation (seed 2143): a SIGTERM (not a user stop) one second after the
+    hand-off, before the supervisor had written the run's spec and lease. It recorded "the run
+    will be re-armed", but the re-armer had no spec to find and the run never started. The run
+    is now taken first, then left to the re-armer."""
+    world = _run(random_schedule(2143), base)
+    assert world.succeeded
+    assert [r for r in _events(world) if r["event"] == ev.REARMED]
+
+
+def test_seed_2968_a_supervisor_killed_at_its_first_instruction_fails_the_hand_off(base):
+    """Found by the simulation (seed 2968), in the world: a supervisor SIGKILLed before its
+    first instruction stayed PENDING for ever. Ray ends such a job FAILED, and the CLI, which
+    waits for the `armed` record, fails the command; the user submits again."""
+    world = _run(random_schedule(2968), base)
+    assert world.succeeded
+    assert any("hand-off to sim-s1 failed" in line for line in world.history)

@@ -59,6 +59,7 @@ DRIVER_START_S = 2.0
 STOP_GRACE_S = 3.0  # Ray SIGKILLs a job's driver 3 s after SIGTERM
 REARM_INTERVAL_S = 300.0  # production sweeps every 10 s; coarser here, same code
 TARGET_STEPS = 30
+HANDOFF_S = 120.0  # the CLI's wait for the supervisor's `armed` record (JOBS_HANDOFF_TIMEOUT)
 SETTINGS = Settings(
     poll_s=120.0,
     max_wait_s=1800.0,
@@ -309,7 +310,15 @@ class World:
     def _me(self) -> _Runner:
         return getattr(self._local, "runner", self.driver)
 
-    def spawn(self, name: str, delay: float, body: Callable[[], None]) -> _Runner:
+    def spawn(
+        self,
+        name: str,
+        delay: float,
+        body: Callable[[], None],
+        killed_first: Callable[[], None] | None = None,
+    ) -> _Runner:
+        """A simulated process; `killed_first` runs instead of `body` when it is killed before
+        its first instruction (its job then ends as Ray would end it)."""
         runner = _Runner(name)
         runner.wake = self.now + delay
 
@@ -319,6 +328,8 @@ class World:
             try:
                 if not runner.killed:
                     body()
+                elif killed_first is not None:
+                    killed_first()
             except Killed:
                 pass
             except BaseException as e:  # a bug in the code under test: fail the schedule
@@ -470,6 +481,9 @@ class World:
         )
         job.sup = sup
 
+        def killed_first() -> None:
+            job.status = JobStatus.STOPPED if job.stop_asked else JobStatus.FAILED
+
         def body() -> None:
             job.status = JobStatus.RUNNING
             try:
@@ -482,7 +496,7 @@ class World:
                 raise
             job.status = JobStatus.STOPPED if job.stop_asked else JobStatus.SUCCEEDED
 
-        job.runner = self.spawn(job.submission_id, DRIVER_START_S, body)
+        job.runner = self.spawn(job.submission_id, DRIVER_START_S, body, killed_first)
 
     def _sigterm(self, job: Job) -> None:
         if job.kind == protocol.SUPERVISOR:
@@ -658,6 +672,22 @@ class World:
             metadata=meta,
             submission_id=sid,
         )
+        check = lambda: self._handed_off(sid)  # noqa: E731
+        check.user = True  # type: ignore[attr-defined]
+        self.at(self.now + HANDOFF_S, check)
+
+    def _handed_off(self, sid: str) -> None:
+        """The CLI waits for the supervisor's `armed` record (jobs/runs/handoff.py); one that
+        ended before it fails the command ("ended ... before it took the run") and the user
+        submits again (seed 2968: SIGKILLed at its first instruction)."""
+        job = self.jobs.get(sid)
+        armed = any(
+            r["event"] == ev.ARMED and r.get("supervisor") == sid for r in self.store().events()
+        )
+        if job is None or armed or job.status in LIVE or self.stop_at is not None:
+            return
+        self.note(f"user's hand-off to {sid} failed; submits again")
+        self._as_user(self.submit_run)
 
     def user_stop(self) -> None:
         """`rl-jobs stop RUN`: the stop request on the record, then supervisors, then attempts."""
