@@ -49,7 +49,7 @@ test: venv venv-image
 # Everything but the slow seams (pytest.ini lists them: a real Ray cluster, the compiler, the CLI
 # as a subprocess, a real kubectl, whole-program renderings, the frameworks' own code, the
 # stand-in Hub), on two workers: under a minute, for a change to recipes, components or policy.
-FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub and not simulation
+FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub
 test-fast: venv
 	$(PYTEST) -q -n 2 -m "$(FAST_MARKERS)"
 

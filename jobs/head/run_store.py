@@ -31,6 +31,7 @@ _LEASE = re.compile(r"^lease\.(?P<gen>[0-9]+)$")
 # How long a lease file nobody wrote counts as taken, from its creation: the re-armer's hand-off
 # lease (jobs/head/rearm.py HANDOFF_S), the longest any taker holds a lease it has not renewed.
 UNWRITTEN_TTL_S = 120.0
+UNWRITTEN_HOLDER = "?"
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,11 @@ class Lease:
 
     def alive(self, now: float) -> bool:
         return now < self.renewed + self.ttl_s
+
+    @property
+    def unwritten(self) -> bool:
+        """Created with O_EXCL but not (fully) written: its taker is writing it, or died."""
+        return self.holder == UNWRITTEN_HOLDER
 
 
 def runs(root: str | Path, files: Files = LOCAL) -> list[str]:
@@ -130,7 +136,7 @@ class RunStore:
                     created = self.files.mtime(path)
                 except OSError:
                     created = self.clock.time()
-                return Lease("?", gen, created, UNWRITTEN_TTL_S)
+                return Lease(UNWRITTEN_HOLDER, gen, created, UNWRITTEN_TTL_S)
         return None
 
     def alive(self, lease: Lease | None) -> bool:

@@ -790,6 +790,14 @@ class Supervisor:
         if self.store is not None and self.lease is None:
             # The lease before the spec: a re-armer only looks at runs with a spec.
             self.lease = self.store.acquire(self.own_id, self.config.lease_s)
+            # A lease whose holder is gone (created but never written, its taker killed in
+            # between; or a supervisor Ray has already ended) holds the run only until it
+            # expires: waiting that out beats leaving the run to a re-arm of the previous
+            # life's spec (seeds 3696, 4223: a resume left, and the re-arm gave the run up).
+            while self.lease is None and self._holder_gone(self.store.lease()):
+                if self._pause(self.config.poll_s):
+                    return False
+                self.lease = self.store.acquire(self.own_id, self.config.lease_s)
             if self.lease is None:
                 held = self.store.lease()
                 other = held.holder if held else "another supervisor"
@@ -814,6 +822,23 @@ class Supervisor:
             reason="another_supervisor",
         )
         return False
+
+    def _holder_gone(self, lease: Lease | None) -> bool:
+        """The lease's holder cannot renew it any more: never written, or a supervisor job
+        that Ray has ended (or does not know)."""
+        if lease is None:
+            return False
+        if lease.unwritten:
+            return True
+        if lease.holder == self.own_id:
+            return False
+        try:
+            status = self._retry(lambda: self.client.get_job_status(lease.holder))
+        except RuntimeError as e:
+            return errors.is_not_found(e)
+        except (OSError, ValueError, http.client.HTTPException):
+            return False  # cannot tell: the holder keeps the run, as before
+        return status is not None and status.is_terminal()
 
     def _keep_lease(self) -> None:
         while self.store is not None and self.lease is not None:

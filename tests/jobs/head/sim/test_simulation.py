@@ -26,8 +26,10 @@ from tests.jobs.head.sim.world import (
     simulate,
 )
 
-# Seeds per run of the suite: `SIM_SCHEDULES=5000` for a long hunt.
-SCHEDULES = int(os.environ.get("SIM_SCHEDULES", "100"))
+# Seeds per run of the suite (issue 24: thousands of schedules in the fast tests), swept in
+# chunks so that `make test-fast`'s two workers share them: `SIM_SCHEDULES=50000` for a long hunt.
+SCHEDULES = int(os.environ.get("SIM_SCHEDULES", "5000"))
+CHUNK = 250
 SEED_BASE = int(os.environ.get("SIM_SEED_BASE", "0"))
 
 
@@ -72,16 +74,18 @@ def _run(schedule: Schedule, base: Path) -> World:
 
 
 @pytest.mark.simulation
-def test_random_fault_schedules_keep_every_invariant(base):
+@pytest.mark.parametrize("first", range(SEED_BASE, SEED_BASE + SCHEDULES, CHUNK))
+def test_random_fault_schedules_keep_every_invariant(base, first):
     """Issue 24 "what to build": seeded random schedules of preemptions (with stockouts of
     hours), API errors/timeouts/malformed answers/lost answers, SIGTERM and SIGKILL of the
     supervisor, re-armer outages, head losses, user stop and resume, torn leases and two
-    re-armers at once."""
+    re-armers at once; seeds `first` to `first + CHUNK - 1`."""
+    last = min(first + CHUNK, SEED_BASE + SCHEDULES)
     started = time.perf_counter()
-    for seed in range(SEED_BASE, SEED_BASE + SCHEDULES):
+    for seed in range(first, last):
         _run(random_schedule(seed), base / str(seed))
         shutil.rmtree(base / str(seed), ignore_errors=True)
-    print(f"{SCHEDULES} schedules in {time.perf_counter() - started:.1f} s")
+    print(f"{last - first} schedules in {time.perf_counter() - started:.1f} s")
 
 
 def _events(world: World) -> list[dict]:
@@ -392,3 +396,23 @@ def test_seed_2968_a_supervisor_killed_at_its_first_instruction_fails_the_hand_o
     world = _run(random_schedule(2968), base)
     assert world.succeeded
     assert any("hand-off to sim-s1 failed" in line for line in world.history)
+
+
+def test_seed_3696_a_resume_waits_out_a_torn_lease_instead_of_leaving(base):
+    """Found by the simulation (seed 3696): after a user stop, a taker died between creating
+    the next lease and writing it; the user's resume then found that lease "held", left at
+    once, and the re-armer later re-armed the run with the previous life's spec, which re-adopted
+    the stopped attempt and gave up. A resume now waits until such a lease expires."""
+    world = _run(random_schedule(3696), base)
+    assert world.succeeded
+    left = [r for r in _events(world) if r["event"] == ev.LEFT]
+    assert not [r for r in left if r.get("reason") == "another_supervisor"]
+
+
+def test_seed_4223_a_resume_waits_out_the_lease_of_a_supervisor_ray_has_ended(base):
+    """Found by the simulation (seed 4223): the supervisor was SIGKILLed, the user stopped the
+    run and resumed it within the dead supervisor's lease time. The resume saw the lease held
+    and left; the re-armer then re-armed the previous life's spec and gave the run up on its
+    stopped attempt. A holder Ray has ended no longer keeps a hand-off away."""
+    world = _run(random_schedule(4223), base)
+    assert world.succeeded
