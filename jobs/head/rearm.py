@@ -63,9 +63,13 @@ class Rearmer:
         self._write = write
         self.clock = clock
         self.files = files
+        self._stores: dict[str, RunStore] = {}
 
     def store(self, run: str) -> RunStore:
-        return RunStore(self.root, run, self.clock, self.files)
+        store = self._stores.get(run)
+        if store is None:
+            store = self._stores[run] = RunStore(self.root, run, self.clock, self.files)
+        return store
 
     def live_supervisor(self, jobs: list[Any], run: str) -> str | None:
         for job in jobs:

@@ -18,6 +18,7 @@ Standard library only: it runs in the supervisor and the re-armer on the head, a
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,12 +58,13 @@ def runs(root: str | Path, files: Files = LOCAL) -> list[str]:
         names = files.listdir(base)
     except OSError:
         return []
-    return sorted(
-        n
-        for n in names
-        if files.is_file(base / n / FOLDER / "events.jsonl")
-        or files.is_file(base / n / FOLDER / "spec.json")
-    )
+    found = []
+    for n in names:
+        # One path built per name (the re-armer lists the root every few seconds).
+        record = os.path.join(base, n, FOLDER)
+        if files.is_file(Path(record, "events.jsonl")) or files.is_file(Path(record, "spec.json")):
+            found.append(n)
+    return sorted(found)
 
 
 class RunStore:
@@ -73,17 +75,26 @@ class RunStore:
         self.dir = Path(root) / run / FOLDER
         self.clock = clock
         self.files = files
+        self._paths: dict[str, Path] = {}
+
+    def _path(self, name: str) -> Path:
+        """`dir / name`, built once per name: a lease renewal every few seconds for days, and
+        the simulation's thousands of schedules, would otherwise spend their time in pathlib."""
+        path = self._paths.get(name)
+        if path is None:
+            path = self._paths[name] = self.dir / name
+        return path
 
     # ------------------------------------------------------------------ record
 
     def append(self, record: dict[str, Any]) -> None:
         self.files.makedirs(self.dir)
         data = (json.dumps(record, sort_keys=True) + "\n").encode()
-        self.files.append(self.dir / "events.jsonl", data)
+        self.files.append(self._path("events.jsonl"), data)
 
     def events(self) -> list[dict[str, Any]]:
         try:
-            text = self.files.read_text(self.dir / "events.jsonl")
+            text = self.files.read_text(self._path("events.jsonl"))
         except OSError:
             return []
         out = []
@@ -99,19 +110,19 @@ class RunStore:
     def write_spec(self, spec: dict[str, Any], replace: bool = False) -> None:
         """The spec a re-armer hands on; written once per life of the run (`replace`: a new
         hand-off, e.g. `submit --resume`, whose first attempt and settings are the new ones)."""
-        if not replace and self.files.is_file(self.dir / "spec.json"):
+        if not replace and self.files.is_file(self._path("spec.json")):
             return
         self._write("spec.json", spec)
 
     def spec(self) -> dict[str, Any] | None:
         try:
-            return json.loads(self.files.read_text(self.dir / "spec.json"))
+            return json.loads(self.files.read_text(self._path("spec.json")))
         except (OSError, ValueError):
             return None
 
     def _write(self, name: str, obj: dict[str, Any]) -> None:
         self.files.makedirs(self.dir)
-        self.files.write_atomic(self.dir / name, json.dumps(obj))
+        self.files.write_atomic(self._path(name), json.dumps(obj))
 
     # ------------------------------------------------------------------ lease
 
@@ -120,12 +131,14 @@ class RunStore:
             names = self.files.listdir(self.dir)
         except OSError:
             return []
-        return sorted(int(m["gen"]) for n in names if (m := _LEASE.match(n)))
+        return sorted(
+            int(m["gen"]) for n in names if n.startswith("lease.") and (m := _LEASE.match(n))
+        )
 
     def lease(self) -> Lease | None:
         """The newest lease, or None when the run never had one."""
         for gen in reversed(self._gens()):
-            path = self.dir / f"lease.{gen}"
+            path = self._path(f"lease.{gen}")
             try:
                 d = json.loads(self.files.read_text(path))
                 return Lease(str(d["holder"]), gen, float(d["renewed"]), float(d["ttl_s"]))
@@ -153,14 +166,14 @@ class RunStore:
         gen = (current.gen if current else 0) + 1
         self.files.makedirs(self.dir)
         try:
-            self.files.create_exclusive(self.dir / f"lease.{gen}")
+            self.files.create_exclusive(self._path(f"lease.{gen}"))
         except FileExistsError:
             return None
         lease = Lease(holder, gen, self.clock.time(), ttl_s)
         self._write(f"lease.{gen}", self._lease_dict(lease))
         for old in self._gens():
             if old < gen - 1:
-                self.files.unlink(self.dir / f"lease.{old}")
+                self.files.unlink(self._path(f"lease.{old}"))
         return lease
 
     def renew(self, lease: Lease, ttl_s: float | None = None) -> Lease | None:

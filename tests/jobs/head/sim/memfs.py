@@ -62,9 +62,10 @@ class MemFiles(Files):
     def _writable(self, path: Path) -> str:
         if self.full:
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        if str(path.parent) not in self.dirs:
+        key = str(path)
+        if (key.rpartition("/")[0] or "/") not in self.dirs:
             raise self._missing(path.parent)
-        return str(path)
+        return key
 
     def makedirs(self, path: Path) -> None:
         p = path

@@ -162,8 +162,16 @@ class Node:
     marked_dead_ms: int | None = None  # what Ray's node table says, late
     is_head: bool = False
     message: str = ""
+    _row: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    _row_key: tuple[int | None, str] | None = field(default=None, repr=False, compare=False)
 
     def row(self) -> dict[str, Any]:
+        key = (self.marked_dead_ms, self.message)
+        if self._row is None or self._row_key != key:  # read at every poll, changed rarely
+            self._row, self._row_key = self._build_row(), key
+        return self._row
+
+    def _build_row(self) -> dict[str, Any]:
         return {
             "node_id": self.node_id,
             "state": "DEAD" if self.marked_dead_ms is not None else "ALIVE",
@@ -242,6 +250,7 @@ class World:
         self.jobs: dict[str, Job] = {}
         self.head_up = True
         self.head_losses = 0
+        self.rearmers: list[Rearmer] = []
         self.rearmer_up = True
         self.api_faults: list[tuple[str, str]] = []  # (answer, method or "")
         self.nodes: list[Node] = []
@@ -266,8 +275,9 @@ class World:
     def _next_runner(self) -> _Runner:
         """Process world events until a runner is due; that runner."""
         while True:
-            live = [r for r in self.runners if not r.done]
-            task = min(live, key=lambda r: (r.due(self.now), r.order), default=None)
+            if any(r.done for r in self.runners):
+                self.runners = [r for r in self.runners if not r.done]
+            task = min(self.runners, key=lambda r: (r.due(self.now), r.order), default=None)
             t_task = task.due(self.now) if task else float("inf")
             if self.ending:
                 return task or self.driver
@@ -594,15 +604,17 @@ class World:
             return
         if job.step % self.schedule.save_every == 0:
             n = job.step
-            tmp = self.ckpt / f"tmp_step_{n}"
-            (tmp / "policy" / "weights").mkdir(parents=True, exist_ok=True)
+            # Plain strings, not pathlib: thousands of schedules save hundreds of times each.
+            tmp = f"{self.ckpt}/tmp_step_{n}"
+            os.makedirs(f"{tmp}/policy/weights", exist_ok=True)
 
             def finish() -> None:
                 if job.token != token or job.status != JobStatus.RUNNING:
                     return
-                (tmp / "config.yaml").write_text(f"step: {n}\n")
-                final = self.ckpt / f"step_{n}"
-                if final.exists():
+                with open(f"{tmp}/config.yaml", "w") as f:
+                    f.write(f"step: {n}\n")
+                final = f"{self.ckpt}/step_{n}"
+                if os.path.exists(final):
                     shutil.rmtree(final)
                 os.replace(tmp, final)
                 job.logged[-1][2] = SAVE_S
@@ -714,9 +726,10 @@ class World:
     def sweep(self, twin: bool = False) -> None:
         if not (self.head_up and self.rearmer_up):
             return
-        rearmers = [self._rearmer()]
-        if twin:  # two re-armers (two heads) seeing the same lapsed lease at once
-            rearmers.append(self._rearmer())
+        if not self.rearmers:  # long-lived, as the sidecar's own is
+            self.rearmers = [self._rearmer(), self._rearmer()]
+        # Twin: two re-armers (two heads) seeing the same lapsed lease at once.
+        rearmers = self.rearmers if twin else self.rearmers[:1]
         try:
             todo = [r.candidates() for r in rearmers]
             listing = self.list_jobs()
@@ -887,7 +900,7 @@ class World:
         ]
         if len(live) > 1:
             self.fail(f"two live attempts of one run: {live}")
-        if self.newest_complete and not (self.ckpt / f"step_{self.newest_complete}").is_dir():
+        if self.newest_complete and not os.path.isdir(f"{self.ckpt}/step_{self.newest_complete}"):
             self.fail(f"the newest complete checkpoint step_{self.newest_complete} was pruned")
         if self.error is not None:
             self.fail(f"the supervisor raised {type(self.error).__name__}: {self.error}")
