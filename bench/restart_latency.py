@@ -222,7 +222,9 @@ def main_preemption_vs_ray(reps: int, base_env: dict[str, str]) -> int:
             marks = tmp / run
             proc = subprocess.Popen(
                 [sys.executable, "-m", "jobs", "run", "--address", head.dashboard_url]
-                + ["--name", run, "--gpus", "2", "--max-restarts", "1", "--"]
+                # --cluster-gpus: wait for the node's GPUs without reserving them for the
+                # driver (--gpus now does), so that attempt 1's GPU actor can take one.
+                + ["--name", run, "--cluster-gpus", "2", "--max-restarts", "1", "--"]
                 + ["python", "-c", gpu_script(marks)],
                 cwd=ROOT,
                 env=base_env,
