@@ -48,10 +48,11 @@ test: venv venv-image
 
 # Everything but the slow seams (pytest.ini lists them: a real Ray cluster, the compiler, the CLI
 # as a subprocess, a real kubectl, whole-program renderings, the frameworks' own code, the
-# stand-in Hub), on two workers: under a minute, for a change to recipes, components or policy.
+# stand-in Hub), on two workers: about two minutes, of which the supervision simulation's 5,000
+# seeded schedules take one (work stealing keeps both workers busy to the end).
 FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub
 test-fast: venv
-	$(PYTEST) -q -n 2 -m "$(FAST_MARKERS)"
+	$(PYTEST) -q -n 2 --dist worksteal -m "$(FAST_MARKERS)"
 
 # ruff, configured in pyproject.toml: lint rules, then the formatter in check mode (no rewrite).
 lint: venv
