@@ -76,6 +76,10 @@ class RunStore:
         self.clock = clock
         self.files = files
         self._paths: dict[str, Path] = {}
+        # events(): how much of the log is parsed, its records, and the text just before that
+        # point (a log rewritten under us, not appended to, is read whole again).
+        self._parsed: tuple[int, list[dict[str, Any]]] = (0, [])
+        self._parsed_tail = ""
 
     def _path(self, name: str) -> Path:
         """`dir / name`, built once per name: a lease renewal every few seconds for days, and
@@ -93,16 +97,38 @@ class RunStore:
         self.files.append(self._path("events.jsonl"), data)
 
     def events(self) -> list[dict[str, Any]]:
+        """Every record, in order. The log only grows (appends), so the complete lines read
+        before are not parsed again: the re-armer reads a run's record at every sweep, a
+        record that holds an hourly line through a stockout of days."""
         try:
             text = self.files.read_text(self._path("events.jsonl"))
         except OSError:
             return []
-        out = []
-        for raw in text.splitlines():
+        done, parsed = self._parsed
+        if len(text) < done or not text.startswith(
+            self._parsed_tail, done - len(self._parsed_tail)
+        ):
+            done, parsed = 0, []  # rewritten (not by us): read it whole
+        complete = text.rfind("\n") + 1
+        fresh = list(parsed)
+        for raw in text[done:complete].splitlines():
             try:
                 rec = json.loads(raw)
             except ValueError:
-                continue  # the line being written when the head was lost
+                continue  # a line torn when the head was lost
+            if isinstance(rec, dict) and "event" in rec:
+                fresh.append(rec)
+        if complete > done:
+            self._parsed, self._parsed_tail = (
+                (complete, fresh),
+                text[max(0, complete - 64) : complete],
+            )
+        out = list(fresh)
+        for raw in text[complete:].splitlines():  # the line being written, if it parses
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
             if isinstance(rec, dict) and "event" in rec:
                 out.append(rec)
         return out

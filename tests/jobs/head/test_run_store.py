@@ -86,3 +86,29 @@ def test_two_takers_racing_for_an_expired_lease_exactly_one_wins(tmp_path):
     winners = [h for h, lease in won.items() if lease is not None]
     assert len(won) == 2 and len(winners) == 1, won
     assert RunStore(tmp_path, "r").lease().holder == winners[0]
+
+
+def test_a_store_reading_its_log_again_sees_appends_a_finished_torn_line_and_a_rewrite(tmp_path):
+    """events() parses only what was appended since its last read: the result must equal a
+    fresh store's whole read after each change (another writer's append, a torn line finished
+    later, the log replaced by a shorter one)."""
+    reader, writer = RunStore(tmp_path, "r"), RunStore(tmp_path, "r")
+
+    def same() -> list[int]:
+        seen = [e["n"] for e in reader.events()]
+        assert seen == [e["n"] for e in RunStore(tmp_path, "r").events()]
+        return seen
+
+    writer.append({"event": "armed", "n": 1})
+    assert same() == [1]
+    writer.append({"event": "submitted", "n": 2})
+    with open(writer.dir / "events.jsonl", "a") as f:
+        f.write('{"event": "attempt_ended", "n": 3')  # being written
+    assert same() == [1, 2]
+    with open(writer.dir / "events.jsonl", "a") as f:
+        f.write("}\n")
+    assert same() == [1, 2, 3]
+    (writer.dir / "events.jsonl").write_text('{"event": "armed", "n": 9}\n')
+    assert same() == [9]
+    writer.append({"event": "submitted", "n": 10})
+    assert same() == [9, 10]

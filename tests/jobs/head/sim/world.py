@@ -33,7 +33,7 @@ from typing import Any
 from jobs.client.api import JobsAPIError
 from jobs.client.types import JobStatus
 from jobs.head import events as ev
-from jobs.head import protocol, stop
+from jobs.head import hygiene, protocol, stop
 from jobs.head.capacity_probe import Probed
 from jobs.head.clock import Clock
 from jobs.head.files import Files
@@ -258,6 +258,7 @@ class World:
         self.history: list[str] = []  # what happened, for a failing seed's report
         # ground truth
         self.newest_complete = 0
+        self._ckpt_seen: tuple[int, int] = (0, -1)
         self.stop_at: float | None = None  # the user's last stop, while not resumed since
         self.succeeded = False
         self.attempts_seen: set[str] = set()
@@ -900,8 +901,13 @@ class World:
         ]
         if len(live) > 1:
             self.fail(f"two live attempts of one run: {live}")
-        if self.newest_complete and not os.path.isdir(f"{self.ckpt}/step_{self.newest_complete}"):
-            self.fail(f"the newest complete checkpoint step_{self.newest_complete} was pruned")
+        # Only hygiene.prune deletes checkpoints: the folder is looked at again after a prune
+        # or a newer save, not after each of a schedule's hundreds of events.
+        seen = (self.newest_complete, _PRUNES[0])
+        if self.newest_complete and seen != self._ckpt_seen:
+            if not os.path.isdir(f"{self.ckpt}/step_{self.newest_complete}"):
+                self.fail(f"the newest complete checkpoint step_{self.newest_complete} was pruned")
+            self._ckpt_seen = seen
         if self.error is not None:
             self.fail(f"the supervisor raised {type(self.error).__name__}: {self.error}")
 
@@ -1006,6 +1012,17 @@ def random_schedule(seed: int) -> Schedule:
     )
 
 
+_PRUNES = [0]  # calls of hygiene.prune in this process, counted while a schedule runs
+
+
+def _counted_prune(directory: str, keep: int, held: bool) -> list[str]:
+    _PRUNES[0] += 1
+    return _REAL_PRUNE(directory, keep, held)
+
+
+_REAL_PRUNE = hygiene.prune
+
+
 def simulate(
     schedule: Schedule, base: Path, tail_s: float = 48 * 3600.0, files: Files | None = None
 ) -> World:
@@ -1014,6 +1031,7 @@ def simulate(
     real files under `base`)."""
     base.mkdir(parents=True, exist_ok=True)
     world = World(schedule, base, files)
+    hygiene.prune = _counted_prune  # the real prune, counted (see World.check)
     try:
         world.at(T0, lambda: world._as_user(world.submit_run))
         for f in schedule.faults:
@@ -1034,6 +1052,7 @@ def simulate(
         world.final_check()
     finally:
         world.shutdown()
+        hygiene.prune = _REAL_PRUNE
     return world
 
 
