@@ -17,8 +17,8 @@ Standard library only: it runs in the supervisor and the re-armer on the head, a
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,18 +53,29 @@ class Lease:
 
 def runs(root: str | Path, files: Files = LOCAL) -> list[str]:
     """The runs with a record under `root`, by name."""
-    base = Path(root)
+    base = _root_path(str(root))
     try:
         names = files.listdir(base)
     except OSError:
         return []
     found = []
     for n in names:
-        # One path built per name (the re-armer lists the root every few seconds).
-        record = os.path.join(base, n, FOLDER)
-        if files.is_file(Path(record, "events.jsonl")) or files.is_file(Path(record, "spec.json")):
+        events, spec = _record_files(str(base), n)
+        if files.is_file(events) or files.is_file(spec):
             found.append(n)
     return sorted(found)
+
+
+@functools.lru_cache(maxsize=64)
+def _root_path(root: str) -> Path:
+    return Path(root)
+
+
+@functools.lru_cache(maxsize=4096)
+def _record_files(root: str, run: str) -> tuple[Path, Path]:
+    """A run's record files, built once (the re-armer lists the root every few seconds)."""
+    record = Path(root, run, FOLDER)
+    return record / "events.jsonl", record / "spec.json"
 
 
 class RunStore:
@@ -80,6 +91,7 @@ class RunStore:
         # point (a log rewritten under us, not appended to, is read whole again).
         self._parsed: tuple[int, list[dict[str, Any]]] = (0, [])
         self._parsed_tail = ""
+        self._lease_read: tuple[tuple[int, str] | None, Lease | None] = (None, None)
 
     def _path(self, name: str) -> Path:
         """`dir / name`, built once per name: a lease renewal every few seconds for days, and
@@ -91,9 +103,11 @@ class RunStore:
 
     # ------------------------------------------------------------------ record
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: dict[str, Any], encoded: str | None = None) -> None:
+        """One record at the end of the log; `encoded`: the record as the caller already
+        serialised it (sorted keys), written as is."""
         self.files.makedirs(self.dir)
-        data = (json.dumps(record, sort_keys=True) + "\n").encode()
+        data = ((encoded or json.dumps(record, sort_keys=True)) + "\n").encode()
         self.files.append(self._path("events.jsonl"), data)
 
     def events(self) -> list[dict[str, Any]]:
@@ -166,8 +180,13 @@ class RunStore:
         for gen in reversed(self._gens()):
             path = self._path(f"lease.{gen}")
             try:
-                d = json.loads(self.files.read_text(path))
-                return Lease(str(d["holder"]), gen, float(d["renewed"]), float(d["ttl_s"]))
+                text = self.files.read_text(path)
+                if self._lease_read[0] == (gen, text):  # read at every sweep and renewal
+                    return self._lease_read[1]
+                d = json.loads(text)
+                lease = Lease(str(d["holder"]), gen, float(d["renewed"]), float(d["ttl_s"]))
+                self._lease_read = ((gen, text), lease)
+                return lease
             except (OSError, ValueError, KeyError, TypeError):
                 # Created with O_EXCL but not (fully) written: taken at its creation, by a
                 # taker that may be writing it now or may have died doing so.

@@ -184,11 +184,12 @@ class Supervisor:
         rec = ev.record(
             event, self.spec.run, message, at=self.clock.time(), supervisor=self.own_id, **fields
         )
-        self._write(ev.PREFIX + json.dumps(rec, sort_keys=True))
+        line = json.dumps(rec, sort_keys=True)
+        self._write(ev.PREFIX + line)
         sys.stdout.flush()
         if self.store is not None:
             try:
-                self.store.append(rec)
+                self.store.append(rec, line)
             except OSError as e:  # the job log keeps its copy; say the record is behind
                 self._write(
                     ev.line(

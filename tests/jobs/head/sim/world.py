@@ -251,6 +251,7 @@ class World:
         self.head_up = True
         self.head_losses = 0
         self.rearmers: list[Rearmer] = []
+        self._store: RunStore | None = None
         self.rearmer_up = True
         self.api_faults: list[tuple[str, str]] = []  # (answer, method or "")
         self.nodes: list[Node] = []
@@ -642,7 +643,9 @@ class World:
     # ------------------------------------------------------------------ the user, the re-armer
 
     def store(self) -> RunStore:
-        return RunStore(self.root, RUN, self.clock, self.files)
+        if self._store is None:  # one reader: it parses only what was appended since
+            self._store = RunStore(self.root, RUN, self.clock, self.files)
+        return self._store
 
     def submit_run(self) -> None:
         """`rl-jobs submit` (and `submit --resume`): a new supervisor with a fresh spec."""
