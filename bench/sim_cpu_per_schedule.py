@@ -1,0 +1,92 @@
+"""Benchmark: schedules per CPU-second of the supervision simulation, this tree against a baseline.
+
+The simulation (tests/jobs/head/sim/) drives the real supervisor, run store and re-armer through
+seeded fault schedules; issue 24 asks for 5,000 of them in under a minute in `make test-fast`
+(two workers). This runs seeds `0..N-1` in a child process per repetition, for this tree and for
+a `git archive` of BASELINE_COMMIT (the simulation before its speed-ups), alternating which goes
+first, and reports the CPU time (user + system) per schedule of each and their ratio. CPU time,
+not wall time: the machine's other work changes the second far more than the first.
+Run: .venv/bin/python bench/sim_cpu_per_schedule.py [--schedules 400] [--reps 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE_COMMIT = "7adf001"  # 5,000 schedules in the fast tests, before the speed-ups
+
+CHILD = """
+import gc, resource, shutil, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, {tree!r})
+from tests.jobs.head.sim.world import random_schedule, simulate
+gc.freeze(); gc.set_threshold(100_000, 50, 50)  # as the sweep's chunks run
+base = Path(tempfile.mkdtemp(dir={tmp!r}))
+before = resource.getrusage(resource.RUSAGE_SELF)
+for seed in range({n}):
+    simulate(random_schedule(seed), base / str(seed))
+    shutil.rmtree(base / str(seed), ignore_errors=True)
+after = resource.getrusage(resource.RUSAGE_SELF)
+cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+print(cpu / {n} * 1000)
+"""
+
+
+def baseline_tree(tmp: Path) -> Path:
+    target = tmp / "baseline"
+    target.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", BASELINE_COMMIT], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def cpu_ms_per_schedule(tree: Path, n: int, tmp: Path) -> float:
+    shm = Path("/dev/shm")
+    where = str(shm if shm.is_dir() else tmp)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD.format(tree=str(tree), tmp=where, n=n)],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--schedules", type=int, default=400)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="sim-bench-"))
+    results: dict[str, list[float]] = {"this tree": [], f"baseline {BASELINE_COMMIT}": []}
+    try:
+        trees = {"this tree": ROOT, f"baseline {BASELINE_COMMIT}": baseline_tree(tmp)}
+        for i in range(args.reps):
+            order = list(trees) if i % 2 == 0 else list(reversed(trees))
+            for label in order:
+                results[label].append(cpu_ms_per_schedule(trees[label], args.schedules, tmp))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"seeds 0..{args.schedules - 1}, {args.reps} repetitions, alternating order")
+    print("| tree | CPU ms per schedule (median) | min | max | schedules per CPU-second |")
+    print("|---|---|---|---|---|")
+    for label, xs in results.items():
+        med = statistics.median(xs)
+        print(f"| {label} | {med:.2f} | {min(xs):.2f} | {max(xs):.2f} | {1000 / med:.1f} |")
+    new, old = (statistics.median(xs) for xs in results.values())
+    print(f"CPU per schedule, this tree / baseline: {new / old:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
