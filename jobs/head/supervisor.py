@@ -483,8 +483,12 @@ class Supervisor:
             if d.reason in _CAPACITY_WAITS and waiting_since is None:
                 waiting_since = now
             if d.reason != noted:
+                # Missing GPUs then busy ones (a replacement joined, its GPUs not yet reported
+                # free) are one wait for capacity, said once.
+                same_wait = d.reason in _CAPACITY_WAITS and noted in _CAPACITY_WAITS
                 noted, last_note = d.reason, now
-                self._note_wait(d, s)
+                if not same_wait:
+                    self._note_wait(d, s)
             elif now - last_note >= self.config.progress_s and d.reason in _CAPACITY_WAITS:
                 last_note = now
                 self.record(
