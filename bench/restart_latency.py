@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 from ray import __version__ as ray_version  # noqa: E402
 from ray.job_submission import JobStatus, JobSubmissionClient  # noqa: E402
 
+from bench import git_tree  # noqa: E402
 from tests import localray  # noqa: E402
 
 TIMEOUT_S = 90.0
@@ -190,13 +191,20 @@ def one_submit(client: JobSubmissionClient) -> float:
 
 def baseline_tree(tmp: Path) -> Path:
     """A checkout of the present supervisor (main before issue 16), to run its CLI from."""
-    target = tmp / "baseline"
-    target.mkdir()
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", BASELINE_COMMIT], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return target
+    return git_tree.unpack(BASELINE_COMMIT, tmp / "baseline")
+
+
+def stop_everything(
+    procs: list[subprocess.Popen[bytes]], nodes: list[Any], head: Any, tmp: Path
+) -> None:
+    """The CLIs left running, the GPU raylets, the head and the scratch folder."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+    for node in nodes:
+        node.close()
+    head.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main_preemption_vs_ray(reps: int, base_env: dict[str, str]) -> int:
@@ -243,13 +251,7 @@ def main_preemption_vs_ray(reps: int, base_env: dict[str, str]) -> int:
             submits.append(submit)
             floor.append(dead_after + submit)
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-        for node in nodes:
-            node.close()
-        head.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_everything(procs, nodes, head, tmp)
     settle = base_env.get("JOBS_SUPERVISOR_SETTLE_S", "60 (default)")
     print(
         f"repetitions: {reps} (seconds; median / min / max); {os.cpu_count()} CPUs, "
@@ -312,13 +314,7 @@ def main_preemption(reps: int, base_env: dict[str, str]) -> int:
                 stop_run(client, run)
                 proc.wait(timeout=60)
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-        for node in nodes:
-            node.close()
-        head.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_everything(procs, nodes, head, tmp)
     settle = base_env.get("JOBS_SUPERVISOR_SETTLE_S", "60 (default)")
     print(
         f"repetitions: {reps}, alternating order (seconds; median / min / max); "

@@ -20,6 +20,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import git_tree  # noqa: E402
+
 BASELINE_COMMIT = "7adf001"  # 5,000 schedules in the fast tests, before the speed-ups
 
 CHILD = """
@@ -40,13 +44,7 @@ print(cpu / {n} * 1000)
 
 
 def baseline_tree(tmp: Path) -> Path:
-    target = tmp / "baseline"
-    target.mkdir()
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", BASELINE_COMMIT], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return target
+    return git_tree.unpack(BASELINE_COMMIT, tmp / "baseline")
 
 
 def cpu_ms_per_schedule(tree: Path, n: int, tmp: Path) -> float:
