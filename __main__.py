@@ -125,6 +125,7 @@ export_stack_outputs(
     gpu_pool=gpu_pool.node_pool.name,
     gpu_scaling=config.gpu.scaling_mode,
     gpu_provisioning=config.gpu.provisioning,
+    gpu_max_run_hours=config.gpu.node_max_run_hours,
     # What `rl-jobs cost` prices a node-hour at, and the figure's source (components/prices.py).
     gpu_node_hour_usd=price.usd if price else None,
     gpu_node_hour_source=price.source if price else None,

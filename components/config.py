@@ -162,6 +162,14 @@ class GpuSettings(Settings):
     def scales_on_demand(self) -> bool:
         return self.scaling_mode == "on-demand"
 
+    @property
+    def node_max_run_hours(self) -> int | None:
+        """How long a flex-start node runs before GKE removes it: max_run_duration_hours, else
+        GKE's default and limit of 7 days (GKE "About flex-start VMs"); None for other modes."""
+        if self.provisioning != "flex-start":
+            return None
+        return self.max_run_duration_hours or FLEX_START_MAX_RUN_HOURS
+
 
 class CostSettings(Settings):
     """What the stack's GPU nodes cost: exported for `rl-jobs cost` (components/prices.py)."""

@@ -175,6 +175,9 @@ class StackOutputs(BaseModel):
     # gpu.provisioning: on spot and flex-start GPUs `rl-jobs` supervises runs unless told not
     # to (a preemption would otherwise end them). Older stacks lack it.
     gpu_provisioning: str | None = None
+    # flex-start only: the hours a GPU node runs before GKE removes it (gpu.maxRunDurationHours,
+    # else GKE's 7-day default); `rl-jobs` has each attempt save before then. Null otherwise.
+    gpu_max_run_hours: int | None = Field(default=None, ge=1)
     # What one GPU node-hour costs and where that figure comes from (components/prices.py or the
     # stack's cost.nodeHourUsd): `rl-jobs cost` prices node-hours with it. Older stacks lack it.
     gpu_node_hour_usd: float | None = Field(default=None, gt=0)

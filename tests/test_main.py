@@ -17,7 +17,9 @@ from tools.render import Rendering, SecretValue, load_stack_file, plain_strings,
 
 STACKS = ("dev", "h200")
 # Outputs of features the stack files leave off (rewards.codeSandbox).
-OFF_FEATURE_OUTPUTS = {"code_sandbox_url"}
+# Off in both stack files: the code sandbox, and the maximum run of flex-start nodes (both stacks
+# run on spot).
+OFF_FEATURE_OUTPUTS = {"code_sandbox_url", "gpu_max_run_hours"}
 
 
 @cache
@@ -172,6 +174,21 @@ def _as_stack_output_json(value: Any) -> Any:
     if isinstance(value, list):
         return [_as_stack_output_json(v) for v in value]
     return value
+
+
+@pytest.mark.plan
+@pytest.mark.parametrize(("hours", "exported"), [(None, 168), (36, 36)])
+def test_a_flex_start_stack_exports_its_nodes_maximum_run(hours: int | None, exported: int) -> None:
+    """`rl-jobs` has supervised attempts save before it (jobs/head/node_end.py); unset, it is
+    GKE's default of 7 days."""
+    config, secret_keys = load_stack_file("dev")
+    config["gcp:project"] = "example-project"
+    config["rl-on-gke:gpu"] = {**config.get("rl-on-gke:gpu", {}), "provisioning": "flex-start"}
+    if hours is not None:
+        config["rl-on-gke:gpu"]["maxRunDurationHours"] = hours
+    outputs = render(config, stack="dev", secret_keys=secret_keys).outputs
+    assert outputs["gpuProvisioning"] == "flex-start"
+    assert outputs["gpuMaxRunHours"] == exported
 
 
 @pytest.mark.plan

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from components.contract import FRAMEWORK_NAMES, RUNS_ROOT
+from components.contract import FRAMEWORK_NAMES, RUNS_ROOT, StackOutputs
 from jobs.cli import options as opt
 from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
 from jobs.common import commands
@@ -231,6 +231,24 @@ def _refuse_with_resume(resume_run: str, given: dict[str, object]) -> None:
         )
 
 
+def _for_capacity(
+    options: handoff.Options,
+    max_restarts: int,
+    outputs: StackOutputs | None,
+    where: address.Where,
+    recipe: Recipe,
+) -> tuple[handoff.Options, list[str]]:
+    """A recipe run's supervision for the stack's GPUs: supervised on spot and flex-start, and
+    saving before flex-start nodes end; with the notes that say what was chosen."""
+    options, supervised = handoff.surviving_defaults(
+        options, max_restarts, outputs.gpu_provisioning if outputs else None, where.stack or ""
+    )
+    options, saves = handoff.saves_before_node_end(
+        options, max_restarts, outputs.gpu_max_run_hours if outputs else None, recipe.framework
+    )
+    return options, [note for note in (supervised, saves) if note]
+
+
 def _resume(
     run: str,
     recipe_name: str | None,
@@ -261,7 +279,11 @@ def _resume(
         planned = resumed.planned
         if outputs is None and framework is None:
             _check_ray_version(resumed.recipe, dashboard, where)
-        for note in planned.notes:
+        # A resume on spot or flex-start GPUs is supervised by default too (issue 24).
+        options, capacity_notes = _for_capacity(
+            options, max_restarts, outputs, where, resumed.recipe
+        )
+        for note in [*planned.notes, *capacity_notes]:
             err().print(note, markup=False)
         after = resumed.after
         err().print(
@@ -444,10 +466,8 @@ def _submit_new(
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
     # Planned (size, overrides, payload checked) before the port-forward: a refusal costs nothing.
     planned = plan_recipe(ask, Place(where.stack, outputs, source))
-    options, supervision_note = handoff.surviving_defaults(
-        options, max_restarts, outputs.gpu_provisioning if outputs else None, where.stack or ""
-    )
-    for note in [*planned.notes, supervision_note] if supervision_note else planned.notes:
+    options, capacity_notes = _for_capacity(options, max_restarts, outputs, where, ask.recipe)
+    for note in [*planned.notes, *capacity_notes]:
         err().print(note, markup=False)
     with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
         if outputs is None and framework is None:

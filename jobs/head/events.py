@@ -36,6 +36,8 @@ GAVE_UP = "gave_up"  # no further attempt, and why (reason: jobs.head.restart_po
 STOPPED = "stopped"  # `stop RUN`: the supervisor was stopped
 STOP_REQUESTED = "stop_requested"  # `stop RUN` asked for the run's end (jobs/head/stop.py)
 INTERRUPTED = "interrupted"  # the supervisor got SIGTERM without a stop request: not the end
+# On flex-start GPUs: when the attempt about to be submitted is told to save (jobs/head/node_end.py).
+SAVE_BEFORE_NODE_END = "save_before_node_end"
 FINAL = (FINISHED, GAVE_UP, STOPPED)
 
 

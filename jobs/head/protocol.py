@@ -115,6 +115,11 @@ class Spec:
     entrypoint_num_cpus: float | None = None
     entrypoint_num_gpus: float | None = None
     entrypoint_resources: dict[str, float] | None = None
+    # Flex-start GPUs: each node's maximum run duration (0: the nodes have none), and the
+    # recipe's framework, told per attempt to save before its nodes end (jobs/head/node_end.py;
+    # "": a command run, whose trainer the supervisor cannot tell).
+    node_max_run_s: float = 0.0
+    save_before_node_end: str = ""
 
     METADATA_KEY = "spec"
 

@@ -53,7 +53,16 @@ from typing import Any
 from jobs.client import errors
 from jobs.client.api import JobsAPI
 from jobs.client.types import JobStatus
-from jobs.head import capacity_probe, checkpoints, hygiene, node_events, progress, protocol, stall
+from jobs.head import (
+    capacity_probe,
+    checkpoints,
+    hygiene,
+    node_end,
+    node_events,
+    progress,
+    protocol,
+    stall,
+)
 from jobs.head import events as ev
 from jobs.head.capacity_probe import Probed
 from jobs.head.clock import REAL, Clock
@@ -101,6 +110,9 @@ class Probes:
     # Which nodes answer now and the GPUs free on them (jobs/head/capacity_probe.py); None: no
     # probe, and the restart policy waits the settle time instead.
     capacity: Callable[[], Probed] | None = None
+    # Whether the attempt's log shows NeMo RL stopping after its save before its nodes' end
+    # (jobs/head/node_end.py): such an attempt SUCCEEDS without having finished.
+    stopped_for_node_end: Callable[[str], bool] = lambda _job_id: False
 
 
 @dataclass
@@ -227,8 +239,18 @@ class Supervisor:
             self._nodes = self.probes.nodes()
         except (OSError, ValueError, http.client.HTTPException):
             pass  # the dashboard restarts now and then: keep the last table
-        ids, gpus = node_events.alive_gpu_nodes(self._nodes)
+        ids, gpus = node_events.alive_gpu_nodes(self._lasting_nodes())
         return gpus, self.stability.observe(ids, self.clock.monotonic())
+
+    def _lasting_nodes(self) -> list[dict[str, Any]]:
+        """The node table without the flex-start nodes that end before an attempt could save on
+        them: their GPUs are not capacity (an attempt there would save at once and stop)."""
+        if self.spec.node_max_run_s <= 0:
+            return self._nodes
+        ending = node_end.ending(
+            self._nodes, self.spec.node_max_run_s, self.clock.time(), node_end.SAVE_MARGIN_S
+        )
+        return [n for n in self._nodes if str(n.get("node_id")) not in ending]
 
     def other_supervisor(self) -> str | None:
         """A live supervisor of this run started before us: it keeps the run, we leave."""
@@ -250,11 +272,12 @@ class Supervisor:
         away (nothing was submitted, so there is nothing to watch or stop)."""
         job_id = self.spec.attempt_id(attempt)
         meta = {**self.spec.metadata, "attempt": str(attempt), "supervisor": self.own_id}
+        entrypoint, runtime_env = self._with_node_end(job_id)
         try:
             submitted = self._retry(
                 lambda: self.client.submit_job(
-                    entrypoint=self.spec.entrypoint,
-                    runtime_env=self.spec.runtime_env,
+                    entrypoint=entrypoint,
+                    runtime_env=runtime_env,
                     metadata=meta,
                     submission_id=job_id,
                     **self.spec.reservations(),
@@ -265,6 +288,26 @@ class Supervisor:
                 raise
             submitted = job_id  # submitted before (a resubmit whose answer was lost)
         return None if submitted is None else job_id
+
+    def _with_node_end(self, job_id: str) -> tuple[str, dict[str, Any]]:
+        """The attempt's entrypoint and runtime env; on flex-start GPUs, with the save before the
+        first of its nodes reaches its maximum run duration (jobs/head/node_end.py)."""
+        spec = self.spec
+        if spec.node_max_run_s <= 0 or spec.save_before_node_end not in node_end.FRAMEWORKS:
+            return spec.entrypoint, spec.runtime_env
+        now = self.clock.time()
+        ends_at = node_end.nodes_end_at(self._lasting_nodes(), spec.node_max_run_s, now)
+        entrypoint, env, said = node_end.for_attempt(
+            spec.save_before_node_end, spec.entrypoint, spec.runtime_env, ends_at, now
+        )
+        if said:
+            self.record(
+                ev.SAVE_BEFORE_NODE_END,
+                f"{job_id} saves before its flex-start nodes end: {said}",
+                submission_id=job_id,
+                nodes_end_at=round(ends_at, 1),
+            )
+        return entrypoint, env
 
     # ------------------------------------------------------------------ one attempt
 
@@ -333,9 +376,13 @@ class Supervisor:
                 return None
         return "STALLED"
 
-    def _ended(self, state: RunState, ended: str) -> None:
-        """Record how the attempt ended; the judgement (preemption or not) comes in _decide."""
+    def _ended(self, state: RunState, ended: str, for_node_end: bool | None = None) -> None:
+        """Record how the attempt ended; the judgement (preemption or not) comes in _decide.
+        `for_node_end`: the attempt stopped after saving before its flex-start nodes' end (read
+        from its log when None); the run goes on as after a preemption."""
         job_id, spec = state.current or "", self.spec
+        if for_node_end is None:
+            for_node_end = self._stopped_for_node_end(job_id, ended)
         # Watching ends with the record below: an error before it (the dashboard answering
         # badly while the end is read) is retried from the attempt's end, never skips it.
         state.charged = False
@@ -367,19 +414,27 @@ class Supervisor:
         }[new_ckpt]
         if stepped:
             ckpt += f"; {stepped} training step(s) completed"
+        why = (
+            ": it saved and stopped before its flex-start nodes reach their maximum run "
+            "duration; the run goes on on new nodes (counted as a preemption)"
+            if for_node_end
+            else self._end_message(job_id, ended)
+        )
         self.record(
             ev.ATTEMPT_ENDED,
-            f"{job_id} {ended}{self._end_message(job_id, ended)}{capacity}; {ckpt}",
+            f"{job_id} {ended}{why}{capacity}; {ckpt}",
             attempt=state.attempt,
             submission_id=job_id,
             status=ended,
             gpus=gpus,
             new_checkpoint=new_ckpt,
             steps_completed=stepped,
+            **({"saved_for_node_end": True} if for_node_end else {}),
         )
         state.watching = False
         state.situation = Situation(
-            ended=ended,
+            # Ray says SUCCEEDED; for the policy it is a node lost, known in advance.
+            ended="FAILED" if for_node_end else ended,  # type: ignore[arg-type]
             restarts_used=state.restarts,
             max_restarts=spec.max_restarts,  # type: ignore[arg-type]
             gpus_needed=spec.gpus_needed,
@@ -391,7 +446,19 @@ class Supervisor:
             max_preemptions=spec.max_preemptions,
             settle_s=self.config.settle_s,
             stepped=stepped > 0,
+            preempted=for_node_end,
         )
+
+    def _stopped_for_node_end(self, job_id: str, ended: str) -> bool:
+        spec = self.spec
+        if ended != "SUCCEEDED" or spec.node_max_run_s <= 0:
+            return False
+        if spec.save_before_node_end != node_end.NEMO_RL:
+            return False  # veRL saves and trains on until the node ends: a preemption
+        try:
+            return self.probes.stopped_for_node_end(job_id)
+        except (OSError, RuntimeError, ValueError, http.client.HTTPException):
+            return False  # unreadable: the end Ray reports stands
 
     def _judge(self, state: RunState) -> Situation:
         """The ended attempt's situation, preempted once Ray's node table shows a node lost
@@ -1007,7 +1074,7 @@ def restore(sup: Supervisor) -> RunState:
         # It ended under an earlier supervisor, which recorded how: a watchdog's stop is
         # STOPPED in Ray but STALLED here, and must be restarted, not taken for the user's
         # (found by the simulation, seed 171).
-        sup._ended(state, ended[-1]["status"] if ended else "STALLED")
+        sup._ended(state, ended[-1]["status"] if ended else "STALLED", _for_node_end(ended))
         if any(r.get("event") == ev.PREEMPTED for r in after):
             state.situation = replace(state.situation, preempted=True)  # type: ignore[arg-type]
         return state
@@ -1021,7 +1088,7 @@ def restore(sup: Supervisor) -> RunState:
             submission_id=state.current,
         )
         return state
-    sup._ended(state, ended[-1]["status"] if ended else "FAILED")
+    sup._ended(state, ended[-1]["status"] if ended else "FAILED", _for_node_end(ended))
     if not ended or any(r.get("event") == ev.PREEMPTED for r in after):
         state.situation = replace(state.situation, preempted=True)  # type: ignore[arg-type]
         sup.record(
@@ -1032,6 +1099,11 @@ def restore(sup: Supervisor) -> RunState:
             submission_id=state.current,
         )
     return state
+
+
+def _for_node_end(ended: list[dict[str, Any]]) -> bool:
+    """An attempt's end as its record says it (its log may be gone with the head)."""
+    return bool(ended and ended[-1].get("saved_for_node_end"))
 
 
 def _own_working_dir() -> str | None:
@@ -1070,6 +1142,14 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
             text = client.get_job_logs(job_id)
         return progress.completed_steps(text)
 
+    def stopped_for_node_end(job_id: str) -> bool:
+        try:
+            with open(os.path.join(logs, f"job-driver-{job_id}.log"), errors="replace") as f:
+                text = f.read()
+        except OSError:
+            text = client.get_job_logs(job_id)
+        return node_end.stopped_for_node_end(text)
+
     def hosts(job_id: str) -> frozenset[str] | None:
         ray_job_id = client.get_job_info(job_id).job_id
         return node_events.hosts(dashboard, ray_job_id) if ray_job_id else None
@@ -1080,6 +1160,7 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
         steps=steps,
         hosts=hosts,
         capacity=lambda: capacity_probe.probe(dashboard),
+        stopped_for_node_end=stopped_for_node_end,
     )
 
 

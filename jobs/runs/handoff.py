@@ -46,6 +46,10 @@ class Options:
     runs_root: str = ""
     keep: int = 0  # complete checkpoints kept between attempts (veRL recipes); 0: no pruning
     capacity_deadline_s: float | None = None  # None: no deadline (protocol.Spec)
+    # Flex-start GPUs: each node's maximum run duration, and the recipe's framework, whose
+    # attempts are told to save before it (jobs/head/node_end.py); 0 / "": none.
+    node_max_run_s: float = 0.0
+    save_before_node_end: str = ""
 
     def supervised(self, max_restarts: int) -> bool:
         return (
@@ -88,6 +92,20 @@ def surviving_defaults(
         f"{DEFAULT_MAX_PREEMPTIONS} "
         f"preemptions, its record in {chosen.runs_root}, where the head's re-armer looks); "
         "--max-preemptions 0 submits it unsupervised"
+    )
+
+
+def saves_before_node_end(
+    options: Options, max_restarts: int, max_run_hours: int | None, framework: str
+) -> tuple[Options, str]:
+    """On flex-start GPUs (the stack's gpuMaxRunHours), a supervised recipe run's attempts save
+    before their nodes reach their maximum run duration; a note says so ("" when not)."""
+    if not max_run_hours or not options.supervised(max_restarts):
+        return options, ""
+    chosen = replace(options, node_max_run_s=max_run_hours * 3600.0, save_before_node_end=framework)
+    return chosen, (
+        f"flex-start GPU nodes run at most {max_run_hours} h: each attempt saves a checkpoint "
+        "before the first of its nodes reaches that"
     )
 
 
@@ -144,6 +162,8 @@ def hand_off(
         runs_root=options.runs_root,
         keep=options.keep,
         capacity_deadline_s=options.capacity_deadline_s or 0.0,
+        node_max_run_s=options.node_max_run_s,
+        save_before_node_end=options.save_before_node_end,
         entrypoint_num_cpus=sub.entrypoint_num_cpus,
         entrypoint_num_gpus=sub.entrypoint_num_gpus,
         entrypoint_resources=sub.entrypoint_resources,

@@ -83,3 +83,41 @@ def test_run_on_preemptible_gpus_is_supervised_too(
     result = CliRunner().invoke(app, ["run", "--stack", "dev", "--gpus", "1", "--", "nvidia-smi"])
     assert result.exit_code == 99
     assert ("the run is supervised (up to 100 preemptions" in result.stderr) is noted, result.stderr
+
+
+def test_a_supervised_run_on_flex_start_gpus_saves_before_its_nodes_end() -> None:
+    chosen, note = handoff.saves_before_node_end(Options(max_preemptions=100), 0, 48, "verl")
+    assert (chosen.node_max_run_s, chosen.save_before_node_end) == (48 * 3600.0, "verl")
+    assert "run at most 48 h" in note
+
+
+@pytest.mark.parametrize(
+    ("asked", "hours"), [(Options(max_preemptions=0), 48), (Options(max_preemptions=5), None)]
+)
+def test_no_save_before_a_node_end_unsupervised_or_without_a_maximum_run(
+    asked: Options, hours: int | None
+) -> None:
+    assert handoff.saves_before_node_end(asked, 0, hours, "nemo-rl") == (asked, "")
+
+
+def test_submit_on_flex_start_says_when_attempts_save_before_it_contacts_the_cluster(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outputs = stack_outputs(
+        rayDashboardPort=free_port(),
+        rayFramework="nemo-rl",
+        gpuProvisioning="flex-start",
+        gpuMaxRunHours=72,
+    )
+    monkeypatch.setattr(stack, "read", lambda name: outputs)
+
+    def no_connect(*args: object, **kwargs: object) -> None:
+        raise SystemExit(99)
+
+    monkeypatch.setattr(address, "connect", no_connect)
+    result = CliRunner().invoke(
+        app, ["submit", "nemo-rl-grpo-math", "--stack", "dev", "--name", "grpo-1"]
+    )
+    assert result.exit_code == 99
+    assert "the run is supervised" in result.stderr
+    assert "flex-start GPU nodes run at most 72 h" in result.stderr, result.stderr
