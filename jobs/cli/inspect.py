@@ -53,12 +53,14 @@ def status_cmd(
         record_view.check_root(runs_root)
     if runs_root and record_view.has_record(runs_root, ident):
         # The run's record on the runs root: read without the head that wrote it.
-        view = record_view.view(runs_root, ident)
+        priced_by = stack.read(stack_name) if stack_name else None
+        view = record_view.with_goodput(record_view.view(runs_root, ident), runs_root, priced_by)
         if as_json:
             emit_json(view)
             return
         for text in record_view.lines(view):
             out().print(redact(text), markup=False)
+        _print_how_it_goes(out(), view)
         return
     chosen = address.choose(addr, stack_name)
     outputs = stack.read(chosen.stack) if chosen.stack else None  # read once: reach and price

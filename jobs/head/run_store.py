@@ -5,6 +5,7 @@ Layout, one folder per run: `<runs root>/<run>/supervision/`
   events.jsonl  every decision, append-only, one JSON object a line, flushed and fsynced per
                 event, so a head lost mid-run loses at most the line being written
   lease.<gen>   who drives the run: {"holder", "gen", "renewed", "ttl_s"}
+  progress.<attempt>.log  the attempt's step lines, kept when it ended (its goodput)
 The lease is fenced by generation: taking a run over creates `lease.<gen+1>` with O_EXCL, which
 one creator wins on a POSIX file system (Lustre included), and a holder that sees a higher
 generation has lost the run and stops driving it. A lease not renewed within its ttl is
@@ -159,6 +160,19 @@ class RunStore:
             return json.loads(self.files.read_text(self._path("spec.json")))
         except (OSError, ValueError):
             return None
+
+    def keep_progress(self, submission_id: str, lines: str) -> None:
+        """An attempt's step lines (jobs/head/progress.py `progress_lines`), kept beside the
+        record so the run's goodput outlives the head whose logs had them."""
+        self.files.makedirs(self.dir)
+        self.files.write_atomic(self._path(f"progress.{submission_id}.log"), lines)
+
+    def progress(self, submission_id: str) -> str:
+        """The attempt's kept step lines; "" when none were kept."""
+        try:
+            return self.files.read_text(self._path(f"progress.{submission_id}.log"))
+        except OSError:
+            return ""
 
     def _write(self, name: str, obj: dict[str, Any]) -> None:
         self.files.makedirs(self.dir)

@@ -113,6 +113,8 @@ class Probes:
     # Whether the attempt's log shows NeMo RL stopping after its save before its nodes' end
     # (jobs/head/node_end.py): such an attempt SUCCEEDS without having finished.
     stopped_for_node_end: Callable[[str], bool] = lambda _job_id: False
+    # The attempt's step lines (jobs/head/progress.py `progress_lines`), kept on the runs root.
+    progress_lines: Callable[[str], str] = lambda _job_id: ""
 
 
 @dataclass
@@ -429,9 +431,11 @@ class Supervisor:
             gpus=gpus,
             new_checkpoint=new_ckpt,
             steps_completed=stepped,
+            ended_ms=state.ended_ms,
             **({"saved_for_node_end": True} if for_node_end else {}),
         )
         state.watching = False
+        self._keep_progress(job_id)
         state.situation = Situation(
             # Ray says SUCCEEDED; for the policy it is a node lost, known in advance.
             ended="FAILED" if for_node_end else ended,  # type: ignore[arg-type]
@@ -448,6 +452,18 @@ class Supervisor:
             stepped=stepped > 0,
             preempted=for_node_end,
         )
+
+    def _keep_progress(self, job_id: str) -> None:
+        """The attempt's step lines beside its record, for its goodput after the head is gone;
+        best effort: the record itself is what the run needs."""
+        if self.store is None:
+            return
+        try:
+            lines = self.probes.progress_lines(job_id)
+            if lines:
+                self.store.keep_progress(job_id, lines)
+        except (OSError, RuntimeError, ValueError, http.client.HTTPException):
+            pass
 
     def _stopped_for_node_end(self, job_id: str, ended: str) -> bool:
         spec = self.spec
@@ -1134,21 +1150,12 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
             cache[job_id] = (time.monotonic(), size)
         return size
 
-    def steps(job_id: str) -> int:
+    def log(job_id: str) -> str:
         try:
             with open(os.path.join(logs, f"job-driver-{job_id}.log"), errors="replace") as f:
-                text = f.read()
+                return f.read()
         except OSError:
-            text = client.get_job_logs(job_id)
-        return progress.completed_steps(text)
-
-    def stopped_for_node_end(job_id: str) -> bool:
-        try:
-            with open(os.path.join(logs, f"job-driver-{job_id}.log"), errors="replace") as f:
-                text = f.read()
-        except OSError:
-            text = client.get_job_logs(job_id)
-        return node_end.stopped_for_node_end(text)
+            return client.get_job_logs(job_id)
 
     def hosts(job_id: str) -> frozenset[str] | None:
         ray_job_id = client.get_job_info(job_id).job_id
@@ -1157,10 +1164,11 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
     return Probes(
         nodes=lambda: node_events.fetch(dashboard),
         log_size=log_size,
-        steps=steps,
+        steps=lambda job_id: progress.completed_steps(log(job_id)),
         hosts=hosts,
         capacity=lambda: capacity_probe.probe(dashboard),
-        stopped_for_node_end=stopped_for_node_end,
+        stopped_for_node_end=lambda job_id: node_end.stopped_for_node_end(log(job_id)),
+        progress_lines=lambda job_id: progress.progress_lines(log(job_id)),
     )
 
 

@@ -32,6 +32,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobs.head.progress import clean
+
 # The curves the report draws, in its order: key -> (title, unit).
 METRICS: dict[str, tuple[str, str]] = {
     "reward": ("Reward (mean)", ""),
@@ -63,9 +65,6 @@ _VERL = {
     "timing_s/testing": "validation_time",
 }
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-# Ray's prefix on a line an actor or task printed, e.g. "(TaskRunner pid=123, ip=10.0.0.2) ".
-_RAY_PREFIX = re.compile(r"^\([^()]*pid=[0-9]+[^()]*\)\s")
 _VERL_LINE = re.compile(r"^step:(?P<step>[0-9]+)(?P<rest>( - .*)?)$")
 # `np.float64(0.5)`: pprint.pformat of a numpy scalar under numpy >= 2.
 _NUMPY_SCALAR = re.compile(r"^np\.[a-z0-9_]+\((?P<v>.*)\)$")
@@ -137,12 +136,6 @@ def _number(text: str) -> float | None:
         return float(text)
     except ValueError:
         return None
-
-
-def clean(line: str) -> str:
-    """A log line without Ray's colour codes and actor prefix."""
-    line = _ANSI.sub("", line.rstrip("\r\n"))
-    return _RAY_PREFIX.sub("", line, count=1)
 
 
 def _verl_metric(key: str) -> str | None:

@@ -16,6 +16,7 @@ from components.contract import RUNS_ROOT
 from jobs.common.errors import UsageError
 from jobs.head import events as run_events
 from jobs.head.run_store import RunStore, runs
+from jobs.runs import goodput, metrics, run_goodput
 
 UNSUPERVISED = "UNSUPERVISED"
 
@@ -84,6 +85,17 @@ def view(root: str | Path, run: str, now: float | None = None) -> dict[str, Any]
         "outcome": final,
         "history": recs,
         "record": str(store.dir),
+    }
+
+
+def with_goodput(v: dict[str, Any], root: str | Path, outputs: Any | None = None) -> dict[str, Any]:
+    """`view` with the run's progress and goodput, from the step lines its supervisor kept
+    beside the record (jobs/runs/run_goodput.py `of_record`); priced when the stack is known."""
+    spent, curves = run_goodput.of_record(RunStore(root, v["run"]), v["history"])
+    return {
+        **v,
+        "progress": metrics.progress(curves),
+        "goodput": goodput.priced(spent.as_json(), outputs),
     }
 
 

@@ -1,13 +1,16 @@
-"""A run's goodput and progress read from the head: its attempts' records and logs, its
-supervisors' records."""
+"""A run's goodput and progress: read from the head (its attempts' records and logs, its
+supervisors' records), or from the run's record on the runs root alone (`of_record`)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from jobs.client.types import JobDetails
+from jobs.head import events as ev
+from jobs.head.run_store import RunStore
 from jobs.recipes.catalogue import RECIPES
 from jobs.recipes.overrides import parse
 from jobs.runs import goodput, metrics, save_period
@@ -84,3 +87,48 @@ def save_advice(
         "configured_steps": int(configured) if configured and configured.isdigit() else None,
         "young_daly": advice.as_json() if advice else None,
     }
+
+
+def _ms(record: Mapping[str, Any]) -> int | None:
+    """When a record was written, in ms (records before `ended_ms` carry only their stamp)."""
+    if record.get("ended_ms"):
+        return int(record["ended_ms"])
+    try:
+        return int(datetime.strptime(str(record["t"]), "%Y-%m-%dT%H:%M:%S%z").timestamp() * 1000)
+    except (KeyError, ValueError):
+        return None
+
+
+def of_record(
+    store: RunStore, records: Sequence[dict[str, Any]], now_ms: int | None = None
+) -> tuple[goodput.Goodput, metrics.Curves]:
+    """The run's goodput and curves from its record on the runs root: each attempt's start and
+    end as the supervisor recorded them, its steps from the lines kept at its end (an attempt
+    whose lines were not kept, a head lost mid-attempt, shows no step: its time is restart)."""
+    spec = store.spec() or {}
+    recorded = RecipeRun.of_job(spec.get("metadata"))
+    framework = recorded.framework if recorded else ""
+    gpus = recorded.nodes * recorded.gpus_per_node if recorded else spec.get("gpus_needed")
+    final = ev.outcome(records)
+    starts: dict[str, int | None] = {}
+    ends: dict[str, int | None] = {}
+    for r in records:
+        sid = r.get("submission_id")
+        if not sid:
+            continue
+        if r["event"] == ev.SUBMITTED:
+            starts[sid] = int(r["started_ms"]) if r.get("started_ms") else _ms(r)
+        elif r["event"] == ev.ATTEMPT_ENDED:
+            ends[sid] = _ms(r)
+    merged = metrics.Curves()
+    traces = []
+    for sid, start in starts.items():
+        curves = metrics.parse(store.progress(sid))
+        # An attempt without its end on the record ended with the run, if the run is over.
+        end = ends.get(sid) or (_ms(final) if final else None)
+        traces.append(
+            goodput.AttemptTrace(sid, start, end, goodput.steps_of(curves.points, framework))
+        )
+        merged.merge(curves)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    return goodput.account(traces, records, now, gpus), merged
