@@ -19,6 +19,7 @@ Python 3.11+, pydantic 2, g++ and util-linux serves.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ SOURCE_FILES = (
     "jobs/rewards/service.py",
     "jobs/rewards/box.py",
     "jobs/rewards/seccomp.py",
+    "jobs/rewards/budget.py",
     "jobs/rewards/boxinit.c",
 )
 # The token the Ray pods send and the service checks: one key of the stack's token Secret.
@@ -70,11 +72,32 @@ EXECUTOR_CAPABILITIES = (
 )
 
 
+# The service's own share of its pod's memory (Python, its threads, the request bodies it
+# holds, the compiled binaries' page cache): the boxes get the rest (jobs/rewards/budget.py).
+SERVICE_OWN_BYTES = 1 * 2**30
+_QUANTITY = re.compile(r"^(?P<n>[0-9]+)(?P<unit>Mi|Gi)$")
+
+
+def quantity_bytes(quantity: str) -> int:
+    """A Kubernetes memory quantity in Mi or Gi (what this program writes) as bytes."""
+    match = _QUANTITY.match(quantity)
+    if match is None:
+        raise ValueError(f"memory {quantity!r}: expected <N>Mi or <N>Gi, e.g. 8Gi")
+    return int(match["n"]) * (2**20 if match["unit"] == "Mi" else 2**30)
+
+
 def service_command(
-    port: int, concurrency: int, host: str = "0.0.0.0", socket_timeout_s: float = 30
+    port: int,
+    concurrency: int,
+    host: str = "0.0.0.0",
+    socket_timeout_s: float = 30,
+    workers: int | None = None,
+    memory_bytes: int | None = None,
 ) -> list[str]:
-    """How the image starts the service (without the init); the tests start it the same way."""
-    return [
+    """How the image starts the service (without the init); the tests start it the same way.
+    In the pod, `workers` is its CPU count and `memory_bytes` its memory less SERVICE_OWN_BYTES:
+    the node's CPU count, what Python sees, is not the pod's."""
+    command = [
         "python3",
         "-m",
         "jobs.rewards.service",
@@ -87,6 +110,11 @@ def service_command(
         "--socket-timeout",
         f"{socket_timeout_s:g}",
     ]
+    if workers is not None:
+        command += ["--workers", str(workers)]
+    if memory_bytes is not None:
+        command += ["--memory-bytes", str(memory_bytes)]
+    return command
 
 
 def source_key(path: str) -> str:
@@ -158,7 +186,15 @@ def _executor_container(inputs: SandboxServiceInputs) -> dict[str, Any]:
     container = {
         "name": "executor",
         "image": inputs.image,
-        "command": [*INIT, *service_command(PORT, inputs.concurrency)],
+        "command": [
+            *INIT,
+            *service_command(
+                PORT,
+                inputs.concurrency,
+                workers=int(inputs.cpu),
+                memory_bytes=quantity_bytes(inputs.memory) - SERVICE_OWN_BYTES,
+            ),
+        ],
         "workingDir": CODE_DIR,
         # The service token is the one secret (the service drops it from its environment at start;
         # the programs themselves get an empty environment and cannot see the service's process).

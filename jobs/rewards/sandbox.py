@@ -49,13 +49,20 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobs.rewards import box
+from jobs.rewards.budget import MemoryBudget
 
 COMPILER = ("g++", "-std=c++17", "-O2", "-pipe")
 PCH_HEADER = "bits/stdc++.h"
 BOX_PCH_DIR = "/pch"
 BOX_PROGRAM = "/prog"
 COMPILE_PROCESSES = 32  # g++ -> cc1plus, as, collect2, ld
-COMPILE_MEMORY = 2 * 2**30
+# What one compile may hold (issue 25 item 5: `#include "/dev/zero"` reached 1 GiB, a macro bomb
+# 1.7 GiB). RLIMIT_AS is per process and `g++ -pipe` runs three at once (the driver, cc1plus and
+# as; collect2 and ld come after them), so each gets a third: a compile holds at most this in
+# all. A typical solution's cc1plus with the precompiled header needs under 300 MiB, a 60 KiB
+# lookup table under 400 MiB (measured with `ulimit -v`).
+COMPILE_MEMORY = 1536 * 2**20
+COMPILE_TOOLS_AT_ONCE = 3
 COMPILE_DISK = 256 * 2**20
 CACHE_ENTRIES = 512
 # Bytes of compiled binaries kept (issue 25 item 4: a 200 MiB array per distinct source filled the
@@ -71,6 +78,11 @@ WALL_FACTOR = 4
 # or blocked and is stopped as a time limit (boxinit's idle rule; issue 25 item 8: four sleepers
 # took a 0.8 s batch to 130 s at the 4 x time_s + margin backstop).
 IDLE_MARGIN_S = 1.0
+
+
+# What the executor's memory budget counts per box (jobs/rewards/budget.py): address space and
+# tmpfs, both held in memory.
+COMPILE_BYTES = COMPILE_MEMORY + COMPILE_DISK
 
 
 class Limits(BaseModel):
@@ -111,6 +123,16 @@ def _bound(field: object, name: str) -> float:
         if hasattr(item, name):
             return getattr(item, name)
     raise LookupError(f"Limits has no {name} bound")
+
+
+# The most one box may hold: the executor's budget must fit it, or that box could never start.
+LARGEST_BOX_BYTES = int(
+    max(
+        COMPILE_BYTES,
+        _bound(Limits.model_fields["memory_bytes"], "le")
+        + _bound(Limits.model_fields["disk_bytes"], "le"),
+    )
+)
 
 
 class Case(BaseModel):
@@ -341,8 +363,20 @@ class Executor:
     """Compiles one solution (or reuses its binary) and runs its tests, `workers` boxes at a time."""
 
     def __init__(
-        self, workers: int | None = None, root: Path | None = None, precompile: bool = True
+        self,
+        workers: int | None = None,
+        root: Path | None = None,
+        precompile: bool = True,
+        memory_bytes: int | None = None,
     ) -> None:
+        """`memory_bytes`: what all of the executor's boxes may hold together (the service passes
+        its pod's memory less its own share, jobs/rewards/budget.py); None: no total."""
+        if memory_bytes is not None and memory_bytes < LARGEST_BOX_BYTES:
+            raise ValueError(
+                f"executor memory budget {memory_bytes} bytes: below {LARGEST_BOX_BYTES} bytes, "
+                "what the largest box (a test at the highest memory and disk limits) may hold"
+            )
+        self.budget = MemoryBudget(memory_bytes)
         self.workers = workers or os.cpu_count() or 1
         self.root = root or default_root()
         self.root.parent.mkdir(parents=True, exist_ok=True)
@@ -447,7 +481,7 @@ class Executor:
                 ],
                 cpu_s=limits.compile_time_s,
                 wall_s=2 * limits.compile_time_s + 5,
-                memory_bytes=COMPILE_MEMORY,
+                memory_bytes=COMPILE_MEMORY // COMPILE_TOOLS_AT_ONCE,
                 processes=COMPILE_PROCESSES,
                 open_files=256,
                 file_bytes=COMPILE_DISK,
@@ -456,13 +490,20 @@ class Executor:
                 rw_binds=[(str(out), "/out")],
                 env={"PATH": "/usr/bin:/bin", "TMPDIR": box.BOX_DIR},
             )
-            with open(work / "compile.log", "wb") as log, box.Leased(self.privileged) as lease:
-                if lease.uid is not None:
-                    os.chown(out, lease.uid, lease.uid)
-                os.chmod(out, 0o700)
-                ex = box.run_box(
-                    spec, subprocess.DEVNULL, log.fileno(), log.fileno(), lease.uid, self.init
-                )
+            self.budget.acquire(COMPILE_BYTES)
+            try:
+                with (
+                    open(work / "compile.log", "wb") as log,
+                    box.Leased(self.privileged) as lease,
+                ):
+                    if lease.uid is not None:
+                        os.chown(out, lease.uid, lease.uid)
+                    os.chmod(out, 0o700)
+                    ex = box.run_box(
+                        spec, subprocess.DEVNULL, log.fileno(), log.fileno(), lease.uid, self.init
+                    )
+            finally:
+                self.budget.release(COMPILE_BYTES)
             if not lease.clean:
                 return None, "the compiler's box could not be cleaned up (quarantined)"
             if ex.timed_out or ex.cpu_s > limits.compile_time_s:
@@ -500,10 +541,22 @@ class Executor:
         deadline: float | None = None,
         cancel: threading.Event | None = None,
     ) -> CaseResult:
-        if (deadline is not None and time.monotonic() >= deadline) or (
-            cancel is not None and cancel.is_set()
-        ):
+        def give_up() -> bool:
+            return (deadline is not None and time.monotonic() >= deadline) or (
+                cancel is not None and cancel.is_set()
+            )
+
+        if give_up():
             return CaseResult(status=Status.not_run, wall_s=0.0)
+        need = limits.memory_bytes + limits.disk_bytes
+        if not self.budget.acquire(need, give_up):
+            return CaseResult(status=Status.not_run, wall_s=0.0)
+        try:
+            return self._test_in_box(binary, test, limits)
+        finally:
+            self.budget.release(need)
+
+    def _test_in_box(self, binary: str, test: Case, limits: Limits) -> CaseResult:
         work = Path(tempfile.mkdtemp(prefix="t-", dir=self._dir))
         try:
             in_path, out_path = work / "in", work / "out"

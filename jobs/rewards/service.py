@@ -322,11 +322,12 @@ def serve(
     token: str,
     workers: int | None = None,
     socket_timeout_s: float = 30.0,
+    memory_bytes: int | None = None,
 ) -> SandboxServer:
     """A bound server (call serve_forever); port 0 picks a free one (server.server_address)."""
     return SandboxServer(
         (host, port),
-        Executor(workers=workers),
+        Executor(workers=workers, memory_bytes=memory_bytes),
         concurrency,
         max_body_bytes,
         token,
@@ -346,6 +347,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--workers", type=int, default=None, help="tests run at once per solution (default: CPUs)"
     )
+    parser.add_argument(
+        "--memory-bytes",
+        type=int,
+        default=None,
+        help="what all boxes may hold at once (the pod's memory less the service's own); "
+        "default: no total",
+    )
     parser.add_argument("--max-body-bytes", type=int, default=16 * 2**20)
     parser.add_argument(
         "--socket-timeout", type=float, default=30.0, help="seconds a connection may sit idle"
@@ -360,6 +368,7 @@ def main(argv: list[str] | None = None) -> None:
         token,
         args.workers,
         args.socket_timeout,
+        args.memory_bytes,
     )
     print(
         f"sandbox executor on {args.host}:{server.server_address[1]} ({server.executor.isolation})",

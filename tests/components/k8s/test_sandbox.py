@@ -99,7 +99,28 @@ def test_tini_is_pid_1_and_starts_the_service_as_the_tests_do() -> None:
         "containers"
     ]
     assert container["command"][:2] == list(sandbox.INIT)
-    assert container["command"][2:] == sandbox.service_command(sandbox.PORT, 4)
+    assert container["command"][2:] == sandbox.service_command(
+        sandbox.PORT, 4, workers=4, memory_bytes=7 * 2**30
+    )
+
+
+def test_the_executor_is_told_its_pods_cpus_and_memory_less_its_own_share() -> None:
+    """Issue 25 item 5: the boxes' total stays within the pod's memory; the node's CPU count (what
+    the executor would read) is not the pod's."""
+    (container,) = by_kind(sandbox.manifests(inputs(cpu="6", memory="12Gi")))["Deployment"]["spec"][
+        "template"
+    ]["spec"]["containers"]
+    command = container["command"]
+    assert command[command.index("--workers") + 1] == "6"
+    limit = sandbox.quantity_bytes(container["resources"]["limits"]["memory"])
+    budget = int(command[command.index("--memory-bytes") + 1])
+    assert budget == limit - sandbox.SERVICE_OWN_BYTES == 11 * 2**30
+
+
+@pytest.mark.parametrize("bad", ["8G", "8", "1.5Gi", "8Ti"])
+def test_a_memory_quantity_the_program_does_not_write_is_refused_by_value(bad: str) -> None:
+    with pytest.raises(ValueError, match=repr(bad)):
+        sandbox.quantity_bytes(bad)
 
 
 def test_network_policy_denies_all_egress_and_admits_only_the_ray_pods() -> None:
