@@ -1,15 +1,20 @@
-"""Benchmark: judged code-contests solutions per second per core, bare g++ vs the old sandbox vs the boxes.
+"""Benchmark: judged code-contests solutions per second per core, bare g++ vs the old sandbox vs the boxes; and the cost of one test in a box.
 
 Judges one batch of N distinct solutions (typical contest C++: `#include <bits/stdc++.h>`, three in
-four right; each compiled with the real g++ -O2 and run on T tests of an a+b problem) three ways,
+four right; each compiled with the real g++ -O2 and run on T tests of an a+b problem) four ways,
 in the same run, rotating which goes first each round:
   bare     g++ -std=c++17 -O2 then each test as a plain subprocess: no isolation at all;
+  bare+pch the same with the precompiled bits/stdc++.h the boxes use (the fair floor: the same
+           compile work, no isolation);
   before   the executor as it was before issue 17 (commit 7298279, `git show 7298279:jobs/rewards/sandbox.py`,
            loaded from a temporary copy): unshare + a mount script + setpriv + prlimit, no header cache;
   after    jobs/rewards/sandbox.py: a bwrap box per compile and per test, the precompiled
            bits/stdc++.h (built before timing starts, as the service does at start).
 Solutions are judged `--concurrency` at a time (default: CPUs); each judge's throughput is
-solutions / elapsed / CPUs. Prints each and the ratios after/bare and before/bare.
+solutions / elapsed / CPUs. Prints each and the ratios after/bare+pch, after/bare and before/bare.
+Then the per-test cost on an already compiled binary: `--per-test` tests of one solution in one
+box (their walls as boxinit measures them, and the marginal ms per test) against as many bare
+fork/execs of the same binary (subprocess.run); median and p99 ms.
 Run: .venv/bin/python bench/reward_throughput.py [--solutions 16] [--tests 8] [--rounds 2]
 """
 
@@ -49,11 +54,13 @@ def tests(t: int) -> list[tuple[str, str]]:
     return [(f"{i + 1} {(i + 1) * 7}\n", f"{(i + 1) * 8}") for i in range(t)]
 
 
-def bare_judge(code: str, cases: list[tuple[str, str]]) -> float:
+def bare_judge(code: str, cases: list[tuple[str, str]], pch_dir: Path | None = None) -> float:
+    """g++ and plain subprocesses; with `pch_dir`, the precompiled bits/stdc++.h found first."""
+    flags = [f"-I{pch_dir}"] if pch_dir is not None else []
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "main.cpp").write_text(code)
         if subprocess.run(
-            ["g++", "-std=c++17", "-O2", "-pipe", "-o", "prog", "main.cpp"], cwd=tmp
+            [*sandbox.COMPILER, *flags, "-o", "prog", "main.cpp"], cwd=tmp
         ).returncode:
             return -0.5
         passed = sum(
@@ -94,6 +101,42 @@ def executor_judge(module, executor) -> Judge:
     return judge
 
 
+def per_test_ms(root: Path, samples: int) -> tuple[list[float], list[float], float, float]:
+    """The cost of one test: the solution run once on `samples` tests in one box (one worker),
+    each test's wall as boxinit measured it (fork, limits, exec, exit, reaped), against a bare
+    fork/exec of the same binary (subprocess.run) `samples` times; and the marginal ms per test of
+    each, (whole run - one-test run) / (samples - 1) in the box, total / samples bare."""
+    code, (given, expected) = RIGHT.format(i="per-test"), tests(1)[0]
+    one = sandbox.Executor(workers=1, root=root)  # the same root: its header is already built
+    try:
+        limits = sandbox.Limits(time_s=1)
+        assert one.run(code, [sandbox.Case(input=given, output=expected)], limits).passed == 1
+        start = time.perf_counter()
+        one.run(code, [sandbox.Case(input=given, output=expected)], limits)
+        single = time.perf_counter() - start
+        start = time.perf_counter()
+        result = one.run(code, [sandbox.Case(input=given, output=expected)] * samples, limits)
+        marginal_box = 1000 * (time.perf_counter() - start - single) / (samples - 1)
+        assert result.passed == samples, result
+        boxed = [1000 * r.wall_s for r in result.results]
+    finally:
+        one.close()
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "main.cpp").write_text(code)
+        subprocess.run([*sandbox.COMPILER, "-o", "prog", "main.cpp"], cwd=tmp, check=True)
+        bare = []
+        for _ in range(samples):
+            start = time.perf_counter()
+            out = subprocess.run(["./prog"], cwd=tmp, input=given, capture_output=True, text=True)
+            assert out.stdout.strip() == expected
+            bare.append(1000 * (time.perf_counter() - start))
+    return boxed, bare, marginal_box, statistics.mean(bare)
+
+
+def _p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98] if len(values) >= 2 else values[0]
+
+
 def timed(
     judge: Judge, codes: list[str], cases: list[tuple[str, str]], concurrency: int
 ) -> tuple[float, list[float]]:
@@ -109,6 +152,7 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--per-test", type=int, default=200, help="samples of the per-test cost")
     args = parser.parse_args()
     cpus = os.cpu_count() or 1
     cases = tests(args.tests)
@@ -122,22 +166,26 @@ def main() -> None:
         after_ex = sandbox.Executor(
             workers=args.concurrency
         )  # builds bits/stdc++.h.gch once, untimed
+        assert after_ex.pch is not None, "the executor built no precompiled header"
+        pch_dir = after_ex.pch  # holds bits/stdc++.h.gch, built with sandbox.COMPILER's flags
         judges = {
             "bare": bare_judge,
+            "bare+pch": lambda code, cases: bare_judge(code, cases, pch_dir),
             "before": executor_judge(before, before_ex),
             "after": executor_judge(sandbox, after_ex),
         }
         times: dict[str, list[float]] = {k: [] for k in judges}
         try:
             for r in range(args.rounds):
-                names = list(judges)[r % 3 :] + list(judges)[: r % 3]
+                names = list(judges)[r % len(judges) :] + list(judges)[: r % len(judges)]
                 for name in names:
                     # Fresh sources each round (a comment differs), so no judge reuses a binary across rounds.
                     codes = [c + f"\n// round {r}\n" for c in solutions(args.solutions)]
                     elapsed, scores = timed(judges[name], codes, cases, args.concurrency)
                     assert scores == expected, f"{name}: {scores} != {expected}"
                     times[name].append(elapsed)
-                    print(f"round {r + 1} {name:6s} {elapsed:7.2f} s", flush=True)
+                    print(f"round {r + 1} {name:8s} {elapsed:7.2f} s", flush=True)
+            boxed, bare, marginal_box, marginal_bare = per_test_ms(after_ex.root, args.per_test)
         finally:
             before_ex.close()
             after_ex.close()
@@ -148,11 +196,21 @@ def main() -> None:
     )
     for name in judges:
         print(
-            f"{name:6s} {rate[name]:6.3f} judged solutions/s per core  (median {statistics.median(times[name]):.2f} s)"
+            f"{name:8s} {rate[name]:6.3f} judged solutions/s per core  (median {statistics.median(times[name]):.2f} s)"
         )
+    print(f"ratio after/bare+pch: {rate['after'] / rate['bare+pch']:.2f}")
     print(f"ratio after/bare:   {rate['after'] / rate['bare']:.2f}")
     print(f"ratio before/bare:  {rate['before'] / rate['bare']:.2f}")
     print(f"ratio after/before: {rate['after'] / rate['before']:.2f}")
+    box_median, bare_median = statistics.median(boxed), statistics.median(bare)
+    print(
+        f"per test: in a box median {box_median:.2f} ms, p99 {_p99(boxed):.2f} ms; bare fork/exec "
+        f"median {bare_median:.2f} ms, p99 {_p99(bare):.2f} ms; ratio {box_median / bare_median:.2f}"
+    )
+    print(
+        f"marginal per test: box {marginal_box:.2f} ms, bare {marginal_bare:.2f} ms; "
+        f"ratio {marginal_box / marginal_bare:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 /* The box's reaper and accountant: runs as pid 2 of every box, right under bubblewrap's init.
  *
  * Built once per executor with the system compiler (jobs/rewards/box.py). Usage:
- *   boxinit report_fd=N uid=N cpu_ms=N nproc=N as=BYTES nofile=N fsize=BYTES idle_ms=N -- PROGRAM...
+ *   boxinit report_fd=N uid=N cpu_ms=N nproc=N as=BYTES nofile=N fsize=BYTES idle_ms=N
+ *           tests=N dir_fd=N wall_ms=N -- PROGRAM...
  * Named, in any order, each exactly once (box.py's INIT_KEYS is the same list): an unknown,
  * repeated, missing or non-integer key is refused with exit 2 and a line naming it, so a limit
  * added on one side of the Python/C seam and not the other fails the first box, not silently.
@@ -23,6 +24,14 @@
  *   asleep or blocked and is killed (idle_killed=1), long before the caller's wall backstop.
  * - It is not dumpable (PR_SET_DUMPABLE 0): a program of the same uid cannot open its /proc
  *   files, so cannot write a report of its own.
+ * - tests=0: PROGRAM runs once on the box's stdin and stdout. tests=N > 0: PROGRAM runs N times,
+ *   one test after another (one box per solution, issue 25: a box per test cost 12 x a bare
+ *   fork/exec). Test i reads `in.<i>` and writes `out.<i>` of the directory DIR_FD names, opened
+ *   here (the program never has DIR_FD: it is close-on-exec, and /proc of a non-dumpable
+ *   process is closed to it), with its own CPU limit, idle rule and wall limit (wall_ms, 0:
+ *   none); before the next test every process of the box is killed and reaped, so a test's
+ *   processes never run into the next one and its CPU time is its own. One report line per test,
+ *   "test=I status=S cpu_us=N cpu_killed=0|1 idle_killed=0|1 wall_killed=0|1 wall_us=N".
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -102,8 +111,9 @@ static void start_program(char **argv, long uid, long cpu_ms, long nproc, unsign
     _exit(127);
 }
 
-enum { K_REPORT_FD, K_UID, K_CPU_MS, K_NPROC, K_AS, K_NOFILE, K_FSIZE, K_IDLE_MS, K_COUNT };
-static const char *const KEYS[K_COUNT] = {"report_fd", "uid", "cpu_ms", "nproc", "as", "nofile", "fsize", "idle_ms"};
+enum { K_REPORT_FD, K_UID, K_CPU_MS, K_NPROC, K_AS, K_NOFILE, K_FSIZE, K_IDLE_MS, K_TESTS, K_DIR_FD, K_WALL_MS, K_COUNT };
+static const char *const KEYS[K_COUNT] = {"report_fd", "uid", "cpu_ms", "nproc", "as", "nofile", "fsize", "idle_ms",
+                                          "tests", "dir_fd", "wall_ms"};
 
 /* Parses key=value words up to "--" into values[]; returns the index of the program's argv, or -1. */
 static int parse_args(int argc, char **argv, long long values[K_COUNT]) {
@@ -128,54 +138,118 @@ static int parse_args(int argc, char **argv, long long values[K_COUNT]) {
     return i + 1;
 }
 
-int main(int argc, char **argv) {
-    long long v[K_COUNT];
-    int prog = parse_args(argc, argv, v);
-    if (prog < 0) return 2;
-    int report = (int)v[K_REPORT_FD];
-    long uid = (long)v[K_UID], cpu_ms = (long)v[K_CPU_MS], nproc = (long)v[K_NPROC];
-    unsigned long long as = (unsigned long long)v[K_AS], nofile = (unsigned long long)v[K_NOFILE];
-    unsigned long long fsize = (unsigned long long)v[K_FSIZE];
-    long long idle_ms = v[K_IDLE_MS];
+struct limits {
+    long uid, cpu_ms, nproc;
+    unsigned long long as, nofile, fsize;
+    long long idle_ms, wall_ms;
+};
+
+struct outcome {
+    int status, cpu_killed, idle_killed, wall_killed;
+    long long cpu_us, wall_us;
+};
+
+static long long since_us(const struct timespec *start) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - start->tv_sec) * 1000000LL + (now.tv_nsec - start->tv_nsec) / 1000;
+}
+
+/* Runs PROGRAM once (stdin/stdout replaced when in_fd/out_fd >= 0) until every process of the
+ * box has been reaped; the CPU time counted is this run's alone (the reaped children's times
+ * since it started plus the live processes' own). */
+static struct outcome run_once(char **argv, const struct limits *l, int in_fd, int out_fd) {
+    struct outcome o = {0, 0, 0, 0, 0, 0};
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL);
+    long long reaped_before = reaped_cpu_us();
     struct timespec started;
     clock_gettime(CLOCK_MONOTONIC, &started);
-    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    fcntl(report, F_SETFD, FD_CLOEXEC);
     pid_t child = fork();
-    if (child < 0) return 3;
-    if (child == 0) start_program(argv + prog, uid, cpu_ms, nproc, as, nofile, fsize);
-
+    if (child < 0) { o.status = 3 << 8; return o; }
+    if (child == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL); /* the program gets the mask it would have had */
+        if (in_fd >= 0 && dup2(in_fd, 0) < 0) _exit(126);
+        if (out_fd >= 0 && dup2(out_fd, 1) < 0) _exit(126);
+        start_program(argv, l->uid, l->cpu_ms, l->nproc, l->as, l->nofile, l->fsize);
+    }
     long hz = sysconf(_SC_CLK_TCK);
     pid_t self = getpid();
-    int status = 0, main_done = 0, cpu_killed = 0, idle_killed = 0;
-    struct timespec pause = {0, 1000000};
+    int main_done = 0;
+    struct timespec pause = {0, 250000};
     for (;;) {
         int st;
         pid_t pid;
         while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
-            if (pid == child) { status = st; main_done = 1; }
+            if (pid == child) { o.status = st; main_done = 1; }
         if (pid < 0 && errno == ECHILD) break;
         if (main_done) { kill(-1, SIGKILL); continue; }
-        long long used_us = reaped_cpu_us() + ticks_of_live_processes(self, hz);
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long long wall_us = (now.tv_sec - started.tv_sec) * 1000000LL + (now.tv_nsec - started.tv_nsec) / 1000;
+        long long used_us = reaped_cpu_us() - reaped_before + ticks_of_live_processes(self, hz);
+        long long wall_us = since_us(&started);
         /* Idle: past idle_ms of wall time with under a tenth of it on a CPU: asleep or blocked,
          * as judges' "idleness limit" (a CPU-bound program on a loaded machine still gets far
          * more than a tenth). */
-        if (!cpu_killed && !idle_killed && idle_ms > 0 && wall_us > idle_ms * 1000LL && used_us * 10 < wall_us) {
-            idle_killed = 1;
+        int killed = o.cpu_killed || o.idle_killed || o.wall_killed;
+        if (!killed && l->idle_ms > 0 && wall_us > l->idle_ms * 1000LL && used_us * 10 < wall_us) {
+            o.idle_killed = 1;
+            kill(-1, SIGKILL);
+        } else if (!killed && used_us > l->cpu_ms * 1000LL) {
+            o.cpu_killed = 1;
+            kill(-1, SIGKILL);
+        } else if (!killed && l->wall_ms > 0 && wall_us > l->wall_ms * 1000LL) {
+            o.wall_killed = 1;
             kill(-1, SIGKILL);
         }
-        if (!cpu_killed && used_us > cpu_ms * 1000LL) {
-            cpu_killed = 1;
-            kill(-1, SIGKILL);
-        }
-        nanosleep(&pause, NULL);
+        /* Woken at once by a child's exit (SIGCHLD, blocked, is waited for), else after the
+         * pause, 0.25 ms doubling to 8 ms, for the CPU and idle checks. */
+        sigtimedwait(&chld, NULL, &pause);
         if (pause.tv_nsec < 8000000) pause.tv_nsec *= 2;
     }
-    dprintf(report, "status=%d cpu_us=%lld cpu_killed=%d idle_killed=%d\n", status, reaped_cpu_us(),
-            cpu_killed, idle_killed);
+    o.cpu_us = reaped_cpu_us() - reaped_before;
+    o.wall_us = since_us(&started);
+    return o;
+}
+
+static int open_test_file(int dir_fd, const char *kind, long long i, int flags) {
+    char name[64];
+    snprintf(name, sizeof name, "%s.%lld", kind, i);
+    return openat(dir_fd, name, flags | O_CLOEXEC | O_NOFOLLOW, 0600);
+}
+
+int main(int argc, char **argv) {
+    long long v[K_COUNT];
+    int prog = parse_args(argc, argv, v);
+    if (prog < 0) return 2;
+    int report = (int)v[K_REPORT_FD], dir_fd = (int)v[K_DIR_FD];
+    long long tests = v[K_TESTS];
+    struct limits l = {(long)v[K_UID], (long)v[K_CPU_MS], (long)v[K_NPROC], (unsigned long long)v[K_AS],
+                       (unsigned long long)v[K_NOFILE], (unsigned long long)v[K_FSIZE], v[K_IDLE_MS], v[K_WALL_MS]};
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    fcntl(report, F_SETFD, FD_CLOEXEC);
+    if (tests <= 0) {
+        struct outcome o = run_once(argv + prog, &l, -1, -1);
+        dprintf(report, "status=%d cpu_us=%lld cpu_killed=%d idle_killed=%d\n", o.status, o.cpu_us,
+                o.cpu_killed, o.idle_killed || o.wall_killed);
+        return 0;
+    }
+    fcntl(dir_fd, F_SETFD, FD_CLOEXEC);
+    for (long long i = 0; i < tests; i++) {
+        int in_fd = open_test_file(dir_fd, "in", i, O_RDONLY);
+        int out_fd = open_test_file(dir_fd, "out", i, O_WRONLY | O_CREAT | O_TRUNC);
+        if (in_fd < 0 || out_fd < 0) {
+            dprintf(report, "test=%lld error=%d\n", i, errno);
+            return 4;
+        }
+        struct outcome o = run_once(argv + prog, &l, in_fd, out_fd);
+        close(in_fd);
+        close(out_fd);
+        dprintf(report, "test=%lld status=%d cpu_us=%lld cpu_killed=%d idle_killed=%d wall_killed=%d wall_us=%lld\n",
+                i, o.status, o.cpu_us, o.cpu_killed, o.idle_killed, o.wall_killed, o.wall_us);
+    }
     return 0;
 }
