@@ -606,10 +606,17 @@ class Executor:
             remove_tree(work, self.quarantine)
 
 
-def chunks(cases: list[Case], workers: int) -> list[list[Case]]:
-    """`cases` in at most `workers` contiguous runs of near-equal length, in order: one box each
-    (issue 25: the tests of one solution need limits between them, not walls)."""
-    n = min(max(1, workers), len(cases))
+# A box costs about as much as this many short tests (bench/reward_throughput.py: ~15 ms to set
+# up and clean, ~2 ms a test): a solution's tests are split across workers only in runs this
+# long, so a batch of many solutions (GRPO's) pays one box per solution.
+MIN_TESTS_PER_BOX = 8
+
+
+def chunks(cases: list[Case], workers: int, per_box: int = MIN_TESTS_PER_BOX) -> list[list[Case]]:
+    """`cases` in contiguous runs of near-equal length, in order, one box each: at most
+    `workers` runs, none shorter than `per_box` unless there is only one (issue 25: the tests of
+    one solution need limits between them, not walls)."""
+    n = min(max(1, workers), -(-len(cases) // max(1, per_box)))
     if n == 0:
         return []
     size, extra = divmod(len(cases), n)

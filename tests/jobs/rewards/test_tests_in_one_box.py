@@ -102,10 +102,15 @@ def test_a_time_limit_in_one_test_leaves_the_others_judged(one_worker: Executor)
     assert statuses == [Status.passed, Status.time_limit, Status.passed], result
 
 
-@pytest.mark.parametrize(("n", "workers"), [(0, 2), (1, 4), (7, 3), (8, 2), (200, 4)])
-def test_tests_split_into_at_most_workers_contiguous_runs_in_order(n: int, workers: int) -> None:
+@pytest.mark.parametrize(
+    ("n", "workers", "per_box", "boxes"),
+    [(0, 2, 8, 0), (1, 4, 8, 1), (7, 3, 1, 3), (8, 2, 8, 1), (9, 2, 8, 2), (200, 4, 8, 4)],
+)
+def test_tests_split_into_contiguous_runs_in_order_none_too_short(
+    n: int, workers: int, per_box: int, boxes: int
+) -> None:
     cases = [Case(input=str(i), output="") for i in range(n)]
-    runs = chunks(cases, workers)
+    runs = chunks(cases, workers, per_box)
     assert [c for run in runs for c in run] == cases
-    assert len(runs) == min(n, workers)
+    assert len(runs) == boxes
     assert not runs or max(map(len, runs)) - min(map(len, runs)) <= 1
