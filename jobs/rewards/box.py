@@ -42,6 +42,7 @@ mount script per box and its own init, and was the code this replaces.
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import functools
 import hashlib
@@ -53,6 +54,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -315,9 +317,11 @@ def box_command(
     tests: int = 0,
     dir_fd: int = -1,
     test_wall_s: float = 0.0,
+    box_tmpfs: str | None = None,
 ) -> list[str]:
     """The bwrap command of one box; with `tests` > 0, boxinit runs the program once per test
-    on the files of `dir_fd` (see boxinit.c)."""
+    on the files of `dir_fd` (see boxinit.c). `box_tmpfs`: a tmpfs the executor mounted for the
+    box's /box (its inodes bounded, `sized_tmpfs`), else bwrap makes one of `disk_bytes`."""
     cmd = [
         bwrap(),
         "--unshare-pid",
@@ -336,12 +340,7 @@ def box_command(
         "/proc",
         "--dev",
         "/dev",
-        "--perms",
-        "1777",
-        "--size",
-        str(spec.disk_bytes),
-        "--tmpfs",
-        BOX_DIR,
+        *_box_dir_args(spec, box_tmpfs),
         "--ro-bind",
         init,
         INIT_PATH,
@@ -388,6 +387,57 @@ def box_command(
         "--",
         *spec.argv,
     ]
+
+
+def _box_dir_args(spec: BoxSpec, box_tmpfs: str | None) -> list[str]:
+    if box_tmpfs is not None:
+        return ["--bind", box_tmpfs, BOX_DIR]
+    return ["--perms", "1777", "--size", str(spec.disk_bytes), "--tmpfs", BOX_DIR]
+
+
+# Files a box may create in /box: each costs kernel memory (an inode and a dentry, ~1 KiB) that
+# the tmpfs size does not count, since an empty file has no blocks (issue 25: tmpfs's default is
+# half the RAM's pages). bwrap's --tmpfs takes a size but no inode count, and the box's seccomp
+# filter refuses mount(2), so the executor mounts the box's tmpfs itself where it may (as root).
+BOX_INODES_MAX = 4096
+BOX_INODES_MIN = 64
+_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
+
+
+def box_inodes(disk_bytes: int) -> int:
+    """The inodes of a box's /box: one per 4 KiB of its size, within [64, 4096]."""
+    return max(BOX_INODES_MIN, min(BOX_INODES_MAX, disk_bytes // 4096))
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+class sized_tmpfs:
+    """A tmpfs of `disk_bytes` and box_inodes(disk_bytes) inodes, mode 1777, mounted under
+    `parent` for one box (root only: mount(2) needs CAP_SYS_ADMIN); `path` is None where it
+    cannot be mounted, and bwrap's unbounded-inode tmpfs is used instead. Unmounted (lazily, so
+    nothing in it is ever walked) and removed on exit."""
+
+    def __init__(self, parent: str, disk_bytes: int, enabled: bool) -> None:
+        self.path: str | None = None
+        if not enabled:
+            return
+        path = tempfile.mkdtemp(prefix=".box-", dir=parent)
+        options = f"size={disk_bytes},nr_inodes={box_inodes(disk_bytes)},mode=1777".encode()
+        if _libc().mount(b"tmpfs", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options):
+            os.rmdir(path)
+            return
+        self.path = path
+
+    def __enter__(self) -> sized_tmpfs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.path is not None:
+            _libc().umount2(self.path.encode(), _MNT_DETACH)
+            os.rmdir(self.path)
 
 
 # The names boxinit.c's KEYS accepts, each required exactly once (issue 23: named, not positional).
@@ -460,12 +510,25 @@ def run_box(
     spec: BoxSpec, stdin: int, stdout: int, stderr: int, uid: int | None, init: str
 ) -> BoxExit:
     """Runs one box to its end (or its wall backstop) and returns how it ended, with the box's CPU time."""
+    with sized_tmpfs(os.path.dirname(init), spec.disk_bytes, uid is not None) as tmpfs:
+        return _run_box(spec, stdin, stdout, stderr, uid, init, tmpfs.path)
+
+
+def _run_box(
+    spec: BoxSpec,
+    stdin: int,
+    stdout: int,
+    stderr: int,
+    uid: int | None,
+    init: str,
+    box_tmpfs: str | None,
+) -> BoxExit:
     seccomp_fd = _seccomp_pipe()
     report_r, report_w = os.pipe()
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
-            box_command(spec, uid, init, seccomp_fd, report_w),
+            box_command(spec, uid, init, seccomp_fd, report_w, box_tmpfs=box_tmpfs),
             env={},
             stdin=stdin,
             stdout=stdout,
@@ -555,12 +618,28 @@ def run_tests(
     `folder/out.<i>` (opened by boxinit, never by the program), each under `spec`'s limits and
     `test_wall_s`. Returns the tests that ended, in order: a box killed at its backstop, or when
     `stop()` turned true (a run's deadline, a client gone), reports fewer than `tests`."""
+    with sized_tmpfs(os.path.dirname(init), spec.disk_bytes, uid is not None) as tmpfs:
+        return _run_tests(spec, tests, folder, test_wall_s, uid, init, stop, tmpfs.path)
+
+
+def _run_tests(
+    spec: BoxSpec,
+    tests: int,
+    folder: Path,
+    test_wall_s: float,
+    uid: int | None,
+    init: str,
+    stop: Callable[[], bool],
+    box_tmpfs: str | None,
+) -> list[TestExit]:
     seccomp_fd = _seccomp_pipe()
     report_r, report_w = os.pipe()
     dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         proc = subprocess.Popen(
-            box_command(spec, uid, init, seccomp_fd, report_w, tests, dir_fd, test_wall_s),
+            box_command(
+                spec, uid, init, seccomp_fd, report_w, tests, dir_fd, test_wall_s, box_tmpfs
+            ),
             env={},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

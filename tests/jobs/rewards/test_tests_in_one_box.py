@@ -4,10 +4,13 @@ test may run into the next: its processes, its CPU time, the files of the other 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from jobs.rewards import box
 from jobs.rewards.sandbox import Case, Executor, Limits, Status, chunks
 
 pytestmark = pytest.mark.compiler
@@ -114,3 +117,39 @@ def test_tests_split_into_contiguous_runs_in_order_none_too_short(
     assert [c for run in runs for c in run] == cases
     assert len(runs) == boxes
     assert not runs or max(map(len, runs)) - min(map(len, runs)) <= 1
+
+
+# Empty files cost no tmpfs blocks, only kernel memory (an inode and a dentry each).
+MANY_FILES = r"""
+#include <cstdio>
+int main() {
+    int n = 0;
+    char name[64];
+    for (; n < 200000; n++) {
+        snprintf(name, sizeof name, "/box/f%d", n);
+        FILE *f = fopen(name, "w");
+        if (!f) break;
+        fclose(f);
+    }
+    puts(n < 10000 ? "bounded" : "unbounded");
+}
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the executor mounts the box's tmpfs as root only")
+def test_a_box_creates_no_more_files_than_its_inode_bound(one_worker: Executor) -> None:
+    """Issue 25: bwrap's tmpfs has no inode bound; 200,000 empty files fit in 16 MiB."""
+    limits = Limits(time_s=5, wall_margin_s=10)
+    result = one_worker.run(MANY_FILES, [Case(input="", output="bounded")], limits)
+    (r,) = result.results
+    assert r.status is Status.passed, r
+    mounts = Path("/proc/self/mounts").read_text()
+    assert ".box-" not in mounts, "a box's tmpfs outlived it"
+    assert not list(one_worker.root.glob(".box-*"))
+
+
+def test_the_inode_bound_follows_the_box_size() -> None:
+    assert box.box_inodes(16 * 2**20) == 4096
+    assert box.box_inodes(2**20) == 256
+    assert box.box_inodes(0) == box.BOX_INODES_MIN
+    assert box.box_inodes(2**40) == box.BOX_INODES_MAX
