@@ -8,7 +8,6 @@ import time
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from jobs.cli import options as opt
 from jobs.cli import render
@@ -23,6 +22,7 @@ from jobs.runs import (
     goodput,
     handoff,
     list_filter,
+    list_progress,
     listing,
     metrics,
     record_view,
@@ -384,6 +384,9 @@ def list_cmd(
     with opt.reach(addr, stack_name) as (cluster, _where):
         runs = list_filter.apply(state.group(cluster.jobs()), wanted, after, limit)
         handoff.annotate(cluster, runs)
+        list_progress.with_steps(runs, cluster.logs)
+        for r in runs:
+            r["duration_s"] = round(list_progress.duration_s(r.get("started"), r.get("ended")), 1)
     if as_json:
         emit_json(runs)
         return
@@ -397,21 +400,4 @@ def _list_records(runs_root: str, as_json: bool) -> None:
     if as_json:
         emit_json(rows)
         return
-    table = Table(title=f"runs recorded in {runs_root}")
-    # Ids and states are never broken (docs/jobs.md): run and status keep their width, the
-    # attempts and the last decision wrap at word boundaries in what is left.
-    for col in ("run", "status"):
-        table.add_column(col, no_wrap=True, min_width=max([len(col), *(len(r[col]) for r in rows)]))
-    for col in ("attempts", "last decision"):
-        table.add_column(col, overflow="fold", ratio=1)
-    for r in rows:
-        # An attempt is named by its suffix (`a2`): the run's name stands beside it, and a short
-        # id is never broken across lines.
-        attempts = ", ".join(
-            f"{a['submission_id'].removeprefix(r['run'] + '-')} {a['status']}"
-            + (f" ({a['cause']})" if a["cause"] else "")
-            for a in r["attempts"]
-        )
-        last = r["last_event"]["message"] if r["last_event"] else ""
-        table.add_row(r["run"], r["status"], attempts or "-", redact(last))
-    out().print(table)
+    out().print(render.recorded_runs(rows, runs_root), soft_wrap=False)

@@ -15,6 +15,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from jobs.common.redact import redact
+from jobs.runs import list_progress
+
 
 def _indented(text: str | Text, level: int = 1) -> Padding:
     return Padding(
@@ -51,6 +54,10 @@ def runs(views: list[dict[str, Any]]) -> RenderableType:
     for r in views:
         head = Text(r["run"], style="bold")
         head.append(f"  {r['status']}" + (f"  recipe {r['recipe']}" if r["recipe"] else ""))
+        if step := list_progress.step_text(r.get("step"), r.get("of")):
+            head.append(f"  {step}")
+        if r.get("duration_s") is not None:
+            head.append(f"  {list_progress.human_duration(r['duration_s'])}")
         blocks.append(head)
         if r["attempts"]:
             table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
@@ -70,4 +77,31 @@ def runs(views: list[dict[str, Any]]) -> RenderableType:
                 f": {last['message']}" if last else ""
             )
             blocks.append(_indented(note))
+    return Group(*blocks)
+
+
+def recorded_runs(rows: list[dict[str, Any]], root: str) -> RenderableType:
+    """`list --runs-root`: one block per run, as `list` draws a cluster's runs: name, state, step
+    and time; its attempts by their suffix (`a2 FAILED (preempted)`: the run's name is the block's
+    first word, and a short id is never broken); its last decision. Lines wrap at word
+    boundaries, so nothing is cut at 80 columns (issue 29 item 5)."""
+    if not rows:
+        return Text(f"no runs recorded in {root}")
+    blocks: list[RenderableType] = [Text(f"runs recorded in {root}")]
+    for r in rows:
+        head = Text(r["run"], style="bold")
+        head.append(f"  {r['status']}")
+        if step := list_progress.step_text(r.get("step"), r.get("of")):
+            head.append(f"  {step}")
+        if r.get("duration_s") is not None:
+            head.append(f"  {list_progress.human_duration(r['duration_s'])}")
+        blocks.append(head)
+        attempts = ", ".join(
+            f"{a['submission_id'].removeprefix(r['run'] + '-')} {a['status']}"
+            + (f" ({a['cause']})" if a["cause"] else "")
+            for a in r["attempts"]
+        )
+        blocks.append(_indented(attempts or "no attempt yet"))
+        if r["last_event"]:
+            blocks.append(_indented(f"last: {redact(r['last_event']['message'])}"))
     return Group(*blocks)

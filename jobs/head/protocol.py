@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
@@ -48,6 +48,19 @@ def supervisor_number(submission_id: str) -> int:
     """N of `<run>-sN`, 0 for anything else."""
     m = _SUPERVISOR_SUFFIX.match(submission_id)
     return int(m.group("n")) if m else 0
+
+
+def runs_root_refusal(spec: Spec, is_dir: Callable[[str], bool]) -> str:
+    """Why the supervisor must not start on this runs root ("" when it may): a root that does
+    not exist on the head is refused unless it is the stack's own (issue 29 item 8)."""
+    root = spec.runs_root
+    if not root or spec.create_runs_root or is_dir(root):
+        return ""
+    return (
+        f"the runs root {root} does not exist on the Ray head: nothing was submitted (a typo "
+        "would put the run's record where the re-armer never looks); create it there first, or "
+        "leave --runs-root out on a stack to use its /lustre/runs"
+    )
 
 
 def supervisor_entrypoint(submission_id: str) -> str:
@@ -120,6 +133,9 @@ class Spec:
     # "": a command run, whose trainer the supervisor cannot tell).
     node_max_run_s: float = 0.0
     save_before_node_end: str = ""
+    # The runs root may be created by the supervisor: only the stack's own (`/lustre/runs`, the
+    # re-armer's), never one the user typed, whose typo would put records where nothing looks.
+    create_runs_root: bool = False
 
     METADATA_KEY = "spec"
 

@@ -1233,6 +1233,10 @@ def main(argv: list[str]) -> int:
         Settings.from_env(),
         working_dir=_own_working_dir(),
     )
+    refusal = protocol.runs_root_refusal(supervisor.spec, os.path.isdir)
+    if refusal:
+        print(f"refused: {refusal}", file=sys.stderr, flush=True)
+        return 2
     if stop_early.is_set():
         supervisor.stopping.set()
     return supervisor.run()

@@ -160,6 +160,7 @@ def hand_off(
             stall_default_s if options.stall_timeout_s is None else options.stall_timeout_s
         ),
         runs_root=options.runs_root,
+        create_runs_root=options.runs_root == RUNS_ROOT,
         keep=options.keep,
         capacity_deadline_s=options.capacity_deadline_s or 0.0,
         node_max_run_s=options.node_max_run_s,

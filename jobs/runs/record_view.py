@@ -16,7 +16,7 @@ from components.contract import RUNS_ROOT
 from jobs.common.errors import UsageError
 from jobs.head import events as run_events
 from jobs.head.run_store import RunStore, runs
-from jobs.runs import goodput, metrics, run_goodput
+from jobs.runs import goodput, list_progress, metrics, run_goodput
 
 UNSUPERVISED = "UNSUPERVISED"
 
@@ -126,17 +126,36 @@ def lines(v: dict[str, Any], now: float | None = None) -> list[str]:
     return out
 
 
-def listing(root: str | Path) -> list[dict[str, Any]]:
-    """One row per recorded run: status and attempts (the `list` command's rows)."""
+def listing(root: str | Path, now: float | None = None) -> list[dict[str, Any]]:
+    """One row per recorded run: status, attempts, the last step its latest ended attempt
+    logged (from the step lines kept beside the record) and its duration (the `list` rows)."""
     rows = []
     for run in runs(root):
         v = view(root, run)
+        store = RunStore(root, run)
+        ended = [a for a in v["attempts"] if a["status"] != "RUNNING"]
+        progress = (
+            metrics.progress(metrics.parse(store.progress(ended[-1]["submission_id"])))
+            if ended
+            else None
+        )
+        stamps = [run_goodput.record_ms(r) for r in v["history"]]
+        known = [t for t in stamps if t]
+        over = v["outcome"] is not None
         rows.append(
             {
                 "run": run,
                 "status": v["status"],
                 "attempts": v["attempts"],
                 "last_event": v["history"][-1] if v["history"] else None,
+                "step": progress["step"] if progress else None,
+                "of": progress.get("of") if progress else None,
+                "duration_s": round(
+                    list_progress.duration_s(
+                        min(known, default=None), max(known) if over and known else None, now
+                    ),
+                    1,
+                ),
             }
         )
     return rows

@@ -89,7 +89,7 @@ def save_advice(
     }
 
 
-def _ms(record: Mapping[str, Any]) -> int | None:
+def record_ms(record: Mapping[str, Any]) -> int | None:
     """When a record was written, in ms (records before `ended_ms` carry only their stamp)."""
     if record.get("ended_ms"):
         return int(record["ended_ms"])
@@ -117,15 +117,15 @@ def of_record(
         if not sid:
             continue
         if r["event"] == ev.SUBMITTED:
-            starts[sid] = int(r["started_ms"]) if r.get("started_ms") else _ms(r)
+            starts[sid] = int(r["started_ms"]) if r.get("started_ms") else record_ms(r)
         elif r["event"] == ev.ATTEMPT_ENDED:
-            ends[sid] = _ms(r)
+            ends[sid] = record_ms(r)
     merged = metrics.Curves()
     traces = []
     for sid, start in starts.items():
         curves = metrics.parse(store.progress(sid))
         # An attempt without its end on the record ended with the run, if the run is over.
-        end = ends.get(sid) or (_ms(final) if final else None)
+        end = ends.get(sid) or (record_ms(final) if final else None)
         traces.append(
             goodput.AttemptTrace(sid, start, end, goodput.steps_of(curves.points, framework))
         )

@@ -84,6 +84,14 @@ class Run:
     def started(self) -> float:
         return min((j.start_time or 0) for j in (*self.attempts, *self.supervisors, *self.others))
 
+    @property
+    def ended(self) -> int | None:
+        """When its last job ended (ms); None while any of them (a supervisor too) is live."""
+        jobs_ = (*self.attempts, *self.supervisors)
+        if not jobs_ or any(not j.status.is_terminal() for j in jobs_):
+            return None
+        return max((j.end_time or 0) for j in jobs_) or None
+
 
 def spec_of(sup: JobDetails) -> protocol.Spec | None:
     try:
@@ -112,6 +120,7 @@ def group(jobs: list[JobDetails]) -> list[dict[str, Any]]:
             "status": r.status,
             "attempts": [listing.describe(j) for j in (*r.attempts, *r.others)],
             "started": r.started,
+            "ended": r.ended,
         }
         if r.supervisors:
             last = r.supervisors[-1]

@@ -39,6 +39,13 @@ FAST = dict(
 SLEEPER = ["python", "-c", "import time; print('training', flush=True); time.sleep(600)"]
 
 
+def runs_root(tmp_path: Path) -> Path:
+    """A runs root that exists, as on a stack's Lustre (the supervisor refuses a missing one)."""
+    root = tmp_path / "runs"
+    root.mkdir()
+    return root
+
+
 def cli(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(
         app, list(args), env={**FAST, "RAY_ADDRESS": None, "COLUMNS": "250"}
@@ -187,8 +194,7 @@ def test_stop_of_an_unsupervised_runs_root_run_ends_its_record_stopped(
 ):
     """Issue 29 item 4: the attempt was stopped in Ray, the record kept saying UNSUPERVISED, and
     the re-armer re-armed it until it GAVE_UP."""
-    run, root = name("life-stop"), tmp_path / "runs"
-    root.mkdir()
+    run, root = name("life-stop"), runs_root(tmp_path)
     code, _, err = cli(
         "run", "--address", ray_url, "--name", run, "--runs-root", str(root), "--", *SLEEPER
     )
@@ -217,7 +223,7 @@ def test_stop_of_an_unsupervised_runs_root_run_ends_its_record_stopped(
 def test_stop_with_runs_root_ends_a_run_this_cluster_does_not_know(ray_url, ray_client, tmp_path):
     """Issue 29 item 4: `stop` had no --runs-root; a run recorded there whose head was lost
     (no job of it on this cluster) could not be stopped before the re-armer took it back."""
-    run, root = name("life-lost"), tmp_path / "runs"
+    run, root = name("life-lost"), runs_root(tmp_path)
     store = RunStore(root, run)
     store.write_spec({"run": run})
     store.acquire(f"{run}-s1", ttl_s=0.01)  # its supervisor died with the old head

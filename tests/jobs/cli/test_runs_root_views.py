@@ -58,3 +58,27 @@ def test_list_of_a_runs_root_keeps_ids_and_states_whole_at_80_columns(tmp_path):
     # attempts by their suffix, whole: the run's name is the row's first column
     words = result.stdout.replace("│", " ").split()
     assert {"a1", "a2", "a3"} <= set(words) and "RUNNING" in words
+
+
+def test_list_of_a_runs_root_shows_each_runs_step_and_time(tmp_path):
+    """Issue 29: `list` shows step and duration per run; from the runs root, the step is the last
+    one the latest ended attempt logged (its step lines kept beside the record)."""
+    run, t0 = "grpo-1", 1_800_000_000.0
+    store = RunStore(tmp_path, run)
+    store.write_spec({"run": run})
+    store.append(
+        ev.record(ev.SUBMITTED, run, "submitted", at=t0, attempt=1, submission_id="grpo-1-a1")
+    )
+    store.keep_progress("grpo-1-a1", "step:11 - timing_s/step:2.0\nstep:12 - timing_s/step:2.0\n")
+    store.append(
+        ev.record(ev.ATTEMPT_ENDED, run, "ended", at=t0 + 3700, attempt=1,
+                  submission_id="grpo-1-a1", status="SUCCEEDED")
+    )  # fmt: skip
+    store.append(ev.record(ev.FINISHED, run, "run grpo-1 succeeded", at=t0 + 3725))
+    result = CliRunner().invoke(app, ["list", "--runs-root", str(tmp_path)], env=NARROW)
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines() if run in line)
+    assert "step 12" in row and "1 h 02 min" in row, result.stdout
+    js = CliRunner().invoke(app, ["list", "--runs-root", str(tmp_path), "--json"], env=NARROW)
+    (listed,) = __import__("json").loads(js.stdout)
+    assert (listed["step"], listed["duration_s"]) == (12, 3725.0)

@@ -43,6 +43,13 @@ FAST_HEALTH = {
 pytestmark = pytest.mark.ray
 
 
+def runs_root(tmp_path: Path) -> Path:
+    """A runs root that exists, as on a stack's Lustre (the supervisor refuses a missing one)."""
+    root = tmp_path / "runs"
+    root.mkdir()
+    return root
+
+
 def cli(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(
         app, list(args), env={**FAST, "RAY_ADDRESS": None, "COLUMNS": "250"}
@@ -146,7 +153,7 @@ def finished(root: Path, run: str) -> dict | None:
 
 def test_preemptions_are_told_from_crashes_by_node_events(head, gpu, tmp_path):
     """Three preemptions in a row with --max-restarts 0 end in success."""
-    run, d, root = name("preempt"), tmp_path / "marks", tmp_path / "runs"
+    run, d, root = name("preempt"), tmp_path / "marks", runs_root(tmp_path)
     code, out, err = cli(
         "run",
         "--address",
@@ -188,7 +195,7 @@ def test_preemptions_are_told_from_crashes_by_node_events(head, gpu, tmp_path):
 
 
 def test_a_crash_is_tried_twice_and_a_preemption_is_not_one_of_them(head, gpu, tmp_path):
-    run, d, root = name("crash"), tmp_path / "marks", tmp_path / "runs"
+    run, d, root = name("crash"), tmp_path / "marks", runs_root(tmp_path)
     code, _, err = cli(
         "run",
         "--address",
@@ -218,7 +225,7 @@ def test_a_crash_is_tried_twice_and_a_preemption_is_not_one_of_them(head, gpu, t
 
 
 def test_a_silent_attempt_is_stopped_as_stalled_and_restarted(head, tmp_path):
-    run, d, root = name("stall"), tmp_path / "marks", tmp_path / "runs"
+    run, d, root = name("stall"), tmp_path / "marks", runs_root(tmp_path)
     script = (
         f"import os, sys, time; d = {str(d)!r}; os.makedirs(d, exist_ok=True)\n"
         "n = len(os.listdir(d)); open(os.path.join(d, str(n)), 'w').close()\n"
@@ -294,7 +301,7 @@ def _status(root: Path, run: str) -> dict:
 
 
 def test_a_killed_supervisor_reads_unsupervised_and_is_re_armed_and_stop_ends_it(head, tmp_path):
-    run, root = name("oom"), tmp_path / "runs"
+    run, root = name("oom"), runs_root(tmp_path)
     code, _, err = cli(
         "run",
         "--address",
@@ -346,7 +353,7 @@ def test_a_killed_supervisor_reads_unsupervised_and_is_re_armed_and_stop_ends_it
 
 
 def test_the_whole_cluster_lost_mid_run_goes_on_on_a_new_one_with_the_rearmer(tmp_path):
-    run, root, d = name("headloss"), tmp_path / "runs", tmp_path / "marks"
+    run, root, d = name("headloss"), runs_root(tmp_path), tmp_path / "marks"
     script = (
         f"import os, sys, time; d = {str(d)!r}; os.makedirs(d, exist_ok=True)\n"
         "n = len(os.listdir(d)); open(os.path.join(d, str(n)), 'w').close()\n"
@@ -412,7 +419,7 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(
     from jobs.client.dashboard import Dashboard
     from jobs.runs import handoff, plan
 
-    run, root, ckpt = name("hyg"), tmp_path / "runs", tmp_path / "ckpt"
+    run, root, ckpt = name("hyg"), runs_root(tmp_path), tmp_path / "ckpt"
     for n in (2, 4, 6, 8):
         (ckpt / f"global_step_{n}" / "actor").mkdir(parents=True)
         # FSDP's per-rank weights: a veRL step without them is not complete (issue 24 item 8).
@@ -477,7 +484,7 @@ def test_item0_a_gpu_node_lost_under_a_run_that_declares_no_gpus_is_a_preemption
     sits on the GPU raylet, Ray's usual shape) was judged a crash 8 s after that raylet was
     killed ("0 GPU(s) needed", "gave up: restarts exhausted"). The supervisor now asks Ray which
     nodes hosted the attempt's actors and waits for the death to be recorded."""
-    run, d, root = name("nogpus"), tmp_path / "marks", tmp_path / "runs"
+    run, d, root = name("nogpus"), tmp_path / "marks", runs_root(tmp_path)
     code, out, err = cli(
         "run",
         "--address",
@@ -553,7 +560,7 @@ print("done", flush=True)
 def test_a_run_preempted_twice_shows_both_interruptions_in_its_goodput(head, gpu, tmp_path):
     """Issue 24: `status` of a run preempted twice (the example in docs/jobs.md, "Goodput"):
     two preemptions on the record, the steps redone after each, and what each end cost."""
-    run, d, root = name("twice"), tmp_path / "marks", tmp_path / "runs"
+    run, d, root = name("twice"), tmp_path / "marks", runs_root(tmp_path)
     code, out, err = cli(
         "run",
         "--address",
@@ -601,3 +608,9 @@ def test_a_run_preempted_twice_shows_both_interruptions_in_its_goodput(head, gpu
     assert sum(kept["seconds"].values()) == pytest.approx(sum(spent["seconds"].values()), abs=2)
     code, out, err = cli("status", run, "--runs-root", str(root))
     assert "productive of" in out and "progress: step 12" in out, out
+    # `list` of the cluster and of the runs root say where the run got to (issue 29).
+    for where in (["--address", head.dashboard_url], ["--runs-root", str(root)]):
+        code, out, err = cli("list", *where)
+        assert code == 0, err
+        line = next(t for t in out.splitlines() if t.startswith(run))
+        assert "SUCCEEDED" in line and "step 12" in line, out

@@ -404,6 +404,23 @@ def test_a_supervised_runs_attempts_reserve_what_run_was_given(ray_url, ray_clie
     assert float(line.split()[1]) >= 1.0, logs  # unreserved, the driver holds no CPU
 
 
+def test_a_runs_root_missing_on_the_head_is_refused_and_never_created(
+    ray_url, ray_client, tmp_path
+):
+    """Issue 29 item 8: the supervisor created a mistyped runs root silently, so the run's record
+    went where the re-armer never looks."""
+    typo = tmp_path / "lustre" / "rnus"
+    run = name("typo")
+    done = cli(
+        "run", "--address", ray_url, "--name", run, "--runs-root", str(typo),
+        "--max-restarts", "1", "--", "python", "-c", "print(1)",
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"the runs root {typo} does not exist on the Ray head" in done.stderr, done.stderr
+    assert not typo.exists() and not typo.parent.exists()
+    assert f"{run}-a1" not in _ids(ray_client)
+
+
 def test_a_relative_checkpoint_dir_is_refused():
     done = cli(
         "run",
