@@ -261,7 +261,10 @@ def _resume(
     allow_unsandboxed: bool,
     options: handoff.Options = handoff.Options(),
     every: save_choice.Every | None = None,
+    dry_run: bool = False,
 ) -> int:
+    """`submit --resume RUN`: its next attempt as its record has it; with `dry_run`, what would be
+    submitted (the run's record is read from the cluster; nothing is submitted)."""
     where = address.choose(addr, stack_name)
     outputs = stack.read(where.stack) if where.stack else None
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
@@ -286,12 +289,23 @@ def _resume(
         for note in [*planned.notes, *capacity_notes]:
             err().print(note, markup=False)
         after = resumed.after
+        sub = plan.for_attempt(planned.submission, resumed.next_attempt)
+        if dry_run:
+            supervised = options.supervised(max_restarts)
+            err().print(
+                f"dry run: would resume run {run} after {after.submission_id} "
+                f"{after.status.value}, as {sub.submission_id}, from {planned.checkpoint_dir}"
+                + (", handed to a supervisor" if supervised else "")
+                + "; nothing was submitted",
+                markup=False,
+            )
+            _print_dry_run(sub, as_json, [])
+            return 0
         err().print(
             f"resuming run {run} after {after.submission_id} {after.status.value}, "
             f"from {planned.checkpoint_dir}",
             markup=False,
         )
-        sub = plan.for_attempt(planned.submission, resumed.next_attempt)
         _warn_if_short(dashboard, planned.gpus_needed)
         return drive(
             dashboard,
@@ -400,7 +414,6 @@ def submit_cmd(
                 "--name": name,
                 "--nodes": nodes,
                 "--gpus-per-node": gpus_per_node,
-                "--dry-run": dry_run,
             },
         )
         raise typer.Exit(
@@ -416,6 +429,7 @@ def submit_cmd(
                 allow_unsandboxed,
                 options,
                 every,
+                dry_run,
             )
         )
     if recipe_name is None:

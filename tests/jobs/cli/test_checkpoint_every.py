@@ -96,3 +96,18 @@ def test_checkpoint_every_that_is_no_step_count_is_refused_before_anything_is_se
     )
     assert code == 2 and "--checkpoint-every '-3' is neither a positive number" in err, err
     assert f"{run}-a2" not in {j.submission_id for j in ray_client.list_jobs()}
+
+
+def test_resume_dry_run_shows_the_next_attempt_and_submits_nothing(ray_url, ray_client):
+    """Issue 29: `--resume --dry-run` shows what would be submitted (it was refused)."""
+    run = _failed_recipe_attempt(ray_client)
+    code, out, err = cli(
+        "submit", "--resume", run, "--checkpoint-every", "auto", "--dry-run", "--json",
+        "--address", ray_url,
+    )  # fmt: skip
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["submission_id"] == f"{run}-a2"
+    assert " trainer.save_freq=15 " in shown["entrypoint"]  # what the real resume above sends
+    assert f"dry run: would resume run {run} after {run}-a1 FAILED, as {run}-a2" in err, err
+    assert f"{run}-a2" not in {j.submission_id for j in ray_client.list_jobs()}
