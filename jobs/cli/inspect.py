@@ -26,6 +26,7 @@ from jobs.runs import (
     listing,
     metrics,
     record_view,
+    run_checkpoints,
     run_goodput,
     save_period,
     stack,
@@ -401,3 +402,27 @@ def _list_records(runs_root: str, as_json: bool) -> None:
         emit_json(rows)
         return
     out().print(render.recorded_runs(rows, runs_root), soft_wrap=False)
+
+
+@app.command("checkpoints")
+@handled
+def checkpoints_cmd(
+    run: Annotated[str, typer.Argument(metavar="RUN", help="The run whose checkpoints to list.")],
+    as_json: opt.JsonOpt = False,
+    addr: opt.AddressOpt = None,
+    stack_name: opt.StackOpt = None,
+) -> None:
+    """List a run's checkpoints: step, complete or not, size, and the one a resume or an export
+    takes (read on the head by a small job)."""
+    with opt.reach(addr, stack_name) as (cluster, where):
+        directory, framework = run_checkpoints.where_saved(
+            state.find(cluster.jobs(), run), run, opt.where_flags(where)
+        )
+        view = run_checkpoints.inventory(
+            cluster, run, directory, framework, opt.watcher(cluster, where)
+        )
+    if as_json:
+        emit_json(view)
+        return
+    for line in run_checkpoints.lines(view):
+        out().print(line, markup=False)

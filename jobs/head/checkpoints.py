@@ -63,7 +63,7 @@ class Plan:
     note: str = ""
 
 
-def _numbered(directory: Path, pattern: re.Pattern[str]) -> dict[int, Path]:
+def numbered(directory: Path, pattern: re.Pattern[str]) -> dict[int, Path]:
     return {
         int(m["n"]): p for p in directory.iterdir() if p.is_dir() and (m := pattern.match(p.name))
     }
@@ -85,7 +85,7 @@ def _nemo_rl_steps(checkpoint_dir: Path) -> dict[int, Path]:
     # short some other way (a crash during the rename's cleanup, a manual copy).
     return {
         n: p
-        for n, p in _numbered(checkpoint_dir, NEMO_STEP).items()
+        for n, p in numbered(checkpoint_dir, NEMO_STEP).items()
         if (p / "config.yaml").is_file() and (p / "policy" / "weights").is_dir()
     }
 
@@ -99,7 +99,7 @@ def _verl_steps(checkpoint_dir: Path) -> dict[int, Path]:
         return {}
     return {
         n: p
-        for n, p in _numbered(checkpoint_dir, VERL_STEP).items()
+        for n, p in numbered(checkpoint_dir, VERL_STEP).items()
         if n <= tracker and _verl_weights(p / "actor")
     }
 
@@ -232,7 +232,7 @@ def plan(framework: str, backend: str, ckpt: Checkpoint, out: Path) -> Plan:
 def _nemo_rl_megatron_plan(ckpt: Checkpoint, out: Path) -> Plan:
     weights = ckpt.path / "policy" / "weights"
     config = str(ckpt.path / "config.yaml")
-    iters = _numbered(weights, MEGATRON_ITER) if weights.is_dir() else {}
+    iters = numbered(weights, MEGATRON_ITER) if weights.is_dir() else {}
     if not iters:
         raise NoCheckpoint(
             f"{weights} holds no Megatron iter_NNNNNNN folder (found: "

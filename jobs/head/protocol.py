@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 # Every Ray job this tool submits records one of these as its metadata `kind`.
-Kind = Literal["recipe", "command", "export", "supervisor", "stage", "stop"]
+Kind = Literal["recipe", "command", "export", "supervisor", "stage", "stop", "checkpoints"]
 RECIPE: Kind = "recipe"
 COMMAND: Kind = "command"
 EXPORT: Kind = "export"
@@ -23,6 +23,9 @@ SUPERVISOR: Kind = "supervisor"
 STAGE: Kind = "stage"
 STOP: Kind = "stop"  # `rl-jobs stop RUN` recording the stop in the run's record (jobs/head/stop.py)
 STOP_MODULE = "jobs.head.stop"
+# `rl-jobs checkpoints RUN` listing the run's checkpoint folders on the head (jobs/head/list_checkpoints.py)
+CHECKPOINTS: Kind = "checkpoints"
+CHECKPOINTS_MODULE = "jobs.head.list_checkpoints"
 
 # The module the supervisor job runs: `python -m jobs.head.supervisor <its own submission id>`.
 SUPERVISOR_MODULE = "jobs.head.supervisor"
