@@ -47,7 +47,7 @@ def _recipe_view(r: Recipe) -> dict[str, Any]:
 @app.command("recipes")
 @handled
 def recipes_cmd(as_json: opt.JsonOpt = False) -> None:
-    """List recipes with their framework, pinned version and defaults."""
+    """List recipes: framework, pinned version, defaults."""
     views = [_recipe_view(r) for r in RECIPES.values()]
     if as_json:
         emit_json(views)

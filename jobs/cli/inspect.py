@@ -280,7 +280,7 @@ def stop_cmd(
         ),
     ] = None,
 ) -> None:
-    """Stop a job, or a run (its supervisor, then its current attempt).
+    """Stop a job, or a run: its supervisor, then its attempt.
 
     A stopped job is never restarted."""
     with opt.reach(addr, stack_name) as (cluster, where):
@@ -412,8 +412,9 @@ def checkpoints_cmd(
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
 ) -> None:
-    """List a run's checkpoints: step, complete or not, size, and the one a resume or an export
-    takes (read on the head by a small job)."""
+    """List a run's checkpoints, and what resume and export take.
+
+    Each step, complete or not, and its size, read on the head by a small job."""
     with opt.reach(addr, stack_name) as (cluster, where):
         directory, framework = run_checkpoints.where_saved(
             state.find(cluster.jobs(), run), run, opt.where_flags(where)

@@ -62,7 +62,7 @@ def runs_root_refusal(spec: Spec, is_dir: Callable[[str], bool]) -> str:
     return (
         f"the runs root {root} does not exist on the Ray head: nothing was submitted (a typo "
         "would put the run's record where the re-armer never looks); create it there first, or "
-        "leave --runs-root out on a stack to use its /lustre/runs"
+        "leave --runs-root out on a stack to use the stack's own runs root"
     )
 
 
