@@ -1,10 +1,13 @@
-"""Benchmark: submit-to-RUNNING through `rl-jobs`, and its overhead against `ray job submit`.
+"""Benchmark: `rl-jobs` commands against Ray's own `ray job` commands on one head: submit, supervised hand-off, status, logs, list.
 
 Starts its own private Ray head on loopback (tests/localray.py), runs N repetitions of
   (a) `rl-jobs run --address URL -- python -c 'sleep'` then polls until RUNNING, and
   (b) the same job via `ray job submit --no-wait` (wall time of each CLI process),
-alternating which goes first, prints a table and the CLI overhead ratio (ours / ray's), then
-stops the head.
+alternating which goes first; then, on the jobs those left, N repetitions each of `status`,
+`logs` and `list` against `ray job status`, `ray job logs` and `ray job list`, and of a
+supervised hand-off (`run --max-restarts 1`, which returns once its supervisor has the run)
+against `ray job submit --no-wait`. Prints a table and each ratio (ours / Ray's), then stops the
+head.
 Run: .venv/bin/python bench/submit_latency.py [--reps 5]
 """
 
@@ -137,6 +140,7 @@ def main() -> int:
             # always be the same tool.
             for measure, ident in pair if i % 2 else pair[::-1]:
                 until_terminal(client, measure(ident))
+        side_by_side = _commands_side_by_side(head.dashboard_url, client, env, reps)
     finally:
         head.stop()
 
@@ -155,7 +159,60 @@ def main() -> int:
     print(row("ray job submit: submit -> RUNNING", ray_running))
     ratio = statistics.median(ours_cli) / statistics.median(ray_cli)
     print(f"CLI overhead ratio (median jobs / median ray job submit): {ratio:.2f}")
+    for name, (ours_s, rays_s) in side_by_side.items():
+        print(row(f"rl-jobs {name}: CLI wall time", ours_s))
+        print(row(f"ray job {RAY_EQUIVALENT[name]}: CLI wall time", rays_s))
+    for name, (ours_s, rays_s) in side_by_side.items():
+        print(
+            f"ratio {name} / ray job {RAY_EQUIVALENT[name]}: "
+            f"{statistics.median(ours_s) / statistics.median(rays_s):.2f}"
+        )
     return 0
+
+
+# Ray's command each of ours is timed against.
+RAY_EQUIVALENT = {
+    "status": "status",
+    "logs": "logs",
+    "list": "list",
+    "run --max-restarts 1": "submit --no-wait",
+}
+
+
+def _commands_side_by_side(
+    url: str, client: JobSubmissionClient, env: dict[str, str], reps: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Each command's wall time, ours and Ray's, alternating which goes first."""
+    done = [j.submission_id for j in client.list_jobs() if j.submission_id]
+    job = sorted(done)[0]
+    jobs_cli, ray_cli = [sys.executable, "-m", "jobs"], [str(localray.venv_bin() / "ray"), "job"]
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    for name in ("status", "logs", "list"):
+        ident = [] if name == "list" else [job]
+        ours_s, rays_s = [], []
+        for i in range(reps):
+            pair = [
+                (ours_s, [*jobs_cli, name, *ident, "--address", url]),
+                (rays_s, [*ray_cli, name, *ident, "--address", url]),
+            ]
+            for into, args in pair if i % 2 else pair[::-1]:
+                into.append(timed(args, env))
+        out[name] = (ours_s, rays_s)
+    ours_s, rays_s = [], []
+    for i in range(reps):
+        run, sid = f"sup-{uuid.uuid4().hex[:6]}", f"raysup-{uuid.uuid4().hex[:6]}"
+        supervised = [*jobs_cli, "run", "--address", url, "--name", run, "--max-restarts", "1"]
+        pair = [
+            (ours_s, [*supervised, "--", *ENTRY]),
+            (rays_s, [*ray_cli, "submit", "--address", url, "--submission-id", sid, "--no-wait",
+                      "--", *ENTRY]),
+        ]  # fmt: skip
+        for into, args in pair if i % 2 else pair[::-1]:
+            into.append(timed(args, env))
+        subprocess.run([*jobs_cli, "stop", run, "--address", url], env=env, capture_output=True)
+        client.stop_job(sid)
+    out["run --max-restarts 1"] = (ours_s, rays_s)
+    return out
 
 
 if __name__ == "__main__":
