@@ -355,17 +355,28 @@ def request_stop(
 ) -> tuple[str, JobStatus]:
     """Record the user's stop in the run's record on the runs root (a small job on the head,
     jobs/head/stop.py), so the SIGTERM that follows is final and no re-armer takes the run."""
-    n = 1 + sum(1 for j in cluster.jobs() if listing.metadata_of(j).kind == protocol.STOP)
-    sid = f"{run}-stop{n}"
+    sid = submit_on_head(
+        cluster, run, protocol.STOP, "stop", f"{protocol.STOP_MODULE} {run} --runs-root {runs_root}"
+    )
+    return sid, watcher.wait_for(sid, follow.terminal, "recording the stop")
+
+
+def submit_on_head(
+    cluster: Dashboard, run: str, kind: protocol.Kind, suffix: str, module: str
+) -> str:
+    """Submit `python -m MODULE...` as the run's next small job of `kind` on the head
+    (`RUN-<suffix>N`, with our jobs package): the CLI's way to Lustre, which it never mounts."""
+    n = 1 + sum(1 for j in cluster.jobs() if listing.metadata_of(j).kind == kind)
+    sid = f"{run}-{suffix}{n}"
     cluster.submit(
         Submission(
             submission_id=sid,
-            entrypoint=f"python -m {protocol.STOP_MODULE} {run} --runs-root {runs_root}",
+            entrypoint=f"python -m {module}",
             runtime_env={"py_modules": [str(JOBS_DIR)], "env_vars": {"PYTHONSAFEPATH": "1"}},
-            metadata={"run": run, "kind": protocol.STOP, "submitted_by": SUBMITTED_BY},
+            metadata={"run": run, "kind": kind, "submitted_by": SUBMITTED_BY},
         )
     )
-    return sid, watcher.wait_for(sid, follow.terminal, "recording the stop")
+    return sid
 
 
 def stop_run(

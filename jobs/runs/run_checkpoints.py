@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 from jobs.client.dashboard import Dashboard
-from jobs.client.types import JobStatus, Submission
+from jobs.client.types import JobStatus
 from jobs.common import commands
 from jobs.common.errors import UsageError
 from jobs.head import protocol
 from jobs.head.list_checkpoints import PREFIX
-from jobs.runs import follow, listing, state
-from jobs.runs.handoff import JOBS_DIR
-from jobs.runs.metadata import SUBMITTED_BY, RecipeRun
+from jobs.runs import follow, handoff, state
+from jobs.runs.metadata import RecipeRun
 
 
 def where_saved(found: state.Run | None, run: str, where: str) -> tuple[str, str | None]:
@@ -44,16 +44,13 @@ def inventory(
     watcher: follow.Watcher,
 ) -> dict[str, Any]:
     """What jobs/head/list_checkpoints.py found in `checkpoint_dir` on the head."""
-    n = 1 + sum(1 for j in cluster.jobs() if listing.metadata_of(j).kind == protocol.CHECKPOINTS)
-    sid = f"{run}-ckpts{n}"
     flag = f" --framework {framework}" if framework else ""
-    cluster.submit(
-        Submission(
-            submission_id=sid,
-            entrypoint=f"python -m {protocol.CHECKPOINTS_MODULE} {checkpoint_dir}{flag}",
-            runtime_env={"py_modules": [str(JOBS_DIR)], "env_vars": {"PYTHONSAFEPATH": "1"}},
-            metadata={"run": run, "kind": protocol.CHECKPOINTS, "submitted_by": SUBMITTED_BY},
-        )
+    sid = handoff.submit_on_head(
+        cluster,
+        run,
+        protocol.CHECKPOINTS,
+        "ckpts",
+        f"{protocol.CHECKPOINTS_MODULE} {shlex.quote(checkpoint_dir)}{flag}",
     )
     status = watcher.wait_for(sid, follow.terminal, "reading the checkpoints")
     log = cluster.logs(sid)

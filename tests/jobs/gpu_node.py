@@ -3,9 +3,11 @@ away and bring back (a reclaimed spot node and its replacement)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import ray  # noqa: F401  (makes Ray's vendored psutil importable)
@@ -109,3 +111,16 @@ def wait_gpus(dashboard_url: str, want: float, timeout: float = 90) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"cluster did not report {want} GPUs within {timeout} s")
         time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def joined(head: localray.LocalRay, gpus: float) -> Iterator[GpuNode]:
+    """A GPU raylet joined to `head`, yielded once the cluster (and its state API) counts its
+    GPUs, closed on exit: the module fixtures' node."""
+    node = GpuNode(head, gpus=gpus)
+    node.start()
+    try:
+        wait_gpus(head.dashboard_url, gpus)
+        yield node
+    finally:
+        node.close()

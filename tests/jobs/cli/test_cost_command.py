@@ -12,7 +12,7 @@ from ray.job_submission import JobStatus, JobSubmissionClient
 
 from tests import localray
 from tests.jobs.conftest import run_cli, wait_until
-from tests.jobs.gpu_node import GpuNode, wait_gpus
+from tests.jobs.gpu_node import GpuNode, joined
 
 pytestmark = [pytest.mark.ray, pytest.mark.subprocess_cli]
 
@@ -30,13 +30,8 @@ def head() -> Iterator[localray.LocalRay]:
 
 @pytest.fixture(scope="module")
 def gpu(head: localray.LocalRay) -> Iterator[GpuNode]:
-    node = GpuNode(head, gpus=2)
-    node.start()
-    try:
-        wait_gpus(head.dashboard_url, 2)
+    with joined(head, 2) as node:
         yield node
-    finally:
-        node.close()
 
 
 def _attempt(client: JobSubmissionClient, run: str) -> str:

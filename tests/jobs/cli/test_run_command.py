@@ -16,20 +16,15 @@ from typer.testing import CliRunner
 
 from jobs.cli.app import app
 from tests.jobs.conftest import REPO, clean_env, run_cli
-from tests.jobs.gpu_node import GpuNode, wait_gpus
+from tests.jobs.gpu_node import GpuNode, joined
 
 pytestmark = [pytest.mark.ray, pytest.mark.subprocess_cli]
 
 
 @pytest.fixture(scope="module")
 def gpu_node(ray_head) -> Iterator[GpuNode]:
-    node = GpuNode(ray_head, gpus=1)
-    node.start()
-    try:
-        wait_gpus(ray_head.dashboard_url, 1)
+    with joined(ray_head, 1) as node:
         yield node
-    finally:
-        node.close()
 
 
 def _json_values(text: str) -> list[dict]:

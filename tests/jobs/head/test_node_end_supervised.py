@@ -22,7 +22,7 @@ from jobs.head import node_end
 from jobs.head.run_store import RunStore
 from jobs.runs import handoff, plan
 from tests.jobs.conftest import wait_until
-from tests.jobs.gpu_node import GpuNode, wait_gpus
+from tests.jobs.gpu_node import GpuNode, joined
 
 pytestmark = pytest.mark.ray
 
@@ -37,13 +37,8 @@ WEEK_S = 7 * 86400.0
 
 @pytest.fixture(scope="module")
 def gpu_node(ray_head) -> Iterator[GpuNode]:
-    node = GpuNode(ray_head, gpus=2)
-    node.start()
-    try:
-        wait_gpus(ray_head.dashboard_url, 2)
+    with joined(ray_head, 2) as node:
         yield node
-    finally:
-        node.close()
 
 
 @pytest.fixture(autouse=True)

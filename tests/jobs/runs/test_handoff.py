@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from jobs.cli.app import app
 from jobs.head import events as ev
 from tests.jobs.conftest import REPO, as_in_a_terminal, clean_env, wait_until
-from tests.jobs.gpu_node import GpuNode, wait_gpus
+from tests.jobs.gpu_node import GpuNode, joined, wait_gpus
 
 pytestmark = pytest.mark.ray
 
@@ -62,13 +62,8 @@ def name(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def gpu_node(ray_head) -> Iterator[GpuNode]:
-    node = GpuNode(ray_head, gpus=2)
-    node.start()
-    try:
-        wait_gpus(ray_head.dashboard_url, 2)
+    with joined(ray_head, 2) as node:
         yield node
-    finally:
-        node.close()
 
 
 def _status(client, job_id):

@@ -45,6 +45,15 @@ def test_a_chosen_runs_root_is_kept_without_a_note() -> None:
     assert handoff.surviving_defaults(asked, 0, "spot", "dev") == (asked, "")
 
 
+def _no_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contacting the cluster ends the command with exit 99: what was said before it is the test."""
+
+    def no_connect(*args: object, **kwargs: object) -> None:
+        raise SystemExit(99)
+
+    monkeypatch.setattr(address, "connect", no_connect)
+
+
 def _outputs(provisioning: str | None) -> stack.StackOutputs:
     return stack_outputs(
         rayDashboardPort=free_port(), rayFramework="nemo-rl", gpuProvisioning=provisioning
@@ -57,10 +66,7 @@ def test_submit_says_it_supervises_before_it_contacts_the_cluster(
 ) -> None:
     monkeypatch.setattr(stack, "read", lambda name: _outputs(provisioning))
 
-    def no_connect(*args: object, **kwargs: object) -> None:
-        raise SystemExit(99)
-
-    monkeypatch.setattr(address, "connect", no_connect)
+    _no_cluster(monkeypatch)
     result = CliRunner().invoke(
         app, ["submit", "nemo-rl-grpo-math", "--stack", "dev", "--name", "grpo-1"]
     )
@@ -76,10 +82,7 @@ def test_run_on_preemptible_gpus_is_supervised_too(
     carry --gpus/--cpus/--resource, item 11)."""
     monkeypatch.setattr(stack, "read", lambda name: _outputs(provisioning))
 
-    def no_connect(*args: object, **kwargs: object) -> None:
-        raise SystemExit(99)
-
-    monkeypatch.setattr(address, "connect", no_connect)
+    _no_cluster(monkeypatch)
     result = CliRunner().invoke(app, ["run", "--stack", "dev", "--gpus", "1", "--", "nvidia-smi"])
     assert result.exit_code == 99
     assert ("the run is supervised (up to 100 preemptions" in result.stderr) is noted, result.stderr
@@ -111,10 +114,7 @@ def test_submit_on_flex_start_says_when_attempts_save_before_it_contacts_the_clu
     )
     monkeypatch.setattr(stack, "read", lambda name: outputs)
 
-    def no_connect(*args: object, **kwargs: object) -> None:
-        raise SystemExit(99)
-
-    monkeypatch.setattr(address, "connect", no_connect)
+    _no_cluster(monkeypatch)
     result = CliRunner().invoke(
         app, ["submit", "nemo-rl-grpo-math", "--stack", "dev", "--name", "grpo-1"]
     )
