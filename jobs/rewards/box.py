@@ -271,6 +271,9 @@ class BoxSpec:
     disk_bytes: int  # size of the tmpfs at /box
     # Killed as idle past this wall time with under a tenth of it on a CPU (0: never).
     idle_s: float = 0.0
+    # Where the executor mounts the box's sized tmpfs (its own folder: a dead executor's
+    # leftovers are then found and unmounted with it); None: beside boxinit.
+    scratch_dir: str | None = None
     ro_binds: Sequence[tuple[str, str]] = ()  # (host path, box path)
     rw_binds: Sequence[tuple[str, str]] = ()
     env: dict[str, str] = field(default_factory=lambda: {"PATH": "/usr/bin:/bin"})
@@ -440,6 +443,22 @@ class sized_tmpfs:
             os.rmdir(self.path)
 
 
+def unmount_under(folder: Path) -> int:
+    """Lazily unmounts every mount below `folder` (a dead executor's boxes' tmpfs), deepest
+    first, so removing the folder never walks into a mount; how many there were."""
+    prefix = str(folder).rstrip("/") + "/"
+    try:
+        with open("/proc/self/mounts") as f:
+            points = [line.split()[1] for line in f if len(line.split()) > 1]
+    except OSError:
+        return 0
+    # /proc/self/mounts escapes a space in a path as \040 (fstab(5))
+    below = [p.replace("\\040", " ") for p in points if p.replace("\\040", " ").startswith(prefix)]
+    for point in sorted(below, key=len, reverse=True):
+        _libc().umount2(point.encode(), _MNT_DETACH)
+    return len(below)
+
+
 # The names boxinit.c's KEYS accepts, each required exactly once (issue 23: named, not positional).
 INIT_KEYS = (
     "report_fd",
@@ -510,7 +529,8 @@ def run_box(
     spec: BoxSpec, stdin: int, stdout: int, stderr: int, uid: int | None, init: str
 ) -> BoxExit:
     """Runs one box to its end (or its wall backstop) and returns how it ended, with the box's CPU time."""
-    with sized_tmpfs(os.path.dirname(init), spec.disk_bytes, uid is not None) as tmpfs:
+    parent = spec.scratch_dir or os.path.dirname(init)
+    with sized_tmpfs(parent, spec.disk_bytes, uid is not None) as tmpfs:
         return _run_box(spec, stdin, stdout, stderr, uid, init, tmpfs.path)
 
 
@@ -618,7 +638,8 @@ def run_tests(
     `folder/out.<i>` (opened by boxinit, never by the program), each under `spec`'s limits and
     `test_wall_s`. Returns the tests that ended, in order: a box killed at its backstop, or when
     `stop()` turned true (a run's deadline, a client gone), reports fewer than `tests`."""
-    with sized_tmpfs(os.path.dirname(init), spec.disk_bytes, uid is not None) as tmpfs:
+    parent = spec.scratch_dir or os.path.dirname(init)
+    with sized_tmpfs(parent, spec.disk_bytes, uid is not None) as tmpfs:
         return _run_tests(spec, tests, folder, test_wall_s, uid, init, stop, tmpfs.path)
 
 

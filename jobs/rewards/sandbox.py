@@ -351,6 +351,7 @@ def remove_dead_executors(root: Path, quarantine: Path) -> int:
                     continue  # alive
             elif name.startswith(".new-"):
                 continue  # an executor between mkdtemp and its lock
+            box.unmount_under(entry)  # its boxes' tmpfs, if it died with boxes running
             remove_tree(entry, quarantine)
             removed += 1
         finally:
@@ -489,6 +490,7 @@ class Executor:
                 open_files=256,
                 file_bytes=COMPILE_DISK,
                 disk_bytes=COMPILE_DISK,
+                scratch_dir=str(self._dir),
                 ro_binds=binds,
                 rw_binds=[(str(out), "/out")],
                 env={"PATH": "/usr/bin:/bin", "TMPDIR": box.BOX_DIR},
@@ -582,6 +584,7 @@ class Executor:
                 file_bytes=limits.output_bytes + 1,
                 disk_bytes=limits.disk_bytes,
                 idle_s=limits.time_s + IDLE_MARGIN_S,
+                scratch_dir=str(self._dir),
                 ro_binds=[(binary, BOX_PROGRAM)],
                 env={},
             )
@@ -610,13 +613,17 @@ class Executor:
 # up and clean, ~2 ms a test): a solution's tests are split across workers only in runs this
 # long, so a batch of many solutions (GRPO's) pays one box per solution.
 MIN_TESTS_PER_BOX = 8
+# boxinit reports each test in a line (~110 bytes) to a pipe the executor reads once the box has
+# ended: more lines than the pipe holds (64 KiB, pipe(7)) would block boxinit until the backstop.
+MAX_TESTS_PER_BOX = 256
 
 
 def chunks(cases: list[Case], workers: int, per_box: int = MIN_TESTS_PER_BOX) -> list[list[Case]]:
     """`cases` in contiguous runs of near-equal length, in order, one box each: at most
-    `workers` runs, none shorter than `per_box` unless there is only one (issue 25: the tests of
-    one solution need limits between them, not walls)."""
+    `workers` runs, none shorter than `per_box` unless there is only one, none longer than
+    MAX_TESTS_PER_BOX (issue 25: the tests of one solution need limits between them, not walls)."""
     n = min(max(1, workers), -(-len(cases) // max(1, per_box)))
+    n = max(n, -(-len(cases) // MAX_TESTS_PER_BOX))
     if n == 0:
         return []
     size, extra = divmod(len(cases), n)

@@ -5,6 +5,7 @@ test may run into the next: its processes, its CPU time, the files of the other 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -107,7 +108,15 @@ def test_a_time_limit_in_one_test_leaves_the_others_judged(one_worker: Executor)
 
 @pytest.mark.parametrize(
     ("n", "workers", "per_box", "boxes"),
-    [(0, 2, 8, 0), (1, 4, 8, 1), (7, 3, 1, 3), (8, 2, 8, 1), (9, 2, 8, 2), (200, 4, 8, 4)],
+    [
+        (0, 2, 8, 0),
+        (1, 4, 8, 1),
+        (7, 3, 1, 3),
+        (8, 2, 8, 1),
+        (9, 2, 8, 2),
+        (200, 4, 8, 4),
+        (600, 1, 8, 3),
+    ],  # fmt: skip
 )
 def test_tests_split_into_contiguous_runs_in_order_none_too_short(
     n: int, workers: int, per_box: int, boxes: int
@@ -143,9 +152,31 @@ def test_a_box_creates_no_more_files_than_its_inode_bound(one_worker: Executor) 
     result = one_worker.run(MANY_FILES, [Case(input="", output="bounded")], limits)
     (r,) = result.results
     assert r.status is Status.passed, r
-    mounts = Path("/proc/self/mounts").read_text()
-    assert ".box-" not in mounts, "a box's tmpfs outlived it"
-    assert not list(one_worker.root.glob(".box-*"))
+    # Judged below this executor's own folder: other executors share the state directory.
+    assert str(one_worker._dir) not in Path("/proc/self/mounts").read_text()
+    assert not list(one_worker._dir.glob(".box-*")), "a box's tmpfs outlived it"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the executor mounts the box's tmpfs as root only")
+def test_a_dead_executors_mounted_box_tmpfs_is_unmounted_and_its_folder_removed(
+    tmp_path: Path,
+) -> None:
+    """An executor killed with a box running leaves that box's tmpfs mounted in its folder; the
+    next executor on the root unmounts it before removing the folder (never walking into it)."""
+    root = tmp_path / "state"
+    first = Executor(workers=1, root=root, precompile=False)
+    dead = first._dir
+    with box.sized_tmpfs(str(dead), 2**20, enabled=True) as left:
+        assert left.path is not None
+        os.close(first._lock_fd)  # the executor dies: its flock goes, its mount stays
+        second = Executor(workers=1, root=root, precompile=False)
+        try:
+            assert not dead.exists(), "the dead executor's folder is still there"
+            # Not moved aside with it either (into quarantine/): nothing is mounted below root.
+            assert str(root) not in Path("/proc/self/mounts").read_text()
+        finally:
+            second.close()
+        left.path = None  # unmounted and removed with the folder already
 
 
 def test_the_inode_bound_follows_the_box_size() -> None:
@@ -153,3 +184,17 @@ def test_the_inode_bound_follows_the_box_size() -> None:
     assert box.box_inodes(2**20) == 256
     assert box.box_inodes(0) == box.BOX_INODES_MIN
     assert box.box_inodes(2**40) == box.BOX_INODES_MAX
+
+
+def test_more_tests_than_a_reports_pipe_holds_are_all_judged(one_worker: Executor) -> None:
+    """boxinit reports a line per test into a pipe read after the box: some 600 lines in one box
+    would fill it (64 KiB: a box of 1,500 blocked here) and stall boxinit until the box's backstop."""
+    code = '#include <cstdio>\nint main(){int n; scanf("%d",&n); printf("%d\\n",n);}'
+    cases = [Case(input=str(i), output=str(i)) for i in range(1500)]
+    done: list[object] = []
+    worker = threading.Thread(target=lambda: done.append(one_worker.run(code, cases, Limits())))
+    worker.start()
+    worker.join(120)
+    assert done, "1,500 tests were not judged within 120 s"
+    (result,) = done
+    assert result.passed == 1500, result.results[:3]
