@@ -7,6 +7,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from jobs.common.errors import JobsError
 from jobs.runs import metrics
 
 # The latest attempts' logs are read at once: `list` stays one round trip long, not one per run.
@@ -23,8 +24,10 @@ def with_steps(rows: list[dict[str, Any]], logs: Callable[[str], str]) -> None:
             return None
         try:
             return metrics.progress(metrics.parse(logs(numbered[-1]["submission_id"])))
-        except (OSError, RuntimeError, ValueError):
-            return None  # a log that cannot be read now shows no step, never fails the listing
+        except (JobsError, OSError, RuntimeError, ValueError):
+            # A log Ray cannot read (a job whose driver never started answers 500) shows no
+            # step; it never fails the listing.
+            return None
 
     with ThreadPoolExecutor(max_workers=_READERS) as pool:
         for row, progress in zip(rows, pool.map(step_of, rows), strict=True):
