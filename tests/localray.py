@@ -8,6 +8,7 @@ process on the machine by name, scripts.py `stop`, Ray 2.60).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -19,6 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # Ray ships psutil in ray/thirdparty_files and puts it on sys.path when imported; the
 # project pins Ray, so this is the psutil the `ray` CLI itself uses.
@@ -144,11 +146,37 @@ def _our_processes(root_pid: int, temp_dir: Path) -> list[psutil.Process]:
     return list(found.values())
 
 
+# What Ray's own AutoscalingCluster sets for its fake multi-node provider and autoscaler v2
+# (ray/cluster_utils.py, Ray 2.60): the head's node id must be the provider's fixed head id.
+FAKE_AUTOSCALER_ENV = {
+    "RAY_FAKE_CLUSTER": "1",
+    "AUTOSCALER_UPDATE_INTERVAL_S": "1",
+    "RAY_enable_autoscaler_v2": "1",
+    "RAY_CLOUD_INSTANCE_ID": "fffffffffffffffffffffffffffffffffffffffffffffffffff00000",
+    "RAY_OVERRIDE_NODE_ID_FOR_TESTING": "fffffffffffffffffffffffffffffffffffffffffffffffffff00000",
+}
+
+
+def _autoscaling_file(config: dict[str, Any], temp_dir: Path, gcs_port: int) -> Path:
+    """The config with the provider pointed at this head's GCS (the fake provider's default,
+    port 6379, would join another test's cluster)."""
+    config = json.loads(json.dumps(config))
+    config["provider"]["gcs_address"] = f"127.0.0.1:{gcs_port}"
+    path = temp_dir / "autoscaling.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
 def start(
-    num_cpus: int = 2, timeout_s: float = START_TIMEOUT_S, extra_env: dict[str, str] | None = None
+    num_cpus: int = 2,
+    timeout_s: float = START_TIMEOUT_S,
+    extra_env: dict[str, str] | None = None,
+    autoscaling: dict[str, Any] | None = None,
 ) -> LocalRay:
     """Start a head on free loopback ports with its own temp dir and wait for its dashboard.
-    `extra_env` reaches the head's processes (e.g. RAY_health_check_* for the GCS)."""
+    `extra_env` reaches the head's processes (e.g. RAY_health_check_* for the GCS).
+    `autoscaling`: a Ray cluster config for Ray's fake multi-node provider, whose autoscaler
+    (v2) then starts and stops worker raylets on this machine (tests/jobs/fake_autoscaler.py)."""
     # A short path: Ray puts unix sockets under the temp dir and sockets are limited to
     # 107 bytes on Linux.
     temp_dir = Path(tempfile.mkdtemp(prefix="rj-", dir="/tmp"))
@@ -188,6 +216,9 @@ def start(
         "--disable-usage-stats",
     ]
     env = dict(os.environ)
+    if autoscaling is not None:
+        args.append(f"--autoscaling-config={_autoscaling_file(autoscaling, temp_dir, gcs_port)}")
+        env.update(FAKE_AUTOSCALER_ENV)
     # Job entrypoints run through the head's PATH (reference §4.4): put this venv first so
     # `python` in an entrypoint is an interpreter that has Ray.
     env["PATH"] = f"{venv_bin()}{os.pathsep}{env.get('PATH', '')}"

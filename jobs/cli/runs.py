@@ -201,11 +201,20 @@ def _print_dry_run(sub: Submission, as_json: bool, notes: list[str]) -> None:
         err().print(note, markup=False)
 
 
-def _warn_if_short(dashboard: Dashboard, needed: int) -> None:
+def _warn_if_short(dashboard: Dashboard, needed: int, on_request: bool = False) -> None:
     """Say so when the cluster has fewer GPUs than the attempt needs: it is submitted anyway
-    (a GPU pool may be scaling up), but then waits for them instead of training."""
+    (a GPU pool may be scaling up), but then waits for them instead of training. On GPUs that
+    scale on demand that is the normal start, said as such."""
     have = capacity.alive_gpus(dashboard)
-    if have is not None and have < needed:
+    if have is not None and have < needed and on_request:
+        err().print(
+            f"scaling up: the cluster has {have:g} GPU(s) now and this run needs {needed}; its "
+            "supervisor asks Ray's autoscaler for them (a new GPU node boots and pulls the "
+            "image first: expect several minutes before the first step; `status RUN` shows the "
+            "wait)",
+            markup=False,
+        )
+    elif have is not None and have < needed:
         err().print(
             f"warning: the cluster has {have:g} GPU(s) now and this run needs {needed}; "
             "it is submitted, and its trainer waits until they are there (check the "
@@ -237,16 +246,38 @@ def _for_capacity(
     outputs: StackOutputs | None,
     where: address.Where,
     recipe: Recipe,
+    gpus_needed: int,
 ) -> tuple[handoff.Options, list[str]]:
     """A recipe run's supervision for the stack's GPUs: supervised on spot and flex-start, and
-    saving before flex-start nodes end; with the notes that say what was chosen."""
+    saving before flex-start nodes end, and asking for GPUs that scale on demand; with the notes
+    that say what was chosen."""
     options, supervised = handoff.surviving_defaults(
         options, max_restarts, outputs.gpu_provisioning if outputs else None, where.stack or ""
     )
+    options, asked = _on_request(options, max_restarts, outputs, where, gpus_needed)
     options, saves = handoff.saves_before_node_end(
         options, max_restarts, outputs.gpu_max_run_hours if outputs else None, recipe.framework
     )
-    return options, [note for note in (supervised, saves) if note]
+    return options, [note for note in (supervised, asked, saves) if note]
+
+
+def _on_request(
+    options: handoff.Options,
+    max_restarts: int,
+    outputs: StackOutputs | None,
+    where: address.Where,
+    gpus_needed: int,
+) -> tuple[handoff.Options, str]:
+    if outputs is None:
+        return options, ""
+    return handoff.gpus_on_request(
+        options,
+        max_restarts,
+        outputs.gpu_scaling,
+        outputs.gpus_per_node,
+        gpus_needed,
+        where.stack or "",
+    )
 
 
 def _resume(
@@ -284,7 +315,7 @@ def _resume(
             _check_ray_version(resumed.recipe, dashboard, where)
         # A resume on spot or flex-start GPUs is supervised by default too (issue 24).
         options, capacity_notes = _for_capacity(
-            options, max_restarts, outputs, where, resumed.recipe
+            options, max_restarts, outputs, where, resumed.recipe, planned.gpus_needed
         )
         for note in [*planned.notes, *capacity_notes]:
             err().print(note, markup=False)
@@ -306,7 +337,7 @@ def _resume(
             f"from {planned.checkpoint_dir}",
             markup=False,
         )
-        _warn_if_short(dashboard, planned.gpus_needed)
+        _warn_if_short(dashboard, planned.gpus_needed, options.request_gpus)
         return drive(
             dashboard,
             where,
@@ -480,13 +511,15 @@ def _submit_new(
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
     # Planned (size, overrides, payload checked) before the port-forward: a refusal costs nothing.
     planned = plan_recipe(ask, Place(where.stack, outputs, source))
-    options, capacity_notes = _for_capacity(options, max_restarts, outputs, where, ask.recipe)
+    options, capacity_notes = _for_capacity(
+        options, max_restarts, outputs, where, ask.recipe, planned.gpus_needed
+    )
     for note in [*planned.notes, *capacity_notes]:
         err().print(note, markup=False)
     with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
         if outputs is None and framework is None:
             _check_ray_version(ask.recipe, dashboard, where)
-        _warn_if_short(dashboard, planned.gpus_needed)
+        _warn_if_short(dashboard, planned.gpus_needed, options.request_gpus)
         code = drive(
             dashboard,
             where,
@@ -598,8 +631,12 @@ def run_cmd(
     options, supervision_note = handoff.surviving_defaults(
         options, max_restarts, outputs.gpu_provisioning if outputs else None, where.stack or ""
     )
-    if supervision_note:
-        err().print(supervision_note, markup=False)
+    options, asked_note = _on_request(
+        options, max_restarts, outputs, where, max(gpus, cluster_gpus or 0)
+    )
+    for note in (supervision_note, asked_note):
+        if note:
+            err().print(note, markup=False)
     with opt.reach(addr, stack_name, outputs) as (dashboard, where):
         code = drive(
             dashboard,

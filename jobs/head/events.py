@@ -17,6 +17,8 @@ PREFIX = "JOBS-SUPERVISOR "
 
 # Events, in the order a run meets them.
 ARMED = "armed"  # the supervisor has the run
+# GPUs that scale on demand: the run's request to Ray's autoscaler (jobs/head/scale_up.py).
+GPUS_REQUESTED = "gpus_requested"
 SUBMITTED = "submitted"  # attempt N submitted (N > first: a resubmit)
 ATTEMPT_ENDED = "attempt_ended"  # attempt N ended: SUCCEEDED / FAILED / STOPPED
 WAITING = "waiting"  # waiting for N GPUs since T
@@ -35,6 +37,7 @@ FINISHED = "finished"  # the run succeeded
 GAVE_UP = "gave_up"  # no further attempt, and why (reason: jobs.head.restart_policy.Reason)
 STOPPED = "stopped"  # `stop RUN`: the supervisor was stopped
 STOP_REQUESTED = "stop_requested"  # `stop RUN` asked for the run's end (jobs/head/stop.py)
+GPUS_RELEASED = "gpus_released"  # the run's end released its GPU request
 INTERRUPTED = "interrupted"  # the supervisor got SIGTERM without a stop request: not the end
 # On flex-start GPUs: when the attempt about to be submitted is told to save (jobs/head/node_end.py).
 SAVE_BEFORE_NODE_END = "save_before_node_end"

@@ -139,6 +139,11 @@ class Spec:
     # The runs root may be created by the supervisor: only the stack's own (`/lustre/runs`, the
     # re-armer's), never one the user typed, whose typo would put records where nothing looks.
     create_runs_root: bool = False
+    # GPUs that scale on demand (`gpu.scaling: on-demand`): the supervisor asks Ray's autoscaler
+    # for the run's GPU nodes, `gpus_per_node` each, and releases them at the run's end
+    # (jobs/head/scale_up.py).
+    request_gpus: bool = False
+    gpus_per_node: int = 0
 
     METADATA_KEY = "spec"
 

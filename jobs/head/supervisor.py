@@ -61,6 +61,7 @@ from jobs.head import (
     node_events,
     progress,
     protocol,
+    scale_up,
     stall,
 )
 from jobs.head import events as ev
@@ -166,6 +167,7 @@ class Supervisor:
         renew_in_thread: bool = True,
         publish: Callable[[str], None] | None = None,
         files: Files = LOCAL,
+        gpu_requests: scale_up.Requests | None = None,
     ) -> None:
         self.client = client
         self.own_id = own_id
@@ -189,6 +191,11 @@ class Supervisor:
         self.stability = node_events.Stability()
         self.rhythm = stall.Rhythm()  # step and save times: the stall timeout (issue 24 item 10)
         self._nodes: list[dict[str, Any]] = []
+        # On GPUs that scale on demand: the run's request to Ray's autoscaler, made once the run
+        # is taken and released when it ends (never when the run is left to a re-armer or to
+        # another supervisor, which hold it on).
+        self.gpu_requests = gpu_requests if spec.request_gpus else None
+        self._gpus_asked = False
 
     @property
     def current(self) -> str | None:
@@ -550,13 +557,7 @@ class Supervisor:
             d = decide(s)
             if d.action != Action.WAIT:
                 if waiting_since is not None and d.action == Action.SUBMIT:
-                    self.record(
-                        ev.GPUS_BACK,
-                        f"{gpus:g} GPUs back after waiting {s.waited_s:.0f} s",
-                        gpus=gpus,
-                        gpus_needed=s.gpus_needed,
-                        waited_s=round(s.waited_s, 1),
-                    )
+                    self._note_back(gpus, s)
                 return d, s
             if d.reason == Reason.GPUS_BUSY and d.reason != noted and self._next_exists(state):
                 # The GPUs are busy with our own next attempt, submitted before an error hid
@@ -576,7 +577,12 @@ class Supervisor:
                 last_note = now
                 self.record(
                     ev.STILL_WAITING,
-                    f"still waiting for {s.gpus_needed} GPUs "
+                    (
+                        "still scaling up: waiting"
+                        if self.gpu_requests is not None
+                        else "still waiting"
+                    )
+                    + f" for {s.gpus_needed} GPUs "
                     f"({s.waited_s:.0f} s{_deadline(s)}; the cluster has {gpus:g}{_free(s)})",
                     gpus=gpus,
                     gpus_needed=s.gpus_needed,
@@ -586,6 +592,27 @@ class Supervisor:
                 raise _LeaseLost()
             self._pause(self.config.poll_s)
 
+    def _note_back(self, gpus: float, s: Situation) -> None:
+        if self.gpu_requests is not None:
+            # The time from the autoscaler seeing the request short to the workers alive
+            # (node boot and image pull on GKE): what a run on demand pays before it trains.
+            self.record(
+                ev.GPUS_BACK,
+                f"GPU workers up: {gpus:g} GPUs {s.waited_s:.0f} s after scaling up began",
+                gpus=gpus,
+                gpus_needed=s.gpus_needed,
+                waited_s=round(s.waited_s, 1),
+                scale_up_s=round(s.waited_s, 1),
+            )
+            return
+        self.record(
+            ev.GPUS_BACK,
+            f"{gpus:g} GPUs back after waiting {s.waited_s:.0f} s",
+            gpus=gpus,
+            gpus_needed=s.gpus_needed,
+            waited_s=round(s.waited_s, 1),
+        )
+
     def _note_wait(self, d: Decision, s: Situation) -> None:
         if d.reason == Reason.SETTLING:
             self.record(
@@ -594,6 +621,24 @@ class Supervisor:
                 settle_s=s.settle_s,
                 gpus=s.gpus_now,
                 gpus_needed=s.gpus_needed,
+            )
+        elif self.gpu_requests is not None and d.reason == Reason.NO_CAPACITY:
+            self.record(
+                ev.WAITING,
+                f"scaling up: Ray's autoscaler is adding GPU workers for {s.gpus_needed} GPUs "
+                f"since {ev.now_iso()} (the cluster has {s.gpus_now:g}{_free(s)}; a new GKE node "
+                "boots and pulls the image first, usually several minutes; "
+                + (
+                    f"gives up after {s.max_wait_s:.0f} s, the run's capacity deadline)"
+                    if s.max_wait_s > 0
+                    else "no deadline: a spot stockout is waited out)"
+                ),
+                gpus=s.gpus_now,
+                gpus_free=s.gpus_free,
+                gpus_needed=s.gpus_needed,
+                since=ev.now_iso(),
+                max_wait_s=s.max_wait_s,
+                scaling_up=True,
             )
         else:
             self.record(
@@ -633,6 +678,7 @@ class Supervisor:
                     stopped = f"; {current} stopped"
             except (RuntimeError, OSError, ValueError):
                 pass
+        self._release_gpus()  # before the final record: `list` shows the last one
         self.record(
             ev.STOPPED,
             f"stopped by the user{stopped}; nothing is resubmitted",
@@ -682,6 +728,51 @@ class Supervisor:
             self.store.release(self.lease)
         return code
 
+    def _ask_gpus(self) -> None:
+        """Ask Ray's autoscaler for the run's GPU nodes, once per supervisor (the request
+        stays in the cluster until released; a re-armed supervisor asks again, harmlessly)."""
+        if self.gpu_requests is None or self._gpus_asked:
+            return
+        spec = self.spec
+        wanted = scale_up.bundles(spec.gpus_needed, spec.gpus_per_node)
+        sent = self.gpu_requests.ask(spec.run, self.own_id, wanted)
+        self._gpus_asked = True
+        others = len(sent) - len(wanted)
+        self.record(
+            ev.GPUS_REQUESTED,
+            f"asked Ray's autoscaler for {scale_up.describe(wanted)}: GPU nodes scale on "
+            "demand on this stack; the request holds them until the run ends"
+            + (
+                f" (the cluster's request also keeps {others} node(s) of other runs)"
+                if others
+                else ""
+            ),
+            bundles=wanted,
+            cluster_bundles=len(sent),
+        )
+
+    def _release_gpus(self) -> None:
+        """The run is over: drop its request so idle GPU nodes can go (gpu.idleMinutes)."""
+        if self.gpu_requests is None or not self._gpus_asked:
+            return
+        try:
+            left = self.gpu_requests.release(self.spec.run, self.own_id)
+        except Exception as e:  # the run is over: say what was not released, never raise
+            self.record(
+                ev.ERROR,
+                f"could not release the run's GPU request ({type(e).__name__}: {e}); idle GPU "
+                "nodes stay until another run's request replaces it",
+                error=type(e).__name__,
+            )
+            return
+        self.record(
+            ev.GPUS_RELEASED,
+            "released the run's GPU request: its GPU nodes are removed once idle for "
+            "gpu.idleMinutes"
+            + (f" (other runs still ask for {scale_up.describe(left)})" if left else ""),
+            cluster_bundles=len(left),
+        )
+
     def _drive(self) -> int:
         """Take the run, restore its state, then loop; an unexpected error (a dashboard
         answering 500 included) is recorded and the step retried after a backoff."""
@@ -723,6 +814,7 @@ class Supervisor:
 
     def _loop(self, state: RunState) -> int:
         spec = self.spec
+        self._ask_gpus()
         while True:
             if state.watching:
                 ended = self._watch(state)
@@ -733,6 +825,7 @@ class Supervisor:
                 self._ended(state, ended)
             d, s = self._decide(state)
             if d.action == Action.FINISH:
+                self._release_gpus()  # before the final record: `list` shows the last one
                 self.record(
                     ev.FINISHED,
                     f"run {spec.run} succeeded ({state.current})",
@@ -742,6 +835,7 @@ class Supervisor:
             if d.action == Action.GIVE_UP:
                 if d.reason == Reason.STOPPED_BY_USER:
                     return self._stopped(state)
+                self._release_gpus()  # before the final record: `list` shows the last one
                 self.record(
                     ev.GAVE_UP,
                     f"gave up: {d.message}",
@@ -1172,6 +1266,15 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
     )
 
 
+def _job_alive(client: Any, submission_id: str) -> bool:
+    """A job Ray still runs; only a job Ray does not know (404) or an ended one is gone: an
+    answer lost to a restarting dashboard counts as alive (scale_up.Requests)."""
+    try:
+        return not client.get_job_status(submission_id).is_terminal()
+    except (RuntimeError, OSError, http.client.HTTPException) as e:
+        return not (isinstance(e, RuntimeError) and errors.is_not_found(e))
+
+
 def from_job(
     client: Any,
     own_id: str,
@@ -1232,6 +1335,9 @@ def main(argv: list[str]) -> int:
         _probes(client, dashboard, ctx),
         Settings.from_env(),
         working_dir=_own_working_dir(),
+        gpu_requests=scale_up.Requests(
+            scale_up.RayKV(), scale_up.send_to_ray, lambda sid: _job_alive(client, sid)
+        ),
     )
     refusal = protocol.runs_root_refusal(supervisor.spec, os.path.isdir)
     if refusal:

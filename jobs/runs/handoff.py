@@ -50,6 +50,10 @@ class Options:
     # attempts are told to save before it (jobs/head/node_end.py); 0 / "": none.
     node_max_run_s: float = 0.0
     save_before_node_end: str = ""
+    # GPU nodes that scale on demand: the supervisor asks Ray's autoscaler for the run's nodes
+    # of `gpus_per_node` GPUs (jobs/head/scale_up.py).
+    request_gpus: bool = False
+    gpus_per_node: int = 0
 
     def supervised(self, max_restarts: int) -> bool:
         return (
@@ -109,6 +113,47 @@ def saves_before_node_end(
     )
 
 
+ON_DEMAND = "on-demand"  # gpu.scaling: the GPU workers and nodes follow the runs' requests
+
+
+def gpus_on_request(
+    options: Options,
+    max_restarts: int,
+    scaling: str | None,
+    gpus_per_node: int,
+    gpus_needed: int,
+    stack: str,
+) -> tuple[Options, str]:
+    """On a stack whose GPU nodes scale on demand, a run that needs GPUs is supervised and its
+    supervisor asks Ray's autoscaler for them: neither framework makes a request Ray's autoscaler
+    sees while the GPUs are missing (jobs/head/scale_up.py). An explicitly unsupervised run
+    (--max-preemptions 0, no other budget) stays so, with a note that nothing asks for its GPUs.
+    Returns the options and a note ("" when nothing changed)."""
+    if scaling != ON_DEMAND or gpus_needed <= 0:
+        return options, ""
+    if not options.supervised(max_restarts) and options.max_preemptions == 0:
+        return options, (
+            f"warning: stack {stack}'s GPU nodes scale on demand and an unsupervised run asks "
+            "nobody for them: it trains only on GPU workers already up (drop --max-preemptions 0 "
+            "to have its supervisor ask Ray's autoscaler for them)"
+        )
+    was_supervised = options.supervised(max_restarts)
+    chosen = replace(
+        options,
+        max_preemptions=options.max_preemptions if was_supervised else DEFAULT_MAX_PREEMPTIONS,
+        runs_root=options.runs_root or RUNS_ROOT,
+        request_gpus=True,
+        gpus_per_node=gpus_per_node,
+    )
+    return chosen, (
+        f"stack {stack}'s GPU nodes scale on demand: the run's supervisor asks Ray's autoscaler "
+        f"for {gpus_needed} GPUs"
+        + (f" ({-(-gpus_needed // gpus_per_node)} node(s))" if gpus_per_node > 0 else "")
+        + " and releases them when the run ends"
+        + ("" if was_supervised else f" (the run is supervised, its record in {chosen.runs_root})")
+    )
+
+
 # Starting the supervisor's driver takes a few seconds (reference §4.3: ~2-3 s to RUNNING);
 # a minute means the head is in trouble.
 HANDOFF_TIMEOUT_S = 120.0
@@ -165,6 +210,8 @@ def hand_off(
         capacity_deadline_s=options.capacity_deadline_s or 0.0,
         node_max_run_s=options.node_max_run_s,
         save_before_node_end=options.save_before_node_end,
+        request_gpus=options.request_gpus,
+        gpus_per_node=options.gpus_per_node,
         entrypoint_num_cpus=sub.entrypoint_num_cpus,
         entrypoint_num_gpus=sub.entrypoint_num_gpus,
         entrypoint_resources=sub.entrypoint_resources,

@@ -70,7 +70,10 @@ def test_waiting_is_only_for_missing_gpus_and_ends_only_at_a_user_deadline(s):
         assert s.gpus_now < s.gpus_needed
         assert s.max_wait_s == 0 or s.waited_s < s.max_wait_s
     if d.action == Action.WAIT and d.reason == Reason.SETTLING:
-        assert s.gpus_needed > 0 and s.stable_s < s.settle_s
+        # A run that declares no GPUs settles only after a failure, before it is judged (its
+        # workers may have been on a lost node: issue 24 item 0); it has no capacity to settle.
+        assert s.stable_s < s.settle_s
+        assert s.gpus_needed > 0 or s.ended in ("FAILED", "STALLED")
     if d.reason == Reason.DEADLINE:
         assert s.max_wait_s > 0 and s.waited_s >= s.max_wait_s
         assert str(s.gpus_needed) in d.message

@@ -121,3 +121,53 @@ def test_submit_on_flex_start_says_when_attempts_save_before_it_contacts_the_clu
     assert result.exit_code == 99
     assert "the run is supervised" in result.stderr
     assert "flex-start GPU nodes run at most 72 h" in result.stderr, result.stderr
+
+
+def test_gpus_that_scale_on_demand_are_asked_for_by_a_supervised_run() -> None:
+    """Issue 27: neither framework makes a request Ray's autoscaler sees while the GPUs are
+    missing, so a run on a scaled-to-zero stack is supervised and its supervisor asks."""
+    chosen, note = handoff.gpus_on_request(Options(), 0, "on-demand", 8, 16, "dev")
+    assert chosen.supervised(0) and chosen.request_gpus and chosen.gpus_per_node == 8
+    assert chosen.max_preemptions == DEFAULT_MAX_PREEMPTIONS and chosen.runs_root == RUNS_ROOT
+    assert "asks Ray's autoscaler for 16 GPUs (2 node(s))" in note
+    assert "the run is supervised" in note
+
+
+def test_a_supervised_run_on_demand_keeps_its_budgets() -> None:
+    asked = Options(max_preemptions=7, runs_root="/lustre/team-a/runs")
+    chosen, note = handoff.gpus_on_request(asked, 2, "on-demand", 8, 8, "dev")
+    assert (chosen.max_preemptions, chosen.runs_root) == (7, "/lustre/team-a/runs")
+    assert chosen.request_gpus and "the run is supervised" not in note
+
+
+@pytest.mark.parametrize(("scaling", "gpus"), [("static", 16), (None, 16), ("on-demand", 0)])
+def test_static_gpus_or_a_run_without_gpus_ask_for_nothing(scaling: str | None, gpus: int) -> None:
+    assert handoff.gpus_on_request(Options(), 0, scaling, 8, gpus, "dev") == (Options(), "")
+
+
+def test_an_explicitly_unsupervised_run_on_demand_is_warned_that_nobody_asks() -> None:
+    asked = Options(max_preemptions=0)
+    chosen, note = handoff.gpus_on_request(asked, 0, "on-demand", 8, 8, "dev")
+    assert chosen == asked and not chosen.request_gpus
+    assert note.startswith("warning:") and "asks nobody for them" in note
+
+
+def test_submit_on_a_stack_that_scales_on_demand_says_it_asks_before_it_contacts_the_cluster(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outputs = stack_outputs(
+        rayDashboardPort=free_port(),
+        rayFramework="nemo-rl",
+        gpuProvisioning="on-demand",
+        gpuScaling="on-demand",
+    )
+    monkeypatch.setattr(stack, "read", lambda name: outputs)
+
+    _no_cluster(monkeypatch)
+    result = CliRunner().invoke(
+        app, ["submit", "nemo-rl-grpo-math", "--stack", "dev", "--name", "grpo-1"]
+    )
+    assert result.exit_code == 99
+    assert "GPU nodes scale on demand: the run's supervisor asks Ray's autoscaler" in (
+        result.stderr
+    ), result.stderr

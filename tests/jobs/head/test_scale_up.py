@@ -1,0 +1,119 @@
+"""The runs' GPU requests to Ray's autoscaler: bundles per node, one request per run, the union sent."""
+
+from __future__ import annotations
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import given
+
+from jobs.head import scale_up
+
+
+class DictKV:
+    """Ray's internal KV namespace as a dict (the production store is Ray's GCS)."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+
+    def put(self, key: str, value: str) -> None:
+        self.data[key] = value
+
+    def get(self, key: str) -> str | None:
+        return self.data.get(key)
+
+    def keys(self) -> list[str]:
+        return list(self.data)
+
+    def delete(self, key: str) -> None:
+        self.data.pop(key, None)
+
+
+class Cluster:
+    """What the autoscaler was last asked for, and which supervisors are alive."""
+
+    def __init__(self) -> None:
+        self.kv = DictKV()
+        self.sent: list[list[scale_up.Bundle]] = []
+        self.alive: set[str] = set()
+
+    def requests(self) -> scale_up.Requests:
+        return scale_up.Requests(self.kv, self.sent.append, lambda sid: sid in self.alive)
+
+    @property
+    def last(self) -> list[scale_up.Bundle]:
+        return self.sent[-1]
+
+
+@pytest.mark.parametrize(
+    ("gpus", "per_node", "expected"),
+    [
+        (16, 8, [{"GPU": 8.0}, {"GPU": 8.0}]),
+        (8, 8, [{"GPU": 8.0}]),
+        (12, 8, [{"GPU": 8.0}, {"GPU": 4.0}]),
+        (3, 0, [{"GPU": 1.0}] * 3),
+        (0, 8, []),
+    ],
+)
+def test_bundles_are_one_per_gpu_node(
+    gpus: int, per_node: int, expected: list[scale_up.Bundle]
+) -> None:
+    assert scale_up.bundles(gpus, per_node) == expected
+
+
+@given(st.integers(min_value=0, max_value=512), st.integers(min_value=0, max_value=16))
+def test_bundles_add_up_to_the_gpus_needed(gpus: int, per_node: int) -> None:
+    asked = scale_up.bundles(gpus, per_node)
+    assert sum(b["GPU"] for b in asked) == gpus
+    assert all(0 < b["GPU"] <= max(per_node, 1) for b in asked)
+
+
+def test_describe_names_nodes_and_gpus() -> None:
+    assert scale_up.describe(scale_up.bundles(16, 8)) == "2 nodes of 8 GPUs (16 GPUs)"
+    assert scale_up.describe(scale_up.bundles(8, 8)) == "1 node of 8 GPUs (8 GPUs)"
+    assert scale_up.describe([]) == "no GPUs"
+
+
+def test_two_runs_are_both_asked_for_and_one_release_keeps_the_other() -> None:
+    cluster = Cluster()
+    cluster.alive |= {"a-s1", "b-s1"}
+    reqs = cluster.requests()
+    reqs.ask("a", "a-s1", scale_up.bundles(16, 8))
+    assert cluster.last == [{"GPU": 8.0}] * 2
+    # Ray keeps one request per cluster: the second run's call must still carry the first's.
+    reqs.ask("b", "b-s1", scale_up.bundles(8, 8))
+    assert cluster.last == [{"GPU": 8.0}] * 3
+    reqs.release("a", "a-s1")
+    assert cluster.last == [{"GPU": 8.0}]
+    reqs.release("b", "b-s1")
+    assert cluster.last == []
+
+
+def test_a_dead_supervisors_request_is_dropped_by_the_next_call() -> None:
+    cluster = Cluster()
+    cluster.alive |= {"a-s1", "b-s1"}
+    reqs = cluster.requests()
+    reqs.ask("a", "a-s1", scale_up.bundles(8, 8))
+    cluster.alive.discard("a-s1")  # killed without releasing (its nodes would bill forever)
+    reqs.ask("b", "b-s1", scale_up.bundles(8, 8))
+    assert cluster.last == [{"GPU": 8.0}]
+    assert "a" not in cluster.kv.data
+
+
+def test_release_by_an_older_supervisor_keeps_the_newer_ones_request() -> None:
+    cluster = Cluster()
+    cluster.alive |= {"a-s1", "a-s2"}
+    reqs = cluster.requests()
+    reqs.ask("a", "a-s1", scale_up.bundles(8, 8))
+    reqs.ask("a", "a-s2", scale_up.bundles(16, 8))  # re-armed: the newer supervisor's request
+    reqs.release("a", "a-s1")  # the older one leaves late
+    assert cluster.last == [{"GPU": 8.0}] * 2
+
+
+def test_an_unreadable_entry_is_dropped_not_raised() -> None:
+    cluster = Cluster()
+    cluster.alive |= {"b-s1"}
+    cluster.kv.put("a", "{not json")
+    cluster.kv.put("c", '["a list"]')
+    reqs = cluster.requests()
+    assert reqs.ask("b", "b-s1", scale_up.bundles(8, 8)) == [{"GPU": 8.0}]
+    assert set(cluster.kv.data) == {"b"}
