@@ -87,6 +87,12 @@ class Requests:
             self.store.delete(run)
         return self._send_union()
 
+    def drop(self, run: str) -> list[Bundle]:
+        """Drop the run's request whoever made it: for a run that ended with no supervisor to
+        release it (`stop` of a run whose supervisor was killed, jobs/head/stop.py)."""
+        self.store.delete(run)
+        return self._send_union()
+
     def _entry(self, run: str) -> dict[str, Any] | None:
         raw = self.store.get(run)
         if raw is None:
@@ -140,6 +146,12 @@ class RayKV:
 
     def delete(self, key: str) -> None:
         self._kv._internal_kv_del(key, namespace=NAMESPACE)
+
+
+def on_ray() -> Requests:
+    """The requests of the cluster this process is connected to (`ray.init` first), keeping
+    every other run's request (this process cannot tell whose supervisor lives)."""
+    return Requests(RayKV(), send_to_ray, lambda _supervisor: True)
 
 
 def send_to_ray(asked: list[Bundle]) -> None:

@@ -6,7 +6,7 @@ Lustre), waits for it, then stops the supervisor. The request is what makes the 
 supervisor that gets SIGTERM without one (a head pod deleted by an upgrade sends SIGTERM too)
 leaves the run to the re-armer, and the re-armer never takes a run whose current life holds a
 request (jobs/head/events.py `stop_requested`). A later `submit --resume` starts a new life.
-Standard library only: it runs on the Ray head.
+Standard library only (and Ray, to release the run's GPU request): it runs on the Ray head.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from jobs.head import events as ev
+from jobs.head import scale_up
 from jobs.head.run_store import RunStore
 
 
@@ -29,6 +30,19 @@ def request_stop(store: RunStore, by: str) -> None:
             requested_by=by,
         )
     )
+
+
+def _drop_gpu_request(run: str) -> None:
+    """The run's request to Ray's autoscaler, left by its dead supervisor: without this the GPU
+    nodes it asked for would stay up, billed, until another run's request replaced it."""
+    try:
+        import ray
+
+        ray.init(log_to_driver=False)
+        scale_up.on_ray().drop(run)
+        print(f"released run {run}'s GPU request: idle GPU nodes are removed", flush=True)
+    except Exception as e:  # the stop stands; say what was left
+        print(f"could not release run {run}'s GPU request: {type(e).__name__}: {e}", flush=True)
 
 
 def main(argv: list[str]) -> int:
@@ -61,6 +75,9 @@ def main(argv: list[str]) -> int:
                 requested_by=args.by,
             )
         )
+        spec = store.spec()
+        if spec is not None and spec.get("request_gpus"):
+            _drop_gpu_request(args.run)
     print(f"stop of {args.run} recorded in {store.dir}", flush=True)
     return 0
 

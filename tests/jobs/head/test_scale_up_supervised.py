@@ -23,7 +23,7 @@ from jobs.head.run_store import RunStore
 from jobs.runs import handoff, plan
 from tests import localray
 from tests.jobs import fake_autoscaler
-from tests.jobs.conftest import wait_until
+from tests.jobs.conftest import run_cli, wait_until
 
 pytestmark = pytest.mark.ray
 
@@ -152,3 +152,48 @@ def test_a_run_brings_its_gpu_node_and_its_end_lets_it_go(autoscaling_head, tmp_
     assert during and len(set(during)) == 1 and len(during[0]) == 1, watch.seen
     ended = next(r for r in recs if r["event"] == ev.ATTEMPT_ENDED)
     assert ended["status"] == "SUCCEEDED", ended
+
+
+def test_a_run_stopped_after_its_supervisor_died_releases_its_gpu_request(
+    autoscaling_head, tmp_path
+):
+    """The supervisor is terminated as a head pod's deletion would (no stop request: the run is
+    left for the re-armer, its request kept); the user then stops the run. With no supervisor to
+    release the request, the stop job drops it, else the GPU node would stay up and billed."""
+    url = autoscaling_head.dashboard_url
+    run = f"ondemand-stop-{uuid.uuid4().hex[:8]}"
+    sub = plan.for_command(_trainer(600), run, None, None, "test")
+    store = RunStore(str(tmp_path), run)
+    events = lambda: list(store.events())  # noqa: E731
+    client = Dashboard(url)
+    handoff.hand_off(
+        client,
+        sub,
+        max_restarts=0,
+        gpus=GPUS,
+        checkpoint_dir="",
+        hint_where="",
+        options=handoff.Options(
+            runs_root=str(tmp_path), max_preemptions=1, request_gpus=True, gpus_per_node=GPUS
+        ),
+    )
+    wait_until(
+        lambda: any(r["event"] == ev.SUBMITTED for r in events()),
+        timeout=120,
+        what="the attempt to be submitted once the GPU node is up",
+    )
+    client.stop(f"{run}-s1")  # SIGTERM without a stop request: interrupted, not ended
+    wait_until(
+        lambda: any(r["event"] == ev.INTERRUPTED for r in events()),
+        timeout=60,
+        what="the supervisor to record its interruption",
+    )
+    assert ev.GPUS_RELEASED not in [r["event"] for r in events()]
+    result = run_cli("stop", run, "--address", url, "--runs-root", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert ev.outcome(events())["event"] == ev.STOPPED
+    wait_until(
+        lambda: _gpu_nodes(url) == set(),
+        timeout=IDLE_TIMEOUT_S + 60,
+        what="the GPU node to be removed once the stopped run's request was dropped",
+    )
