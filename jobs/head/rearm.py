@@ -98,6 +98,48 @@ class Rearmer:
                 out.append(run)
         return out
 
+    def unended_stops(self) -> list[str]:
+        """Runs a user stopped whose supervisor died before it wrote the end: the stop job saw
+        its lease still held (a supervisor killed a moment before `stop`), so nobody wrote the
+        end or released the run's GPU request, and the re-armer never re-arms a stopped run."""
+        out = []
+        for run in runs(self.root, self.files):
+            store = self.store(run)
+            if store.alive(store.lease()) or store.spec() is None:
+                continue
+            recs = store.events()
+            if ev.outcome(recs) is None and ev.stop_requested(recs):
+                out.append(run)
+        return out
+
+    def end_stop(self, run: str, jobs: list[Any]) -> str | None:
+        """Submit the run's stop job again (jobs/head/stop.py), which now finds no supervisor
+        and writes the end and drops the GPU request; its id, or None while a job of the run's
+        supervisor or stop still runs."""
+        if self.live_supervisor(jobs, run) is not None:
+            return None
+        stops = [
+            j
+            for j in jobs
+            if (j.metadata or {}).get("run") == run
+            and (j.metadata or {}).get("kind") == protocol.STOP
+        ]
+        if any(not j.status.is_terminal() for j in stops):
+            return None
+        sid = f"{run}-stop{1 + len(stops)}"
+        self.client.submit_job(
+            entrypoint=f"python -m {protocol.STOP_MODULE} {run} --runs-root {self.root} "
+            "--by re-armer",
+            runtime_env={"py_modules": [str(JOBS_DIR)], "env_vars": {"PYTHONSAFEPATH": "1"}},
+            metadata={
+                "run": run,
+                "kind": protocol.STOP,
+                "submitted_by": "python -m jobs.head.rearm",
+            },
+            submission_id=sid,
+        )
+        return sid
+
     def rearm(self, run: str, jobs: list[Any]) -> str | None:
         """Submit the run's next supervisor; its id, or None when someone else has the run."""
         if self.live_supervisor(jobs, run) is not None:
@@ -131,10 +173,20 @@ class Rearmer:
         return sid
 
     def sweep(self) -> list[str]:
-        todo = self.candidates()
-        if not todo:
+        todo, stops = self.candidates(), self.unended_stops()
+        if not todo and not stops:
             return []
         jobs = self.client.list_jobs()
+        for run in stops:
+            try:
+                sid = self.end_stop(run, jobs)
+            except (RuntimeError, OSError, ValueError) as e:
+                self._write(f"rearm: ending stopped run {run}: {type(e).__name__}: {e}")
+                continue
+            if sid:
+                self._write(
+                    f"rearm: {run} was stopped while its supervisor was gone: {sid} ends it"
+                )
         armed = []
         for run in todo:
             try:

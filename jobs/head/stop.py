@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from jobs.head import events as ev
 from jobs.head import scale_up
@@ -30,6 +31,28 @@ def request_stop(store: RunStore, by: str) -> None:
             requested_by=by,
         )
     )
+
+
+def record_stop(store: RunStore, by: str, drop_gpu_request: Callable[[str], None]) -> None:
+    """The user's stop on the record; with no supervisor holding the run (killed, or lost with
+    its head) none will write its end or release its GPU request, and the caller stops its
+    attempt next, so the request is the end (issue 29 item 4) and the GPU request is dropped."""
+    if not ev.stop_requested(store.events()):
+        request_stop(store, by)
+    if store.alive(store.lease()):
+        return
+    store.append(
+        ev.record(
+            ev.STOPPED,
+            store.run,
+            f"stopped by the user ({by}) while no supervisor held the run",
+            at=store.clock.time(),
+            requested_by=by,
+        )
+    )
+    spec = store.spec()
+    if spec is not None and spec.get("request_gpus"):
+        drop_gpu_request(store.run)
 
 
 def _drop_gpu_request(run: str) -> None:
@@ -62,22 +85,7 @@ def main(argv: list[str]) -> int:
     if ended is not None:  # a finished run's record is never rewritten
         print(f"run {args.run} already ended: {ended.get('message', '')}", flush=True)
         return 0
-    request_stop(store, args.by)
-    if not store.alive(store.lease()):
-        # No supervisor holds the run (killed, or lost with its head): none will write its end,
-        # and the caller stops its attempt next, so the request is the end (issue 29 item 4).
-        store.append(
-            ev.record(
-                ev.STOPPED,
-                store.run,
-                f"stopped by the user ({args.by}) while no supervisor held the run",
-                at=store.clock.time(),
-                requested_by=args.by,
-            )
-        )
-        spec = store.spec()
-        if spec is not None and spec.get("request_gpus"):
-            _drop_gpu_request(args.run)
+    record_stop(store, args.by, _drop_gpu_request)
     print(f"stop of {args.run} recorded in {store.dir}", flush=True)
     return 0
 

@@ -196,6 +196,9 @@ class Supervisor:
         # another supervisor, which hold it on).
         self.gpu_requests = gpu_requests if spec.request_gpus else None
         self._gpus_asked = False
+        # When the current scale-up began (monotonic): kept across an error that restarts the
+        # wait, so the time to workers counts from the first "scaling up".
+        self._scaling_since: float | None = None
 
     @property
     def current(self) -> str | None:
@@ -593,16 +596,18 @@ class Supervisor:
             self._pause(self.config.poll_s)
 
     def _note_back(self, gpus: float, s: Situation) -> None:
-        if self.gpu_requests is not None:
+        if self.gpu_requests is not None and self._scaling_since is not None:
             # The time from the autoscaler seeing the request short to the workers alive
             # (node boot and image pull on GKE): what a run on demand pays before it trains.
+            took = self.clock.monotonic() - self._scaling_since
+            self._scaling_since = None
             self.record(
                 ev.GPUS_BACK,
-                f"GPU workers up: {gpus:g} GPUs {s.waited_s:.0f} s after scaling up began",
+                f"GPU workers up: {gpus:g} GPUs {took:.0f} s after scaling up began",
                 gpus=gpus,
                 gpus_needed=s.gpus_needed,
                 waited_s=round(s.waited_s, 1),
-                scale_up_s=round(s.waited_s, 1),
+                scale_up_s=round(took, 1),
             )
             return
         self.record(
@@ -623,6 +628,8 @@ class Supervisor:
                 gpus_needed=s.gpus_needed,
             )
         elif self.gpu_requests is not None and d.reason == Reason.NO_CAPACITY:
+            if self._scaling_since is None:
+                self._scaling_since = self.clock.monotonic()
             self.record(
                 ev.WAITING,
                 f"scaling up: Ray's autoscaler is adding GPU workers for {s.gpus_needed} GPUs "

@@ -62,3 +62,31 @@ def test_the_rearmer_writes_the_same_supervisor_metadata_as_the_cli_plus_rearmed
     handed = protocol.supervisor_metadata({"run": "lapsed", "max_restarts": 1}, 1, "rl-jobs")
     assert set(sub["metadata"]) == set(handed) | {protocol.REARMED_KEY}
     assert sub["metadata"]["max_restarts"] == "1"
+
+
+def test_a_stopped_run_whose_supervisor_died_first_gets_its_stop_job_again(tmp_path):
+    """Issue 27 (found by the on-demand simulation): the stop came while the dead supervisor's
+    lease was still held, so the stop job left the end to it; once the lease lapses the
+    re-armer submits the stop job again, which writes the end and drops the GPU request."""
+    from jobs.head import protocol, stop
+
+    _run(tmp_path, "stopped", ttl=0.05)
+    stop.request_stop(RunStore(tmp_path, "stopped"), "rl-jobs stop")
+    time.sleep(0.1)
+    client = _Client()
+    rearmer = Rearmer(client, str(tmp_path), write=lambda _: None)
+    assert rearmer.sweep() == []  # never re-armed: its stop was asked
+    [sub] = client.submitted
+    assert sub["submission_id"] == "stopped-stop1"
+    assert sub["metadata"]["kind"] == protocol.STOP
+    assert sub["entrypoint"] == (
+        f"python -m jobs.head.stop stopped --runs-root {tmp_path} --by re-armer"
+    )
+    # What that job does: the end on the record (the request is not written twice).
+    store = RunStore(tmp_path, "stopped")
+    dropped: list[str] = []
+    stop.record_stop(store, "re-armer", dropped.append)
+    kinds = [r["event"] for r in store.events()]
+    assert kinds.count(ev.STOP_REQUESTED) == 1 and ev.outcome(store.events())["event"] == ev.STOPPED
+    assert dropped == []  # this run's spec asked for no GPUs on request
+    assert Rearmer(_Client(), str(tmp_path), write=lambda _: None).unended_stops() == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from jobs.head import events as ev
 from jobs.head import stop
 from jobs.head.run_store import RunStore
@@ -11,6 +13,7 @@ def _store(root, lease_s: float) -> RunStore:
     store = RunStore(root, "r")
     store.write_spec({"run": "r"})
     store.acquire("r-s1", ttl_s=lease_s)
+    time.sleep(0.01)  # a lease of a millisecond has lapsed
     store.append(ev.record(ev.SUBMITTED, "r", "submitted", attempt=1, submission_id="r-a1"))
     return store
 
@@ -38,3 +41,23 @@ def test_a_run_that_already_ended_is_left_as_it_is(tmp_path):
     before = _events(store)
     assert stop.main(["r", "--runs-root", str(tmp_path)]) == 0
     assert _events(store) == before
+
+
+def test_a_stop_with_no_supervisor_drops_the_runs_gpu_request(tmp_path):
+    store = RunStore(tmp_path, "r")
+    store.write_spec({"run": "r", "request_gpus": True})
+    store.acquire("r-s1", ttl_s=0.001)
+    time.sleep(0.01)  # lapsed
+    dropped: list[str] = []
+    stop.record_stop(store, "rl-jobs stop", dropped.append)
+    assert dropped == ["r"]
+    assert ev.outcome(store.events())["event"] == ev.STOPPED
+
+
+def test_a_stop_with_a_live_supervisor_leaves_the_release_to_it(tmp_path):
+    store = RunStore(tmp_path, "r")
+    store.write_spec({"run": "r", "request_gpus": True})
+    store.acquire("r-s1", ttl_s=3600)
+    dropped: list[str] = []
+    stop.record_stop(store, "rl-jobs stop", dropped.append)
+    assert dropped == []

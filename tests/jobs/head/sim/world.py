@@ -33,7 +33,7 @@ from typing import Any
 from jobs.client.api import JobsAPIError
 from jobs.client.types import JobStatus
 from jobs.head import events as ev
-from jobs.head import hygiene, protocol, stop
+from jobs.head import hygiene, protocol, scale_up, stop
 from jobs.head.capacity_probe import Probed
 from jobs.head.clock import Clock
 from jobs.head.files import Files
@@ -69,6 +69,12 @@ SETTINGS = Settings(
     backoff_max_s=600.0,
 )
 T0 = 1_800_000_000.0
+# GPUs that scale on demand (Schedule.on_demand): Ray's autoscaler, modelled. It acts on the
+# cluster's request every tick; a node it launches joins after a boot and a ~20 GiB image pull;
+# a GPU node idle (no attempt on it) for IDLE_S beyond what the request covers is removed.
+AUTOSCALE_TICK_S = 60.0
+SCALE_UP_S = (180.0, 900.0)
+IDLE_S = 900.0  # gpu.idleMinutes' default
 LIVE = (JobStatus.PENDING, JobStatus.RUNNING)
 
 
@@ -210,6 +216,9 @@ class Schedule:
     # The supervisor probes which nodes answer and the GPUs free on them (settle by probing);
     # False: no probe (the dashboard cannot say), the settle-time rule.
     probe_capacity: bool = True
+    # GPU nodes that scale on demand (`gpu.scaling: on-demand`): none until the run's supervisor
+    # asks Ray's autoscaler for them; idle ones beyond the request are removed (issue 27).
+    on_demand: bool = False
     from_seed: bool = False  # made by random_schedule(seed), which replays it too
 
     def describe(self) -> str:
@@ -222,6 +231,7 @@ class Schedule:
             f"stall_timeout_s={self.stall_timeout_s:g}, "
             f"reserve_gpus={self.reserve_gpus:g}, save_every={self.save_every}, "
             f"target_steps={self.target_steps}, probe_capacity={self.probe_capacity}, "
+            f"on_demand={self.on_demand}, "
             f"faults=[{faults}\n    ])"
         )
 
@@ -266,7 +276,15 @@ class World:
         self.error: BaseException | None = None
         self.violation: str | None = None
         self._add_node(0, head=True)
-        for _ in range(NODES + schedule.spare_nodes):
+        # Ray's autoscaler (on demand only): the cluster's request, as the GCS holds it, the
+        # runs' requests in Ray's internal KV, nodes launched and not yet joined.
+        self.kv = DictKV()
+        self.asked: list[scale_up.Bundle] = []
+        self.launching = 0
+        self.stockout_until = 0.0
+        self.idle_since: dict[str, float] = {}
+        self.scale_downs = 0
+        for _ in range(0 if schedule.on_demand else NODES + schedule.spare_nodes):
             self._add_node(GPUS_PER_NODE)
 
     # ------------------------------------------------------------------ scheduler
@@ -462,6 +480,8 @@ class World:
         self.jobs[submission_id] = job
         if job.kind == protocol.SUPERVISOR:
             self._start_supervisor(job)
+        elif job.kind == protocol.STOP:
+            self.at(self.now + DRIVER_START_S, lambda: self._run_stop_job(job))
         else:
             self._start_attempt(job)
         if self.api_faults and self.api_faults[0] == ("lost_answer", "submit_job"):
@@ -490,6 +510,7 @@ class World:
             publish=lambda _root: None,
             write=lambda _line: None,
             files=self.files,
+            gpu_requests=self.gpu_requests(),
         )
         job.sup = sup
 
@@ -554,6 +575,69 @@ class World:
 
     # ------------------------------------------------------------------ attempts
 
+    def _run_stop_job(self, job: Job) -> None:
+        """`python -m jobs.head.stop RUN` as its main runs it (the re-armer's, for a stopped run
+        whose supervisor died before writing the end)."""
+        if not self.head_up or job.status not in LIVE:
+            return
+        store = self.store()
+        if ev.outcome(store.events()) is None:
+            stop.record_stop(store, "re-armer", lambda run: self.gpu_requests().drop(run))
+        job.status = JobStatus.SUCCEEDED
+        self.note(f"{job.submission_id} ended the stopped run")
+
+    # ------------------------------------------------------------------ Ray's autoscaler
+
+    def gpu_requests(self) -> scale_up.Requests:
+        return scale_up.Requests(
+            self.kv,
+            self._request_resources,
+            lambda sid: sid in self.jobs and self.jobs[sid].status in LIVE,
+        )
+
+    def _request_resources(self, bundles: list[scale_up.Bundle]) -> None:
+        """`ray.autoscaler.sdk.request_resources`: a GCS call, refused while the head is down."""
+        if not self.head_up:
+            raise ConnectionError("GCS unreachable: the head is down")
+        if bundles != self.asked:
+            self.note(f"the cluster's GPU request is now {len(bundles)} node(s)")
+        self.asked = list(bundles)
+
+    def autoscale(self) -> None:
+        """One autoscaler tick (it runs in the head): launch what the request lacks, remove GPU
+        nodes idle for IDLE_S beyond what the request covers."""
+        if not self.head_up:
+            return
+        gpu = [n for n in self.nodes if n.alive and n.gpus]
+        target = len(self.asked)
+        short = target - len(gpu) - self.launching
+        if short > 0 and self.now >= self.stockout_until:
+            for _ in range(short):
+                self.launching += 1
+                self.at(self.now + self.rng.uniform(*SCALE_UP_S), self._launched)
+        busy = {n for j in self.jobs.values() if j.status in LIVE for n in j.nodes}
+        surplus = len(gpu) - target
+        for node in gpu:
+            if node.node_id in busy:
+                self.idle_since.pop(node.node_id, None)
+                continue
+            since = self.idle_since.setdefault(node.node_id, self.now)
+            if surplus > 0 and self.now - since >= IDLE_S:
+                surplus -= 1
+                self.scale_downs += 1
+                node.alive = False  # drained: Ray marks it dead at once, with its reason
+                node.marked_dead_ms = int(self.now * 1000)
+                node.message = "Terminated by the autoscaler: idle"
+                self.note(f"{node.node_id} removed by the autoscaler (idle {IDLE_S:.0f} s)")
+
+    def _launched(self) -> None:
+        self.launching -= 1
+        if self.now < self.stockout_until:
+            self.note("a launched GPU node was not granted (stockout)")
+            return
+        self._add_node(GPUS_PER_NODE)
+        self.note("the autoscaler's GPU node joined")
+
     def _start_attempt(self, job: Job) -> None:
         live = [
             j.submission_id
@@ -585,6 +669,8 @@ class World:
             self.at(self.now + PLACEMENT_TIMEOUT_S, lambda: self._fail(job, token))
             return
         job.nodes = job.hosted = tuple(n.node_id for n in free[:NODES])
+        for node_id in job.nodes:
+            self.idle_since.pop(node_id, None)
         job.step = job.start_step = self._resume_step()
         self.at(self.now + LOAD_S, lambda: self._step(job, token))
 
@@ -677,6 +763,8 @@ class World:
             capacity_deadline_s=self.schedule.capacity_deadline_s,
             stall_timeout_s=self.schedule.stall_timeout_s,
             entrypoint_num_gpus=self.schedule.reserve_gpus or None,
+            request_gpus=self.schedule.on_demand,
+            gpus_per_node=GPUS_PER_NODE,
         )
         self.stop_at = None
         sid = protocol.supervisor_id(RUN, n)
@@ -709,7 +797,7 @@ class World:
         """`rl-jobs stop RUN`: the stop request on the record, then supervisors, then attempts."""
         self._api()  # the CLI lists the run's jobs first
         self.note("user stops the run")
-        stop.request_stop(self.store(), "rl-jobs stop")
+        stop.record_stop(self.store(), "rl-jobs stop", lambda run: self.gpu_requests().drop(run))
         self.stop_at = self.now
         for job in list(self.jobs.values()):
             if job.kind == protocol.SUPERVISOR and job.status in LIVE:
@@ -736,7 +824,15 @@ class World:
         rearmers = self.rearmers if twin else self.rearmers[:1]
         try:
             todo = [r.candidates() for r in rearmers]
+            stops = rearmers[0].unended_stops()
             listing = self.list_jobs()
+            for run in stops:
+                try:
+                    sid = rearmers[0].end_stop(run, listing)
+                except (RuntimeError, OSError, ValueError):
+                    continue
+                if sid:
+                    self.note(f"re-armer submits {sid} to end the stopped run")
             for rearmer, runs in zip(rearmers, todo, strict=True):
                 for run in runs:
                     try:
@@ -763,6 +859,9 @@ class World:
             return
         victim = alive[int(self.rng.random() * len(alive))]
         self.kill_node(victim, "spot preemption")
+        if self.schedule.on_demand:  # the autoscaler replaces it, once the zone has stock again
+            self.stockout_until = max(self.stockout_until, self.now + stockout_s)
+            return
         self.at(self.now + stockout_s, lambda: self._replace(victim))
 
     def _replace(self, old: Node) -> None:
@@ -838,6 +937,7 @@ class World:
             if loss != self.head_losses:
                 return  # lost again while down: the later loss brings it back (seed 543)
             self.jobs = {}
+            self.asked, self.kv = [], DictKV()  # the GCS is new: no request, an empty KV
             gpu_alive = sum(1 for n in self.nodes if n.alive and n.gpus)
             self.nodes = []
             self._add_node(0, head=True)
@@ -891,6 +991,8 @@ class World:
         """Nothing can happen any more: succeeded or stopped, and nothing runs."""
         if not (self.succeeded or self.stop_at is not None) or self.queue_has_user():
             return False
+        if self.schedule.on_demand and (self.asked or any(n.alive and n.gpus for n in self.nodes)):
+            return False  # the idle GPU nodes still have to go (or the run leaks them)
         return not any(j.status in LIVE for j in self.jobs.values())
 
     def queue_has_user(self) -> bool:
@@ -915,8 +1017,16 @@ class World:
             self.fail(f"the supervisor raised {type(self.error).__name__}: {self.error}")
 
     def final_check(self) -> None:
-        """After the quiet tail: the run succeeded, or it is stopped because the user said so."""
+        """After the quiet tail: the run succeeded, or it is stopped because the user said so;
+        on demand, nothing asks for GPUs any more and no GPU node is left up."""
         self.check()
+        if self.schedule.on_demand:
+            up = [n.node_id for n in self.nodes if n.alive and n.gpus]
+            if self.asked or up:
+                raise Violation(
+                    f"the run is over, yet the cluster still asks for {len(self.asked)} GPU "
+                    f"node(s) and {up} are up, billed"
+                )
         recs = self.store().events()
         end = ev.outcome(recs)
         if self.stop_at is not None:
@@ -1015,6 +1125,25 @@ def random_schedule(seed: int) -> Schedule:
     )
 
 
+class DictKV:
+    """Ray's internal KV namespace of the runs' GPU requests (jobs/head/scale_up.py), in memory."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+
+    def put(self, key: str, value: str) -> None:
+        self.data[key] = value
+
+    def get(self, key: str) -> str | None:
+        return self.data.get(key)
+
+    def keys(self) -> list[str]:
+        return list(self.data)
+
+    def delete(self, key: str) -> None:
+        self.data.pop(key, None)
+
+
 _PRUNES = [0]  # calls of hygiene.prune in this process, counted while a schedule runs
 
 
@@ -1051,6 +1180,13 @@ def simulate(
             world.at(world.now + REARM_INTERVAL_S, sweeps)
 
         world.at(T0 + REARM_INTERVAL_S, sweeps)
+        if schedule.on_demand:
+
+            def ticks() -> None:
+                world.autoscale()
+                world.at(world.now + AUTOSCALE_TICK_S, ticks)
+
+            world.at(T0 + AUTOSCALE_TICK_S, ticks)
         world.run(T0 + last + tail_s)
         world.final_check()
     finally:
