@@ -429,15 +429,24 @@ def test_a_misspelt_top_level_key_is_refused_without_showing_its_value(typo: str
 
 
 @pytest.mark.plan
-def test_a_parked_stack_renders_a_zero_node_gpu_pool_and_a_ray_cluster_without_workers() -> None:
+@pytest.mark.parametrize("scaling", ["static", "on-demand"])
+def test_a_parked_stack_renders_a_zero_node_gpu_pool_and_a_ray_cluster_without_workers(
+    scaling: str,
+) -> None:
     config, secret_keys = load_stack_file("dev")
     config["gcp:project"] = "example-project"
-    config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "nodeCount": 0}
+    config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "nodeCount": 0, "scaling": scaling}
     parked = render(config, stack="dev", secret_keys=secret_keys)
     pools = {p.inputs["name"]: p.inputs for p in parked.of_type("gcp:container/nodePool:NodePool")}
-    assert pools["gpu"]["nodeCount"] == 0 and pools["system"]["nodeCount"] == 1
+    assert pools["system"]["nodeCount"] == 1
     (group,) = parked.one("kubernetes:ray.io/v1:RayCluster").inputs["spec"]["workerGroupSpecs"]
-    assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (0, 0, 0)
+    if scaling == "static":
+        assert pools["gpu"]["nodeCount"] == 0
+        assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (0, 0, 0)
+    else:  # GKE refuses an autoscaling maximum of 0: a ceiling of 1 that no worker can use
+        assert pools["gpu"]["autoscaling"]["totalMaxNodeCount"] == 1
+        assert "nodeCount" not in pools["gpu"] and "replicas" not in group
+        assert (group["minReplicas"], group["maxReplicas"]) == (0, 0)
     # Lustre, the cluster and everything else stay: the same resources as the running stack.
     assert sorted(r.urn for r in parked.custom_resources()) == sorted(
         r.urn for r in rendered("dev").custom_resources()
@@ -596,7 +605,7 @@ def test_each_stack_exports_its_node_hour_price_with_its_source() -> None:
     from components.prices import list_price
 
     dev = jobs_stack.parse("dev", _as_stack_output_json(rendered("dev").outputs))
-    assert dev.gpu_scaling == "static"  # pinned in Pulumi.dev.yaml until runs ask for GPUs
+    assert dev.gpu_scaling == "on-demand"  # spot's default: runs ask for their GPU nodes
     assert (dev.gpu_node_hour_usd, dev.gpu_node_hour_source) == (
         list_price("a4-highgpu-8g", "spot").usd,
         list_price("a4-highgpu-8g", "spot").source,

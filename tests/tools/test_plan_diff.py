@@ -100,11 +100,9 @@ def test_changing_gpu_node_count_changes_only_the_pool_size_and_ray_workers(
     text = result.stdout
     assert "0 to add, 2 to change, 0 to remove" in text
     changed_rows = [line for line in text.splitlines() if line.startswith("| `")]
-    paths = {row.split("`")[1] for row in changed_rows}
-    assert "nodeCount" in paths
-    assert {p for p in paths if p != "nodeCount"} == {
-        "spec.workerGroupSpecs[0].replicas",
-        "spec.workerGroupSpecs[0].minReplicas",
+    # dev scales on demand: the pool's autoscaling ceiling and the worker group's maximum.
+    assert {row.split("`")[1] for row in changed_rows} == {
+        "autoscaling.totalMaxNodeCount",
         "spec.workerGroupSpecs[0].maxReplicas",
     }
     assert all("`2` | `3`" in row for row in changed_rows)
@@ -165,16 +163,15 @@ def test_parking_the_gpus_changes_only_the_pool_size_and_ray_worker_counts(repo_
     )
     assert result.returncode == 0, result.stderr
     text = result.stdout
-    # The cluster, Lustre, networks and every other object stay as they are.
+    # The cluster, Lustre, networks and every other object stay as they are. dev scales on
+    # demand: its pool keeps autoscaling with a ceiling of 1 (GKE refuses a maximum of 0) and
+    # the worker group may have no worker, so no GPU node is ever asked for.
     assert "0 to add, 2 to change, 0 to remove" in text
     changed_rows = [line for line in text.splitlines() if line.startswith("| `")]
-    assert {row.split("`")[1] for row in changed_rows} == {
-        "nodeCount",
-        "spec.workerGroupSpecs[0].replicas",
-        "spec.workerGroupSpecs[0].minReplicas",
-        "spec.workerGroupSpecs[0].maxReplicas",
+    assert {row.split("`")[1]: row.split("|")[2:4] for row in changed_rows} == {
+        "autoscaling.totalMaxNodeCount": [" `2` ", " `1` "],
+        "spec.workerGroupSpecs[0].maxReplicas": [" `2` ", " `0` "],
     }
-    assert all("`2` | `0`" in row for row in changed_rows)
 
 
 def test_unknown_base_ref_exits_2_with_one_line(repo_copy: Path) -> None:

@@ -145,6 +145,7 @@ def test_a_run_brings_its_gpu_node_and_its_end_lets_it_go(autoscaling_head, tmp_
     assert waiting["scaling_up"] is True and waiting["message"].startswith("scaling up:")
     [back] = [r for r in recs if r["event"] == ev.GPUS_BACK]
     assert 0 < back["scale_up_s"] < 120 and "after scaling up began" in back["message"]
+    print(f"time from the request to the GPU worker alive: {back['scale_up_s']} s")
     # Released before the final record, which stays the last: `list` shows it as the run's end.
     assert kinds[-2:] == [ev.GPUS_RELEASED, ev.FINISHED], kinds
     # The node the request brought stayed for the whole attempt: no scale-down while it trained.
