@@ -245,7 +245,13 @@ def priced(as_json: dict[str, Any], outputs: Any | None) -> dict[str, Any]:
     if not usd or not per_node or not as_json.get("gpu_hours"):
         return {**as_json, "cost_usd": None}
     node_hours = sum(as_json["gpu_hours"].values()) / per_node
-    return {**as_json, "cost_usd": round(node_hours * usd, 2), "node_hour_usd": usd}
+    return {
+        **as_json,
+        "cost_usd": round(node_hours * usd, 2),
+        "node_hours": round(node_hours, 3),
+        "node_hour_usd": usd,
+        "node_hour_source": getattr(outputs, "gpu_node_hour_source", None),
+    }
 
 
 def lines_of(as_json: Mapping[str, Any] | None) -> list[str]:
@@ -258,8 +264,13 @@ def lines_of(as_json: Mapping[str, Any] | None) -> list[str]:
     total = sum(amounts.values())
     head = f"{as_json['percent']:.0f}% productive of {total:.2f} {unit}"
     if as_json.get("cost_usd") is not None:
-        head += f" (${as_json['cost_usd']:,.2f} at ${as_json['node_hour_usd']:g} per node-hour)"
+        head += (
+            f" = {as_json['node_hours']:.2f} node-h, ${as_json['cost_usd']:,.2f} at "
+            f"${as_json['node_hour_usd']:g} per node-hour"
+        )
     lines = [head, ", ".join(f"{b} {amounts[b]:.2f}" for b in BUCKETS if amounts.get(b, 0) > 0)]
+    if as_json.get("cost_usd") is not None and as_json.get("node_hour_source"):
+        lines.append(f"price: {as_json['node_hour_source']}")
     for cost in as_json.get("interruptions") or []:
         spent = f"{cost['gpu_hours']:.2f} GPU-h" if cost.get("gpu_hours") is not None else "cost"
         parts = ", ".join(f"{p} {cost[p]:.0f} s" for p in _COST_PARTS if cost[p] >= 0.5)

@@ -88,3 +88,61 @@ def test_a_bad_since_exits_2_naming_the_flag(head) -> None:
     done = run_cli("cost", "--address", head.dashboard_url, "--since", "a week", timeout=60)
     assert done.returncode == 2
     assert "--since 'a week'" in done.stderr
+
+
+def test_status_of_a_finished_run_shows_its_node_hours_and_cost_with_the_price_source(
+    head, gpu, monkeypatch
+) -> None:
+    """Issue 27 acceptance: `status RUN --stack NAME` prices the run at the stack's node-hour and
+    names where that price comes from. The stack's port-forward is the only thing replaced: the
+    dashboard answering is the local head."""
+    import contextlib
+
+    from typer.testing import CliRunner
+
+    from jobs.cli.app import app
+    from jobs.runs import portforward, stack
+    from jobs.runs.metadata import RecipeRun
+    from tests.jobs.conftest import stack_outputs
+
+    client = JobSubmissionClient(head.dashboard_url)
+    run = f"cost-status-{uuid.uuid4().hex[:6]}"
+    recorded = RecipeRun(
+        run=run,
+        attempt=1,
+        recipe="nemo-rl-grpo-gsm8k",
+        framework="nemo-rl",
+        framework_version="0.4.0",
+        nodes=1,
+        gpus_per_node=2,
+        checkpoint_dir="/lustre/runs/x/checkpoints",
+    )
+    sid = client.submit_job(
+        entrypoint="python -c 'import time; time.sleep(3)'",
+        submission_id=f"{run}-a1",
+        metadata=recorded.to_ray(),
+    )
+    wait_until(lambda: client.get_job_status(sid).is_terminal(), timeout=120, what=f"{sid} to end")
+    outputs = stack_outputs(
+        gpusPerNode=2,
+        gpuNodeHourUsd=40.0,
+        gpuNodeHourSource="estimate: components/prices.py, checked 2026-11",
+    )
+    monkeypatch.setattr(stack, "read", lambda name: outputs)
+
+    @contextlib.contextmanager
+    def forward(*_args: object, **_kwargs: object) -> Iterator[str]:
+        yield head.dashboard_url
+
+    monkeypatch.setattr(portforward, "open_forward", forward)
+    result = CliRunner().invoke(app, ["status", run, "--stack", "dev"])
+    assert result.exit_code == 0, result.output
+    [line] = [ln for ln in result.stdout.splitlines() if "productive of" in ln]
+    assert " node-h, $" in line and "at $40 per node-hour" in line, line
+    assert "price: estimate: components/prices.py, checked 2026-11" in result.stdout
+    shown = json.loads(CliRunner().invoke(app, ["status", run, "--stack", "dev", "--json"]).stdout)[
+        "goodput"
+    ]
+    assert shown["node_hours"] > 0
+    assert shown["cost_usd"] == pytest.approx(shown["node_hours"] * 40, abs=0.05)
+    assert shown["node_hour_source"].startswith("estimate")

@@ -192,10 +192,12 @@ def test_a_priced_stack_puts_the_runs_cost_beside_its_goodput() -> None:
     attempts = [AttemptTrace("r-a1", at(0), at(3600), {1: Step(1800.0)})]
     spent = goodput.account(attempts, [], now_ms=at(3600), gpus=16).as_json()
 
-    outputs = stack_outputs(gpusPerNode=8, gpuNodeHourUsd=40.0)
-    priced = goodput.priced(spent, outputs)
-    assert priced["cost_usd"] == 80.0  # 16 GPU-hours = 2 node-hours at $40
-    assert (
-        goodput.lines_of(priced)[0] == "50% productive of 16.00 GPU-h ($80.00 at $40 per node-hour)"
+    outputs = stack_outputs(
+        gpusPerNode=8, gpuNodeHourUsd=40.0, gpuNodeHourSource="cost.nodeHourUsd (stack config)"
     )
+    priced = goodput.priced(spent, outputs)
+    assert priced["cost_usd"] == 80.0 and priced["node_hours"] == 2.0  # 16 GPU-hours at $40/node-h
+    lines = goodput.lines_of(priced)
+    assert lines[0] == ("50% productive of 16.00 GPU-h = 2.00 node-h, $80.00 at $40 per node-hour")
+    assert lines[2] == "price: cost.nodeHourUsd (stack config)"
     assert goodput.priced(spent, None)["cost_usd"] is None
