@@ -137,6 +137,8 @@ export_stack_outputs(
     ray_dashboard_port=k8s.dashboard_port,
     ray_framework=k8s.framework,
     dashboard_port_forward=k8s.dashboard_port_forward,
+    # Ray's Metrics tab frames Grafana from the user's localhost:3000 (monitoring.grafana).
+    grafana_port_forward=k8s.grafana_port_forward,
     # The executor service's in-cluster URL when rewards.codeSandbox is enabled, else None.
     code_sandbox_url=k8s.code_sandbox_url,
 )

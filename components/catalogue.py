@@ -207,6 +207,9 @@ FRAMEWORKS: dict[str, FrameworkSpec] = {
 # The Ray dashboard / Jobs API port and the per-node metrics port KubeRay names `metrics`
 # (kuberay ray-operator/controllers/ray/utils/constant.go).
 RAY_DASHBOARD_PORT = 8265
+# Ray's Metrics tab (components/k8s/grafana.py): Grafana's and the Prometheus query frontend's ports.
+GRAFANA_PORT = 3000
+PROMETHEUS_FRONTEND_PORT = 9090
 RAY_METRICS_PORT = 8080
 
 # The base of the code-contests executor image (images/code-sandbox/Dockerfile). How it was

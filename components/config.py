@@ -251,6 +251,9 @@ class MonitoringSettings(Settings):
     alert_emails: list[str] = Field(default_factory=list, max_length=MAX_ALERT_EMAILS)
     # Percent of the Lustre instance in use above which the Lustre alert opens.
     lustre_full_percent: int = Field(default=85, ge=50, le=99)
+    # Ray's dashboard Metrics tab: an in-cluster Grafana over Managed Prometheus
+    # (components/k8s/grafana.py); off saves its two small pods on the system pool.
+    grafana: bool = True
 
     @field_validator("alert_emails")
     @classmethod

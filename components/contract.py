@@ -183,6 +183,9 @@ class StackOutputs(BaseModel):
     gpu_node_hour_usd: float | None = Field(default=None, gt=0)
     gpu_node_hour_source: str | None = None
     dashboard_port_forward: str | None = None
+    # The command that opens the stack's Grafana on localhost:3000, where Ray's dashboard's Metrics
+    # tab frames its panels (components/k8s/grafana.py); null when monitoring.grafana is off.
+    grafana_port_forward: str | None = None
 
     def get_credentials_command(self) -> str:
         if self.get_credentials:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from policy import code_sandbox, gcp, lustre, ray_head, tokens
+from policy import code_sandbox, gcp, lustre, metrics_ui, ray_head, tokens
 
 POLICIES: list[Policy] = [
     *gcp.POLICIES,
     *ray_head.POLICIES,
+    *metrics_ui.POLICIES,
     *tokens.POLICIES,
     *lustre.POLICIES,
     *code_sandbox.POLICIES,

@@ -636,3 +636,38 @@ def test_a_bad_node_hour_price_is_refused_by_key(bad) -> None:
         parse_stack_config(raw_from_stack(config))
     (problem,) = caught.value.problems
     assert problem.startswith(f"rl-on-gke:cost.nodeHourUsd = {bad!r}: ")
+
+
+def _head_env(rendering) -> dict[str, str]:
+    spec = rendering.one("kubernetes:ray.io/v1:RayCluster").inputs["spec"]
+    [head] = [
+        c
+        for c in spec["headGroupSpec"]["template"]["spec"]["containers"]
+        if c["name"] == "ray-head"
+    ]
+    return {e["name"]: e.get("value") for e in head["env"]}
+
+
+@pytest.mark.plan
+def test_rays_metrics_tab_is_wired_to_the_stacks_grafana_and_can_be_turned_off() -> None:
+    """Issue 28: the head's env names the Grafana and query-frontend Services the stack renders."""
+    on = rendered("dev")
+    services = {
+        s.inputs["metadata"]["name"]: s.inputs for s in on.of_type("kubernetes:core/v1:Service")
+    }
+    env = _head_env(on)
+    grafana_host = env["RAY_GRAFANA_HOST"].removeprefix("http://").split(".")[0]
+    frontend_host = env["RAY_PROMETHEUS_HOST"].removeprefix("http://").split(".")[0]
+    assert services[grafana_host]["spec"]["type"] == "ClusterIP"
+    assert services[frontend_host]["spec"]["type"] == "ClusterIP"
+    assert on.outputs["grafanaPortForward"].endswith(f"svc/{grafana_host} 3000:3000")
+
+    config, secret_keys = load_stack_file("dev")
+    config["gcp:project"] = "example-project"
+    config["rl-on-gke:monitoring"] = {**config.get("rl-on-gke:monitoring", {}), "grafana": False}
+    off = render(config, stack="dev", secret_keys=secret_keys)
+    assert not any(
+        n.startswith("RAY_GRAFANA") or n.startswith("RAY_PROMETHEUS") for n in _head_env(off)
+    )
+    assert not [r for r in off.custom_resources() if "grafana" in r.name]
+    assert off.outputs.get("grafanaPortForward") is None  # exported as null: absent under mocks

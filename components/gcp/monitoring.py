@@ -44,6 +44,10 @@ from components.config import StackConfig
 
 # The pods' name for the Lustre volume (components/k8s/raycluster.py _lustre_volume).
 LUSTRE_VOLUME = "lustre"
+# GKE's managed DCGM series (see the module docstring): utilisation in percent, memory in MiB.
+DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+DCGM_FB_USED = "DCGM_FI_DEV_FB_USED"
+DCGM_METRICS = (DCGM_GPU_UTIL, DCGM_FB_USED)
 # What the supervisor's give-up record holds (jobs/head/events.py PREFIX, GAVE_UP, `line`).
 SUPERVISOR_PREFIX = "JOBS-SUPERVISOR"
 GAVE_UP_TERM = '"event": "gave_up"'
@@ -171,16 +175,16 @@ def dashboard(args: StackMonitoringArgs) -> dict[str, Any]:
     widgets = [
         _promql_chart(
             "GPU utilisation per node (DCGM)",
-            f"avg by (Hostname) (avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{dcgm}}}[${{__interval}}]))",
+            f"avg by (Hostname) (avg_over_time({DCGM_GPU_UTIL}{{{dcgm}}}[${{__interval}}]))",
             "%",
         ),
         _promql_chart(
             "GPU memory used per node (DCGM, MiB)",
-            f"sum by (Hostname) (avg_over_time(DCGM_FI_DEV_FB_USED{{{dcgm}}}[${{__interval}}]))",
+            f"sum by (Hostname) (avg_over_time({DCGM_FB_USED}{{{dcgm}}}[${{__interval}}]))",
         ),
         _promql_chart(
             "GPU pool nodes (reporting DCGM)",
-            f"count(count by (Hostname) (DCGM_FI_DEV_GPU_UTIL{{{dcgm}}}))",
+            f"count(count by (Hostname) ({DCGM_GPU_UTIL}{{{dcgm}}}))",
         ),
         _promql_chart(
             f"Lustre used (alert above {args.lustre_full_percent} %)",

@@ -16,6 +16,7 @@ from components.config import StackConfig
 from components.contract import RDMA_NIC_COUNT, port_forward_command
 from components.gcp.network import GpuNics
 from components.k8s.crd_gate import CrdGate, CrdGateArgs
+from components.k8s.grafana import GRAFANA_PORT, GrafanaInputs, RayGrafana, RayGrafanaArgs, head_env
 from components.k8s.identity import TrainingIdentity, TrainingIdentityArgs
 from components.k8s.metrics import RayMetrics, RayMetricsArgs
 from components.k8s.names import K8sNames
@@ -60,6 +61,8 @@ class KubernetesLayerArgs:
     system_pool: pulumi.Resource | None = None  # the CRD gate's Job runs there
     # The gVisor pool (components/gcp/sandbox_pool.py); required when rewards.codeSandbox.enabled.
     code_sandbox_pool: pulumi.Resource | None = None
+    # Ray's Metrics tab (monitoring.grafana): Grafana and the query frontend; None: off.
+    grafana: GrafanaInputs | None = None
 
     @classmethod
     def for_stack(
@@ -78,6 +81,18 @@ class KubernetesLayerArgs:
         code_sandbox_pool: pulumi.Resource | None = None,
     ) -> KubernetesLayerArgs:
         names = K8sNames.for_stack(config)
+        grafana = (
+            GrafanaInputs(
+                grafana=names.grafana,
+                frontend=names.metrics_frontend,
+                namespace=names.namespace,
+                project=config.project,
+                system_pool_name=system_pool_name,
+                labels={"app.kubernetes.io/part-of": "rl-on-gke"},
+            )
+            if config.monitoring.grafana
+            else None
+        )
         sandbox = (
             service_inputs(config, names.ray_cluster, read_sources(), names.token_secret)
             if config.rewards.code_sandbox.enabled
@@ -90,7 +105,10 @@ class KubernetesLayerArgs:
             crd_gate_name=f"{config.name_prefix}-crd-gate",
             machine=config.gpu.machine,
             lustre_capacity_gib=config.lustre.capacity_gib,
-            ray=RayClusterInputs.for_stack(config, names, system_pool_name=system_pool_name),
+            ray=replace(
+                RayClusterInputs.for_stack(config, names, system_pool_name=system_pool_name),
+                metrics_env=tuple(head_env(grafana)) if grafana is not None else (),
+            ),
             code_sandbox=sandbox,
             secret_env=secret_env,
             kubeconfig=kubeconfig,
@@ -102,6 +120,7 @@ class KubernetesLayerArgs:
             lustre_mount_point=lustre_mount_point,
             system_pool=system_pool,
             code_sandbox_pool=code_sandbox_pool,
+            grafana=grafana,
         )
 
 
@@ -137,6 +156,7 @@ class KubernetesLayer(pulumi.ComponentResource):
     gpus_per_node: int
     dashboard_port_forward: str
     code_sandbox_url: str | None
+    grafana_port_forward: str | None
 
     def __init__(
         self, name: str, args: KubernetesLayerArgs, opts: pulumi.ResourceOptions | None = None
@@ -259,6 +279,18 @@ class KubernetesLayer(pulumi.ComponentResource):
             ),
             child,
         )
+        if args.grafana is not None:
+            RayGrafana(
+                f"{name}-grafana",
+                RayGrafanaArgs(
+                    target=target,
+                    inputs=args.grafana,
+                    gsa_account_id=names.metrics_gsa_account_id,
+                    namespace_resource=identity.namespace,
+                    system_pool=args.system_pool,
+                ),
+                child,
+            )
         self.code_sandbox_url = None
         if args.code_sandbox is not None and args.code_sandbox_pool is not None:
             self.code_sandbox_url = CodeSandboxService(
@@ -284,6 +316,11 @@ class KubernetesLayer(pulumi.ComponentResource):
         self.dashboard_port_forward = port_forward_command(
             names.namespace, names.head_service, RAY_DASHBOARD_PORT
         )
+        self.grafana_port_forward = (
+            port_forward_command(names.namespace, args.grafana.grafana, GRAFANA_PORT)
+            if args.grafana is not None
+            else None
+        )
         self.register_outputs(
             {
                 "ray_cluster_name": self.ray_cluster_name,
@@ -295,5 +332,6 @@ class KubernetesLayer(pulumi.ComponentResource):
                 "gpus_per_node": self.gpus_per_node,
                 "dashboard_port_forward": self.dashboard_port_forward,
                 "code_sandbox_url": self.code_sandbox_url,
+                "grafana_port_forward": self.grafana_port_forward,
             }
         )

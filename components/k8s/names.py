@@ -46,6 +46,11 @@ class K8sNames:
     lustre_pvc: str
     pod_monitoring: str
     head_priority_class: str
+    # Ray's Metrics tab (components/k8s/grafana.py): Grafana, the Managed Prometheus query
+    # frontend and its Google SA ("<prefix>-mquery": at most 27 of GCP's 30 characters).
+    grafana: str = ""
+    metrics_frontend: str = ""
+    metrics_gsa_account_id: str = ""
 
     @property
     def head_service(self) -> str:
@@ -65,4 +70,7 @@ class K8sNames:
             lustre_pvc=f"{prefix}-lustre-pvc",
             pod_monitoring=f"{prefix}-ray",
             head_priority_class=f"{prefix}-ray-head",
+            grafana=f"{prefix}-grafana",
+            metrics_frontend=f"{prefix}-prom-frontend",
+            metrics_gsa_account_id=f"{prefix}-mquery",
         )

@@ -175,6 +175,8 @@ class RayClusterInputs:
     # worker_replicas and releases a worker idle for idle_timeout_s.
     autoscale: bool = False
     idle_timeout_s: int = 0
+    # The head's env for Ray's Metrics tab (components/k8s/grafana.py `head_env`); empty: off.
+    metrics_env: Sequence[dict[str, Any]] = field(default_factory=tuple)
 
     @classmethod
     def for_stack(
@@ -312,7 +314,7 @@ def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                             "requests": {**resources, "ephemeral-storage": f"{HEAD_SCRATCH_GIB}Gi"},
                             "limits": dict(resources),
                         },
-                        "env": _common_env(inputs),
+                        "env": [*_common_env(inputs), *inputs.metrics_env],
                         "volumeMounts": _common_mounts(inputs),
                     },
                     # After the Ray container: KubeRay takes containers[0] as Ray's.

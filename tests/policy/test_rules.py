@@ -225,6 +225,26 @@ _DASHBOARD_NODEPORT = {
         "ports": [{"port": 80, "targetPort": 8265}],
     },
 }
+_GRAFANA_LOADBALANCER = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "grafana-public", "namespace": "rl"},
+    "spec": {
+        "type": "LoadBalancer",
+        "selector": {"app.kubernetes.io/name": "grafana"},
+        "ports": [{"port": 80, "targetPort": 3000}],
+    },
+}
+_FRONTEND_NODEPORT = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "promql", "namespace": "rl"},
+    "spec": {
+        "type": "NodePort",
+        "selector": {"app": "y"},
+        "ports": [{"port": 80, "targetPort": 9090}],
+    },
+}
 _HEAD_LOADBALANCER = {
     "apiVersion": "v1",
     "kind": "Service",
@@ -411,6 +431,18 @@ BREAKAGES = [
         "ray-dashboard-not-exposed",
         "lb-selecting-head",
         _add("kubernetes:core/v1:Service", "lb", _HEAD_LOADBALANCER),
+        "ClusterIP",
+    ),
+    Breakage(
+        "metrics-not-exposed",
+        "grafana-loadbalancer",
+        _add("kubernetes:core/v1:Service", "grafana-lb", _GRAFANA_LOADBALANCER),
+        "port-forward",
+    ),
+    Breakage(
+        "metrics-not-exposed",
+        "frontend-nodeport",
+        _add("kubernetes:core/v1:Service", "promql", _FRONTEND_NODEPORT),
         "ClusterIP",
     ),
     Breakage(

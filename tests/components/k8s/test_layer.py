@@ -96,19 +96,29 @@ def test_gcp_identity_objects_are_not_tied_to_the_cluster_or_the_kubernetes_prov
         )
 
 
-def test_project_roles_are_granted_to_the_training_gsa_only(run) -> None:
+def test_project_roles_are_granted_to_the_training_gsa_and_the_metrics_reader_only(run) -> None:
     members = run.rendering.of_type("gcp:projects/iAMMember:IAMMember")
-    assert {m.inputs["role"] for m in members} == {
-        "roles/logging.logWriter",
-        "roles/monitoring.metricWriter",
-    }
-    assert {m.inputs["member"] for m in members} == {
-        "serviceAccount:rl-test-training@example-project.iam.gserviceaccount.com"
+    by_member = {}
+    for m in members:
+        by_member.setdefault(m.inputs["member"], set()).add(m.inputs["role"])
+    assert by_member == {
+        "serviceAccount:rl-test-training@example-project.iam.gserviceaccount.com": {
+            "roles/logging.logWriter",
+            "roles/monitoring.metricWriter",
+        },
+        # The Managed Prometheus query frontend behind Grafana reads metrics, nothing else.
+        "serviceAccount:rl-test-mquery@example-project.iam.gserviceaccount.com": {
+            "roles/monitoring.viewer"
+        },
     }
 
 
 def test_workload_identity_binding_names_the_ksa_and_waits_for_the_cluster(run) -> None:
-    binding = run.rendering.one("gcp:serviceaccount/iAMMember:IAMMember")
+    [binding] = [
+        b
+        for b in run.rendering.of_type("gcp:serviceaccount/iAMMember:IAMMember")
+        if "rl-test-training]" in b.inputs["member"]
+    ]
     assert binding.inputs["role"] == "roles/iam.workloadIdentityUser"
     assert (
         binding.inputs["member"]
@@ -237,6 +247,7 @@ def test_layer_registers_every_exposed_value_as_an_output(monkeypatch: pytest.Mo
             "gpus_per_node",
             "dashboard_port_forward",
             "code_sandbox_url",
+            "grafana_port_forward",
         )
     }
     assert registered["code_sandbox_url"] is None  # the sandbox is off by default
@@ -299,7 +310,7 @@ def test_an_enabled_sandbox_adds_four_valid_objects_that_wait_for_their_pool(san
     for resource in objects:
         validate_core(rendered_manifest(resource))  # kubernetes-validate, strict
     pool = rendering.one("gcp:container/nodePool:NodePool", "code-sandbox-pool")
-    deployment = rendering.one("kubernetes:apps/v1:Deployment")
+    deployment = rendering.one("kubernetes:apps/v1:Deployment", "code-sandbox-executor")
     assert pool.urn in deployment.dependencies
     assert deployment.inputs["spec"]["replicas"] == 2
     command = deployment.inputs["spec"]["template"]["spec"]["containers"][0]["command"]
@@ -317,9 +328,9 @@ def test_sandbox_objects_hold_no_token_but_a_reference_to_the_service_token(sand
         if "code-sandbox" in resource.name:
             strings = plain_strings(resource.inputs)
             assert not any(HF_TOKEN in s or CODE_SANDBOX_TOKEN in s for s in strings), resource.name
-    container = sandbox_run.rendering.one("kubernetes:apps/v1:Deployment").inputs["spec"][
-        "template"
-    ]["spec"]["containers"][0]
+    container = sandbox_run.rendering.one(
+        "kubernetes:apps/v1:Deployment", "code-sandbox-executor"
+    ).inputs["spec"]["template"]["spec"]["containers"][0]
     refs = [e["valueFrom"]["secretKeyRef"] for e in container["env"] if "valueFrom" in e]
     assert refs == [{"name": "rl-test-tokens", "key": "CODE_SANDBOX_TOKEN"}]
 

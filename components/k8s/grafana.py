@@ -1,0 +1,492 @@
+"""Ray's dashboard with its metrics: an in-cluster Grafana over Managed Prometheus, and the head's env.
+
+Ray's dashboard fills its Metrics tab by embedding Grafana panels and asking Prometheus (Ray 2.60
+ray/dashboard/modules/metrics/metrics_head.py: `RAY_GRAFANA_HOST`, `RAY_PROMETHEUS_HOST`,
+`RAY_PROMETHEUS_NAME`, `RAY_GRAFANA_IFRAME_HOST`). The stack's metrics are in Google Cloud Managed
+Service for Prometheus (scraped by components/k8s/metrics.py, DCGM by GKE), which speaks the
+Prometheus query API only with Google credentials; Google's query frontend
+(GoogleCloudPlatform/prometheus-engine cmd/frontend: "re-exposes the JSON/HTTP API
+unauthenticated") serves it inside the cluster, under a service account that may only read
+metrics (`roles/monitoring.viewer`, through Workload Identity). Grafana reads the frontend,
+provisioned with its data source and the dashboards: Ray's own, generated from the pinned Ray by
+Ray's own factory as its head would write them, and one for training.
+
+Nothing is published: both Services are ClusterIP, reached like the Ray dashboard with
+`kubectl port-forward` (policy: metrics-not-exposed). Grafana has no login at all (login form and
+basic auth off) and shows the provisioned dashboards to anonymous viewers, so no admin password
+exists to leak; embedding is allowed so Ray's dashboard can frame its panels.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from components.catalogue import GRAFANA_PORT
+from components.catalogue import PROMETHEUS_FRONTEND_PORT as FRONTEND_PORT
+from components.contract import NODE_POOL_LABEL
+from components.gcp.cluster import ADOPT_EXISTING_ACCOUNT
+from components.gcp.monitoring import DCGM_FB_USED, DCGM_GPU_UTIL
+from components.k8s.identity import service_account_manifest, workload_identity_member
+from components.k8s.provider import KubeTarget
+
+# Pinned images: Grafana OSS, and the query frontend at the version Google's own example runs
+# (prometheus-engine examples/frontend.yaml).
+GRAFANA_IMAGE = "docker.io/grafana/grafana:11.1.3"
+FRONTEND_IMAGE = "gke.gcr.io/prometheus-engine/frontend:v0.15.3-gke.0"
+# The data source's name is what Ray's embedded panels select (metrics_head.py
+# DEFAULT_PROMETHEUS_NAME); its uid is what our own dashboard names.
+DATASOURCE_NAME = "Prometheus"
+DATASOURCE_UID = "prometheus"
+# Where the user's browser finds Grafana: `kubectl port-forward svc/<grafana> 3000:3000`.
+IFRAME_HOST = f"http://localhost:{GRAFANA_PORT}"
+DASHBOARDS_DIR = "/var/lib/grafana/dashboards"
+# Reading metrics is all the frontend does (Cloud Monitoring IAM: monitoring.timeSeries.list).
+FRONTEND_ROLE = "roles/monitoring.viewer"
+
+
+@dataclass(frozen=True)
+class GrafanaInputs:
+    """Names and placement of the metrics UI, as plain values."""
+
+    grafana: str  # the Grafana Deployment and Service
+    frontend: str  # the query frontend's Deployment, Service and Kubernetes SA
+    namespace: str
+    project: str
+    system_pool_name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def grafana_url(self) -> str:
+        return f"http://{self.grafana}.{self.namespace}.svc:{GRAFANA_PORT}"
+
+    @property
+    def frontend_url(self) -> str:
+        return f"http://{self.frontend}.{self.namespace}.svc:{FRONTEND_PORT}"
+
+
+def head_env(inputs: GrafanaInputs) -> list[dict[str, str]]:
+    """The Ray head's env for its Metrics tab: Grafana and Prometheus as the head reaches them
+    (in-cluster), Grafana as the user's browser reaches it (the port-forward)."""
+    return [
+        {"name": "RAY_GRAFANA_HOST", "value": inputs.grafana_url},
+        {"name": "RAY_GRAFANA_IFRAME_HOST", "value": IFRAME_HOST},
+        {"name": "RAY_PROMETHEUS_HOST", "value": inputs.frontend_url},
+        {"name": "RAY_PROMETHEUS_NAME", "value": DATASOURCE_NAME},
+    ]
+
+
+def ray_dashboards() -> dict[str, str]:
+    """Ray's dashboards as the head would write them (Ray's own factory at the pinned version),
+    by file name. Data and Serve are left out: a GRPO run uses neither."""
+    from ray.dashboard.modules.metrics import grafana_dashboard_factory as factory
+
+    out = {}
+    for generate in (
+        factory.generate_default_grafana_dashboard,
+        factory.generate_train_grafana_dashboard,
+    ):
+        content, uid = generate()
+        out[f"{uid}.json"] = content
+    return out
+
+
+def _panel(
+    title: str, expr: str, legend: str, unit: str, x: int, y: int, panel_id: int
+) -> dict[str, Any]:
+    return {
+        "id": panel_id,
+        "type": "timeseries",
+        "title": title,
+        "datasource": {"type": "prometheus", "uid": DATASOURCE_UID},
+        "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "targets": [
+            {
+                "refId": "A",
+                "datasource": {"type": "prometheus", "uid": DATASOURCE_UID},
+                "expr": expr,
+                "legendFormat": legend,
+            }
+        ],
+    }
+
+
+# The training dashboard's series: GKE's managed DCGM metrics (the same names as the stack's Cloud
+# Monitoring dashboard, components/gcp/monitoring.py) and Ray's own node metrics.
+TRAINING_PANELS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "GPU utilisation per node (DCGM)",
+        f"avg by (Hostname) ({DCGM_GPU_UTIL})",
+        "{{Hostname}}",
+        "percent",
+    ),
+    (
+        "GPU memory used per node (DCGM)",
+        f"sum by (Hostname) ({DCGM_FB_USED})",
+        "{{Hostname}}",
+        "decmbytes",
+    ),
+    (
+        "GPUs Ray counts per node",
+        "sum by (instance) (ray_node_gpus_available)",
+        "{{instance}}",
+        "short",
+    ),
+    (
+        "Node network received (Ray)",
+        "sum by (instance) (ray_node_network_receive_speed)",
+        "{{instance}}",
+        "Bps",
+    ),
+    (
+        "Node network sent (Ray)",
+        "sum by (instance) (ray_node_network_send_speed)",
+        "{{instance}}",
+        "Bps",
+    ),
+    (
+        "Object store used (Ray)",
+        "sum by (instance) (ray_object_store_memory)",
+        "{{instance}}",
+        "bytes",
+    ),
+)
+
+
+def training_dashboard() -> dict[str, Any]:
+    """One dashboard for a GRPO run's hardware: GPUs busy and full per node, network, objects."""
+    panels = [
+        _panel(title, expr, legend, unit, (i % 2) * 12, (i // 2) * 8, i + 1)
+        for i, (title, expr, legend, unit) in enumerate(TRAINING_PANELS)
+    ]
+    return {
+        "uid": "rlOnGkeTraining",
+        "title": "rl-on-gke training",
+        "schemaVersion": 39,
+        "time": {"from": "now-6h", "to": "now"},
+        "refresh": "1m",
+        "panels": panels,
+        "templating": {"list": []},
+        "tags": ["rl-on-gke"],
+    }
+
+
+def dashboards() -> dict[str, str]:
+    return {**ray_dashboards(), "rlOnGkeTraining.json": json.dumps(training_dashboard())}
+
+
+def provisioning_manifest(inputs: GrafanaInputs) -> dict[str, Any]:
+    """Grafana's provisioning: the frontend as its default Prometheus data source, and the
+    dashboards folder (files mounted from one ConfigMap per dashboard)."""
+    datasources = {
+        "apiVersion": 1,
+        "datasources": [
+            {
+                "name": DATASOURCE_NAME,
+                "uid": DATASOURCE_UID,
+                "type": "prometheus",
+                "access": "proxy",
+                "url": inputs.frontend_url,
+                "isDefault": True,
+                "editable": False,
+            }
+        ],
+    }
+    providers = {
+        "apiVersion": 1,
+        "providers": [
+            {
+                "name": "rl-on-gke",
+                "type": "file",
+                "disableDeletion": True,
+                "allowUiUpdates": False,
+                "options": {"path": DASHBOARDS_DIR, "foldersFromFilesStructure": False},
+            }
+        ],
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{inputs.grafana}-provisioning",
+            "namespace": inputs.namespace,
+            "labels": dict(inputs.labels),
+        },
+        "data": {
+            "datasources.yaml": json.dumps(datasources, indent=1),
+            "dashboards.yaml": json.dumps(providers, indent=1),
+        },
+    }
+
+
+def dashboard_config_name(inputs: GrafanaInputs, file_name: str) -> str:
+    stem = file_name.removesuffix(".json").lower()
+    return f"{inputs.grafana}-dash-{stem}"[:63].rstrip("-")
+
+
+def dashboard_manifests(inputs: GrafanaInputs, files: Mapping[str, str]) -> list[dict[str, Any]]:
+    """One ConfigMap per dashboard: Ray's default dashboard alone is ~220 KB, and a ConfigMap
+    holds at most 1 MiB."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": dashboard_config_name(inputs, name),
+                "namespace": inputs.namespace,
+                "labels": dict(inputs.labels),
+            },
+            "data": {name: content},
+        }
+        for name, content in sorted(files.items())
+    ]
+
+
+_RESTRICTED = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "readOnlyRootFilesystem": True,
+}
+
+
+# The images' own users: Grafana's image runs as uid 472, the frontend's example as 1000.
+GRAFANA_UID = 472
+FRONTEND_UID = 1000
+
+
+def _pod_spec(
+    inputs: GrafanaInputs, containers: list[dict[str, Any]], uid: int, **extra: Any
+) -> dict[str, Any]:
+    return {
+        # The on-demand system pool, beside the Ray head: never a GPU node.
+        "nodeSelector": {NODE_POOL_LABEL: inputs.system_pool_name},
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": uid,
+            "runAsGroup": uid,
+            "fsGroup": uid,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": containers,
+        **extra,
+    }
+
+
+def _deployment(name: str, inputs: GrafanaInputs, pod: dict[str, Any], app: str) -> dict[str, Any]:
+    selector = {"app.kubernetes.io/name": app, "app.kubernetes.io/instance": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": inputs.namespace, "labels": dict(inputs.labels)},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": selector},
+            "template": {"metadata": {"labels": {**inputs.labels, **selector}}, "spec": pod},
+        },
+    }
+
+
+def _service(name: str, inputs: GrafanaInputs, app: str, port: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": inputs.namespace, "labels": dict(inputs.labels)},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": {"app.kubernetes.io/name": app, "app.kubernetes.io/instance": name},
+            "ports": [{"name": "http", "port": port, "targetPort": port}],
+        },
+    }
+
+
+def frontend_manifests(inputs: GrafanaInputs) -> tuple[dict[str, Any], dict[str, Any]]:
+    container = {
+        "name": "frontend",
+        "image": FRONTEND_IMAGE,
+        "args": [f"--web.listen-address=:{FRONTEND_PORT}", f"--query.project-id={inputs.project}"],
+        "ports": [{"name": "http", "containerPort": FRONTEND_PORT}],
+        "readinessProbe": {"httpGet": {"path": "/-/ready", "port": FRONTEND_PORT}},
+        "livenessProbe": {"httpGet": {"path": "/-/healthy", "port": FRONTEND_PORT}},
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "128Mi"},
+            "limits": {"cpu": "500m", "memory": "256Mi"},
+        },
+        "securityContext": dict(_RESTRICTED),
+    }
+    pod = _pod_spec(inputs, [container], FRONTEND_UID, serviceAccountName=inputs.frontend)
+    return (
+        _deployment(inputs.frontend, inputs, pod, "prometheus-frontend"),
+        _service(inputs.frontend, inputs, "prometheus-frontend", FRONTEND_PORT),
+    )
+
+
+def grafana_manifests(
+    inputs: GrafanaInputs, dashboard_files: Sequence[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    env = {
+        # No login at all: nobody can become admin, so no password exists to keep.
+        "GF_AUTH_DISABLE_LOGIN_FORM": "true",
+        "GF_AUTH_BASIC_ENABLED": "false",
+        "GF_AUTH_ANONYMOUS_ENABLED": "true",
+        "GF_AUTH_ANONYMOUS_ORG_ROLE": "Viewer",
+        # Ray's dashboard frames Grafana's panels (metrics_head.py, RAY_GRAFANA_IFRAME_HOST).
+        "GF_SECURITY_ALLOW_EMBEDDING": "true",
+        "GF_ANALYTICS_REPORTING_ENABLED": "false",
+        "GF_LOG_MODE": "console",  # the root filesystem is read-only: no log files
+        "GF_ANALYTICS_CHECK_FOR_UPDATES": "false",
+        "GF_PATHS_PROVISIONING": "/etc/grafana/provisioning",
+        "GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH": f"{DASHBOARDS_DIR}/rlOnGkeTraining.json",
+    }
+    mounts = [
+        {"name": "datasources", "mountPath": "/etc/grafana/provisioning/datasources"},
+        {"name": "providers", "mountPath": "/etc/grafana/provisioning/dashboards"},
+        {"name": "data", "mountPath": "/var/lib/grafana"},
+        {"name": "tmp", "mountPath": "/tmp"},
+    ] + [
+        {
+            "name": f"dash-{i}",
+            "mountPath": f"{DASHBOARDS_DIR}/{name}",
+            "subPath": name,
+        }
+        for i, name in enumerate(sorted(dashboard_files))
+    ]
+    provisioning = f"{inputs.grafana}-provisioning"
+    volumes = [
+        {
+            "name": "datasources",
+            "configMap": {
+                "name": provisioning,
+                "items": [{"key": "datasources.yaml", "path": "datasources.yaml"}],
+            },
+        },
+        {
+            "name": "providers",
+            "configMap": {
+                "name": provisioning,
+                "items": [{"key": "dashboards.yaml", "path": "dashboards.yaml"}],
+            },
+        },
+        {"name": "data", "emptyDir": {"sizeLimit": "1Gi"}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
+    ] + [
+        {"name": f"dash-{i}", "configMap": {"name": dashboard_config_name(inputs, name)}}
+        for i, name in enumerate(sorted(dashboard_files))
+    ]
+    container = {
+        "name": "grafana",
+        "image": GRAFANA_IMAGE,
+        "ports": [{"name": "http", "containerPort": GRAFANA_PORT}],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "readinessProbe": {"httpGet": {"path": "/api/health", "port": GRAFANA_PORT}},
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "256Mi"},
+            "limits": {"cpu": "1", "memory": "512Mi"},
+        },
+        "securityContext": dict(_RESTRICTED),
+        "volumeMounts": mounts,
+    }
+    pod = _pod_spec(
+        inputs, [container], GRAFANA_UID, volumes=volumes, automountServiceAccountToken=False
+    )
+    return (
+        _deployment(inputs.grafana, inputs, pod, "grafana"),
+        _service(inputs.grafana, inputs, "grafana", GRAFANA_PORT),
+    )
+
+
+@dataclass(frozen=True)
+class RayGrafanaArgs:
+    target: KubeTarget
+    inputs: GrafanaInputs
+    gsa_account_id: str
+    namespace_resource: pulumi.Resource
+    system_pool: pulumi.Resource | None = None
+
+
+class RayGrafana(pulumi.ComponentResource):
+    """The query frontend (its Google SA, role and Workload Identity binding, its KSA), Grafana,
+    their ClusterIP Services and Grafana's provisioning."""
+
+    def __init__(
+        self, name: str, args: RayGrafanaArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("rl-on-gke:k8s:RayGrafana", name, None, opts)
+        inputs, target = args.inputs, args.target
+        gsa = gcp.serviceaccount.Account(
+            f"{name}-frontend-gsa",
+            project=inputs.project,
+            account_id=args.gsa_account_id,
+            display_name=f"Managed Prometheus query frontend ({inputs.namespace})",
+            **ADOPT_EXISTING_ACCOUNT,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        gcp.projects.IAMMember(
+            f"{name}-frontend-monitoring-viewer",
+            project=inputs.project,
+            role=FRONTEND_ROLE,
+            member=gsa.member,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        gcp.serviceaccount.IAMMember(
+            f"{name}-frontend-workload-identity",
+            service_account_id=gsa.name,
+            role="roles/iam.workloadIdentityUser",
+            member=workload_identity_member(inputs.project, inputs.namespace, inputs.frontend),
+            # The Workload Identity pool exists once the cluster does (identity.py, the same).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[target.cluster]),
+        )
+        base = [args.namespace_resource]
+        placed = [*base, *([args.system_pool] if args.system_pool is not None else [])]
+        ksa = service_account_manifest(inputs.frontend, inputs.namespace, gsa.email)
+        ksa_resource = k8s.core.v1.ServiceAccount(
+            f"{name}-frontend-ksa",
+            metadata=ksa["metadata"],
+            opts=target.options(self, depends_on=base),
+        )
+        frontend, frontend_service = frontend_manifests(inputs)
+        k8s.apps.v1.Deployment(
+            f"{name}-frontend",
+            metadata=frontend["metadata"],
+            spec=frontend["spec"],
+            opts=target.options(self, depends_on=[*placed, ksa_resource]),
+        )
+        k8s.core.v1.Service(
+            f"{name}-frontend-service",
+            metadata=frontend_service["metadata"],
+            spec=frontend_service["spec"],
+            opts=target.options(self, depends_on=base),
+        )
+        files = dashboards()
+        configs = [provisioning_manifest(inputs), *dashboard_manifests(inputs, files)]
+        config_resources = [
+            k8s.core.v1.ConfigMap(
+                f"{name}-{c['metadata']['name'].removeprefix(inputs.grafana + '-')}",
+                metadata=c["metadata"],
+                data=c["data"],
+                opts=target.options(self, depends_on=base),
+            )
+            for c in configs
+        ]
+        grafana, grafana_service = grafana_manifests(inputs, list(files))
+        k8s.apps.v1.Deployment(
+            f"{name}-grafana",
+            metadata=grafana["metadata"],
+            spec=grafana["spec"],
+            opts=target.options(self, depends_on=[*placed, *config_resources]),
+        )
+        k8s.core.v1.Service(
+            f"{name}-grafana-service",
+            metadata=grafana_service["metadata"],
+            spec=grafana_service["spec"],
+            opts=target.options(self, depends_on=base),
+        )
+        self.register_outputs(
+            {"grafanaService": inputs.grafana, "frontendService": inputs.frontend}
+        )

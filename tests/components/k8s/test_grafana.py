@@ -1,0 +1,177 @@
+"""Ray's Metrics tab: Grafana and the Managed Prometheus query frontend, valid, private, wired to the head.
+
+The head's env is held to the real Ray: a local Ray head started with it answers its dashboard's
+`/api/grafana_health` with the iframe host and the dashboard uids the provisioned dashboards
+carry (Ray 2.60 metrics_head.py `grafana_health`), against a loopback stand-in for Grafana's
+`/api/health`.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from components.gcp.monitoring import DCGM_METRICS
+from components.k8s import grafana
+from components.k8s.grafana import GrafanaInputs
+from tests import localray
+from tests.components.k8s.manifests import validate_core
+
+
+def inputs(**overrides: Any) -> GrafanaInputs:
+    return GrafanaInputs(
+        **{
+            "grafana": "rl-test-grafana",
+            "frontend": "rl-test-prom-frontend",
+            "namespace": "rl-train",
+            "project": "example-project",
+            "system_pool_name": "system",
+            **overrides,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def files() -> dict[str, str]:
+    return grafana.dashboards()
+
+
+def _all_manifests(files: dict[str, str]) -> list[dict[str, Any]]:
+    ins = inputs()
+    return [
+        *grafana.frontend_manifests(ins),
+        *grafana.grafana_manifests(ins, list(files)),
+        grafana.provisioning_manifest(ins),
+        *grafana.dashboard_manifests(ins, files),
+    ]
+
+
+def test_every_manifest_validates_against_the_kubernetes_schemas(files) -> None:
+    for manifest in _all_manifests(files):
+        validate_core(manifest)  # kubernetes-validate, strict: unknown fields fail too
+
+
+def test_services_are_cluster_internal_and_reach_their_containers(files) -> None:
+    manifests = _all_manifests(files)
+    deployments = {m["metadata"]["name"]: m for m in manifests if m["kind"] == "Deployment"}
+    services = [m for m in manifests if m["kind"] == "Service"]
+    assert len(services) == 2
+    for service in services:
+        assert service["spec"]["type"] == "ClusterIP"
+        pod = deployments[service["metadata"]["name"]]["spec"]["template"]
+        assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+        [port] = service["spec"]["ports"]
+        container_ports = [p["containerPort"] for p in pod["spec"]["containers"][0]["ports"]]
+        assert port["targetPort"] in container_ports
+
+
+def test_the_head_reaches_grafana_and_prometheus_where_their_services_are() -> None:
+    ins = inputs()
+    env = {e["name"]: e["value"] for e in grafana.head_env(ins)}
+    assert env["RAY_GRAFANA_HOST"] == "http://rl-test-grafana.rl-train.svc:3000"
+    assert env["RAY_PROMETHEUS_HOST"] == "http://rl-test-prom-frontend.rl-train.svc:9090"
+    assert env["RAY_GRAFANA_IFRAME_HOST"] == "http://localhost:3000"
+    datasources = json.loads(grafana.provisioning_manifest(ins)["data"]["datasources.yaml"])
+    [source] = datasources["datasources"]
+    # Ray's embedded panels select the data source by the name the head is told.
+    assert source["name"] == env["RAY_PROMETHEUS_NAME"] and source["isDefault"] is True
+    assert source["url"] == env["RAY_PROMETHEUS_HOST"]
+
+
+def test_grafana_has_no_login_and_no_password_anywhere(files) -> None:
+    deployment, _ = grafana.grafana_manifests(inputs(), list(files))
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["GF_AUTH_DISABLE_LOGIN_FORM"] == "true" and env["GF_AUTH_BASIC_ENABLED"] == "false"
+    assert env["GF_AUTH_ANONYMOUS_ORG_ROLE"] == "Viewer"
+    assert not any("PASSWORD" in name for name in env)
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_every_dashboard_file_is_mounted_from_a_configmap_under_its_limit(files) -> None:
+    ins = inputs()
+    deployment, _ = grafana.grafana_manifests(ins, list(files))
+    pod = deployment["spec"]["template"]["spec"]
+    mounted = {
+        m["subPath"]: m["name"]
+        for m in pod["containers"][0]["volumeMounts"]
+        if m["mountPath"].startswith(grafana.DASHBOARDS_DIR)
+    }
+    assert set(mounted) == set(files)
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    configs = {c["metadata"]["name"]: c for c in grafana.dashboard_manifests(ins, files)}
+    for name, volume in mounted.items():
+        config = configs[volumes[volume]["configMap"]["name"]]
+        assert config["data"] == {name: files[name]}
+        assert len(json.dumps(config)) < 1024 * 1024  # a ConfigMap holds at most 1 MiB
+
+
+def test_rays_own_dashboards_are_provisioned_with_the_uids_its_head_embeds(files) -> None:
+    uids = {json.loads(content)["uid"] for content in files.values()}
+    assert {"rayDefaultDashboard", "rayTrainDashboard", "rlOnGkeTraining"} == uids
+
+
+def test_the_training_dashboard_queries_metrics_that_exist(files) -> None:
+    """DCGM series as the stack's Cloud Monitoring dashboard names them; Ray's node series as
+    Ray's own default dashboard queries them (so they are Ray's real metric names)."""
+    ray_default = files["rayDefaultDashboard.json"]
+    board = json.loads(files["rlOnGkeTraining.json"])
+    for panel in board["panels"]:
+        [target] = panel["targets"]
+        assert target["datasource"]["uid"] == grafana.DATASOURCE_UID
+        metric = target["expr"].split("(")[-1].rstrip(")")
+        if metric.startswith("DCGM_"):
+            assert metric in DCGM_METRICS, metric
+        else:
+            assert metric in ray_default, metric
+
+
+@pytest.fixture
+def fake_grafana_health() -> Iterator[str]:
+    """Grafana's `/api/health` answer on loopback (the head only reads `database`)."""
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"database": "ok", "version": "11.1.3"}).encode()
+            self.send_response(200 if self.path == "/api/health" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.ray
+def test_a_ray_head_with_this_env_offers_its_metrics_tab_with_our_dashboards(
+    files, fake_grafana_health
+) -> None:
+    env = {e["name"]: e["value"] for e in grafana.head_env(inputs())}
+    env["RAY_GRAFANA_HOST"] = fake_grafana_health  # the in-cluster Service, here on loopback
+    head = localray.start(num_cpus=1, extra_env=env)
+    try:
+        with urllib.request.urlopen(f"{head.dashboard_url}/api/grafana_health", timeout=30) as r:
+            answer = json.load(r)
+    finally:
+        head.stop()
+    data = answer["data"]
+    assert data["grafanaHost"] == grafana.IFRAME_HOST, answer
+    assert data["dashboardDatasource"] == grafana.DATASOURCE_NAME
+    provisioned = {json.loads(content)["uid"] for content in files.values()}
+    assert data["dashboardUids"]["default"] in provisioned
+    assert data["dashboardUids"]["train"] in provisioned
