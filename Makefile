@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STACK ?= dev
 BASE ?= HEAD
 
-.PHONY: test test-fast lint format plan plan-diff venv venv-image clean
+.PHONY: test test-fast lint format plan plan-diff venv venv-image browser clean
 
 venv: $(VENV)/.installed
 
@@ -43,14 +43,19 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt 
 # project's dev machines have) would recompile ~290 test modules on every run, ~6 s per process.
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 
-test: venv venv-image
+test: venv venv-image browser
 	$(PYTEST) -q
+
+# Debian's chromium for the report's browser tests (tools/install_browser.sh): installed when
+# missing where apt-get runs as root, as in CI; elsewhere those tests skip and say how.
+browser:
+	@tools/install_browser.sh
 
 # Everything but the slow seams (pytest.ini lists them: a real Ray cluster, the compiler, the CLI
 # as a subprocess, a real kubectl, whole-program renderings, the frameworks' own code, the
-# stand-in Hub), on two workers: about two minutes, of which the supervision simulation's 5,000
+# stand-in Hub, a headless browser), on two workers: about two minutes, of which the supervision simulation's 5,000
 # seeded schedules take one (work stealing keeps both workers busy to the end).
-FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub
+FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub and not browser
 test-fast: venv
 	$(PYTEST) -q -n 2 --dist worksteal -m "$(FAST_MARKERS)"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from ray.job_submission import JobStatus, JobSubmissionClient
 
+from tests.jobs import browser
 from tests.jobs.conftest import run_cli, wait_until
 from tests.jobs.html_page import Page
 from tests.jobs.runs.framework_lines import verl_step_line
@@ -85,17 +86,23 @@ def _attempt(
     assert client.get_job_status(sid) == want, client.get_job_logs(sid)
 
 
-def test_report_draws_both_attempts_curves_from_the_job_logs(ray_url: str, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def reported(ray_url: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A two-attempt run's report: its file and the command's JSON summary."""
+    tmp = tmp_path_factory.mktemp("report")
     client = JobSubmissionClient(ray_url)
     run = f"report-{uuid.uuid4().hex[:6]}"
-    _attempt(client, tmp_path, run, 1, range(1, 5), code=1)  # dies after step 4
-    _attempt(client, tmp_path, run, 2, range(4, 9), code=0)  # resumes: re-runs 4, on to 8
-    out = tmp_path / "report.html"
-
+    _attempt(client, tmp, run, 1, range(1, 5), code=1)  # dies after step 4
+    _attempt(client, tmp, run, 2, range(4, 9), code=0)  # resumes: re-runs 4, on to 8
+    out = tmp / "report.html"
     done = run_cli("report", run, "--address", ray_url, "--out", str(out), "--json", timeout=120)
-
     assert done.returncode == 0, done.stderr
-    summary = json.loads(done.stdout)
+    return out, done.stdout
+
+
+def test_report_draws_both_attempts_curves_from_the_job_logs(reported: tuple[Path, str]) -> None:
+    out, stdout = reported
+    summary = json.loads(stdout)
     assert summary["attempts"] == 2
     assert summary["curves"] == {
         "reward": 8,
@@ -137,3 +144,28 @@ def test_report_of_an_unknown_run_names_it_and_writes_nothing(ray_url: str, tmp_
     assert done.returncode != 0
     assert "no-such-run-x" in done.stderr
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------- in a browser
+
+
+@pytest.mark.browser
+def test_the_report_opens_offline_in_chromium_with_every_curve_drawn(
+    reported: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Issue 28 acceptance: headless Chromium (Debian's, `make browser`) opens the file with every
+    host unresolvable: the screenshot has a drawn curve in each of the five charts, the DOM the
+    browser built has every point, and its network log holds no request the page made."""
+    out, _ = reported
+    shot = browser.open_offline(out, tmp_path)
+    assert shot.requests == [], shot.requests
+    dom = Page(shot.dom)
+    assert len(dom.all("circle")) == 5 * 8
+    assert len(dom.all("figure")) == 5
+    # Each chart draws its curve in the report's line colour (jobs/runs/run_report.py); five
+    # charts stacked down the page are five separate bands of rows holding that colour.
+    # A flat curve (step time, 20 s at every step) is a band of two rows; every curve crosses
+    # its chart: 8 points over a plot about 560 px wide.
+    bands = browser.row_bands(shot.png, browser.CURVE_RGB)
+    assert len(bands) == 5, bands
+    assert all(columns >= 400 for _, _, columns in bands), bands
