@@ -32,6 +32,7 @@ from enum import Enum
 from typing import Literal
 
 from jobs.head.protocol import DEFAULT_MAX_PREEMPTIONS
+from jobs.staging.entry import HUB_UNREACHABLE_EXIT
 
 AttemptEnd = Literal[
     "SUCCEEDED", "FAILED", "STOPPED", "STALLED"
@@ -59,6 +60,9 @@ class Reason(str, Enum):
     PREEMPTIONS_EXHAUSTED = "preemptions_exhausted"
     CRASH = "crash"  # failed with every GPU present and no new checkpoint since the previous one
     DEADLINE = "deadline"  # the GPUs did not come back before the deadline the user set
+    # The attempt's first step could not reach the Hugging Face Hub to stage the model
+    # (jobs/staging/ensure.py exits HUB_UNREACHABLE_EXIT): a restart meets the same wall.
+    CANNOT_STAGE = "cannot_stage"
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,8 @@ class Situation:
     max_preemptions: int = DEFAULT_MAX_PREEMPTIONS
     stable_s: float = float("inf")
     settle_s: float = 0.0
+    # The attempt driver's exit code when Ray reported one (None: unknown or not FAILED).
+    exit_code: int | None = None
     # Settle by probing: GPUs free on nodes that answered a probe (None: no probe, the
     # settle-time rule applies); every node that hosted the ended attempt answered; the
     # ended attempt completed a training step (no back-off then).
@@ -135,6 +141,15 @@ def _after_failure(s: Situation) -> Decision | None:
                 f"preemptions exhausted ({s.preemptions_used} of {s.max_preemptions} used)",
             )
         return None
+    if s.exit_code == HUB_UNREACHABLE_EXIT:
+        return Decision(
+            Action.GIVE_UP,
+            Reason.CANNOT_STAGE,
+            "the attempt could not stage its model: the Hugging Face Hub did not answer (its "
+            "log names the endpoint); a restart would meet the same wall, so none is made. "
+            "Give the pods egress or HF_ENDPOINT a mirror, or load the model from a directory, "
+            "then resume the run",
+        )
     if s.restarts_used >= s.max_restarts:
         return Decision(
             Action.GIVE_UP,

@@ -426,11 +426,12 @@ class Supervisor:
         }[new_ckpt]
         if stepped:
             ckpt += f"; {stepped} training step(s) completed"
+        exit_code = None if for_node_end else self._exit_code(job_id, ended)
         why = (
             ": it saved and stopped before its flex-start nodes reach their maximum run "
             "duration; the run goes on on new nodes (counted as a preemption)"
             if for_node_end
-            else self._end_message(job_id, ended)
+            else ("" if exit_code is None else f" (exit code {exit_code})")
         )
         self.record(
             ev.ATTEMPT_ENDED,
@@ -442,6 +443,7 @@ class Supervisor:
             new_checkpoint=new_ckpt,
             steps_completed=stepped,
             ended_ms=state.ended_ms,
+            exit_code=exit_code,
             **({"saved_for_node_end": True} if for_node_end else {}),
         )
         state.watching = False
@@ -461,6 +463,7 @@ class Supervisor:
             settle_s=self.config.settle_s,
             stepped=stepped > 0,
             preempted=for_node_end,
+            exit_code=exit_code,
         )
 
     def _keep_progress(self, job_id: str) -> None:
@@ -1083,16 +1086,16 @@ class Supervisor:
         except (OSError, RuntimeError, ValueError, KeyError, http.client.HTTPException):
             return None  # unknown: any node that could have hosted it counts
 
-    def _end_message(self, job_id: str, ended: str) -> str:
+    def _exit_code(self, job_id: str, ended: str) -> int | None:
+        """A FAILED attempt's driver exit code, when Ray has it (the end is recorded without it
+        when the dashboard cannot say)."""
         if ended != "FAILED":
-            return ""
+            return None
         try:
-            info = self.client.get_job_info(job_id)
+            code = self.client.get_job_info(job_id).driver_exit_code
         except (RuntimeError, OSError, ValueError, http.client.HTTPException):
-            return ""  # the exit code is a detail: the end is recorded without it
-        if info.driver_exit_code is not None:
-            return f" (exit code {info.driver_exit_code})"
-        return ""
+            return None
+        return code if isinstance(code, int) else None
 
 
 _CAPACITY_WAITS = (Reason.NO_CAPACITY, Reason.GPUS_BUSY)

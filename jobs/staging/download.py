@@ -43,6 +43,45 @@ class StageError(Exception):
     """A stage that could not finish; the message says what and what to do."""
 
 
+class HubUnreachable(StageError):
+    """The Hub did not answer at all (no route, DNS, refused, timed out): nothing was staged."""
+
+
+# huggingface_hub's default endpoint (constants.ENDPOINT when HF_ENDPOINT is unset).
+DEFAULT_ENDPOINT = "https://huggingface.co"
+
+
+def endpoint() -> str:
+    return os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT
+
+
+# The transport errors of the HTTP clients huggingface_hub has used: requests' are OSErrors;
+# httpx's (huggingface_hub 1.x and later: httpx, here vendored as httpx2) are not, and reached the
+# user as a traceback ("httpx2.ConnectError: [Errno 111] Connection refused").
+_TRANSPORT_ERRORS = frozenset(
+    {"TransportError", "ConnectError", "ConnectTimeout", "TimeoutException", "NetworkError"}
+)
+
+
+def no_answer(e: BaseException) -> bool:
+    """The Hub did not answer at all (DNS, refused, timed out), whichever HTTP client asked."""
+    return isinstance(e, OSError) or any(c.__name__ in _TRANSPORT_ERRORS for c in type(e).__mro__)
+
+
+def unreachable_message(model: str, e: BaseException) -> str:
+    """One paragraph, no traceback: which endpoint, why, and the two ways on without it."""
+    where = endpoint()
+    source = "HF_ENDPOINT" if os.environ.get("HF_ENDPOINT") else "the default; HF_ENDPOINT unset"
+    return (
+        f"cannot reach the Hugging Face Hub at {where} ({source}) for {model!r}: "
+        f"{_first_line(e)[:200]}. The pods need egress to it (the stack's Cloud NAT), or set "
+        "HF_ENDPOINT to a Hub mirror they can reach; or copy the model's files to a directory "
+        "on Lustre and give that directory as the model (`--set policy.model_name=DIR` for "
+        "NeMo RL, `--set actor_rollout_ref.model.path=DIR` for veRL): a directory is loaded as "
+        "it is, without the Hub"
+    )
+
+
 def wanted(name: str) -> bool:
     return not any(fnmatch.fnmatch(name, pattern) for pattern in IGNORED)
 
@@ -115,8 +154,12 @@ def resolve(model: str, revision: str) -> tuple[str, dict[str, int]]:
         ) from None
     except RevisionNotFoundError:
         raise StageError(f"model {model!r} has no revision {revision!r}") from None
-    except (HfHubHTTPError, OSError) as e:
-        raise StageError(f"cannot reach the Hub for {model!r}: {_first_line(e)}") from None
+    except HfHubHTTPError as e:
+        raise StageError(f"the Hub refused {model!r}: {_first_line(e)}") from None
+    except Exception as e:
+        if not no_answer(e):
+            raise
+        raise HubUnreachable(unreachable_message(model, e)) from None
     if not info.sha:
         raise StageError(f"the Hub gave no commit for {model!r} at {revision!r}")
     files = {s.rfilename: int(s.size or 0) for s in info.siblings or [] if wanted(s.rfilename)}

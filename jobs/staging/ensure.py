@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from jobs.staging import datasets_cache, entry, layout, megatron, record
-from jobs.staging.download import StageError, download
+from jobs.staging.download import HubUnreachable, StageError, download
 
 
 def _model(args: argparse.Namespace) -> str | None:
@@ -116,6 +116,8 @@ def main(argv: list[str]) -> int:
             datasets_cache.stage(entry.home_of(args), spec, entry.say)
         if args.megatron:
             _conversion(args, commit)
+    except HubUnreachable as e:
+        return entry.fail(str(e), entry.HUB_UNREACHABLE_EXIT)
     except StageError as e:
         return entry.fail(
             f"{e} (the run's workers are offline, HF_HUB_OFFLINE=1, so they cannot fetch it either)"

@@ -56,6 +56,12 @@ def check_model(model: str) -> str | None:
     )
 
 
-def fail(message: str) -> int:
+# An attempt's first step (or `stage`) that could not reach the Hub at all exits with this code
+# (sysexits.h EX_UNAVAILABLE): the supervisor gives the run up at once with that reason instead of
+# restarting it into the same wall and calling the second failure a crash (restart_policy.py).
+HUB_UNREACHABLE_EXIT = 69
+
+
+def fail(message: str, code: int = 1) -> int:
     print(f"error: {message}", file=sys.stderr, flush=True)
-    return 1
+    return code

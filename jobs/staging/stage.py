@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from jobs.staging import datasets_cache, entry, layout, megatron, record
-from jobs.staging.download import StageError, download
+from jobs.staging.download import HubUnreachable, StageError, download
 from jobs.staging.record import StagedModel
 
 # Where NeMo RL's image keeps its code and the Megatron worker's venv (docker/Dockerfile L53-58
@@ -124,6 +124,8 @@ def main(argv: list[str]) -> int:
                 _converter(base, args.model, args.gpus, args.dtype),
                 entry.say,
             )
+    except HubUnreachable as e:
+        return entry.fail(str(e), entry.HUB_UNREACHABLE_EXIT)
     except StageError as e:
         return entry.fail(str(e))
     entry.say(f"stage complete: {args.model}@{staged.commit}; runs load it with HF_HUB_OFFLINE=1")

@@ -345,3 +345,28 @@ def test_gpus_held_by_other_jobs_are_a_wait_for_capacity_not_a_submit():
     d = decide(first)
     assert d.action == Action.WAIT and d.reason == Reason.GPUS_BUSY
     assert "8 of the cluster's 16 GPUs are free" in d.message
+
+
+def test_an_attempt_that_could_not_reach_the_hub_gives_the_run_up_at_once_not_as_a_crash():
+    """Issue 29: a recipe attempt that cannot stage is not restarted into the same wall (and its
+    second failure called a crash): the first one ends the run with its own reason."""
+    from jobs.staging.entry import HUB_UNREACHABLE_EXIT
+
+    s = Situation(
+        ended="FAILED",
+        restarts_used=0,
+        max_restarts=5,
+        gpus_needed=16,
+        gpus_at_end=16.0,
+        gpus_now=16.0,
+        progressed=None,
+        stable_s=600.0,
+        settle_s=60.0,
+        exit_code=HUB_UNREACHABLE_EXIT,
+    )
+    d = decide(s)
+    assert (d.action, d.reason) == (Action.GIVE_UP, Reason.CANNOT_STAGE)
+    assert "Hugging Face Hub" in d.message and not is_crash(s)
+    # Any other exit code, or a node lost under it, is judged as before.
+    assert decide(replace(s, exit_code=1)).action == Action.SUBMIT
+    assert decide(replace(s, preempted=True)).reason != Reason.CANNOT_STAGE

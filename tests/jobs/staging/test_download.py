@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.staging import layout, record
+from jobs.staging import entry, layout, record
 from tests.fakehub import FakeHub, Repo
 from tests.jobs.staging.conftest import run_module
 
@@ -112,3 +112,23 @@ def test_unknown_model_revision_and_malformed_id_are_refused_by_name(
     assert bad.returncode == 1 and "--model '../../etc'" in bad.stderr
     assert not layout.record_file(home, "org/nope").exists()
     assert not (home / "hub").exists() or not any((home / "hub").iterdir())
+
+
+@pytest.mark.parametrize("module", [STAGE, "jobs.staging.ensure"])
+def test_a_hub_that_does_not_answer_is_named_with_the_ways_on_and_no_traceback(
+    tmp_path: Path, module: str
+) -> None:
+    """Issue 29 "a clear word when the Hub is unreachable": `stage` and an attempt's first step
+    name the endpoint and HF_ENDPOINT, a mirror and a directory on Lustre, in a few lines."""
+    import socket
+
+    with socket.socket() as closed:  # a loopback port nothing listens on: connection refused
+        closed.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    home = tmp_path / "hf"
+    done = run_module(module, ["--model", "org/tiny"], home, endpoint, timeout=120)
+    assert done.returncode == entry.HUB_UNREACHABLE_EXIT  # the supervisor gives up at once on it
+    assert f"cannot reach the Hugging Face Hub at {endpoint} (HF_ENDPOINT)" in done.stderr
+    assert "Hub mirror" in done.stderr and "--set policy.model_name=DIR" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) <= 3, done.stderr
+    assert not layout.record_file(home, "org/tiny").exists()
