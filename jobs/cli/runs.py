@@ -293,6 +293,8 @@ def _resume(
     options: handoff.Options = handoff.Options(),
     every: save_choice.Every | None = None,
     dry_run: bool = False,
+    sets: list[str] | None = None,
+    nodes: int | None = None,
 ) -> int:
     """`submit --resume RUN`: its next attempt as its record has it; with `dry_run`, what would be
     submitted (the run's record is read from the cluster; nothing is submitted)."""
@@ -309,6 +311,8 @@ def _resume(
             Place(where.stack, outputs, source),
             opt.where_flags(where),
             every,
+            changes=overrides.parse(sets or []),
+            nodes=nodes,
         )
         planned = resumed.planned
         if outputs is None and framework is None:
@@ -367,14 +371,17 @@ def submit_cmd(
         typer.Option(
             "--set",
             metavar="KEY=VALUE",
-            help="Override key=value (+key=value adds a key the config lacks, ++key=value adds or overrides).",
+            help="Override key=value (+key=value adds a key the config lacks, ++key=value adds or overrides); with --resume, a change the run's checkpoints still load under.",
         ),
     ] = None,
     name: opt.NameOpt = None,
     nodes: Annotated[
         int | None,
         typer.Option(
-            "--nodes", min=1, metavar="N", help="GPU nodes (default: the stack's gpuNodeCount)."
+            "--nodes",
+            min=1,
+            metavar="N",
+            help="GPU nodes (default: the stack's gpuNodeCount); with --resume, a new size where the framework reshards its checkpoints.",
         ),
     ] = None,
     gpus_per_node: Annotated[
@@ -438,15 +445,9 @@ def submit_cmd(
             f"--framework {framework!r} is unknown", f"use {' or '.join(FRAMEWORK_NAMES)}"
         )
     if resume_run is not None:
-        _refuse_with_resume(
-            resume_run,
-            {
-                "--set": sets,
-                "--name": name,
-                "--nodes": nodes,
-                "--gpus-per-node": gpus_per_node,
-            },
-        )
+        # --set and --nodes are changes the run's checkpoints are checked against
+        # (jobs/runs/resume_changes.py); a name or a node size is the run itself.
+        _refuse_with_resume(resume_run, {"--name": name, "--gpus-per-node": gpus_per_node})
         raise typer.Exit(
             _resume(
                 resume_run,
@@ -461,6 +462,8 @@ def submit_cmd(
                 options,
                 every,
                 dry_run,
+                sets or [],
+                nodes,
             )
         )
     if recipe_name is None:

@@ -1,8 +1,9 @@
 """Continuing a run from its record: the preconditions, then the same path as a submit.
 
 A resumed run keeps the recipe, overrides, size and checkpoint directory its latest attempt
-recorded in Ray's job metadata (jobs/runs/metadata.py); only what the user cannot change is
-checked here, everything else is `recipe_run.plan_recipe`'s.
+recorded in Ray's job metadata (jobs/runs/metadata.py), with the `--set` changes and node count
+its checkpoints still load under (jobs/runs/resume_changes.py); only what the user cannot change
+is checked here, everything else is `recipe_run.plan_recipe`'s.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from jobs.common.errors import UsageError
 from jobs.recipes import overrides
 from jobs.recipes.catalogue import RECIPES, Recipe
 from jobs.recipes.overrides import Override
-from jobs.runs import handoff, plan, run_goodput, save_choice, state
+from jobs.runs import handoff, plan, resume_changes, run_goodput, save_choice, state
 from jobs.runs.metadata import RecipeRun
 from jobs.runs.recipe_run import Ask, Place, Planned, plan_recipe
 from jobs.runs.state import Run
@@ -62,9 +63,12 @@ def resume(
     place: Place,
     where: str,
     every: save_choice.Every | None = None,
+    changes: list[Override] | None = None,
+    nodes: int | None = None,
 ) -> Resumed:
     """The next attempt of `run` as its metadata records it, with the save period `every`
-    (--checkpoint-every) asks when given."""
+    (--checkpoint-every) asks when given, and the `--set` changes and node count the run's
+    checkpoints still load under (jobs/runs/resume_changes.py; refused by name otherwise)."""
     plan.check_run_name(run)
     found = state.find(dashboard.jobs(), run)
     recorded = recorded_run(found, run, where)
@@ -76,13 +80,15 @@ def resume(
             f"run {run} is a {recipe.name} run, not {recipe_name}",
             f"drop RECIPE or pass {recipe.name}",
         )
+    resume_changes.check_changes(run, recipe, changes or [], recorded.nodes, nodes)
     given, save_note = _with_save_period(dashboard, found, recorded, recipe, every, place)
+    given = resume_changes.merged(given, changes or [])
     # The run's checkpoints already exist on Lustre: its size is reported, never refused.
     ask = Ask(
         recipe,
         run,
         given,
-        nodes=recorded.nodes,
+        nodes=nodes or recorded.nodes,
         gpus_per_node=recorded.gpus_per_node,
         framework=framework,
         force=True,

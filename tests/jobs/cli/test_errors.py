@@ -67,23 +67,25 @@ def test_run_with_a_token_in_the_command_exits_2_before_contacting_anything():
     assert token not in done.stderr + done.stdout and done.stderr.count("\n") == 1
 
 
-def test_resume_takes_nothing_that_would_change_the_run():
+def test_resume_keeps_the_runs_name_and_node_size():
+    """--set and --nodes are checked against the run's checkpoints (jobs/runs/resume_changes.py);
+    a new name or node size is another run, refused before anything is contacted."""
     result = runner.invoke(
         cli.app,
         [
             "submit",
             "--resume",
             "r1",
-            "--set",
-            "grpo.max_num_steps=3",
-            "--nodes",
-            "2",
+            "--name",
+            "r2",
+            "--gpus-per-node",
+            "4",
             "--address",
             "http://127.0.0.1:1",
         ],
     )
     assert result.exit_code == 2
-    assert result.stderr.startswith("error: --resume r1 cannot be combined with --set, --nodes")
+    assert result.stderr.startswith("error: --resume r1 cannot be combined with --name, --gpus-per")
 
 
 def test_submit_needs_a_recipe_or_resume():
