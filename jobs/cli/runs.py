@@ -16,7 +16,18 @@ from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
 from jobs.recipes import overrides
 from jobs.recipes.catalogue import Recipe
-from jobs.runs import address, capacity, export, follow, handoff, plan, save_choice, stack
+from jobs.runs import (
+    address,
+    capacity,
+    export,
+    follow,
+    handoff,
+    plan,
+    resume_command,
+    save_choice,
+    stack,
+    state,
+)
 from jobs.runs.address import Dashboard
 from jobs.runs.plan import Submission
 from jobs.runs.recipe_run import Ask, Place, check_ray_version, plan_recipe
@@ -302,6 +313,18 @@ def _resume(
     outputs = stack.read(where.stack) if where.stack else None
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
     with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
+        found = state.find(dashboard.jobs(), plan.check_run_name(run))
+        if found is not None and found.kind == plan.COMMAND:
+            if sets or nodes or recipe_name:
+                raise UsageError(
+                    f"run {run} was started with `run -- COMMAND`: it is resumed as it ran",
+                    "drop RECIPE, --set and --nodes (they change recipe runs), or start the "
+                    "command again with `run` and another --name",
+                )
+            return _resume_command(
+                dashboard, found, where, outputs, follow_logs, max_restarts, as_json, options,
+                dry_run,
+            )  # fmt: skip
         resumed = resume(
             dashboard,
             run,
@@ -355,6 +378,55 @@ def _resume(
             stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
             new_run=False,
         )
+
+
+def _resume_command(
+    dashboard: Dashboard,
+    found: state.Run,
+    where: address.Where,
+    outputs: StackOutputs | None,
+    follow_logs: bool,
+    max_restarts: int,
+    as_json: bool,
+    options: handoff.Options,
+    dry_run: bool,
+) -> int:
+    """`submit --resume RUN` of a `run` run: its next attempt as Ray recorded the last one."""
+    refusal = state.not_resumable(found, found.name, opt.where_flags(where))
+    if refusal is not None:
+        raise refusal
+    nxt = resume_command.next_attempt(dashboard, found, opt.where_flags(where))
+    options, note = handoff.surviving_defaults(
+        options, max_restarts, outputs.gpu_provisioning if outputs else None, where.stack or ""
+    )
+    options, asked = _on_request(options, max_restarts, outputs, where, nxt.gpus)
+    for line in (note, asked):
+        if line:
+            err().print(line, markup=False)
+    saves = f", saving to {nxt.checkpoint_dir}" if nxt.checkpoint_dir else ""
+    if dry_run:
+        err().print(
+            f"dry run: would resume run {found.name} after {nxt.after} {nxt.after_status}, "
+            f"as {nxt.submission.submission_id}{saves}; nothing was submitted",
+            markup=False,
+        )
+        _print_dry_run(nxt.submission, as_json, [])
+        return 0
+    err().print(
+        f"resuming run {found.name} after {nxt.after} {nxt.after_status}{saves}", markup=False
+    )
+    return drive(
+        dashboard,
+        where,
+        nxt.submission,
+        follow_logs,
+        max_restarts,
+        as_json,
+        gpus=nxt.gpus,
+        checkpoint_dir=nxt.checkpoint_dir,
+        options=options,
+        new_run=False,
+    )
 
 
 @app.command("submit")
@@ -628,7 +700,15 @@ def run_cmd(
     run = plan.check_run_name(name or plan.default_run_name("run"))
     # Built (and the working dir measured) before contacting anything: an oversize dir is
     # refused without a port-forward or an upload.
-    sub = plan.for_command(list(command), run, working_dir, stack_name, plan.git_commit(), reserve)
+    sub = plan.for_command(
+        list(command),
+        run,
+        working_dir,
+        stack_name,
+        plan.git_commit(),
+        reserve,
+        checkpoint_dir or "",
+    )
     where = address.choose(addr, stack_name)
     outputs = stack.read(where.stack) if where.stack else None
     options, supervision_note = handoff.surviving_defaults(

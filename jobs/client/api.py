@@ -157,6 +157,19 @@ class JobsAPI:
                     raise
             time.sleep(1.0)
 
+    def package_exists(self, uri: str) -> bool:
+        """Whether the head still holds an uploaded package (`gcs://_ray_pkg_....zip`): Ray's
+        own client asks `GET /api/packages/{protocol}/{name}` the same way before it uploads
+        (dashboard_sdk.py `_package_exists`, Ray 2.60); 404 is "gone"."""
+        protocol, _, name = uri.partition("://")
+        try:
+            self._request("GET", f"/api/packages/{protocol}/{name}")
+        except JobsAPIError as e:
+            if e.status == 404:
+                return False
+            raise
+        return True
+
     def get_job_info(self, job_id: str) -> JobDetails:
         return JobDetails.model_validate(self._request("GET", self._job_path(job_id)))
 

@@ -9,6 +9,7 @@ ray/dashboard/modules/job/pydantic_models.py `JobDetails`).
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -47,6 +48,9 @@ class JobDetails(BaseModel):
     end_time: int | None = None
     metadata: dict[str, str] | None = None
     driver_exit_code: int | None = None
+    # What the job was submitted with (a `run` run's next attempt is sent with the same). Ray's
+    # job record does not give the driver's reservations back: `run` records them in metadata.
+    runtime_env: dict[str, Any] | None = None
 
 
 class Submission(BaseModel):

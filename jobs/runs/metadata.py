@@ -32,6 +32,11 @@ class RunMetadata(BaseModel):
     jobs_commit: str = ""
     submitted_by: str = ""
     recipe: str = ""
+    # Where the run saves (`run --checkpoint-dir`; a recipe run always records its own).
+    checkpoint_dir: str = ""
+    # What a `run` attempt's driver reserves (`run --cpus/--gpus/--resource`) as JSON, "" for
+    # nothing: Ray's job record does not give it back, and a resume sends the same.
+    reserve: str = ""
 
     @field_validator("attempt", mode="before")
     @classmethod

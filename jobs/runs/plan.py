@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import shlex
 import subprocess
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -181,6 +182,21 @@ class Reserve:
     gpus: float | None = None
     resources: dict[str, float] | None = None
 
+    def to_json(self) -> str:
+        """The reservations as recorded in a `run` attempt's metadata; "" for none."""
+        given = {k: v for k, v in asdict(self).items() if v}
+        return json.dumps(given, sort_keys=True) if given else ""
+
+    @classmethod
+    def from_json(cls, text: str) -> Reserve:
+        try:
+            values = json.loads(text) if text else {}
+        except ValueError:
+            return cls()
+        if not isinstance(values, dict):
+            return cls()
+        return cls(**{k: values[k] for k in ("cpus", "gpus", "resources") if k in values})
+
 
 def parse_resources(items: list[str]) -> dict[str, float] | None:
     """`NAME=AMOUNT` items (`--resource`) as Ray's entrypoint_resources."""
@@ -214,9 +230,11 @@ def for_command(
     stack: str | None,
     commit: str,
     reserve: Reserve | None = None,
+    checkpoint_dir: str = "",
 ) -> Submission:
     """The attempt-1 submission of a command; `commit` is the caller's code, replaced by the
-    working directory's own commit when one is uploaded."""
+    working directory's own commit when one is uploaded; `checkpoint_dir` (`--checkpoint-dir`)
+    is recorded so a resume knows where the run saves."""
     if not command:
         raise UsageError("no command given", "write the command after --, e.g. -- nvidia-smi")
     # The command becomes the job's entrypoint, which Ray stores in the job record, shows on
@@ -249,5 +267,7 @@ def for_command(
             git_commit=commit,
             jobs_commit=jobs_commit(),
             submitted_by=SUBMITTED_BY,
+            checkpoint_dir=checkpoint_dir,
+            reserve=reserve.to_json(),
         ).to_ray(),
     )

@@ -197,13 +197,13 @@ def not_resumable(r: Run | None, name: str, where: str) -> UsageError | None:
             f"run {name} already SUCCEEDED ({job_id}); nothing to resume",
             "start a new run with another --name",
         )
-    if r.kind != protocol.RECIPE:
+    if r.kind not in (protocol.RECIPE, protocol.COMMAND):
         return UsageError(
             f"run {name} was started with {commands.started_with(r.kind)}"
-            "; --resume continues recipe runs",
-            f"start the command again with {commands.command('run', where=where)} -- COMMAND ...",
+            "; --resume continues recipe and command runs",
+            f"start it again with {commands.command('run', where=where)} -- COMMAND ...",
         )
-    if RecipeRun.of_job(r.attempt_metadata()) is None:
+    if r.kind == protocol.RECIPE and RecipeRun.of_job(r.attempt_metadata()) is None:
         return UsageError(
             f"{job_id} has unreadable or incomplete metadata, so it cannot be resumed",
             f"start a new run with {commands.command('submit', 'RECIPE', where=where)}",

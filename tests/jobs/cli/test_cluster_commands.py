@@ -537,8 +537,10 @@ def test_resume_refuses_a_running_a_succeeded_and_a_command_run(ray_url, ray_cli
         run_cli("run", "--address", ray_url, "--name", bad, "--follow", "--", "false").returncode
         == 1
     )
-    done = run_cli("submit", "--resume", bad, "--address", ray_url)
-    assert done.returncode == 2 and "--resume continues recipe runs" in done.stderr
+    # A `run` run resumes as it ran: a recipe (or --set) given with it is refused, not applied.
+    done = run_cli("submit", "verl-grpo-gsm8k", "--resume", bad, "--address", ray_url)
+    assert done.returncode == 2
+    assert f"run {bad} was started with `run -- COMMAND`: it is resumed as it ran" in done.stderr
     ids = {j.submission_id for j in ray_client.list_jobs()}
     assert not {f"{busy}-a2", f"{ok}-a2", f"{bad}-a2"} & ids
     done = run_cli("submit", "--resume", "no-such-run", "--address", ray_url)

@@ -227,3 +227,62 @@ def test_submits_gpu_count_is_the_supervisors_reading_of_the_node_table(ray_url,
     assert capacity.alive_gpus(dashboard) == 1.0
     assert node_events.alive_gpu_nodes(dashboard.nodes())[1] == 1.0
     assert capacity.alive_gpus(Dashboard("http://127.0.0.1:9")) is None  # nothing listens there
+
+
+def test_a_run_run_is_resumed_with_its_code_command_and_checkpoint_dir(
+    ray_url, ray_client, tmp_path
+):
+    """Issue 29 "`run` runs can be resumed": attempt 2 runs the same uploaded code and command
+    (it finds the marker attempt 1 left and succeeds), saving where attempt 1 did."""
+    code_dir = tmp_path / "code"
+    code_dir.mkdir()
+    marker = tmp_path / "tried"
+    (code_dir / "train.py").write_text(
+        "import os, sys\n"
+        f"if not os.path.exists({str(marker)!r}):\n"
+        f"    open({str(marker)!r}, 'w').close()\n"
+        "    sys.exit('first try fails')\n"
+        "print('trained from the uploaded code')\n"
+    )
+    run = f"resume-cmd-{uuid.uuid4().hex[:6]}"
+    done = run_cli(
+        "run", "--address", ray_url, "--name", run, "--working-dir", str(code_dir),
+        "--checkpoint-dir", "/lustre/runs/x/ckpt", "--cpus", "1", "--follow", "--",
+        "python", "train.py",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    # Ray's job record does not give the driver's reservation back: the metadata carries it.
+    shown = run_cli("submit", "--resume", run, "--address", ray_url, "--dry-run", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["entrypoint_num_cpus"] == 1
+    done = run_cli("submit", "--resume", run, "--address", ray_url, "--follow")
+    assert done.returncode == 0, done.stderr
+    assert f"resuming run {run} after {run}-a1 FAILED, saving to /lustre/runs/x/ckpt" in done.stderr
+    second = ray_client.get_job_info(f"{run}-a2")
+    first = ray_client.get_job_info(f"{run}-a1")
+    assert second.entrypoint == first.entrypoint == "python train.py"
+    assert second.runtime_env["working_dir"] == first.runtime_env["working_dir"]
+    assert second.metadata["checkpoint_dir"] == "/lustre/runs/x/ckpt"
+    assert "trained from the uploaded code" in ray_client.get_job_logs(f"{run}-a2")
+
+
+def test_a_run_whose_uploaded_code_is_gone_is_refused_by_name(ray_url, ray_client):
+    """A package the head no longer holds (Ray removes unused ones; a new head has none) is
+    named, with how to start the command again, and nothing is submitted."""
+    run = f"gone-{uuid.uuid4().hex[:6]}"
+    gone = "gcs://_ray_pkg_0123456789abcdef.zip"
+    ray_client.submit_job(
+        entrypoint="python train.py",
+        submission_id=f"{run}-a1",
+        runtime_env={"working_dir": gone},
+        metadata={"run": run, "attempt": "1", "kind": "command"},
+    )
+    deadline = time.monotonic() + 120
+    while not ray_client.get_job_status(f"{run}-a1").is_terminal():
+        assert time.monotonic() < deadline, "the attempt did not end"
+        time.sleep(0.5)
+    done = run_cli("submit", "--resume", run, "--address", ray_url)
+    assert done.returncode == 2
+    assert f"run {run}'s uploaded code ({gone}) is no longer on this head" in done.stderr
+    assert "--working-dir DIR" in done.stderr
+    assert f"{run}-a2" not in {j.submission_id for j in ray_client.list_jobs()}

@@ -159,8 +159,8 @@ def test_a_recipe_run_whose_supervisor_died_before_attempt_1_reads_alike_everywh
 
 
 def test_status_of_a_run_whose_supervisor_died_mid_attempt_suggests_what_works(ray_url, ray_client):
-    """Issue 29 item 3: status suggested `submit --resume`, which refuses a running attempt and
-    any `run` run."""
+    """Issue 29 item 3: status suggested `submit --resume`, which refuses a running attempt; once
+    the run is stopped, resuming it is suggested and works (`run` runs are resumable now)."""
     run = name("life-mid")
     code, _, err = cli(
         "run", "--address", ray_url, "--name", run, "--max-restarts", "1", "--", *SLEEPER
@@ -179,10 +179,12 @@ def test_status_of_a_run_whose_supervisor_died_mid_attempt_suggests_what_works(r
     assert cli("stop", run, "--address", ray_url)[0] == 0
     code, out, err = cli("status", run, "--json", "--address", ray_url)
     assert code == 0, err
+    # Stopped, a `run` run can be resumed as it ran (issue 29): suggested, and it would work.
     steps = json.loads(out)["next"]
-    assert steps and not any("--resume" in s for s in steps), steps
-    code, _, err = cli("submit", "--resume", run, "--address", ray_url)
-    assert code == 2 and "--resume continues recipe runs" in err
+    assert any(f"submit --resume {run}" in s for s in steps), steps
+    code, out, err = cli("submit", "--resume", run, "--address", ray_url, "--dry-run", "--json")
+    assert code == 0, err
+    assert json.loads(out)["submission_id"] == f"{run}-a2"
 
 
 def _rearm_once(ray_url: str, root: Path) -> list[str]:

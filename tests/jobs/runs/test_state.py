@@ -74,7 +74,8 @@ F, S, OK = JobStatus.FAILED, JobStatus.STOPPED, JobStatus.SUCCEEDED
 CASES = [
     ("waiting", [_sup(R, RECIPE_META)], None, "WAITING", False),
     ("died before a1 (recipe)", [_sup(F, RECIPE_META)], None, "FAILED", True),
-    ("died before a1 (command)", [_sup(F, COMMAND_META)], None, "FAILED", False),
+    # A `run` run is resumed as Ray recorded it (jobs/runs/resume_command.py; issue 29).
+    ("died before a1 (command)", [_sup(F, COMMAND_META)], None, "FAILED", True),
     ("running", [_sup(R, RECIPE_META), _attempt(R, RECIPE_META)], None, "RUNNING", False),
     (
         "unsupervised, attempt running",
@@ -111,7 +112,7 @@ CASES = [
         "SUCCEEDED",
         False,
     ),
-    ("unsupervised failed command", [_attempt(F, COMMAND_META)], None, "FAILED", False),
+    ("unsupervised failed command", [_attempt(F, COMMAND_META)], None, "FAILED", True),
     (
         "resumed by hand",
         [_attempt(F, RECIPE_META), _attempt(S, RECIPE_META, 2)],
