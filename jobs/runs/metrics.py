@@ -85,6 +85,16 @@ _NEMO_VALUES = [
     (re.compile(rf"^  • checkpointing: {_NUM}s \([0-9.]+%\)$"), "save_time"),
 ]
 _WANDB_URL = re.compile(r"wandb: .*View run\b.*?(?P<url>https://\S+)")
+# A save starting, as each framework prints it: NeMo RL v0.4.0 `Saving checkpoint for step N...`
+# (nemo_rl/algorithms/grpo.py L1275, async GRPO L2152), veRL 0.6.0 `local_global_step_folder:
+# <dir>/global_step_N` (verl/trainer/ppo/ray_trainer.py L776). Neither prints the save's end, but
+# both save synchronously inside the step and log the step's results after it (NeMo RL's
+# "Training Results" at grpo.py L1331, veRL's `logger.log` after `_save_checkpoint`), so a save is
+# complete once a result of its step (or a later one) follows it in the log.
+_SAVES = (
+    re.compile(r"^Saving checkpoint for step (?P<n>[0-9]+)\.\.\.$"),
+    re.compile(r"^local_global_step_folder: .*global_step_(?P<n>[0-9]+)/?$"),
+)
 
 
 @dataclass
@@ -96,9 +106,13 @@ class Curves:
     wandb_urls: list[str] = field(default_factory=list)
     # NeMo RL's last `Epoch e/E` and `Step i/N` headers: (e, E, i, N); veRL prints no total.
     position: tuple[int, int, int, int] | None = None
+    # Steps whose save the log shows starting (_SAVES), and those a later result followed.
+    saves: set[int] = field(default_factory=set)
+    saved: set[int] = field(default_factory=set)
 
     def add(self, metric: str, step: int, value: float) -> None:
         self.points.setdefault(metric, {})[step] = value
+        self.saved |= {s for s in self.saves if s <= step}
 
     def merge(self, later: Curves) -> None:
         for metric, steps in later.points.items():
@@ -106,6 +120,12 @@ class Curves:
                 self.add(metric, step, value)
         self.wandb_urls += [u for u in later.wandb_urls if u not in self.wandb_urls]
         self.position = later.position or self.position
+        self.saves |= later.saves
+        self.saved |= later.saved
+
+    def complete_saves(self) -> list[int]:
+        """Saves a result of their step (or a later one) followed: the save had ended."""
+        return sorted(self.saved)
 
     def series(self, metric: str) -> list[tuple[int, float]]:
         """The metric's finite points, by step (NaN and inf are dropped: they cannot be drawn)."""
@@ -172,6 +192,9 @@ def parse(text: str) -> Curves:
             if url["url"] not in curves.wandb_urls:
                 curves.wandb_urls.append(url["url"])
             continue
+        if started := next((m for p in _SAVES if (m := p.match(line.strip()))), None):
+            curves.saves.add(int(started["n"]))
+            continue
         verl = parse_verl_line(line)
         if verl is not None:
             n, values = verl
@@ -213,6 +236,10 @@ def progress(curves: Curves) -> dict[str, Any] | None:
     times = sorted(v for _, v in curves.series("step_time"))
     per_step = times[len(times) // 2] if times else None
     out: dict[str, Any] = {"step": step, "of": None, "epoch": None, "seconds_per_step": per_step}
+    complete = curves.complete_saves()
+    out["checkpoint_step"] = complete[-1] if complete else None
+    pending = curves.saves - curves.saved
+    out["saving_step"] = max(pending) if pending else None
     for metric in ("reward", "loss"):
         series = curves.series(metric)
         out[metric] = series[-1][1] if series else None
@@ -239,6 +266,10 @@ def progress_line(p: dict[str, Any] | None) -> str:
         where += f" (epoch {p['epoch']}, {p['in_epoch']})"
     parts = [where]
     parts += [f"{m} {p[m]:.4g}" for m in ("reward", "loss") if p.get(m) is not None]
+    if p.get("checkpoint_step") is not None:
+        parts.append(f"checkpoint step {p['checkpoint_step']}")
+    if p.get("saving_step") is not None:
+        parts.append(f"saving step {p['saving_step']}")
     if p.get("seconds_per_step") is not None:
         parts.append(f"{p['seconds_per_step']:.3g} s/step")
     if p.get("eta_s") is not None:

@@ -12,7 +12,7 @@ import html
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +37,9 @@ class Attempt:
     end_ms: int | None
     message: str = ""
     gpus: int | None = None  # nodes x GPUs per node, when the attempt recorded them
+    # Saves the attempt's log shows (step, when): the log has no clock, so the moment is counted
+    # back from the attempt's end by the step times logged after the save (save_times).
+    saves: list[tuple[int, int]] = field(default_factory=list)
 
     def hours(self, now_ms: int) -> float:
         if self.start_ms is None:
@@ -91,6 +94,16 @@ def _attempt(job: JobDetails) -> Attempt:
     )
 
 
+def save_times(curves: metrics.Curves, end_ms: int) -> list[tuple[int, int]]:
+    """Each save in one attempt's curves with its estimated moment: its end counted back from the
+    attempt's end by the logged times of the steps after it (no step time: at the end)."""
+    times = dict(curves.series("step_time"))
+    return [
+        (step, int(end_ms - 1000 * sum(t for s, t in times.items() if s > step)))
+        for step in sorted(curves.saves)
+    ]
+
+
 def gather(cluster: Dashboard, run: str, where: str = "") -> RunReport:
     """The run named `run` (or the run of the attempt with that submission id), read from the
     head: every attempt's record and log, curves merged in attempt order."""
@@ -105,13 +118,24 @@ def gather(cluster: Dashboard, run: str, where: str = "") -> RunReport:
         framework=recorded.framework if recorded else "",
         now_ms=int(time.time() * 1000),
     )
+    read: dict[str, str] = {}
+
+    def logs(sid: str) -> str:  # each attempt's log fetched once: curves, goodput and saves
+        if sid not in read:
+            read[sid] = cluster.logs(sid)
+        return read[sid]
+
     for attempt in tried:
-        report.attempts.append(_attempt(attempt))
+        shown = _attempt(attempt)
+        if shown.start_ms is not None:
+            own = metrics.parse(logs(attempt.submission_id or ""))
+            shown = replace(shown, saves=save_times(own, shown.end_ms or report.now_ms))
+        report.attempts.append(shown)
         meta = RecipeRun.of_job(attempt.metadata)
         report.wandb |= wandb_configured(attempt.entrypoint or "", meta.overrides if meta else [])
     _, records = handoff.story(cluster, name)
     report.decisions = records
-    spent, report.curves = run_goodput.of_run(tried, records, cluster.logs, report.now_ms)
+    spent, report.curves = run_goodput.of_run(tried, records, logs, report.now_ms)
     report.goodput = spent.as_json()
     return report
 
@@ -272,6 +296,13 @@ def timeline_svg(
             f'fill="{colour}"><title>{html.escape(a.submission_id)} {html.escape(a.status)}'
             f"</title></rect></g>"
         )
+        bars += [
+            f'<g class="save" data-attempt="{a.attempt}" data-step="{step}">'
+            f'<rect x="{x(at) - 1:.1f}" y="{i * row + 2}" width="2" height="22" fill="#263238">'
+            f"<title>save of step {step} (its moment estimated from the step times logged "
+            f"after it), {html.escape(_when(at))}</title></rect></g>"
+            for step, at in a.saves
+        ]
     hours = (t1 - t0) / MS_PER_HOUR
     axis = (
         f'<text x="{PAD_L}" y="{height - 4}">{html.escape(_when(t0))}</text>'

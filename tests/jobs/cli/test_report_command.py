@@ -14,7 +14,7 @@ from ray.job_submission import JobStatus, JobSubmissionClient
 from tests.jobs import browser
 from tests.jobs.conftest import run_cli, wait_until
 from tests.jobs.html_page import Page
-from tests.jobs.runs.framework_lines import verl_step_line
+from tests.jobs.runs.framework_lines import verl_saving, verl_step_line
 
 pytestmark = pytest.mark.ray
 
@@ -41,21 +41,27 @@ TRAINER = textwrap.dedent(
 )
 
 
-def _lines(steps: range) -> list[str]:
-    return [
-        verl_step_line(
-            {
-                "training/global_step": s,
-                "critic/score/mean": 0.05 * s,
-                "actor/kl_loss": 0.002 * s,
-                "response_length/mean": 180.0 + s,
-                "timing_s/step": 20.0,
-                "perf/throughput": 1500.0 + s,
-            },
-            s,
-        )
-        for s in steps
-    ]
+def _lines(steps: range, run: str = "r") -> list[str]:
+    out = []
+    for s in steps:
+        if s % 3 == 0:  # trainer.save_freq 3: the save starts in the step, before its line
+            out.append(verl_saving(f"/lustre/runs/{run}/checkpoints", s))
+        out.append(_step(s))
+    return out
+
+
+def _step(s: int) -> str:
+    return verl_step_line(
+        {
+            "training/global_step": s,
+            "critic/score/mean": 0.05 * s,
+            "actor/kl_loss": 0.002 * s,
+            "response_length/mean": 180.0 + s,
+            "timing_s/step": 20.0,
+            "perf/throughput": 1500.0 + s,
+        },
+        s,
+    )
 
 
 def _attempt(
@@ -131,6 +137,8 @@ def test_report_draws_both_attempts_curves_from_the_job_logs(reported: tuple[Pat
         float(c["data-value"] or "nan") for c in page.all("circle")[:8]
     ]  # the first plot is the reward
     assert rewards == [0.05 * s for s in range(1, 9)]
+    saves = page.all("g", **{"class": "save"})
+    assert [(m["data-attempt"], m["data-step"]) for m in saves] == [("1", "3"), ("2", "6")]
     bars = page.all("g", **{"class": "attempt"})
     assert [(b["data-attempt"], b["data-status"]) for b in bars] == [
         ("1", "FAILED"),

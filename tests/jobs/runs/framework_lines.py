@@ -101,3 +101,14 @@ def nemo_validation(accuracy: float) -> str:
             "    • Total validation time: 31.20s",
         ]
     )
+
+
+def nemo_saving(step: int) -> str:
+    """The line NeMo RL prints as a save starts (grpo.py L1274-1277 @v0.4.0)."""
+    return f"Saving checkpoint for step {step}..."
+
+
+def verl_saving(checkpoint_dir: str, step: int) -> str:
+    """The line veRL prints as a save starts (ray_trainer.py L772-776 @v0.6.0, `_save_checkpoint`:
+    `os.path.join(trainer.default_local_dir, f"global_step_{global_steps}")`)."""
+    return f"local_global_step_folder: {checkpoint_dir}/global_step_{step}"

@@ -215,3 +215,35 @@ def test_the_reward_sparkline_runs_lowest_to_highest_over_the_last_values() -> N
     log = "".join(_nemo_step(i, 10, r, 60.0) for i, r in [(1, 0.1), (2, 0.4), (3, 0.2)])
     p = metrics.progress(metrics.parse(log))
     assert p["reward_sparkline"] == "▁█▃" and p["reward_range"] == [0.1, 0.4]
+
+
+def test_saves_are_read_from_both_frameworks_lines_and_complete_once_a_later_step_logged() -> None:
+    from tests.jobs.runs.framework_lines import nemo_saving, verl_saving
+
+    def with_save(block: str, step: int) -> str:  # the save prints before the step's results
+        return block.replace("▶ Preparing batch...", "▶ Preparing batch...\n" + nemo_saving(step))
+
+    nemo = "\n".join(
+        [
+            nemo_step_block(1, 10, 0.5, 0.1, 200, 60.0, 1500.0),
+            with_save(nemo_step_block(2, 10, 0.5, 0.2, 200, 60.0, 1500.0), 2),
+            nemo_step_block(3, 10, 0.5, 0.3, 200, 60.0, 1500.0),
+            nemo_step_block(4, 10, 0.5, 0.3, 200, 60.0, 1500.0).split("📊")[0] + nemo_saving(4),
+        ]
+    )
+    curves = metrics.parse(nemo)
+    # step 4's save began, its results are not logged yet: in progress
+    assert curves.saves == {2, 4} and curves.complete_saves() == [2]
+    shown = metrics.progress(curves)
+    assert (shown["checkpoint_step"], shown["saving_step"]) == (2, 4)
+    assert "checkpoint step 2, saving step 4" in metrics.progress_line(shown)
+    verl = "\n".join(
+        ray_actor_prefix(line)
+        for line in (
+            verl_step_line(_verl_metrics(3, 0.3), 3),
+            verl_saving("/lustre/runs/r/checkpoints", 4),  # saved in step 4, then its line
+            verl_step_line(_verl_metrics(4, 0.4), 4),
+        )
+    )
+    assert metrics.parse(verl).complete_saves() == [4]
+    assert metrics.progress_line(metrics.progress(metrics.parse(verl))).count("checkpoint step 4")

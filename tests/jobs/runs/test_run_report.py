@@ -129,3 +129,19 @@ def test_text_from_the_logs_is_escaped() -> None:
     page = Page(run_report.render(report))
     assert page.errors == []
     assert all(a.get("type") == "application/json" for a in page.all("script"))
+
+
+def test_saves_sit_on_their_attempts_bar_counted_back_from_its_end() -> None:
+    curves = metrics.Curves()
+    for step in (1, 2, 3, 4):
+        curves.add("step_time", step, 100.0)
+    curves.saves = {2, 4}
+    end = 1_000_000
+    # save 2: steps 3 and 4 (200 s) ran after it; save 4: the last step, at the end
+    assert run_report.save_times(curves, end) == [(2, end - 200_000), (4, end)]
+    attempt = run_report.Attempt(
+        1, "r-a1", "FAILED", end - 600_000, end, saves=[(2, end - 200_000)]
+    )
+    page = Page(run_report.timeline_svg([attempt], end))
+    [mark] = page.all("g", **{"class": "save"})
+    assert (mark["data-attempt"], mark["data-step"]) == ("1", "2")
