@@ -19,6 +19,7 @@ from jobs.head.run_store import RunStore, runs
 from jobs.runs import goodput, list_progress, metrics, run_goodput
 
 UNSUPERVISED = "UNSUPERVISED"
+WAITING = "WAITING"
 
 
 def check_root(root: str | Path) -> None:
@@ -68,6 +69,10 @@ def view(root: str | Path, run: str, now: float | None = None) -> dict[str, Any]
         state = {run_events.FINISHED: "SUCCEEDED", run_events.STOPPED: "STOPPED"}.get(
             final["event"], "GAVE_UP"
         )
+    elif alive and not any(r.get("event") == run_events.SUBMITTED for r in run_events.life(recs)):
+        # A live supervisor that has not sent this life's first attempt: waiting for its GPUs,
+        # as the cluster's view says it (jobs/runs/state.py WAITING).
+        state = WAITING
     elif alive:
         state = "SUPERVISED"
     else:
@@ -146,6 +151,8 @@ def listing(root: str | Path, now: float | None = None) -> list[dict[str, Any]]:
             {
                 "run": run,
                 "status": v["status"],
+                # The current life's end, by its event, as the cluster's list names it.
+                "outcome": v["outcome"]["event"] if v["outcome"] else None,
                 "attempts": v["attempts"],
                 "last_event": v["history"][-1] if v["history"] else None,
                 "step": progress["step"] if progress else None,

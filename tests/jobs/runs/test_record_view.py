@@ -43,3 +43,15 @@ def test_a_finished_run_is_not_unsupervised(tmp_path):
     v = record_view.view(tmp_path, "r")
     assert v["status"] == "GAVE_UP" and v["outcome"]["reason"] == "crash"
     assert [row["run"] for row in record_view.listing(tmp_path)] == ["r"]
+
+
+def test_a_live_supervisor_before_its_first_attempt_is_waiting_as_the_cluster_says(tmp_path):
+    """Issue 29: the runs root said SUPERVISED where the cluster's view said WAITING."""
+    store = RunStore(tmp_path, "r")
+    store.acquire("r-s1", ttl_s=60)
+    store.write_spec({"run": "r"})
+    _write(store, ev.ARMED, fresh=True, supervisor="r-s1")
+    _write(store, ev.WAITING, supervisor="r-s1")
+    assert record_view.view(tmp_path, "r")["status"] == record_view.WAITING
+    _write(store, ev.SUBMITTED, attempt=1, submission_id="r-a1", supervisor="r-s1")
+    assert record_view.view(tmp_path, "r")["status"] == "SUPERVISED"
