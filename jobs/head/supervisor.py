@@ -630,31 +630,24 @@ class Supervisor:
                 gpus=s.gpus_now,
                 gpus_needed=s.gpus_needed,
             )
-        elif self.gpu_requests is not None and d.reason == Reason.NO_CAPACITY:
-            if self._scaling_since is None:
-                self._scaling_since = self.clock.monotonic()
-            self.record(
-                ev.WAITING,
-                f"scaling up: Ray's autoscaler is adding GPU workers for {s.gpus_needed} GPUs "
-                f"since {ev.now_iso()} (the cluster has {s.gpus_now:g}{_free(s)}; a new GKE node "
-                "boots and pulls the image first, usually several minutes; "
-                + (
-                    f"gives up after {s.max_wait_s:.0f} s, the run's capacity deadline)"
-                    if s.max_wait_s > 0
-                    else "no deadline: a spot stockout is waited out)"
-                ),
-                gpus=s.gpus_now,
-                gpus_free=s.gpus_free,
-                gpus_needed=s.gpus_needed,
-                since=ev.now_iso(),
-                max_wait_s=s.max_wait_s,
-                scaling_up=True,
-            )
         else:
+            # On GPUs that scale on demand a missing GPU is a scale-up in progress, said so.
+            scaling = self.gpu_requests is not None and d.reason == Reason.NO_CAPACITY
+            if scaling and self._scaling_since is None:
+                self._scaling_since = self.clock.monotonic()
+            what = (
+                f"scaling up: Ray's autoscaler is adding GPU workers for {s.gpus_needed} GPUs"
+                if scaling
+                else f"waiting for {s.gpus_needed} GPUs"
+            )
             self.record(
                 ev.WAITING,
-                f"waiting for {s.gpus_needed} GPUs since {ev.now_iso()} "
-                f"(the cluster has {s.gpus_now:g}{_free(s)}; "
+                f"{what} since {ev.now_iso()} (the cluster has {s.gpus_now:g}{_free(s)}; "
+                + (
+                    "a new GKE node boots and pulls the image first, usually several minutes; "
+                    if scaling
+                    else ""
+                )
                 + (
                     f"gives up after {s.max_wait_s:.0f} s, the run's capacity deadline)"
                     if s.max_wait_s > 0
@@ -665,6 +658,7 @@ class Supervisor:
                 gpus_needed=s.gpus_needed,
                 since=ev.now_iso(),
                 max_wait_s=s.max_wait_s,
+                **({"scaling_up": True} if scaling else {}),
             )
 
     def _user_stop(self) -> bool:

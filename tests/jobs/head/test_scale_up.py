@@ -7,25 +7,7 @@ import pytest
 from hypothesis import given
 
 from jobs.head import scale_up
-
-
-class DictKV:
-    """Ray's internal KV namespace as a dict (the production store is Ray's GCS)."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, str] = {}
-
-    def put(self, key: str, value: str) -> None:
-        self.data[key] = value
-
-    def get(self, key: str) -> str | None:
-        return self.data.get(key)
-
-    def keys(self) -> list[str]:
-        return list(self.data)
-
-    def delete(self, key: str) -> None:
-        self.data.pop(key, None)
+from tests.jobs.head.memory_kv import DictKV
 
 
 class Cluster:

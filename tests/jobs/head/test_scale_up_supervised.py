@@ -13,10 +13,12 @@ import json
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from jobs.client.dashboard import Dashboard
+from jobs.client.types import Submission
 from jobs.head import events as ev
 from jobs.head import node_events
 from jobs.head.run_store import RunStore
@@ -72,6 +74,23 @@ def _trainer(seconds: float) -> list[str]:
     return ["python", "-c", code]
 
 
+def _hand_off_on_demand(url: str, sub: Submission, runs_root: Path) -> Dashboard:
+    """Hand the run to a supervisor as `rl-jobs` does on a stack whose GPUs scale on demand."""
+    client = Dashboard(url)
+    handoff.hand_off(
+        client,
+        sub,
+        max_restarts=0,
+        gpus=GPUS,
+        checkpoint_dir="",
+        hint_where="",
+        options=handoff.Options(
+            runs_root=str(runs_root), max_preemptions=1, request_gpus=True, gpus_per_node=GPUS
+        ),
+    )
+    return client
+
+
 def _gpu_nodes(url: str) -> set[str]:
     return node_events.alive_gpu_nodes(node_events.fetch(url))[0]
 
@@ -110,17 +129,7 @@ def test_a_run_brings_its_gpu_node_and_its_end_lets_it_go(autoscaling_head, tmp_
     store = RunStore(str(tmp_path), run)
     events = lambda: list(store.events())  # noqa: E731
     with NodeWatch(url) as watch:
-        handoff.hand_off(
-            Dashboard(url),
-            sub,
-            max_restarts=0,
-            gpus=GPUS,
-            checkpoint_dir="",
-            hint_where="",
-            options=handoff.Options(
-                runs_root=str(tmp_path), max_preemptions=1, request_gpus=True, gpus_per_node=GPUS
-            ),
-        )
+        _hand_off_on_demand(url, sub, tmp_path)
         wait_until(
             lambda: any(r["event"] == ev.SUBMITTED for r in events()),
             timeout=120,
@@ -166,18 +175,7 @@ def test_a_run_stopped_after_its_supervisor_died_releases_its_gpu_request(
     sub = plan.for_command(_trainer(600), run, None, None, "test")
     store = RunStore(str(tmp_path), run)
     events = lambda: list(store.events())  # noqa: E731
-    client = Dashboard(url)
-    handoff.hand_off(
-        client,
-        sub,
-        max_restarts=0,
-        gpus=GPUS,
-        checkpoint_dir="",
-        hint_where="",
-        options=handoff.Options(
-            runs_root=str(tmp_path), max_preemptions=1, request_gpus=True, gpus_per_node=GPUS
-        ),
-    )
+    client = _hand_off_on_demand(url, sub, tmp_path)
     wait_until(
         lambda: any(r["event"] == ev.SUBMITTED for r in events()),
         timeout=120,

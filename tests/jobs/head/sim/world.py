@@ -42,6 +42,7 @@ from jobs.head.rearm import Rearmer
 from jobs.head.run_store import RunStore
 from jobs.head.supervisor import Probes, from_job
 from jobs.runs import goodput
+from tests.jobs.head.memory_kv import DictKV
 from tests.jobs.head.sim.memfs import MemFiles
 
 RUN = "sim"
@@ -1123,25 +1124,6 @@ def random_schedule(seed: int) -> Schedule:
         reserve_gpus=random.Random(seed + 2_000_003).choice([0.0, 0.0, 16.0]),
         probe_capacity=random.Random(seed + 3_000_003).random() < 0.8,
     )
-
-
-class DictKV:
-    """Ray's internal KV namespace of the runs' GPU requests (jobs/head/scale_up.py), in memory."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, str] = {}
-
-    def put(self, key: str, value: str) -> None:
-        self.data[key] = value
-
-    def get(self, key: str) -> str | None:
-        return self.data.get(key)
-
-    def keys(self) -> list[str]:
-        return list(self.data)
-
-    def delete(self, key: str) -> None:
-        self.data.pop(key, None)
 
 
 _PRUNES = [0]  # calls of hygiene.prune in this process, counted while a schedule runs
