@@ -756,11 +756,13 @@ class Supervisor:
         )
 
     def _release_gpus(self) -> None:
-        """The run is over: drop its request so idle GPU nodes can go (gpu.idleMinutes)."""
-        if self.gpu_requests is None or not self._gpus_asked:
+        """The run is over: drop its request so idle GPU nodes can go (gpu.idleMinutes), also
+        one an earlier supervisor of the run made (this one may end before asking: a stop
+        during its restore)."""
+        if self.gpu_requests is None:
             return
         try:
-            left = self.gpu_requests.release(self.spec.run, self.own_id)
+            left = self.gpu_requests.drop(self.spec.run)
         except Exception as e:  # the run is over: say what was not released, never raise
             self.record(
                 ev.ERROR,
