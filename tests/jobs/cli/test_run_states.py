@@ -72,8 +72,16 @@ class Cluster:
         [row] = [r for r in json.loads(out) if r["run"] == name]
         return row
 
+    def job_status(self, sid: str) -> str | None:
+        """The job's status, None while Ray does not know it yet (the supervisor submits the
+        attempt after the hand-off returns: a loaded machine answers 404 for a while)."""
+        try:
+            return self.client.get_job_status(sid).value
+        except RuntimeError:
+            return None
+
     def job_ended(self, sid: str) -> bool:
-        return self.client.get_job_status(sid).is_terminal()
+        return self.job_status(sid) in ("SUCCEEDED", "FAILED", "STOPPED")
 
     def events(self, name: str) -> list[str]:
         return [r["event"] for r in self.status(name, "--address", self.url).get("history") or []]
@@ -86,7 +94,7 @@ def _waiting(c: Cluster, name: str) -> None:
 
 def _running(c: Cluster, name: str) -> None:
     c.run(name, "--max-restarts", "1")
-    wait_until(lambda: c.client.get_job_status(f"{name}-a1").value == "RUNNING", 60, "a1 runs")
+    wait_until(lambda: c.job_status(f"{name}-a1") == "RUNNING", 120, "a1 runs")
 
 
 def _unsupervised(c: Cluster, name: str) -> None:
@@ -125,7 +133,7 @@ def _resumed(c: Cluster, name: str) -> None:
         "--runs-root", str(c.root),
     )  # fmt: skip
     assert code == 0, err
-    wait_until(lambda: c.client.get_job_status(f"{name}-a2").value == "RUNNING", 60, "a2 runs")
+    wait_until(lambda: c.job_status(f"{name}-a2") == "RUNNING", 120, "a2 runs")
 
 
 # state: how to get there; from Ray: (the run's status, its supervisor's job status, the outcome
