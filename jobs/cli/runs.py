@@ -336,6 +336,7 @@ def _resume(
             every,
             changes=overrides.parse(sets or []),
             nodes=nodes,
+            found=found,
         )
         planned = resumed.planned
         if outputs is None and framework is None:

@@ -82,10 +82,12 @@ class Rearmer:
                 return job.submission_id
         return None
 
-    def candidates(self) -> list[str]:
-        """Runs whose record is supervised, unfinished, not asked to stop, and whose lease
-        lapsed."""
-        out = []
+    def _unended(self) -> tuple[list[str], list[str]]:
+        """The unfinished supervised runs whose lease lapsed, read once per sweep: (those to
+        re-arm, those a user stopped whose supervisor died before it wrote the end: the stop
+        job saw its lease still held, so nobody wrote the end or released the run's GPU
+        request, and a stopped run is never re-armed)."""
+        rearm, stopped = [], []
         for run in runs(self.root, self.files):
             store = self.store(run)
             # The lease first: it is one small file, while the record grows all the run long
@@ -94,23 +96,18 @@ class Rearmer:
             if store.alive(store.lease()) or store.spec() is None:
                 continue
             recs = store.events()
-            if ev.outcome(recs) is None and not ev.stop_requested(recs):
-                out.append(run)
-        return out
+            if ev.outcome(recs) is None:
+                (stopped if ev.stop_requested(recs) else rearm).append(run)
+        return rearm, stopped
+
+    def candidates(self) -> list[str]:
+        """Runs whose record is supervised, unfinished, not asked to stop, and whose lease
+        lapsed."""
+        return self._unended()[0]
 
     def unended_stops(self) -> list[str]:
-        """Runs a user stopped whose supervisor died before it wrote the end: the stop job saw
-        its lease still held (a supervisor killed a moment before `stop`), so nobody wrote the
-        end or released the run's GPU request, and the re-armer never re-arms a stopped run."""
-        out = []
-        for run in runs(self.root, self.files):
-            store = self.store(run)
-            if store.alive(store.lease()) or store.spec() is None:
-                continue
-            recs = store.events()
-            if ev.outcome(recs) is None and ev.stop_requested(recs):
-                out.append(run)
-        return out
+        """Runs a user stopped whose supervisor died before it wrote the end (`_unended`)."""
+        return self._unended()[1]
 
     def end_stop(self, run: str, jobs: list[Any]) -> str | None:
         """Submit the run's stop job again (jobs/head/stop.py), which now finds no supervisor
@@ -173,31 +170,30 @@ class Rearmer:
         return sid
 
     def sweep(self) -> list[str]:
-        todo, stops = self.candidates(), self.unended_stops()
+        todo, stops = self._unended()
         if not todo and not stops:
             return []
         jobs = self.client.list_jobs()
-        for run in stops:
-            try:
-                sid = self.end_stop(run, jobs)
-            except (RuntimeError, OSError, ValueError) as e:
-                self._write(f"rearm: ending stopped run {run}: {type(e).__name__}: {e}")
-                continue
-            if sid:
-                self._write(
-                    f"rearm: {run} was stopped while its supervisor was gone: {sid} ends it"
-                )
-        armed = []
+        self._each(
+            stops,
+            lambda run: self.end_stop(run, jobs),
+            "ended (stopped while its supervisor was gone) by",
+        )
+        return self._each(todo, lambda run: self.rearm(run, jobs), "re-armed as")
+
+    def _each(self, todo: list[str], act: Any, done: str) -> list[str]:
+        """`act` on each run (an error is written and the next run taken); the jobs submitted."""
+        submitted = []
         for run in todo:
             try:
-                sid = self.rearm(run, jobs)
+                sid = act(run)
             except (RuntimeError, OSError, ValueError) as e:
                 self._write(f"rearm: {run}: {type(e).__name__}: {e}")
                 continue
             if sid:
-                self._write(f"rearm: {run} re-armed as {sid}")
-                armed.append(sid)
-        return armed
+                self._write(f"rearm: {run} {done} {sid}")
+                submitted.append(sid)
+        return submitted
 
 
 def main(argv: list[str]) -> int:

@@ -599,26 +599,21 @@ class Supervisor:
             self._pause(self.config.poll_s)
 
     def _note_back(self, gpus: float, s: Situation) -> None:
+        message, scaled = f"{gpus:g} GPUs back after waiting {s.waited_s:.0f} s", {}
         if self.gpu_requests is not None and self._scaling_since is not None:
             # The time from the autoscaler seeing the request short to the workers alive
             # (node boot and image pull on GKE): what a run on demand pays before it trains.
             took = self.clock.monotonic() - self._scaling_since
             self._scaling_since = None
-            self.record(
-                ev.GPUS_BACK,
-                f"GPU workers up: {gpus:g} GPUs {took:.0f} s after scaling up began",
-                gpus=gpus,
-                gpus_needed=s.gpus_needed,
-                waited_s=round(s.waited_s, 1),
-                scale_up_s=round(took, 1),
-            )
-            return
+            message = f"GPU workers up: {gpus:g} GPUs {took:.0f} s after scaling up began"
+            scaled = {"scale_up_s": round(took, 1)}
         self.record(
             ev.GPUS_BACK,
-            f"{gpus:g} GPUs back after waiting {s.waited_s:.0f} s",
+            message,
             gpus=gpus,
             gpus_needed=s.gpus_needed,
             waited_s=round(s.waited_s, 1),
+            **scaled,
         )
 
     def _note_wait(self, d: Decision, s: Situation) -> None:

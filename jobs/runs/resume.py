@@ -65,12 +65,14 @@ def resume(
     every: save_choice.Every | None = None,
     changes: list[Override] | None = None,
     nodes: int | None = None,
+    found: Run | None = None,
 ) -> Resumed:
     """The next attempt of `run` as its metadata records it, with the save period `every`
     (--checkpoint-every) asks when given, and the `--set` changes and node count the run's
     checkpoints still load under (jobs/runs/resume_changes.py; refused by name otherwise)."""
     plan.check_run_name(run)
-    found = state.find(dashboard.jobs(), run)
+    if found is None:  # the caller may have listed the cluster's jobs already
+        found = state.find(dashboard.jobs(), run)
     recorded = recorded_run(found, run, where)
     assert found is not None
     latest = found.latest
