@@ -111,6 +111,8 @@ class LocalRay:
     process: subprocess.Popen[bytes]
     log_path: Path
     pids: set[int] = field(default_factory=set)
+    # The head node's Prometheus export (`--metrics-export-port`): Ray's and user metrics.
+    metrics_url: str = ""
 
     def stop(self, grace_s: float = 4.0) -> None:
         """Stop every process of this head: the `ray start --block` tree plus any process
@@ -231,7 +233,13 @@ def start(
         args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
     )
     log.close()
-    cluster = LocalRay(f"http://127.0.0.1:{dashboard_port}", temp_dir, proc, log_path)
+    cluster = LocalRay(
+        f"http://127.0.0.1:{dashboard_port}",
+        temp_dir,
+        proc,
+        log_path,
+        metrics_url=f"http://127.0.0.1:{metrics_port}/metrics",
+    )
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:

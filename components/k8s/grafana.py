@@ -35,6 +35,7 @@ from components.gcp.cluster import ADOPT_EXISTING_ACCOUNT
 from components.gcp.monitoring import DCGM_FB_USED, DCGM_GPU_UTIL
 from components.k8s.identity import service_account_manifest, workload_identity_member
 from components.k8s.provider import KubeTarget
+from jobs.head import run_gauges
 
 # Pinned images: Grafana OSS, and the query frontend at the version Google's own example runs
 # (prometheus-engine examples/frontend.yaml).
@@ -118,53 +119,107 @@ def _panel(
     }
 
 
-# The training dashboard's series: GKE's managed DCGM metrics (the same names as the stack's Cloud
-# Monitoring dashboard, components/gcp/monitoring.py) and Ray's own node metrics.
-TRAINING_PANELS: tuple[tuple[str, str, str, str], ...] = (
-    (
+@dataclass(frozen=True)
+class Panel:
+    """One time series of the training dashboard and where its metric comes from."""
+
+    title: str
+    expr: str
+    legend: str
+    unit: str
+    metric: str  # the series' name as PromQL reads it
+    source: str  # "dcgm", "ray", "run" or "cloud" (a Cloud Monitoring metric type, below)
+
+
+def cloud_metric(metric_type: str) -> str:
+    """A Cloud Monitoring metric type as Managed Prometheus's PromQL names it: the first `/`
+    becomes `:`, every other `/` and `.` an `_` (cloud.google.com/monitoring/promql/promql-mapping)."""
+    domain, _, path = metric_type.partition("/")
+    return domain.replace(".", "_") + ":" + path.replace("/", "_").replace(".", "_")
+
+
+# Cloud Monitoring metric types the dashboard reads (cloud.google.com/monitoring/api/metrics_gcp):
+# Managed Lustre's bytes read and written, DELTA per storage target (sampled every 60 s, only
+# while there is I/O); a GPU VM's GPU-network (RDMA) bytes, a GAUGE holding the last minute's
+# delta, per VM (no NIC label), published for A3 Mega and later on reserved capacity, not on
+# Spot VMs (cloud.google.com/ai-hypercomputer/docs/monitor), so a spot pool shows nothing there.
+LUSTRE_READ = "lustre.googleapis.com/instance/read_bytes_total"
+LUSTRE_WRITE = "lustre.googleapis.com/instance/write_bytes_total"
+GPU_NET_RX = "compute.googleapis.com/instance/gpu/throughput_rx_bytes"
+GPU_NET_TX = "compute.googleapis.com/instance/gpu/throughput_tx_bytes"
+CLOUD_METRICS = (LUSTRE_READ, LUSTRE_WRITE, GPU_NET_RX, GPU_NET_TX)
+
+
+def _run_panel(title: str, key: str, unit: str) -> Panel:
+    # A replaced supervisor starts a new series (Ray's worker-id label): one line per run.
+    name = run_gauges.PROMETHEUS_NAMES[key]
+    return Panel(title, f"max by (run) ({name})", "{{run}}", unit, name, "run")
+
+
+def _ray_panel(title: str, name: str, unit: str) -> Panel:
+    return Panel(title, f"sum by (instance) ({name})", "{{instance}}", unit, name, "ray")
+
+
+def _lustre_panel(title: str, metric_type: str) -> Panel:
+    name = cloud_metric(metric_type)
+    expr = f"sum by (instance_id) (rate({name}[5m]))"
+    return Panel(title, expr, "{{instance_id}}", "Bps", name, "cloud")
+
+
+def _gpu_net_panel(title: str, metric_type: str) -> Panel:
+    name = cloud_metric(metric_type)  # bytes of the last minute: / 60 for bytes per second
+    return Panel(
+        title, f"sum by (machine_id) ({name}) / 60", "{{machine_id}}", "Bps", name, "cloud"
+    )
+
+
+# The training dashboard: the run's own figures (the supervisor's gauges, jobs/head/run_gauges.py),
+# GKE's managed DCGM metrics (the same names as the stack's Cloud Monitoring dashboard,
+# components/gcp/monitoring.py), the network and Lustre, and Ray's own node metrics.
+TRAINING_PANELS: tuple[Panel, ...] = (
+    _run_panel("Reward (mean) per run", "reward", "short"),
+    _run_panel("KL to the reference policy per run (veRL)", "kl", "short"),
+    _run_panel("Step time per run", "step_time", "s"),
+    _run_panel("Tokens per second per GPU per run", "throughput", "short"),
+    Panel(
         "GPU utilisation per node (DCGM)",
         f"avg by (Hostname) ({DCGM_GPU_UTIL})",
         "{{Hostname}}",
         "percent",
+        DCGM_GPU_UTIL,
+        "dcgm",
     ),
-    (
+    Panel(
         "GPU memory used per node (DCGM)",
         f"sum by (Hostname) ({DCGM_FB_USED})",
         "{{Hostname}}",
         "decmbytes",
+        DCGM_FB_USED,
+        "dcgm",
     ),
-    (
-        "GPUs Ray counts per node",
-        "sum by (instance) (ray_node_gpus_available)",
-        "{{instance}}",
-        "short",
-    ),
-    (
-        "Node network received (Ray)",
-        "sum by (instance) (ray_node_network_receive_speed)",
-        "{{instance}}",
+    _gpu_net_panel("GPU network (RDMA) received per VM (reserved VMs only)", GPU_NET_RX),
+    _gpu_net_panel("GPU network (RDMA) sent per VM (reserved VMs only)", GPU_NET_TX),
+    _lustre_panel("Lustre read", LUSTRE_READ),
+    _lustre_panel("Lustre written", LUSTRE_WRITE),
+    _ray_panel(
+        "Node network received (Ray: gVNIC and pod interfaces)",
+        "ray_node_network_receive_speed",
         "Bps",
     ),
-    (
-        "Node network sent (Ray)",
-        "sum by (instance) (ray_node_network_send_speed)",
-        "{{instance}}",
-        "Bps",
+    _ray_panel(
+        "Node network sent (Ray: gVNIC and pod interfaces)", "ray_node_network_send_speed", "Bps"
     ),
-    (
-        "Object store used (Ray)",
-        "sum by (instance) (ray_object_store_memory)",
-        "{{instance}}",
-        "bytes",
-    ),
+    _ray_panel("GPUs Ray counts per node", "ray_node_gpus_available", "short"),
+    _ray_panel("Object store used (Ray)", "ray_object_store_memory", "bytes"),
 )
 
 
 def training_dashboard() -> dict[str, Any]:
-    """One dashboard for a GRPO run's hardware: GPUs busy and full per node, network, objects."""
+    """One dashboard for a GRPO run: its reward, KL, step time and tokens/s, GPUs busy and full
+    per node, the GPU network, Lustre, and Ray's node metrics."""
     panels = [
-        _panel(title, expr, legend, unit, (i % 2) * 12, (i // 2) * 8, i + 1)
-        for i, (title, expr, legend, unit) in enumerate(TRAINING_PANELS)
+        _panel(p.title, p.expr, p.legend, p.unit, (i % 2) * 12, (i // 2) * 8, i + 1)
+        for i, p in enumerate(TRAINING_PANELS)
     ]
     return {
         "uid": "rlOnGkeTraining",

@@ -12,7 +12,7 @@ config. The frameworks print a line as each step starts:
 A step is complete when a later one has started, so the count is distinct steps seen minus one.
 The lines that carry a step's figures (`progress_lines`) are kept on the runs root at each
 attempt's end, so `status --runs-root` accounts the run's goodput without the head that ran it
-(jobs/runs/metrics.py parses them; tests/jobs/head/test_progress.py holds the two together).
+(jobs/head/step_lines.py parses them; tests/jobs/head/test_progress.py holds the two together).
 Standard library only: it runs in the supervisor on the head.
 """
 

@@ -189,6 +189,7 @@ class Settings:
     progress_s: float = 60.0
     lease_s: float = 15.0  # the run's lease on the runs root (jobs/head/run_store.py)
     backoff_max_s: float = 60.0  # longest pause after an unexpected error
+    gauges_s: float = 30.0  # how often the run's gauges are set from its log (run_gauges.py)
 
     ENV = {
         "poll_s": "JOBS_SUPERVISOR_POLL_S",
@@ -197,6 +198,7 @@ class Settings:
         "progress_s": "JOBS_SUPERVISOR_PROGRESS_S",
         "lease_s": "JOBS_SUPERVISOR_LEASE_S",
         "backoff_max_s": "JOBS_SUPERVISOR_BACKOFF_MAX_S",
+        "gauges_s": "JOBS_SUPERVISOR_GAUGES_S",
     }
 
     @classmethod

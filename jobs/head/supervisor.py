@@ -34,6 +34,8 @@ Knobs (env vars of the supervisor job, production defaults in brackets):
   JOBS_SUPERVISOR_LEASE_S [15]: the run's lease on the runs root, renewed every third of it;
       a supervisor killed outright shows as "unsupervised" once it lapses.
   JOBS_SUPERVISOR_BACKOFF_MAX_S [60]: longest pause after an unexpected error.
+  JOBS_SUPERVISOR_GAUGES_S [30]: how often the run's gauges (reward, KL, step time, tokens/s;
+      jobs/head/run_gauges.py) are set from the running attempt's log.
 Standard library and Ray only: this runs inside the framework's image.
 """
 
@@ -61,6 +63,7 @@ from jobs.head import (
     node_events,
     progress,
     protocol,
+    run_gauges,
     scale_up,
     stall,
 )
@@ -116,6 +119,9 @@ class Probes:
     stopped_for_node_end: Callable[[str], bool] = lambda _job_id: False
     # The attempt's step lines (jobs/head/progress.py `progress_lines`), kept on the runs root.
     progress_lines: Callable[[str], str] = lambda _job_id: ""
+    # Publishes the attempt's latest step figures as the run's gauges (jobs/head/run_gauges.py),
+    # given the run's name and the attempt; re-reading its log, or (False) setting the last again.
+    publish: Callable[[str, str, bool], None] = lambda _run, _job_id, _reread: None
 
 
 @dataclass
@@ -330,7 +336,7 @@ class Supervisor:
         configured = self.spec.stall_timeout_s
         mark: tuple[int, frozenset[str]] | None = None
         quiet_since = self.clock.monotonic()
-        steps_read = float("-inf")
+        steps_read = published_at = float("-inf")
         self.rhythm.new_attempt()
         while True:
             status = self._retry(lambda: self.client.get_job_status(job_id))
@@ -341,6 +347,11 @@ class Supervisor:
                     return "STALLED"  # our watchdog's stop, seen after an error in its wait
                 return str(status.value)
             self._observe()  # keeps the capacity's stability current during the attempt
+            if status == JobStatus.RUNNING:
+                reread = self.clock.monotonic() - published_at >= self.config.gauges_s
+                if reread:
+                    published_at = self.clock.monotonic()
+                self._set_gauges(job_id, reread)
             if status == JobStatus.PENDING:
                 # Not started: its driver waits for resources (GPU nodes scaling up, an image
                 # pull) or its runtime env. Silence is only a stall once it runs.
@@ -1057,6 +1068,14 @@ class Supervisor:
         )
         return 0
 
+    def _set_gauges(self, job_id: str, reread: bool) -> None:
+        """The run's gauges from the attempt's log; a log that cannot be read now waits for the
+        next turn (the figures are for watching, never for a decision)."""
+        try:
+            self.probes.publish(self.spec.run, job_id, reread)
+        except (OSError, RuntimeError, ValueError, http.client.HTTPException):
+            pass
+
     def _steps(self, job_id: str) -> int:
         try:
             return self.probes.steps(job_id)
@@ -1233,6 +1252,7 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
     the Jobs API's copy, read at most every 10 s."""
     logs = os.path.join(str(ctx.address_info.get("session_dir", "")), "logs")
     cache: dict[str, tuple[float, int]] = {}
+    publishers: dict[str, run_gauges.Publisher] = {}
 
     def log_size(job_id: str) -> int:
         try:
@@ -1244,6 +1264,14 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
             size = len(client.get_job_logs(job_id))
             cache[job_id] = (time.monotonic(), size)
         return size
+
+    def publish(run: str, job_id: str, reread: bool) -> None:
+        if run not in publishers:
+            publishers[run] = run_gauges.Publisher(run)
+        if reread:
+            publishers[run].publish(progress.progress_lines(log(job_id)))
+        else:
+            publishers[run].refresh()
 
     def log(job_id: str) -> str:
         try:
@@ -1264,6 +1292,7 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
         capacity=lambda: capacity_probe.probe(dashboard),
         stopped_for_node_end=lambda job_id: node_end.stopped_for_node_end(log(job_id)),
         progress_lines=lambda job_id: progress.progress_lines(log(job_id)),
+        publish=publish,
     )
 
 

@@ -1,7 +1,7 @@
 """Goodput of a run: where every hour of its life went, in buckets that add up to the whole.
 
 Pure: a run's attempts (their start and end from Ray's job records), each attempt's step times
-(jobs/runs/metrics.py, read from the frameworks' own step lines) and the supervisor's records
+(jobs/head/step_lines.py, read from the frameworks' own step lines) and the supervisor's records
 (jobs/head/events.py) in; hours and GPU-hours per bucket out. The run lives from its first
 record (or first attempt) to now, less the time between a final record (finished, gave up,
 stopped) and the resume that opened its next life; each moment it lives falls into exactly one

@@ -13,6 +13,7 @@ import json
 import threading
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from components.gcp.monitoring import DCGM_METRICS
 from components.k8s import grafana
 from components.k8s.grafana import GrafanaInputs
+from jobs.head import run_gauges
 from tests import localray
 from tests.components.k8s.manifests import validate_core
 
@@ -117,19 +119,57 @@ def test_rays_own_dashboards_are_provisioned_with_the_uids_its_head_embeds(files
     assert {"rayDefaultDashboard", "rayTrainDashboard", "rlOnGkeTraining"} == uids
 
 
+CLOUD_METRIC_TYPES = json.loads((Path(__file__).parent / "cloud_metric_types.json").read_text())
+
+
 def test_the_training_dashboard_queries_metrics_that_exist(files) -> None:
-    """DCGM series as the stack's Cloud Monitoring dashboard names them; Ray's node series as
-    Ray's own default dashboard queries them (so they are Ray's real metric names)."""
+    """Each panel's series, by where it comes from: DCGM as the stack's Cloud Monitoring dashboard
+    names it; Ray's node series as Ray's own default dashboard queries them (Ray's real names);
+    the run's gauges as the supervisor exports them (held to a real Ray's export in
+    tests/jobs/head/test_run_gauges_supervised.py); Cloud Monitoring types from Google's metric
+    list (copied into cloud_metric_types.json), named as Managed Prometheus's PromQL reads them."""
     ray_default = files["rayDefaultDashboard.json"]
     board = json.loads(files["rlOnGkeTraining.json"])
+    by_title = {p.title: p for p in grafana.TRAINING_PANELS}
+    cloud = {grafana.cloud_metric(t): t for t in CLOUD_METRIC_TYPES["metrics"]}
+    sources = set()
     for panel in board["panels"]:
         [target] = panel["targets"]
         assert target["datasource"]["uid"] == grafana.DATASOURCE_UID
-        metric = target["expr"].split("(")[-1].rstrip(")")
-        if metric.startswith("DCGM_"):
-            assert metric in DCGM_METRICS, metric
+        spec = by_title[panel["title"]]
+        assert spec.metric in target["expr"], (spec.metric, target["expr"])
+        sources.add(spec.source)
+        if spec.source == "dcgm":
+            assert spec.metric in DCGM_METRICS, spec.metric
+        elif spec.source == "ray":
+            assert spec.metric in ray_default, spec.metric
+        elif spec.source == "run":
+            assert spec.metric in run_gauges.PROMETHEUS_NAMES.values(), spec.metric
         else:
-            assert metric in ray_default, metric
+            assert spec.source == "cloud" and spec.metric in cloud, spec.metric
+            kind = CLOUD_METRIC_TYPES["metrics"][cloud[spec.metric]]["kind"]
+            # A DELTA series is a rate over time; a GAUGE is read as it is (rate() of a gauge
+            # answers nothing in Managed Prometheus, prometheus-engine issue #436).
+            assert ("rate(" in target["expr"]) == (kind == "DELTA"), target["expr"]
+    assert sources == {"dcgm", "ray", "run", "cloud"}
+
+
+def test_the_training_dashboard_plots_the_runs_reward_kl_step_time_and_tokens() -> None:
+    plotted = {p.metric for p in grafana.TRAINING_PANELS if p.source == "run"}
+    names = run_gauges.PROMETHEUS_NAMES
+    assert {names[k] for k in ("reward", "kl", "step_time", "throughput")} <= plotted
+
+
+def test_cloud_metric_types_are_named_as_promql_reads_them() -> None:
+    # cloud.google.com/monitoring/promql/promql-mapping, its own example
+    assert (
+        grafana.cloud_metric("compute.googleapis.com/instance/cpu/utilization")
+        == "compute_googleapis_com:instance_cpu_utilization"
+    )
+    assert (
+        grafana.cloud_metric(grafana.LUSTRE_READ)
+        == "lustre_googleapis_com:instance_read_bytes_total"
+    )
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The step lines the supervisor keeps on the runs root carry everything the goodput and progress
-parser reads from the whole log (jobs/head/progress.py `progress_lines`, jobs/runs/metrics.py)."""
+parser reads from the whole log (jobs/head/progress.py `progress_lines`, jobs/head/step_lines.py)."""
 
 from __future__ import annotations
 
