@@ -193,8 +193,9 @@ def test_the_walk_reaches_the_monitoring_keys() -> None:
         threshold = policy["conditions"][0]["conditionThreshold"]
         assert threshold["aggregations"][0]["perSeriesAligner"] and threshold["trigger"]["count"]
         assert policy["documentation"]["mimeType"] and policy["alertStrategy"]["autoClose"]
-    (metric,) = [i for t, _, i in rendered if t == "gcp:logging/metric:Metric"]
-    assert metric["metricDescriptor"]["metricKind"] == "DELTA"
+    metrics = [i for t, _, i in rendered if t == "gcp:logging/metric:Metric"]
+    assert len(metrics) == 3
+    assert all(m["metricDescriptor"]["metricKind"] == "DELTA" for m in metrics)
     (dashboard,) = [i for t, _, i in rendered if t == "gcp:monitoring/dashboard:Dashboard"]
     assert dashboard["dashboardJson"].startswith("{")
 

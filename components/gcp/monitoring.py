@@ -1,7 +1,7 @@
-"""The stack's Cloud Monitoring: a dashboard of the GPU pool and Lustre, a count of runs that gave up, and alerts.
+"""The stack's Cloud Monitoring: a dashboard of the GPU pool, Lustre and the runs, counts of the supervisors' records, and alerts.
 
-Always: one dashboard (`monitoring.Dashboard`) and one log-based metric (`logging.Metric`) that
-counts the supervisor's give-up records. Only when `monitoring.alertEmails` names someone: an
+Always: one dashboard (`monitoring.Dashboard`) and three log-based metrics (`logging.Metric`)
+that count the supervisors' give-up, stall and preemption records. Only when `monitoring.alertEmails` names someone: an
 e-mail notification channel per address and two alert policies (Lustre above
 `monitoring.lustreFullPercent`, default 85 %; a run gave up). An alert policy with no channel tells
 nobody, so none is created without one.
@@ -22,9 +22,11 @@ Where each number comes from, and why it is named so:
   kubelet's NodeGetVolumeStats with the file system's statfs (GoogleCloudPlatform/lustre-csi-driver
   pkg/csi_driver/node.go L529-555 @89f1eb7, GET_VOLUME_STATS in lustre_driver.go L90), so the
   fraction is the whole instance's, as seen by the Ray head that always mounts it.
-- Runs that gave up: the supervisor writes one `JOBS-SUPERVISOR {json}` line per decision
-  (jobs/head/events.py `line`: json.dumps with sort_keys, so `"event": "gave_up"` reads exactly
-  so); the log-based metric counts entries of the cluster's Ray namespace whose text holds both.
+- Runs that gave up or stalled, and the preemptions they met: the supervisor writes one
+  `JOBS-SUPERVISOR {json}` line per decision (jobs/head/events.py `line`: json.dumps with
+  sort_keys, so `"event": "gave_up"` reads exactly so); each log-based metric counts entries of
+  the cluster's Ray namespace whose text holds both. A preemption here is an attempt that ended
+  while a node that could host its workers died (events.PREEMPTED), i.e. one that cost the run.
   Those lines are in the supervisor's Ray job log on the head; they reach Cloud Logging only
   through the Ray add-on's log collection (`rayClusterLoggingConfig`, cluster.py), whose coverage
   of job-driver logs is not verified here (docs/jobs.md, "Known limits").
@@ -50,7 +52,6 @@ DCGM_FB_USED = "DCGM_FI_DEV_FB_USED"
 DCGM_METRICS = (DCGM_GPU_UTIL, DCGM_FB_USED)
 # What the supervisor's give-up record holds (jobs/head/events.py PREFIX, GAVE_UP, `line`).
 SUPERVISOR_PREFIX = "JOBS-SUPERVISOR"
-GAVE_UP_TERM = '"event": "gave_up"'
 # Dashboards API: a mosaic layout is 48 columns wide (MosaicLayout.columns, at most 48).
 COLUMNS = 48
 
@@ -80,15 +81,32 @@ class StackMonitoringArgs:
         )
 
 
-def gave_up_metric_name(args: StackMonitoringArgs) -> str:
-    return f"{args.name_prefix}-runs-gave-up"
+@dataclass(frozen=True)
+class EventMetric:
+    """A log-based metric counting one kind of the supervisor's records."""
+
+    event: str  # jobs/head/events.py: GAVE_UP, STALLED, PREEMPTED
+    suffix: str  # of the metric's name, after the stack's prefix
+    what: str  # its display name, after the stack's prefix
 
 
-def gave_up_log_filter(args: StackMonitoringArgs) -> str:
-    """The Logging query for the supervisor's give-up lines of this cluster's Ray namespace.
-    `:` is the query language's "has" (substring) operator on a text field; container lines that
-    are not pure JSON land in `textPayload`."""
-    quoted = json.dumps(GAVE_UP_TERM)
+# What the dashboard counts from the supervisors' records: runs that got no further attempt,
+# attempts the stall watchdog stopped, and attempts lost to a preemption (a GPU node gone).
+GAVE_UP = EventMetric("gave_up", "runs-gave-up", "runs that gave up")
+STALLED = EventMetric("stalled", "runs-stalled", "attempts stopped as stalled")
+PREEMPTED = EventMetric("preempted", "runs-preempted", "attempts lost to a preemption")
+EVENT_METRICS = (GAVE_UP, STALLED, PREEMPTED)
+
+
+def event_metric_name(args: StackMonitoringArgs, metric: EventMetric) -> str:
+    return f"{args.name_prefix}-{metric.suffix}"
+
+
+def event_log_filter(args: StackMonitoringArgs, metric: EventMetric) -> str:
+    """The Logging query for the supervisor's lines of one event, in this cluster's Ray
+    namespace. `:` is the query language's "has" (substring) operator on a text field;
+    container lines that are not pure JSON land in `textPayload`."""
+    quoted = json.dumps(f'"event": "{metric.event}"')
     return " AND ".join(
         [
             'resource.type="k8s_container"',
@@ -100,19 +118,24 @@ def gave_up_log_filter(args: StackMonitoringArgs) -> str:
     )
 
 
-def gave_up_metric_args(args: StackMonitoringArgs) -> dict[str, Any]:
+def event_metric_args(args: StackMonitoringArgs, metric: EventMetric) -> dict[str, Any]:
     return {
         "project": args.project,
-        "name": gave_up_metric_name(args),
-        "description": "Runs whose supervisor gave up (no further attempt), from its JOBS-SUPERVISOR lines",
-        "filter": gave_up_log_filter(args),
+        "name": event_metric_name(args, metric),
+        "description": f"The supervisor's `{metric.event}` records ({metric.what}), "
+        "from its JOBS-SUPERVISOR lines",
+        "filter": event_log_filter(args, metric),
         "metric_descriptor": {
             "metric_kind": "DELTA",
             "value_type": "INT64",
             "unit": "1",
-            "display_name": f"{args.name_prefix}: runs that gave up",
+            "display_name": f"{args.name_prefix}: {metric.what}",
         },
     }
+
+
+def gave_up_metric_name(args: StackMonitoringArgs) -> str:
+    return event_metric_name(args, GAVE_UP)
 
 
 def lustre_utilization_filter(args: StackMonitoringArgs) -> str:
@@ -140,7 +163,10 @@ def _promql_chart(title: str, query: str, unit: str = "") -> dict[str, Any]:
     }
 
 
-def _filter_chart(title: str, filter_: str, aligner: str, reducer: str) -> dict[str, Any]:
+def _log_count_chart(
+    title: str, args: StackMonitoringArgs, *counted: EventMetric
+) -> dict[str, Any]:
+    """Counts per 5 minutes of log-based metrics, one line each, named by what it counts."""
     return {
         "title": title,
         "xyChart": {
@@ -148,17 +174,20 @@ def _filter_chart(title: str, filter_: str, aligner: str, reducer: str) -> dict[
                 {
                     "timeSeriesQuery": {
                         "timeSeriesFilter": {
-                            "filter": filter_,
+                            "filter": f'metric.type="logging.googleapis.com/user/'
+                            f'{event_metric_name(args, metric)}" AND resource.type="k8s_container"',
                             "aggregation": {
                                 "alignmentPeriod": "300s",
-                                "perSeriesAligner": aligner,
-                                "crossSeriesReducer": reducer,
+                                "perSeriesAligner": "ALIGN_SUM",
+                                "crossSeriesReducer": "REDUCE_SUM",
                             },
                         }
                     },
                     "plotType": "LINE",
                     "targetAxis": "Y1",
+                    "legendTemplate": metric.what,
                 }
+                for metric in counted
             ],
             "yAxis": {"scale": "LINEAR"},
         },
@@ -191,13 +220,8 @@ def dashboard(args: StackMonitoringArgs) -> dict[str, Any]:
             f"max(kubernetes_io:pod_volume_utilization{{{ray_pods}}}) * 100",
             "%",
         ),
-        _filter_chart(
-            "Runs that gave up",
-            f'metric.type="logging.googleapis.com/user/{gave_up_metric_name(args)}" '
-            'AND resource.type="k8s_container"',
-            "ALIGN_SUM",
-            "REDUCE_SUM",
-        ),
+        _log_count_chart("Runs that gave up or stalled", args, GAVE_UP, STALLED),
+        _log_count_chart("Preemptions the runs met", args, PREEMPTED),
     ]
     width, height = COLUMNS // 2, 16
     tiles = [
@@ -317,6 +341,7 @@ class StackMonitoring(pulumi.ComponentResource):
 
     dashboard: gcp.monitoring.Dashboard
     gave_up: gcp.logging.Metric
+    counts: dict[str, gcp.logging.Metric]
     channels: list[gcp.monitoring.NotificationChannel]
     alerts: list[gcp.monitoring.AlertPolicy]
 
@@ -331,9 +356,17 @@ class StackMonitoring(pulumi.ComponentResource):
             dashboard_json=json.dumps(dashboard(args), sort_keys=True),
             opts=child,
         )
-        self.gave_up = gcp.logging.Metric(
-            f"{name}-gave-up", **gave_up_metric_args(args), opts=child
-        )
+        # The give-up count keeps its first resource name (`-gave-up`): a rename would
+        # replace it and lose its history.
+        self.counts = {
+            metric.event: gcp.logging.Metric(
+                f"{name}-{metric.suffix.removeprefix('runs-')}",
+                **event_metric_args(args, metric),
+                opts=child,
+            )
+            for metric in EVENT_METRICS
+        }
+        self.gave_up = self.counts[GAVE_UP.event]
         self.channels = [
             gcp.monitoring.NotificationChannel(
                 f"{name}-email-{i}", **email_channel_args(args, email), opts=child

@@ -60,7 +60,7 @@ def test_the_dashboard_is_one_the_dashboards_api_accepts(stack: str) -> None:
     # Google's own Dashboard message refuses an unknown field or enum value, as the API does.
     parsed = _dashboards_api().Dashboard.from_json(text)
     layout = parsed.mosaic_layout
-    assert layout.columns == 48 and len(layout.tiles) == 5
+    assert layout.columns == 48 and len(layout.tiles) == 6
     cells: set[tuple[int, int]] = set()
     for tile in layout.tiles:
         assert tile.width > 0 and tile.height > 0 and tile.x_pos + tile.width <= layout.columns
@@ -87,7 +87,7 @@ def test_a_misspelt_dashboard_field_is_refused_by_the_same_check() -> None:
 def test_every_metric_the_dashboard_names_exists_and_is_scoped_to_this_stack() -> None:
     rendering = _render("dev")
     board = _dashboard(rendering)
-    (metric,) = rendering.of_type(METRIC)
+    created = {m.inputs["name"] for m in rendering.of_type(METRIC)}
     queries, filters = [], []
     for tile in board["mosaicLayout"]["tiles"]:
         for data_set in tile["widget"]["xyChart"]["dataSets"]:
@@ -99,9 +99,14 @@ def test_every_metric_the_dashboard_names_exists_and_is_scoped_to_this_stack() -
     named = {m for q in queries for m in re.findall(r"([A-Za-z_:][A-Za-z0-9_:]*)\{", q)}
     assert named == KNOWN_PROMQL_METRICS
     assert all('cluster="rl-dev-gke"' in q or 'cluster_name="rl-dev-gke"' in q for q in queries)
-    # The log-based metric the dashboard charts is the one the program creates.
-    (log_filter,) = filters
-    assert f'metric.type="logging.googleapis.com/user/{metric.inputs["name"]}"' in log_filter
+    # The log-based metrics the dashboard charts are the ones the program creates, each once.
+    charted = {re.findall(r'logging.googleapis.com/user/([^"]+)"', f)[0] for f in filters}
+    assert (
+        charted
+        == created
+        == {"rl-dev-runs-gave-up", "rl-dev-runs-stalled", "rl-dev-runs-preempted"}
+    )
+    assert len(filters) == len(charted)
 
 
 @pytest.mark.plan
@@ -120,8 +125,19 @@ def _matches(log_filter: str, text: str) -> bool:
 
 
 @pytest.mark.plan
-def test_the_log_metric_counts_the_supervisors_own_give_up_line_and_no_other() -> None:
-    (metric,) = _render("dev").of_type(METRIC)
+@pytest.mark.parametrize(
+    ("event", "name", "display"),
+    [
+        (events.GAVE_UP, "rl-dev-runs-gave-up", "rl-dev: runs that gave up"),
+        (events.STALLED, "rl-dev-runs-stalled", "rl-dev: attempts stopped as stalled"),
+        (events.PREEMPTED, "rl-dev-runs-preempted", "rl-dev: attempts lost to a preemption"),
+    ],
+)
+def test_each_log_metric_counts_the_supervisors_own_line_of_its_event_and_no_other(
+    event: str, name: str, display: str
+) -> None:
+    metrics = {m.inputs["name"]: m for m in _render("dev").of_type(METRIC)}
+    metric = metrics[name]
     log_filter = metric.inputs["filter"]
     assert 'resource.labels.cluster_name="rl-dev-gke"' in log_filter
     assert 'resource.labels.namespace_name="rl"' in log_filter
@@ -129,22 +145,24 @@ def test_the_log_metric_counts_the_supervisors_own_give_up_line_and_no_other() -
         "metricKind": "DELTA",
         "valueType": "INT64",
         "unit": "1",
-        "displayName": "rl-dev: runs that gave up",
+        "displayName": display,
     }
-    gave_up = events.line(events.GAVE_UP, "grpo-1", "restart budget spent", reason="budget")
-    assert _matches(log_filter, gave_up)
+    # The supervisor's own line (jobs/head/events.py), as its job log holds it.
+    own = events.line(event, "grpo-1", "what happened", reason="budget")
+    assert _matches(log_filter, own)
     # Not pure JSON, so GKE's agent keeps it as textPayload rather than parsing it.
     with pytest.raises(json.JSONDecodeError):
-        json.loads(gave_up)
-    for other in (events.FINISHED, events.PREEMPTED, events.STOPPED, events.ATTEMPT_ENDED):
-        assert not _matches(log_filter, events.line(other, "grpo-1", "gave_up mentioned"))
+        json.loads(own)
+    others = {events.FINISHED, events.GAVE_UP, events.PREEMPTED, events.STALLED, events.STOPPED}
+    for other in others - {event} | {events.ATTEMPT_ENDED}:
+        assert not _matches(log_filter, events.line(other, "grpo-1", f"{event} mentioned"))
 
 
 @pytest.mark.plan
 def test_without_alert_emails_no_channel_and_no_alert_policy_exists() -> None:
     rendering = _render("dev")
     assert rendering.of_type(POLICY) == [] and rendering.of_type(CHANNEL) == []
-    assert len(rendering.of_type(DASHBOARD)) == 1 and len(rendering.of_type(METRIC)) == 1
+    assert len(rendering.of_type(DASHBOARD)) == 1 and len(rendering.of_type(METRIC)) == 3
 
 
 @pytest.mark.plan
