@@ -19,7 +19,11 @@ a laptop and in the gVisor pod:
 - A uid of its own from UID_POOL (leased with an flock in LEASE_DIR, one place per kernel whatever
   $TMPDIR says, so two executors on one machine never share one), set by boxinit.c with the
   rlimits and no_new_privs: RLIMIT_NPROC then caps the box's processes (the kernel counts per real
-  uid), and no box can signal or read another.
+  uid), and no box can signal or read another. A uid is leased only when no task of it is left,
+  zombies included: the kernel counts a task against RLIMIT_NPROC until its parent reaps it, so a
+  uid with unreaped zombies would fail the next box's execve with EAGAIN (issue 25's flake).
+- A program that could not be started (fork, limits, uid switch or execve failed) comes back as
+  `start_error` ("execve: EAGAIN ..."), never as the program's own exit status.
 - The filter of jobs/rewards/seccomp.py refuses namespaces (so no new user namespace), io_uring,
   memfds and more.
 - CPU time over the whole box: boxinit (pid 2, root, the box's child subreaper) sums the live
@@ -43,6 +47,7 @@ mount script per box and its own init, and was the code this replaces.
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import functools
 import hashlib
@@ -174,8 +179,13 @@ def _lease_dir() -> Path:
 class UidLease:
     """A uid from UID_POOL held by an flock on its lock file, so concurrent executors never share one.
 
-    A uid that still has a live process (a box of an executor whose lock lives elsewhere: another
-    mount namespace, an older version) is skipped too, so a lease never takes a uid in use."""
+    A uid that still has any task is skipped too, so a lease never takes a uid in use: a live
+    process (a box of an executor whose lock lives elsewhere: another mount namespace, an older
+    version) or a zombie. A zombie counts against the uid's RLIMIT_NPROC until its parent reaps it,
+    and a released uid can keep some for a while: the processes of a box that was killed, or of a
+    user-namespace executor run as the uid, are reaped by their namespace's dying init or by the
+    host's PID 1 (issue 25's flake: three zombie `bwrap`s of a just-released uid, parent PID 1,
+    reaped ~2 s later, made a 1-process box on that uid fail execve with EAGAIN, exit 127)."""
 
     _quarantined: set[int] = set()
     _lock = threading.Lock()
@@ -194,7 +204,7 @@ class UidLease:
             except BlockingIOError:
                 os.close(fd)
                 continue
-            if live_pids_of_uid(uid):
+            if tasks_of_uid(uid):
                 os.close(fd)
                 continue
             self.uid, self._fd = uid, fd
@@ -214,7 +224,18 @@ class UidLease:
 
 
 def live_pids_of_uid(uid: int) -> list[int]:
-    """Processes whose real uid is `uid` and that are not zombies (a zombie has exited; its parent reaps it)."""
+    """Processes whose real uid is `uid` and that are not zombies (a zombie has exited; its parent
+    reaps it): what is left to kill."""
+    return _pids_of_uid(uid, zombies=False)
+
+
+def tasks_of_uid(uid: int) -> list[int]:
+    """Every process whose real uid is `uid`, zombies included: what the kernel counts against the
+    uid's RLIMIT_NPROC (a task is uncounted only when reaped, release_task in kernel/exit.c)."""
+    return _pids_of_uid(uid, zombies=True)
+
+
+def _pids_of_uid(uid: int, zombies: bool) -> list[int]:
     # Read from each process's status file, not from the owner of /proc/PID: a process that is
     # not dumpable (boxinit makes the box's so) shows root as that owner (proc(5)). Only the two
     # lines needed are looked for: this runs twice per box, over every process of the host.
@@ -228,7 +249,9 @@ def live_pids_of_uid(uid: int) -> list[int]:
         except OSError:
             continue
         uids = _field(status, b"\nUid:")
-        if uids and int(uids.split()[0]) == uid and _field(status, b"\nState:")[:1] not in b"ZX":
+        if not uids or int(uids.split()[0]) != uid:
+            continue
+        if zombies or _field(status, b"\nState:")[:1] not in b"ZX":
             found.append(int(entry.name))
     return found
 
@@ -286,6 +309,36 @@ class BoxExit:
     wall_s: float
     cpu_s: float
     clean: bool  # False: something of the box outlived it (the run must be scored as a failure)
+    # Why the program could not be started ("execve: EAGAIN (...)"), "" when it ran: a fault of
+    # the sandbox, and `code` is then boxinit's 126/127, not the program's.
+    start_error: str = ""
+
+
+# boxinit.c's STEPS, in order: the step of starting the program that failed.
+START_STEPS = (
+    "none",
+    "fork",
+    "pipe",
+    "stdio",
+    "setrlimit",
+    "setgroups",
+    "setresgid",
+    "setresuid",
+    "no_new_privs",
+    "execve",
+)
+
+
+def start_error_text(raw: str) -> str:
+    """boxinit's `start_error=` value as a reason: "" for "0", else e.g. "execve: EAGAIN (Resource
+    temporarily unavailable)"; ValueError for anything boxinit does not write."""
+    if raw == "0":
+        return ""
+    step, sep, number = raw.partition(":")
+    if not sep or step not in START_STEPS[1:]:
+        raise ValueError(f"start_error={raw!r}")
+    code = int(number)
+    return f"{step}: {errno.errorcode.get(code, str(code))} ({os.strerror(code)})"
 
 
 @functools.cache
@@ -580,12 +633,12 @@ def _run_box(
         return BoxExit(
             proc.returncode if not timed_out else -signal.SIGKILL, timed_out, wall, spec.cpu_s, True
         )
-    status, cpu_us, cpu_killed, idle_killed = report
+    status, cpu_us, cpu_killed, idle_killed, start_error = report
     code = os.waitstatus_to_exitcode(status)
     cpu = cpu_us / 1e6
     if cpu_killed:
         cpu = max(cpu, spec.cpu_s + 1e-3)
-    return BoxExit(code, timed_out or idle_killed, wall, cpu, True)
+    return BoxExit(code, timed_out or idle_killed, wall, cpu, True, start_error)
 
 
 def _wait_until(proc: subprocess.Popen[bytes], deadline: float) -> bool:
@@ -615,6 +668,11 @@ def _wait_until(proc: subprocess.Popen[bytes], deadline: float) -> bool:
         os.close(pidfd)
 
 
+# The most one of boxinit's report lines takes (a test's line is ~110 bytes, ~140 with the
+# longest start_error); the executor reads this much per test.
+REPORT_LINE_BYTES = 192
+
+
 @dataclass
 class TestExit:
     """One test of a box that ran several (boxinit's line for it)."""
@@ -623,6 +681,7 @@ class TestExit:
     timed_out: bool  # its wall or idle limit stopped it (a CPU stop shows in cpu_s)
     wall_s: float
     cpu_s: float
+    start_error: str = ""  # as BoxExit.start_error: the program never ran
 
 
 def run_tests(
@@ -684,7 +743,7 @@ def _run_tests(
             break
     _killpg(proc.pid)
     with os.fdopen(report_r, "rb") as f:
-        lines = f.read(128 * (tests + 1)).decode(errors="replace").splitlines()
+        lines = f.read(REPORT_LINE_BYTES * (tests + 1)).decode(errors="replace").splitlines()
     ended = []
     for n, line in enumerate(lines[:tests]):
         parsed = _parse_test_line(line, n, spec.cpu_s)
@@ -709,12 +768,13 @@ def _parse_test_line(line: str, expected: int, cpu_limit_s: float) -> TestExit |
             "1" in (fields["idle_killed"], fields["wall_killed"]),
             int(fields["wall_us"]) / 1e6,
             cpu,
+            start_error_text(fields["start_error"]),
         )
     except (ValueError, KeyError):
         return None
 
 
-def _parse_report(text: str) -> tuple[int, int, bool, bool] | None:
+def _parse_report(text: str) -> tuple[int, int, bool, bool, str] | None:
     try:
         fields = dict(part.split("=", 1) for part in text.split())
         return (
@@ -722,6 +782,7 @@ def _parse_report(text: str) -> tuple[int, int, bool, bool] | None:
             int(fields["cpu_us"]),
             fields["cpu_killed"] == "1",
             fields["idle_killed"] == "1",
+            start_error_text(fields["start_error"]),
         )
     except (ValueError, KeyError):
         return None

@@ -18,8 +18,13 @@
  *   when the sum passes CPU_MS.
  * - When the program exits, everything else in the box is killed (kill(2) with pid -1 from
  *   inside the PID namespace reaches every process of the box but init) and reaped; then one
- *   line "status=S cpu_us=N cpu_killed=0|1 idle_killed=0|1" goes to REPORT_FD, which the
- *   program never had.
+ *   line "status=S cpu_us=N cpu_killed=0|1 idle_killed=0|1 start_error=0|STEP:ERRNO" goes to
+ *   REPORT_FD, which the program never had.
+ * - A program that could not be started (fork, its limits, the uid switch or execve failed) is
+ *   reported as start_error=STEP:ERRNO, e.g. start_error=execve:11 (EAGAIN: RLIMIT_NPROC), never
+ *   only as exit status 127 or 126: those are also what a program may exit with, and a box that
+ *   could not start is the sandbox's fault, not the program's (issue 25's flake). The child
+ *   writes the step and errno to a close-on-exec pipe; a successful execve closes it empty.
  * - idle_ms > 0: a box past idle_ms of wall time that has spent under a tenth of it on a CPU is
  *   asleep or blocked and is killed (idle_killed=1), long before the caller's wall backstop.
  * - It is not dumpable (PR_SET_DUMPABLE 0): a program of the same uid cannot open its /proc
@@ -31,7 +36,8 @@
  *   process is closed to it), with its own CPU limit, idle rule and wall limit (wall_ms, 0:
  *   none); before the next test every process of the box is killed and reaped, so a test's
  *   processes never run into the next one and its CPU time is its own. One report line per test,
- *   "test=I status=S cpu_us=N cpu_killed=0|1 idle_killed=0|1 wall_killed=0|1 wall_us=N".
+ *   "test=I status=S cpu_us=N cpu_killed=0|1 idle_killed=0|1 wall_killed=0|1 wall_us=N
+ *   start_error=0|STEP:ERRNO".
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -84,31 +90,47 @@ static long long reaped_cpu_us(void) {
     return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
 }
 
-static void set_limit(int resource, unsigned long long soft, unsigned long long hard) {
-    struct rlimit r = {soft, hard};
-    if (setrlimit(resource, &r) != 0) _exit(126);
+/* The steps of starting the program, named in start_error= (box.py's START_STEPS is the same list). */
+enum { S_NONE, S_FORK, S_PIPE, S_STDIO, S_SETRLIMIT, S_SETGROUPS, S_SETRESGID, S_SETRESUID, S_NO_NEW_PRIVS, S_EXECVE };
+static const char *const STEPS[] = {"none", "fork", "pipe", "stdio", "setrlimit", "setgroups",
+                                    "setresgid", "setresuid", "no_new_privs", "execve"};
+
+/* In the child, before execve: tells boxinit which step failed and why, then exits. */
+static void start_failed(int pipe_w, int step, int status) {
+    int msg[2] = {step, errno};
+    ssize_t unused = write(pipe_w, msg, sizeof msg);
+    (void)unused;
+    _exit(status);
 }
 
-static void start_program(char **argv, long uid, long cpu_ms, long nproc, unsigned long long as,
+static void set_limit(int pipe_w, int resource, unsigned long long soft, unsigned long long hard) {
+    struct rlimit r = {soft, hard};
+    if (setrlimit(resource, &r) != 0) start_failed(pipe_w, S_SETRLIMIT, 126);
+}
+
+static void start_program(int pipe_w, char **argv, long uid, long cpu_ms, long nproc, unsigned long long as,
                           unsigned long long nofile, unsigned long long fsize) {
     unsigned long long cpu_s = (unsigned long long)(cpu_ms + 999) / 1000;
     /* A backstop a second past the limit: the box's own count (below) ends it first, so the verdict
      * never depends on which of the two the kernel happened to deliver first (issue 25). */
-    set_limit(RLIMIT_CPU, cpu_s + 1, cpu_s + 2);
-    set_limit(RLIMIT_AS, as, as);
-    set_limit(RLIMIT_NOFILE, nofile, nofile);
-    set_limit(RLIMIT_FSIZE, fsize, fsize);
-    set_limit(RLIMIT_CORE, 0, 0);
-    if (nproc > 0) set_limit(RLIMIT_NPROC, (unsigned long long)nproc, (unsigned long long)nproc);
+    set_limit(pipe_w, RLIMIT_CPU, cpu_s + 1, cpu_s + 2);
+    set_limit(pipe_w, RLIMIT_AS, as, as);
+    set_limit(pipe_w, RLIMIT_NOFILE, nofile, nofile);
+    set_limit(pipe_w, RLIMIT_FSIZE, fsize, fsize);
+    set_limit(pipe_w, RLIMIT_CORE, 0, 0);
+    /* The kernel counts every task of the uid against this, zombies included, until it is reaped:
+     * execve fails with EAGAIN if the uid already has more (setresuid(2) sets PF_NPROC_EXCEEDED,
+     * execve(2) checks it). box.UidLease hands out only uids with no task at all for that reason. */
+    if (nproc > 0) set_limit(pipe_w, RLIMIT_NPROC, (unsigned long long)nproc, (unsigned long long)nproc);
     if (uid >= 0) {
-        if (setgroups(0, NULL) != 0 || setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) != 0 ||
-            setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0)
-            _exit(126);
+        if (setgroups(0, NULL) != 0) start_failed(pipe_w, S_SETGROUPS, 126);
+        if (setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) != 0) start_failed(pipe_w, S_SETRESGID, 126);
+        if (setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0) start_failed(pipe_w, S_SETRESUID, 126);
     }
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(126);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) start_failed(pipe_w, S_NO_NEW_PRIVS, 126);
     unsetenv("PWD"); /* bwrap --chdir sets it even after --clearenv: the environment stays exactly as given */
     execv(argv[0], argv);
-    _exit(127);
+    start_failed(pipe_w, S_EXECVE, 127);
 }
 
 enum { K_REPORT_FD, K_UID, K_CPU_MS, K_NPROC, K_AS, K_NOFILE, K_FSIZE, K_IDLE_MS, K_TESTS, K_DIR_FD, K_WALL_MS, K_COUNT };
@@ -147,7 +169,15 @@ struct limits {
 struct outcome {
     int status, cpu_killed, idle_killed, wall_killed;
     long long cpu_us, wall_us;
+    int start_step, start_errno; /* S_NONE: the program started */
 };
+
+/* The start_error= value: "0", or the failed step and its errno. */
+static const char *start_error(const struct outcome *o, char *buf, size_t size) {
+    if (o->start_step == S_NONE) return "0";
+    snprintf(buf, size, "%s:%d", STEPS[o->start_step], o->start_errno);
+    return buf;
+}
 
 static long long since_us(const struct timespec *start) {
     struct timespec now;
@@ -159,7 +189,7 @@ static long long since_us(const struct timespec *start) {
  * box has been reaped; the CPU time counted is this run's alone (the reaped children's times
  * since it started plus the live processes' own). */
 static struct outcome run_once(char **argv, const struct limits *l, int in_fd, int out_fd) {
-    struct outcome o = {0, 0, 0, 0, 0, 0};
+    struct outcome o = {0, 0, 0, 0, 0, 0, S_NONE, 0};
     sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
@@ -167,16 +197,37 @@ static struct outcome run_once(char **argv, const struct limits *l, int in_fd, i
     long long reaped_before = reaped_cpu_us();
     struct timespec started;
     clock_gettime(CLOCK_MONOTONIC, &started);
+    int start_pipe[2];
+    if (pipe2(start_pipe, O_CLOEXEC) != 0) {
+        o.start_step = S_PIPE, o.start_errno = errno, o.status = 126 << 8;
+        return o;
+    }
     pid_t child = fork();
-    if (child < 0) { o.status = 3 << 8; return o; }
+    if (child < 0) {
+        o.start_step = S_FORK, o.start_errno = errno, o.status = 126 << 8;
+        close(start_pipe[0]);
+        close(start_pipe[1]);
+        return o;
+    }
     if (child == 0) {
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL); /* the program gets the mask it would have had */
-        if (in_fd >= 0 && dup2(in_fd, 0) < 0) _exit(126);
-        if (out_fd >= 0 && dup2(out_fd, 1) < 0) _exit(126);
-        start_program(argv, l->uid, l->cpu_ms, l->nproc, l->as, l->nofile, l->fsize);
+        close(start_pipe[0]);
+        if (in_fd >= 0 && dup2(in_fd, 0) < 0) start_failed(start_pipe[1], S_STDIO, 126);
+        if (out_fd >= 0 && dup2(out_fd, 1) < 0) start_failed(start_pipe[1], S_STDIO, 126);
+        start_program(start_pipe[1], argv, l->uid, l->cpu_ms, l->nproc, l->as, l->nofile, l->fsize);
     }
+    /* Blocks only until the child's execve (which closes the pipe) or its report: the steps
+     * before it never wait on anything. SIGCHLD is blocked here, so no EINTR but a stray one. */
+    close(start_pipe[1]);
+    int msg[2];
+    ssize_t got;
+    do got = read(start_pipe[0], msg, sizeof msg);
+    while (got < 0 && errno == EINTR);
+    close(start_pipe[0]);
+    if (got == (ssize_t)sizeof msg && msg[0] > S_NONE && msg[0] <= S_EXECVE)
+        o.start_step = msg[0], o.start_errno = msg[1];
     long hz = sysconf(_SC_CLK_TCK);
     pid_t self = getpid();
     int main_done = 0;
@@ -233,8 +284,9 @@ int main(int argc, char **argv) {
     fcntl(report, F_SETFD, FD_CLOEXEC);
     if (tests <= 0) {
         struct outcome o = run_once(argv + prog, &l, -1, -1);
-        dprintf(report, "status=%d cpu_us=%lld cpu_killed=%d idle_killed=%d\n", o.status, o.cpu_us,
-                o.cpu_killed, o.idle_killed || o.wall_killed);
+        char err[64];
+        dprintf(report, "status=%d cpu_us=%lld cpu_killed=%d idle_killed=%d start_error=%s\n", o.status,
+                o.cpu_us, o.cpu_killed, o.idle_killed || o.wall_killed, start_error(&o, err, sizeof err));
         return 0;
     }
     fcntl(dir_fd, F_SETFD, FD_CLOEXEC);
@@ -248,8 +300,11 @@ int main(int argc, char **argv) {
         struct outcome o = run_once(argv + prog, &l, in_fd, out_fd);
         close(in_fd);
         close(out_fd);
-        dprintf(report, "test=%lld status=%d cpu_us=%lld cpu_killed=%d idle_killed=%d wall_killed=%d wall_us=%lld\n",
-                i, o.status, o.cpu_us, o.cpu_killed, o.idle_killed, o.wall_killed, o.wall_us);
+        char err[64];
+        dprintf(report,
+                "test=%lld status=%d cpu_us=%lld cpu_killed=%d idle_killed=%d wall_killed=%d wall_us=%lld start_error=%s\n",
+                i, o.status, o.cpu_us, o.cpu_killed, o.idle_killed, o.wall_killed, o.wall_us,
+                start_error(&o, err, sizeof err));
     }
     return 0;
 }

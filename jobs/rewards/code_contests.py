@@ -407,6 +407,11 @@ def _judge(
         return Verdict(COMPILE_ERROR, f"compile_error: {result.compile_error[:200]}")
     if len(result.results) != len(cases):
         return _fault(f"{len(result.results)} results for {len(cases)} tests")
+    unstarted = [r for r in result.results if r.status is sandbox.Status.start_error]
+    if unstarted:  # the sandbox's fault, not the solution's: never scored as its failure
+        return _fault(
+            f"sandbox: {len(unstarted)} of {len(cases)} tests could not start: {unstarted[0].error}"
+        )
     ratio = result.passed / len(cases)
     statuses = sorted(
         {r.status.value for r in result.results if r.status is not sandbox.Status.passed}

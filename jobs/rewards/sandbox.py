@@ -26,6 +26,10 @@ The box (jobs/rewards/box.py) is bubblewrap namespaces + a pool uid + rlimits + 
   executors that died are removed when the next one starts (each live executor holds an flock).
 - a box that leaves anything behind (a process of its uid that does not die, a directory that
   cannot be removed) is quarantined and its test scored as `sandbox_error`, never retried.
+- a test whose program the box could not start (boxinit's fork, limits, uid switch or execve
+  failed) is `start_error` with the reason in `error`, never the program's exit code; a compiler
+  that could not start raises BoxStartError. Both are the sandbox's fault: the reward scores them
+  as a fault with the reason logged (code_contests.py), not as the solution's failure.
 """
 
 from __future__ import annotations
@@ -152,6 +156,8 @@ class Status(str, Enum):
         "sandbox_error"  # the box could not be cleaned: quarantined, scored as a failure
     )
     not_run = "not_run"  # not started before the run's deadline (Executor.run), scored as a failure
+    # The box could not start the program (CaseResult.error says why): the sandbox's fault.
+    start_error = "start_error"
 
 
 class CaseResult(BaseModel):
@@ -160,6 +166,7 @@ class CaseResult(BaseModel):
     cpu_s: float = 0.0  # every process of the box
     exit_code: int | None = None
     timed_out: bool = False  # stopped by the wall backstop rather than by its CPU time
+    error: str = ""  # why the box could not start the program (status start_error)
 
 
 class RunResult(BaseModel):
@@ -171,6 +178,10 @@ class RunResult(BaseModel):
     @property
     def passed(self) -> int:
         return sum(r.status is Status.passed for r in self.results)
+
+
+class BoxStartError(RuntimeError):
+    """A box could not start its program (the compiler, or the empty probe): the sandbox's fault."""
 
 
 def isolation_mode() -> str:
@@ -414,6 +425,10 @@ class Executor:
                 lease.uid,
                 self.init,
             )
+            if ex.start_error:
+                raise BoxStartError(
+                    f"sandbox: a box cannot start a program ({self.isolation}): {ex.start_error}"
+                )
             if ex.code != 0:
                 err.seek(0)
                 raise RuntimeError(
@@ -511,6 +526,11 @@ class Executor:
                 self.budget.release(COMPILE_BYTES)
             if not lease.clean:
                 return None, "the compiler's box could not be cleaned up (quarantined)"
+            if ex.start_error:
+                # Raised, not a compile error: the source was never compiled (nor cached).
+                raise BoxStartError(
+                    f"sandbox: the compiler could not be started in its box: {ex.start_error}"
+                )
             if ex.timed_out or ex.cpu_s > limits.compile_time_s:
                 return None, f"compilation exceeded {limits.compile_time_s:g}s"
             binary = self._take_binary(out / "prog", key)
@@ -613,8 +633,9 @@ class Executor:
 # up and clean, ~2 ms a test): a solution's tests are split across workers only in runs this
 # long, so a batch of many solutions (GRPO's) pays one box per solution.
 MIN_TESTS_PER_BOX = 8
-# boxinit reports each test in a line (~110 bytes) to a pipe the executor reads once the box has
-# ended: more lines than the pipe holds (64 KiB, pipe(7)) would block boxinit until the backstop.
+# boxinit reports each test in a line (at most box.REPORT_LINE_BYTES) to a pipe the executor reads
+# once the box has ended: more lines than the pipe holds (64 KiB, pipe(7)) would block boxinit
+# until the backstop.
 MAX_TESTS_PER_BOX = 256
 
 
@@ -644,6 +665,12 @@ def _judge(
         "exit_code": ex.code,
         "timed_out": ex.timed_out,
     }
+    if ex.start_error:  # the program never ran: boxinit's 126/127 is not its exit code
+        return CaseResult(
+            status=Status.start_error,
+            error=f"the box could not start the program: {ex.start_error}",
+            **common,
+        )
     # However the box was stopped for time: the backstop, its own CPU count (cpu_s past the limit)
     # or the kernel's RLIMIT_CPU signal, whichever came first (issue 25: an infinite loop is a
     # time limit, never a runtime error).
