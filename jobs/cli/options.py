@@ -40,6 +40,14 @@ FollowOpt = Annotated[
         "--follow", metavar="", help="Stream logs until the job ends; exit with its result."
     ),
 ]
+NoWaitOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-wait",
+        metavar="",
+        help="Supervised: return once the supervisor is submitted, as `ray job submit --no-wait` does, without waiting for it to take the run (`status RUN` then says whether it did).",
+    ),
+]
 TailOpt = Annotated[
     int | None,
     typer.Option(
@@ -170,15 +178,27 @@ def supervision(
     stall_timeout: float | None,
     runs_root: str | None,
     capacity_deadline: float | None = None,
+    *,
+    no_wait: bool = False,
+    follow_logs: bool = False,
 ) -> handoff.Options:
     """What `run`/`submit` ask of the supervisor beyond --max-restarts (checked here)."""
+    if no_wait and follow_logs:
+        raise UsageError(
+            "--no-wait cannot be combined with --follow",
+            "--follow waits for the whole run; drop one of them",
+        )
     if runs_root is not None and not runs_root.startswith("/"):
         raise UsageError(
             f"--runs-root {runs_root!r} is not an absolute path",
             f"give the directory as the Ray head sees it, e.g. {RUNS_ROOT}",
         )
     return handoff.Options(
-        max_preemptions, stall_timeout, runs_root or "", capacity_deadline_s=capacity_deadline
+        max_preemptions,
+        stall_timeout,
+        runs_root or "",
+        capacity_deadline_s=capacity_deadline,
+        wait_armed=not no_wait,
     )
 
 

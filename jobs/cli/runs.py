@@ -60,12 +60,19 @@ def _announce(started: Started, where: address.Where, as_json: bool) -> int:
                 {
                     "run": started.run,
                     "supervisor": started.supervisor,
-                    "status": "SUPERVISED",
+                    "status": "SUPERVISED" if started.armed else "SUPERVISOR_SUBMITTED",
                     "attempts": [],
                 }
             )
             return int(ExitCode.OK)
         out().print(started.run, markup=False)
+        if not started.armed:
+            err().print(
+                f"supervisor {started.supervisor} submitted, not waited for (--no-wait): "
+                f"{commands.command('status', started.run, where=flags)} says whether it took "
+                "the run",
+                markup=False,
+            )
         err().print(
             f"follow: {commands.command('logs', started.run, '--follow', where=flags)}\n"
             f"story:  {commands.command('status', started.run, where=flags)}\n"
@@ -483,6 +490,7 @@ def submit_cmd(
         ),
     ] = None,
     follow_logs: opt.FollowOpt = False,
+    no_wait: opt.NoWaitOpt = False,
     max_restarts: opt.RestartsOpt = 0,
     max_preemptions: opt.PreemptionsOpt = None,
     stall_timeout: opt.StallOpt = None,
@@ -511,7 +519,14 @@ def submit_cmd(
     """Submit a recipe as a run, or --resume a run.
 
     The run starts as attempt 1; --max-restarts hands it to a supervisor that restarts it."""
-    options = opt.supervision(max_preemptions, stall_timeout, runs_root, capacity_deadline)
+    options = opt.supervision(
+        max_preemptions,
+        stall_timeout,
+        runs_root,
+        capacity_deadline,
+        no_wait=no_wait,
+        follow_logs=follow_logs,
+    )
     every = save_choice.parse_flag(checkpoint_every)
     if framework is not None and framework not in FRAMEWORK_NAMES:
         raise UsageError(
@@ -631,6 +646,7 @@ def run_cmd(
     ] = None,
     name: opt.NameOpt = None,
     follow_logs: opt.FollowOpt = False,
+    no_wait: opt.NoWaitOpt = False,
     max_restarts: opt.RestartsOpt = 0,
     max_preemptions: opt.PreemptionsOpt = None,
     stall_timeout: opt.StallOpt = None,
@@ -689,7 +705,14 @@ def run_cmd(
 
     For example `rl-jobs run --stack dev --gpus 1 -- nvidia-smi` runs nvidia-smi on a GPU
     node, with one GPU."""
-    options = opt.supervision(max_preemptions, stall_timeout, runs_root, capacity_deadline)
+    options = opt.supervision(
+        max_preemptions,
+        stall_timeout,
+        runs_root,
+        capacity_deadline,
+        no_wait=no_wait,
+        follow_logs=follow_logs,
+    )
     if checkpoint_dir and not checkpoint_dir.startswith("/"):
         raise UsageError(
             f"--checkpoint-dir {checkpoint_dir!r} is not an absolute path",

@@ -36,12 +36,15 @@ ADOPTED = "adopted"  # a re-armed supervisor took over the run's live attempt
 FINISHED = "finished"  # the run succeeded
 GAVE_UP = "gave_up"  # no further attempt, and why (reason: jobs.head.restart_policy.Reason)
 STOPPED = "stopped"  # `stop RUN`: the supervisor was stopped
+# The supervisor refused to start (a runs root missing on the head, protocol.runs_root_refusal):
+# it never took the run and nothing was submitted; the record is only in its own job log.
+REFUSED = "refused"
 STOP_REQUESTED = "stop_requested"  # `stop RUN` asked for the run's end (jobs/head/stop.py)
 GPUS_RELEASED = "gpus_released"  # the run's end released its GPU request
 INTERRUPTED = "interrupted"  # the supervisor got SIGTERM without a stop request: not the end
 # On flex-start GPUs: when the attempt about to be submitted is told to save (jobs/head/node_end.py).
 SAVE_BEFORE_NODE_END = "save_before_node_end"
-FINAL = (FINISHED, GAVE_UP, STOPPED)
+FINAL = (FINISHED, GAVE_UP, STOPPED, REFUSED)
 
 
 def life(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:

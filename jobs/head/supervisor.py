@@ -1371,6 +1371,8 @@ def main(argv: list[str]) -> int:
     )
     refusal = protocol.runs_root_refusal(supervisor.spec, os.path.isdir)
     if refusal:
+        # A record in its own log, which `status` and `list` read (the runs root is not there).
+        print(ev.line(ev.REFUSED, supervisor.spec.run, refusal), flush=True)
         print(f"refused: {refusal}", file=sys.stderr, flush=True)
         return 2
     if stop_early.is_set():

@@ -54,6 +54,10 @@ class Options:
     # of `gpus_per_node` GPUs (jobs/head/scale_up.py).
     request_gpus: bool = False
     gpus_per_node: int = 0
+    # Whether the hand-off waits until the supervisor has the run (its `armed` record), so a
+    # supervisor that refuses its start (a missing runs root) fails the command that caused it.
+    # `--no-wait` returns at submit, as `ray job submit --no-wait` does; `status RUN` tells.
+    wait_armed: bool = True
 
     def supervised(self, max_restarts: int) -> bool:
         return (
@@ -235,7 +239,8 @@ def hand_off(
             f"another command armed run {run} first; follow it with "
             f"{commands.command('logs', run, '--follow', where=hint_where)}",
         ) from None
-    _wait_armed(cluster, sid, hint_where)
+    if options.wait_armed:
+        _wait_armed(cluster, sid, hint_where)
     return sid
 
 

@@ -23,6 +23,8 @@ class Started:
     run: str
     submission_id: str
     supervisor: str | None = None
+    # False: the supervisor was submitted and not waited for (--no-wait); it may yet refuse.
+    armed: bool = True
 
 
 def start(
@@ -53,7 +55,7 @@ def start(
             options=options,
             stall_default_s=stall_default_s,
         )
-        return Started(sub.run, sub.submission_id, supervisor=sid)
+        return Started(sub.run, sub.submission_id, supervisor=sid, armed=options.wait_armed)
     try:
         return Started(sub.run, dashboard.submit(sub))
     except AlreadySubmitted:

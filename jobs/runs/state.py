@@ -15,6 +15,7 @@ from typing import Any
 from jobs.client.types import JobDetails, JobStatus
 from jobs.common import commands
 from jobs.common.errors import UsageError
+from jobs.head import events as run_events
 from jobs.head import protocol
 from jobs.runs import listing
 from jobs.runs.metadata import RecipeRun
@@ -218,6 +219,11 @@ def next_steps(r: Run, outcome: dict[str, Any] | None, where: str) -> list[str]:
     if r.live_supervisor is not None:
         return [f"follow it: {commands.command('logs', name, '--follow', where=where)}", stop]
     latest = r.latest
+    if (outcome or {}).get("event") == run_events.REFUSED:
+        return [
+            "nothing ran: fix what the supervisor refused (above), then start the run again "
+            "with another --name (this one stays taken by the refused supervisor's job)"
+        ]
     if latest is not None and not latest.status.is_terminal():
         job_id = latest.submission_id or name
         steps = [f"follow it: {commands.command('logs', job_id, '--follow', where=where)}", stop]

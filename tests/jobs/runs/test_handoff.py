@@ -416,6 +416,39 @@ def test_a_runs_root_missing_on_the_head_is_refused_and_never_created(
     assert f"{run}-a1" not in _ids(ray_client)
 
 
+def test_no_wait_returns_at_submit_and_status_then_says_the_supervisor_refused(
+    ray_url, ray_client, tmp_path
+):
+    """Issue 29 (hand-off time): --no-wait returns once the supervisor is submitted, as
+    `ray job submit --no-wait` does; what the supervisor then refuses is what `status` shows."""
+    typo = tmp_path / "lustre" / "rnus"
+    run = name("nowait")
+    done = cli(
+        "run", "--address", ray_url, "--name", run, "--runs-root", str(typo),
+        "--max-restarts", "1", "--no-wait", "--", "python", "-c", "print(1)",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == run
+    assert f"supervisor {run}-s1 submitted, not waited for (--no-wait)" in done.stderr
+    wait_until(
+        lambda: ray_client.get_job_status(f"{run}-s1").is_terminal(),
+        timeout=60,
+        what="the supervisor's refusal",
+    )
+    status = cli("status", run, "--address", ray_url)
+    assert f"the runs root {typo} does not exist on the Ray head" in status.stdout + status.stderr
+    assert not typo.exists() and f"{run}-a1" not in _ids(ray_client)
+
+
+def test_no_wait_with_follow_is_refused_naming_both_flags():
+    done = cli(
+        "run", "--address", "http://127.0.0.1:9", "--max-restarts", "1", "--no-wait",
+        "--follow", "--", "true",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "--no-wait cannot be combined with --follow" in done.stderr
+
+
 def test_a_relative_checkpoint_dir_is_refused():
     done = cli(
         "run",
