@@ -12,8 +12,10 @@ import json
 import time
 import urllib.request
 import uuid
+from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -116,6 +118,10 @@ def test_a_supervised_verl_attempt_has_its_figures_on_the_heads_export(ray_head,
         plotted = {n for n in names.values() if n in dashboard}
         assert {names["reward"], names["kl"], names["step_time"], names["throughput"]} <= plotted
         assert plotted <= set(seen), f"plotted but not exported: {plotted - set(seen)}"
+        # Setting gauges writes nothing: no folder named after the attempt where the head runs
+        # (a name clash once made the watchdog publish the re-armer's code there).
+        head_cwd = Path(psutil.Process(ray_head.process.pid).cwd())
+        assert not (head_cwd / f"{run}-a1").exists()
     finally:
         # As `rl-jobs stop` does: the request on the runs root makes the SIGTERM a user's stop,
         # and the supervisor stops its attempt (a bare SIGTERM leaves the run to be re-armed).
