@@ -22,16 +22,11 @@ from jobs.head import node_end
 from jobs.head.run_store import RunStore
 from jobs.runs import handoff, plan
 from tests.jobs.conftest import wait_until
+from tests.jobs.fast_supervisor import set_fast
 from tests.jobs.gpu_node import GpuNode, joined
 
 pytestmark = pytest.mark.ray
 
-FAST = {
-    "JOBS_SUPERVISOR_POLL_S": "0.5",
-    "JOBS_SUPERVISOR_SETTLE_S": "1",
-    "JOBS_SUPERVISOR_PROGRESS_S": "2",
-    "JOBS_SUPERVISOR_MAX_WAIT_S": "180",
-}
 WEEK_S = 7 * 86400.0
 
 
@@ -43,8 +38,7 @@ def gpu_node(ray_head) -> Iterator[GpuNode]:
 
 @pytest.fixture(autouse=True)
 def fast_supervisor(monkeypatch) -> None:
-    for k, v in FAST.items():
-        monkeypatch.setenv(k, v)  # forwarded to the supervisor job at hand-off
+    set_fast(monkeypatch)
 
 
 def _nemo_rl_stand_in(marker: str) -> list[str]:

@@ -26,23 +26,15 @@ from jobs.head import run_gauges, stop
 from jobs.head.run_store import RunStore
 from jobs.runs import handoff, plan
 from tests.jobs.conftest import wait_until
+from tests.jobs.fast_supervisor import set_fast
 from tests.jobs.runs.framework_lines import verl_step_line
 
 pytestmark = pytest.mark.ray
 
-FAST = {
-    "JOBS_SUPERVISOR_POLL_S": "0.5",
-    "JOBS_SUPERVISOR_SETTLE_S": "1",
-    "JOBS_SUPERVISOR_PROGRESS_S": "2",
-    "JOBS_SUPERVISOR_MAX_WAIT_S": "180",
-    "JOBS_SUPERVISOR_GAUGES_S": "1",
-}
-
 
 @pytest.fixture(autouse=True)
 def fast_supervisor(monkeypatch) -> None:
-    for k, v in FAST.items():
-        monkeypatch.setenv(k, v)  # forwarded to the supervisor job at hand-off
+    set_fast(monkeypatch, JOBS_SUPERVISOR_GAUGES_S="1")
 
 
 def _trainer(steps: int) -> list[str]:

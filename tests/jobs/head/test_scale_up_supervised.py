@@ -26,6 +26,7 @@ from jobs.runs import handoff, plan
 from tests import localray
 from tests.jobs import fake_autoscaler
 from tests.jobs.conftest import run_cli, wait_until
+from tests.jobs.fast_supervisor import set_fast
 
 pytestmark = pytest.mark.ray
 
@@ -33,12 +34,6 @@ GPUS = 2
 IDLE_TIMEOUT_S = 6.0
 # The attempt trains for several idle timeouts: a scale-down that ignored a busy node would end it.
 TRAIN_S = 4 * IDLE_TIMEOUT_S
-FAST = {
-    "JOBS_SUPERVISOR_POLL_S": "0.5",
-    "JOBS_SUPERVISOR_SETTLE_S": "1",
-    "JOBS_SUPERVISOR_PROGRESS_S": "2",
-    "JOBS_SUPERVISOR_MAX_WAIT_S": "180",
-}
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +47,7 @@ def autoscaling_head() -> Iterator[localray.LocalRay]:
 
 @pytest.fixture(autouse=True)
 def fast_supervisor(monkeypatch) -> None:
-    for k, v in FAST.items():
-        monkeypatch.setenv(k, v)  # forwarded to the supervisor job at hand-off
+    set_fast(monkeypatch)
 
 
 def _trainer(seconds: float) -> list[str]:
