@@ -5,7 +5,7 @@ to the console, TensorBoard and W&B only (jobs/head/step_lines.py names the line
 already reads its attempt's log for the stall watchdog, so it parses the step lines there and sets
 one Ray gauge per figure (`ray.util.metrics.Gauge`), tagged with the run's name. Ray's metrics
 agent on the head exports a user gauge `NAME` as `ray_NAME` on the node's metrics port (seen on
-Ray 2.60: tests/jobs/head/test_run_gauges_ray.py scrapes it), which the stack's PodMonitoring
+Ray 2.60: tests/jobs/head/test_run_gauges_supervised.py scrapes it), which the stack's PodMonitoring
 scrapes into Managed Prometheus (components/k8s/metrics.py) and the Grafana training dashboard
 plots (components/k8s/grafana.py reads `PROMETHEUS_NAMES`).
 
