@@ -24,6 +24,7 @@ from components.k8s.grafana import GrafanaInputs
 from jobs.head import run_gauges
 from tests import localray
 from tests.components.k8s.manifests import validate_core
+from tests.components.promql import selected_metrics
 
 
 def inputs(**overrides: Any) -> GrafanaInputs:
@@ -137,7 +138,8 @@ def test_the_training_dashboard_queries_metrics_that_exist(files) -> None:
         [target] = panel["targets"]
         assert target["datasource"]["uid"] == grafana.DATASOURCE_UID
         spec = by_title[panel["title"]]
-        assert spec.metric in target["expr"], (spec.metric, target["expr"])
+        # Parsed as Prometheus parses it: the query selects exactly the panel's metric.
+        assert selected_metrics(target["expr"]) == {spec.metric}, target["expr"]
         sources.add(spec.source)
         if spec.source == "dcgm":
             assert spec.metric in DCGM_METRICS, spec.metric
@@ -152,6 +154,12 @@ def test_the_training_dashboard_queries_metrics_that_exist(files) -> None:
             # answers nothing in Managed Prometheus, prometheus-engine issue #436).
             assert ("rate(" in target["expr"]) == (kind == "DELTA"), target["expr"]
     assert sources == {"dcgm", "ray", "run", "cloud"}
+
+
+def test_a_query_that_does_not_parse_is_caught_by_the_same_check() -> None:
+    broken = grafana.TRAINING_PANELS[0].expr.rstrip(")")
+    with pytest.raises(ValueError):
+        selected_metrics(broken)
 
 
 def test_the_training_dashboard_plots_the_runs_reward_kl_step_time_and_tokens() -> None:
