@@ -1253,6 +1253,7 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
     logs = os.path.join(str(ctx.address_info.get("session_dir", "")), "logs")
     cache: dict[str, tuple[float, int]] = {}
     publishers: dict[str, run_gauges.Publisher] = {}
+    read_at: dict[str, tuple[float, str]] = {}  # the last log read: attempt -> (when, text)
 
     def log_size(job_id: str) -> int:
         try:
@@ -1269,16 +1270,26 @@ def _probes(client: Any, dashboard: str, ctx: Any) -> Probes:
         if run not in publishers:
             publishers[run] = run_gauges.Publisher(run)
         if reread:
-            publishers[run].publish(progress.progress_lines(log(job_id)))
+            publishers[run].publish(progress.progress_lines(recent_log(job_id)))
         else:
             publishers[run].refresh()
 
     def log(job_id: str) -> str:
         try:
             with open(os.path.join(logs, f"job-driver-{job_id}.log"), errors="replace") as f:
-                return f.read()
+                text = f.read()
         except OSError:
-            return client.get_job_logs(job_id)
+            text = client.get_job_logs(job_id)  # a driver on another node: the whole log
+        read_at.clear()  # one attempt's text at a time: a log can be large
+        read_at[job_id] = (time.monotonic(), text)
+        return text
+
+    def recent_log(job_id: str) -> str:
+        """The log as read in the last 25 s (the watchdog reads it every 30 s while it grows),
+        else now: the gauges need not fetch a remote driver's whole log a second time. Only for
+        figures to watch; decisions read `log`."""
+        at, text = read_at.get(job_id, (float("-inf"), ""))
+        return text if time.monotonic() - at < 25.0 else log(job_id)
 
     def hosts(job_id: str) -> frozenset[str] | None:
         ray_job_id = client.get_job_info(job_id).job_id
