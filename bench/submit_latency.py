@@ -5,8 +5,9 @@ Starts its own private Ray head on loopback (tests/localray.py), runs N repetiti
   (b) the same job via `ray job submit --no-wait` (wall time of each CLI process),
 alternating which goes first; then, on the jobs those left, N repetitions each of `status`,
 `logs` and `list` against `ray job status`, `ray job logs` and `ray job list`, and of a
-supervised hand-off (`run --max-restarts 1`, which returns once its supervisor has the run)
-against `ray job submit --no-wait`, and the same with `--no-wait` (returns at submit). Prints a table and each ratio (ours / Ray's), then stops the
+supervised hand-off against `ray job submit --no-wait`: with `--wait` (returns once its
+supervisor has the run), by default (returns at submit once a supervisor of the same code took
+a run on this head, as the `--wait` ones have) and with `--no-wait` (returns at submit). Prints a table and each ratio (ours / Ray's), then stops the
 head.
 Run: .venv/bin/python bench/submit_latency.py [--reps 5]
 """
@@ -175,6 +176,7 @@ RAY_EQUIVALENT = {
     "status": "status",
     "logs": "logs",
     "list": "list",
+    "run --max-restarts 1 --wait": "submit --no-wait",
     "run --max-restarts 1": "submit --no-wait",
     "run --max-restarts 1 --no-wait": "submit --no-wait",
 }
@@ -210,9 +212,12 @@ def _commands_side_by_side(
             for into, args in pair if i % 2 else pair[::-1]:
                 into.append(timed(args, env))
         out[name] = (ours_s, rays_s)
-    # The supervised hand-off, waiting for the supervisor to take the run (the default) and
-    # returning at submit (--no-wait, what `ray job submit --no-wait` does).
+    # The supervised hand-off: waiting for the supervisor to take the run (--wait; what the
+    # default does on a cluster where no supervisor of this code has taken a run yet), the
+    # default once one has (the --wait ones before it have), and returning at submit
+    # (--no-wait, what `ray job submit --no-wait` does).
     for label, extra in (
+        ("run --max-restarts 1 --wait", ["--wait"]),
         ("run --max-restarts 1", []),
         ("run --max-restarts 1 --no-wait", ["--no-wait"]),
     ):

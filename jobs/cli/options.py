@@ -40,12 +40,12 @@ FollowOpt = Annotated[
         "--follow", metavar="", help="Stream logs until the job ends; exit with its result."
     ),
 ]
-NoWaitOpt = Annotated[
-    bool,
+WaitOpt = Annotated[
+    bool | None,
     typer.Option(
-        "--no-wait",
-        metavar="",
-        help="Supervised: return once the supervisor is submitted, as `ray job submit --no-wait` does, without waiting for it to take the run (`status RUN` then says whether it did).",
+        "--wait/--no-wait",
+        show_default=False,
+        help="Supervised: --wait returns once the supervisor has taken the run, so one that cannot start fails this command; --no-wait returns once it is submitted, as `ray job submit --no-wait` does (`status RUN` then says whether it took the run). Default: wait unless a supervisor of this same code already took a run under the same runs root on this cluster.",
     ),
 ]
 TailOpt = Annotated[
@@ -179,11 +179,11 @@ def supervision(
     runs_root: str | None,
     capacity_deadline: float | None = None,
     *,
-    no_wait: bool = False,
+    wait: bool | None = None,
     follow_logs: bool = False,
 ) -> handoff.Options:
     """What `run`/`submit` ask of the supervisor beyond --max-restarts (checked here)."""
-    if no_wait and follow_logs:
+    if wait is False and follow_logs:
         raise UsageError(
             "--no-wait cannot be combined with --follow",
             "--follow waits for the whole run; drop one of them",
@@ -198,7 +198,8 @@ def supervision(
         stall_timeout,
         runs_root or "",
         capacity_deadline_s=capacity_deadline,
-        wait_armed=not no_wait,
+        # A followed run is watched from its first record: its hand-off waits for it.
+        wait_armed=True if follow_logs else wait,
     )
 
 

@@ -67,8 +67,13 @@ def _announce(started: Started, where: address.Where, as_json: bool) -> int:
             return int(ExitCode.OK)
         out().print(started.run, markup=False)
         if not started.armed:
+            why = (
+                f"{started.vouched_by} of the same code took its run here"
+                if started.vouched_by
+                else "--no-wait"
+            )
             err().print(
-                f"supervisor {started.supervisor} submitted, not waited for (--no-wait): "
+                f"supervisor {started.supervisor} submitted, not waited for ({why}): "
                 f"{commands.command('status', started.run, where=flags)} says whether it took "
                 "the run",
                 markup=False,
@@ -490,7 +495,7 @@ def submit_cmd(
         ),
     ] = None,
     follow_logs: opt.FollowOpt = False,
-    no_wait: opt.NoWaitOpt = False,
+    wait: opt.WaitOpt = None,
     max_restarts: opt.RestartsOpt = 0,
     max_preemptions: opt.PreemptionsOpt = None,
     stall_timeout: opt.StallOpt = None,
@@ -524,7 +529,7 @@ def submit_cmd(
         stall_timeout,
         runs_root,
         capacity_deadline,
-        no_wait=no_wait,
+        wait=wait,
         follow_logs=follow_logs,
     )
     every = save_choice.parse_flag(checkpoint_every)
@@ -646,7 +651,7 @@ def run_cmd(
     ] = None,
     name: opt.NameOpt = None,
     follow_logs: opt.FollowOpt = False,
-    no_wait: opt.NoWaitOpt = False,
+    wait: opt.WaitOpt = None,
     max_restarts: opt.RestartsOpt = 0,
     max_preemptions: opt.PreemptionsOpt = None,
     stall_timeout: opt.StallOpt = None,
@@ -710,7 +715,7 @@ def run_cmd(
         stall_timeout,
         runs_root,
         capacity_deadline,
-        no_wait=no_wait,
+        wait=wait,
         follow_logs=follow_logs,
     )
     if checkpoint_dir and not checkpoint_dir.startswith("/"):

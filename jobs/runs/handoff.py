@@ -22,7 +22,7 @@ from components.contract import RUNS_ROOT
 from jobs.client.dashboard import AlreadySubmitted, Dashboard
 from jobs.client.types import JobDetails, JobStatus, Submission
 from jobs.common import commands
-from jobs.common.errors import Unreachable, UsageError
+from jobs.common.errors import NotFound, Unreachable, UsageError
 from jobs.common.redact import redact
 from jobs.head import events as run_events
 from jobs.head import protocol
@@ -55,9 +55,12 @@ class Options:
     request_gpus: bool = False
     gpus_per_node: int = 0
     # Whether the hand-off waits until the supervisor has the run (its `armed` record), so a
-    # supervisor that refuses its start (a missing runs root) fails the command that caused it.
-    # `--no-wait` returns at submit, as `ray job submit --no-wait` does; `status RUN` tells.
-    wait_armed: bool = True
+    # supervisor that cannot start (a runs root missing on the head, a head whose `python` has
+    # no Ray) fails the command that caused it. None (the default): wait unless a supervisor
+    # of this same code already took a run under this runs root on this cluster, which is
+    # what a wait would find out (`vouching_supervisor`); then return at submit, as `ray job
+    # submit --no-wait` does. `--wait` / `--no-wait` decide it either way.
+    wait_armed: bool | None = None
 
     def supervised(self, max_restarts: int) -> bool:
         return (
@@ -185,10 +188,13 @@ def hand_off(
     hint_where: str,
     options: Options = Options(),
     stall_default_s: float = 0.0,
-) -> str:
-    """Submit the run's supervisor and wait until it has the run; returns its submission id."""
+    cluster_jobs: list[JobDetails] | None = None,
+) -> HandedOff:
+    """Submit the run's supervisor and, unless the cluster vouches for it, wait until it has the
+    run. `cluster_jobs`: the cluster's job list if the caller just read it."""
     run = sub.run
-    sups = _refuse_if_taken(cluster, sub, hint_where)
+    existing = cluster.jobs() if cluster_jobs is None else cluster_jobs
+    sups = _refuse_if_taken(existing, run, hint_where)
     # The attempt's working dir is uploaded now, from here: the supervisor submits attempts
     # from the head, where the caller's files are not. Ray's client turns the local path into
     # a gcs:// package URI (dashboard_sdk.py `_upload_working_dir_if_needed`, Ray 2.60).
@@ -220,7 +226,14 @@ def hand_off(
         entrypoint_num_gpus=sub.entrypoint_num_gpus,
         entrypoint_resources=sub.entrypoint_resources,
     )
-    sup_env = _supervisor_env(attempt_env)
+    # Uploaded before the submit (which then uploads nothing) so its package URI, a hash of
+    # the code, can be compared with earlier supervisors'.
+    sup_env = cluster.upload_working_dir(_supervisor_env(attempt_env))
+    wait = options.wait_armed
+    vouched_by = None
+    if wait is None:
+        vouched_by = vouching_supervisor(cluster, existing, sup_env, options.runs_root)
+        wait = vouched_by is None
     n = 1 + max((protocol.supervisor_number(s.submission_id or "") for s in sups), default=0)
     sid = protocol.supervisor_id(run, n)
     meta = protocol.supervisor_metadata(spec.to_dict(), n, SUBMITTED_BY, jobs_commit=jobs_commit())
@@ -239,16 +252,51 @@ def hand_off(
             f"another command armed run {run} first; follow it with "
             f"{commands.command('logs', run, '--follow', where=hint_where)}",
         ) from None
-    if options.wait_armed:
+    if wait:
         _wait_armed(cluster, sid, hint_where)
-    return sid
+    return HandedOff(sid, armed=wait, vouched_by=vouched_by)
 
 
-def _refuse_if_taken(cluster: Dashboard, sub: Submission, hint_where: str) -> list[JobDetails]:
+@dataclass(frozen=True)
+class HandedOff:
+    """A submitted supervisor: whether the hand-off saw it take the run, and if it did not
+    wait because of an earlier supervisor, which one."""
+
+    supervisor: str
+    armed: bool
+    vouched_by: str | None = None
+
+
+def vouching_supervisor(
+    cluster: Dashboard, cluster_jobs: list[JobDetails], sup_env: dict[str, Any], runs_root: str
+) -> str | None:
+    """An earlier supervisor on this cluster, of the same code (its `py_modules` package URI,
+    Ray's hash of the uploaded files, is ours) and runs root, that took its run: what a new
+    one could refuse or fail at (the runs root, the head's Ray, importing our code) it passed.
+    Only the newest such supervisor's log is read, so the check costs one request."""
+    modules = sup_env.get("py_modules")
+    alike = [
+        j
+        for j in cluster_jobs
+        if listing.is_supervisor(j)
+        and j.status != JobStatus.PENDING
+        and (j.runtime_env or {}).get("py_modules") == modules
+        and _runs_root(j) == runs_root
+    ]
+    if not modules or not alike:
+        return None
+    newest = max(alike, key=lambda j: j.start_time or 0)
+    try:
+        log = cluster.logs(newest.submission_id or "")
+    except (NotFound, Unreachable):
+        return None
+    armed = any(e["event"] == run_events.ARMED for e in run_events.parse(log))
+    return newest.submission_id if armed else None
+
+
+def _refuse_if_taken(cluster_jobs: list[JobDetails], run: str, hint_where: str) -> list[JobDetails]:
     """The run's supervisors so far; refused when one drives it."""
-    run = sub.run
-    existing = cluster.jobs()
-    sups = supervisors(existing, run)
+    sups = supervisors(cluster_jobs, run)
     driving = live(sups)
     if driving is not None:
         raise UsageError(

@@ -23,8 +23,11 @@ class Started:
     run: str
     submission_id: str
     supervisor: str | None = None
-    # False: the supervisor was submitted and not waited for (--no-wait); it may yet refuse.
+    # False: the supervisor was submitted and not waited for; it may yet refuse.
     armed: bool = True
+    # Why it was not waited for: an earlier supervisor of the same code that took its run
+    # under the same runs root here (handoff.vouching_supervisor); None: --no-wait asked.
+    vouched_by: str | None = None
 
 
 def start(
@@ -42,10 +45,12 @@ def start(
     """Send `sub` (attempt N of its run), or hand the run over when it may restart (restarts,
     preemptions, a stall watchdog or a runs root asked for). A `new_run`'s name must be free:
     any job of a run, its supervisor alone included, takes it (issue 29 item 1)."""
+    cluster_jobs = None
     if new_run:
-        state.refuse_taken(dashboard.jobs(), sub.run)
+        cluster_jobs = dashboard.jobs()
+        state.refuse_taken(cluster_jobs, sub.run)
     if options.supervised(max_restarts):
-        sid = handoff.hand_off(
+        handed = handoff.hand_off(
             dashboard,
             sub,
             max_restarts=max_restarts,
@@ -54,8 +59,15 @@ def start(
             hint_where=where,
             options=options,
             stall_default_s=stall_default_s,
+            cluster_jobs=cluster_jobs,
         )
-        return Started(sub.run, sub.submission_id, supervisor=sid, armed=options.wait_armed)
+        return Started(
+            sub.run,
+            sub.submission_id,
+            supervisor=handed.supervisor,
+            armed=handed.armed,
+            vouched_by=handed.vouched_by,
+        )
     try:
         return Started(sub.run, dashboard.submit(sub))
     except AlreadySubmitted:

@@ -444,7 +444,7 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(
             checkpoint_dir=str(ckpt),
             hint_where="",
             options=handoff.Options(runs_root=str(root), keep=2),
-        )
+        ).supervisor
         assert sid == f"{run}-s1"
         client.submit_job(
             entrypoint=f'python -c "import os, time\nwhile not os.path.exists('

@@ -440,6 +440,66 @@ def test_no_wait_returns_at_submit_and_status_then_says_the_supervisor_refused(
     assert not typo.exists() and f"{run}-a1" not in _ids(ray_client)
 
 
+def test_a_hand_off_waits_until_a_supervisor_of_the_same_code_took_a_run_under_its_runs_root(
+    ray_url, ray_client, tmp_path
+):
+    """Issue 29 (hand-off time): waiting for the supervisor's `armed` record costs Ray's driver
+    start (~3 x `ray job submit --no-wait`). It is what tells a head without Ray, or a runs root
+    missing there; once a supervisor of the same code took a run under the same runs root on
+    this cluster, the next hand-off returns at submit. A refused one vouches for nothing."""
+    from jobs.client.dashboard import Dashboard
+    from jobs.runs import handoff
+
+    root, other, typo = tmp_path / "runs", tmp_path / "other", tmp_path / "rnus"
+    root.mkdir()
+    other.mkdir()
+
+    def hand_off(run: str, where: Path, *flags: str) -> Done:
+        return cli(
+            "run", "--address", ray_url, "--name", run, "--runs-root", str(where),
+            "--max-restarts", "1", *flags, "--", "python", "-c", "import time; time.sleep(60)",
+        )  # fmt: skip
+
+    # A refused start vouches for nothing: the second hand-off there waits and fails too.
+    for _ in range(2):
+        refused = hand_off(name("typo"), typo)
+        assert refused.returncode == 2 and "does not exist on the Ray head" in refused.stderr
+
+    first, second, elsewhere, asked = (name(p) for p in ("first", "second", "else", "asked"))
+    done = hand_off(first, root)
+    assert done.returncode == 0 and "not waited for" not in done.stderr, done.stderr
+    assert ev.ARMED in _events(ray_url, first)
+
+    done = hand_off(second, root)
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"supervisor {second}-s1 submitted, not waited for ({first}-s1 of the same code took "
+        "its run here)"
+    ) in done.stderr
+    wait_until(
+        lambda: ev.ARMED in _events(ray_url, second),
+        timeout=60,
+        what="the unwaited supervisor taking its run",
+    )
+
+    done = hand_off(elsewhere, other)
+    assert done.returncode == 0 and "not waited for" not in done.stderr, done.stderr
+    done = hand_off(asked, root, "--wait")
+    assert done.returncode == 0 and "not waited for" not in done.stderr, done.stderr
+
+    # Same runs root, other code: Ray's package URI is a hash of the files.
+    dash = Dashboard(ray_url)
+    listed = dash.jobs()
+    ours = ray_client.get_job_info(f"{first}-s1").runtime_env
+    assert handoff.vouching_supervisor(dash, listed, ours, str(root)) in {
+        f"{r}-s1" for r in (first, second, asked)
+    }
+    changed = {**ours, "py_modules": ["gcs://_ray_pkg_0123456789abcdef.zip"]}
+    assert handoff.vouching_supervisor(dash, listed, changed, str(root)) is None
+    for run in (first, second, elsewhere, asked):
+        cli("stop", run, "--address", ray_url)
+
+
 def test_no_wait_with_follow_is_refused_naming_both_flags():
     done = cli(
         "run", "--address", "http://127.0.0.1:9", "--max-restarts", "1", "--no-wait",
