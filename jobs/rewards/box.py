@@ -324,6 +324,7 @@ class BoxExit:
     # Why the program could not be started ("execve: EAGAIN (...)"), "" when it ran: a fault of
     # the sandbox, and `code` is then boxinit's 126/127, not the program's.
     start_error: str = ""
+    polls: int = 0  # how many times boxinit summed the box's CPU time while the program ran
 
 
 # boxinit.c's STEPS, in order: the step of starting the program that failed.
@@ -645,12 +646,12 @@ def _run_box(
         return BoxExit(
             proc.returncode if not timed_out else -signal.SIGKILL, timed_out, wall, spec.cpu_s, True
         )
-    status, cpu_us, cpu_killed, idle_killed, start_error = report
+    status, cpu_us, cpu_killed, idle_killed, start_error, polls = report
     code = os.waitstatus_to_exitcode(status)
     cpu = cpu_us / 1e6
     if cpu_killed:
         cpu = max(cpu, spec.cpu_s + 1e-3)
-    return BoxExit(code, timed_out or idle_killed, wall, cpu, True, start_error)
+    return BoxExit(code, timed_out or idle_killed, wall, cpu, True, start_error, polls)
 
 
 def _wait_until(proc: subprocess.Popen[bytes], deadline: float) -> bool:
@@ -680,7 +681,7 @@ def _wait_until(proc: subprocess.Popen[bytes], deadline: float) -> bool:
         os.close(pidfd)
 
 
-# The most one of boxinit's report lines takes (a test's line is ~110 bytes, ~140 with the
+# The most one of boxinit's report lines takes (a test's line is ~120 bytes, ~145 with the
 # longest start_error); the executor reads this much per test.
 REPORT_LINE_BYTES = 192
 
@@ -786,7 +787,7 @@ def _parse_test_line(line: str, expected: int, cpu_limit_s: float) -> TestExit |
         return None
 
 
-def _parse_report(text: str) -> tuple[int, int, bool, bool, str] | None:
+def _parse_report(text: str) -> tuple[int, int, bool, bool, str, int] | None:
     try:
         fields = dict(part.split("=", 1) for part in text.split())
         return (
@@ -795,6 +796,7 @@ def _parse_report(text: str) -> tuple[int, int, bool, bool, str] | None:
             fields["cpu_killed"] == "1",
             fields["idle_killed"] == "1",
             start_error_text(fields["start_error"]),
+            int(fields["polls"]),
         )
     except (ValueError, KeyError):
         return None
