@@ -192,7 +192,7 @@ def drive(
     checkpoint_dir: str = "",
     options: handoff.Options = handoff.Options(),
     stall_default_s: float = 0.0,
-    new_run: bool = True,
+    check_name_free: bool = True,
 ) -> int:
     """Start the attempt (or hand the run over) and, with --follow, follow it to its end."""
     started = start(
@@ -204,7 +204,7 @@ def drive(
         where=opt.where_flags(where),
         options=options,
         stall_default_s=stall_default_s,
-        new_run=new_run,
+        check_name_free=check_name_free,
     )
     err().print(_started_line(started, sub.attempt, max_restarts, gpus), markup=False)
     if not follow_logs:
@@ -389,7 +389,7 @@ def _resume(
             checkpoint_dir=planned.checkpoint_dir,
             options=dataclasses.replace(options, keep=planned.keep),
             stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
-            new_run=False,
+            check_name_free=False,
         )
 
 
@@ -438,7 +438,7 @@ def _resume_command(
         gpus=nxt.gpus,
         checkpoint_dir=nxt.checkpoint_dir,
         options=options,
-        new_run=False,
+        check_name_free=False,
     )
 
 
@@ -760,6 +760,11 @@ def run_cmd(
             gpus=max(gpus, cluster_gpus or 0),
             checkpoint_dir=checkpoint_dir,
             options=options,
+            # A name given may be an old run's (issue 29 item 1: a supervisor alone takes it),
+            # so the cluster's jobs are listed to check it; a generated one is new by
+            # construction (its millisecond and letters), and a clash of its attempt 1 is still
+            # refused by Ray's unique submission id. Listing costs more the more jobs a cluster has.
+            check_name_free=name is not None,
         )
     raise typer.Exit(code)
 

@@ -40,13 +40,14 @@ def start(
     where: str,
     options: handoff.Options = handoff.Options(),
     stall_default_s: float = 0.0,
-    new_run: bool = True,
+    check_name_free: bool = True,
 ) -> Started:
     """Send `sub` (attempt N of its run), or hand the run over when it may restart (restarts,
-    preemptions, a stall watchdog or a runs root asked for). A `new_run`'s name must be free:
-    any job of a run, its supervisor alone included, takes it (issue 29 item 1)."""
+    preemptions, a stall watchdog or a runs root asked for). With `check_name_free` (a new
+    run named by the user) the name must be free: any job of a run, its supervisor alone
+    included, takes it (issue 29 item 1)."""
     cluster_jobs = None
-    if new_run:
+    if check_name_free:
         cluster_jobs = dashboard.jobs()
         state.refuse_taken(cluster_jobs, sub.run)
     if options.supervised(max_restarts):

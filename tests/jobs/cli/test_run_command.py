@@ -38,6 +38,36 @@ def _json_values(text: str) -> list[dict]:
     return values
 
 
+def test_a_generated_name_is_not_checked_against_the_clusters_jobs(
+    ray_url, ray_client, monkeypatch
+):
+    """Issue 29 (run time): listing every job to check a run's name costs a request that grows
+    with the cluster's jobs. A name `run` generated is new by construction; one the user gave
+    is still checked (item 1: a supervisor alone takes a name)."""
+    from jobs.client.dashboard import Dashboard
+
+    listed: list[Dashboard] = []
+    real_jobs = Dashboard.jobs
+
+    def counted(self: Dashboard) -> list:
+        listed.append(self)
+        return real_jobs(self)
+
+    monkeypatch.setattr(Dashboard, "jobs", counted)
+    env = {"RAY_ADDRESS": None, "JOBS_DEBUG": None}
+    generated = CliRunner().invoke(app, ["run", "--address", ray_url, "--", "true"], env=env)
+    assert generated.exit_code == 0, generated.stderr
+    assert listed == []
+    given = f"given-{uuid.uuid4().hex[:8]}"
+    named = CliRunner().invoke(
+        app, ["run", "--address", ray_url, "--name", given, "--", "true"], env=env
+    )
+    assert named.exit_code == 0, named.stderr
+    assert len(listed) == 1
+    ray_client.stop_job(generated.stdout.strip())
+    ray_client.stop_job(named.stdout.strip())
+
+
 def test_default_named_runs_started_within_a_second_all_start(ray_url, ray_client, gpu_node):
     """The same in this process, where a `run` takes a fraction of a second: on the old names
     (unique per second) two of these four always collided."""
