@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from jobs.rewards import box
+from jobs.rewards.sandbox import Executor
 
 SLICE_UIDS = 64
 SLICES = 256
@@ -39,3 +42,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.geteuid() == 0 and not _held:
         box.UID_POOL = _claim_uid_slice()
         os.environ[box.UID_POOL_ENV] = f"{box.UID_POOL.start}:{len(box.UID_POOL)}"
+
+
+@pytest.fixture
+def executor(tmp_path: Path) -> Iterator[Executor]:
+    """A one-worker executor of the test's own, closed after it."""
+    ex = Executor(workers=1, root=tmp_path / "rl-sandbox", precompile=False)
+    try:
+        yield ex
+    finally:
+        ex.close()

@@ -10,8 +10,6 @@ and 0.533 s CPU for one and three burners under a 0.5 s limit, before and after.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -19,15 +17,6 @@ from jobs.rewards import box
 from jobs.rewards.sandbox import Executor
 
 pytestmark = pytest.mark.compiler
-
-
-@pytest.fixture
-def executor(tmp_path: Path) -> Iterator[Executor]:
-    ex = Executor(workers=1, root=tmp_path / "rl-sandbox", precompile=False)
-    try:
-        yield ex
-    finally:
-        ex.close()
 
 
 def _run(executor: Executor, argv: list[str], cpu_s: float, processes: int) -> box.BoxExit:

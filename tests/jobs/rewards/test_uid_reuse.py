@@ -16,7 +16,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
@@ -64,15 +63,6 @@ def two_uids(monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     monkeypatch.setattr(box, "UID_POOL", pool)
     monkeypatch.setattr(box.random, "randrange", lambda n: 0)
     return pool[0], pool[1]
-
-
-@pytest.fixture
-def executor(tmp_path: Path) -> Iterator[Executor]:
-    ex = Executor(workers=1, root=tmp_path / "rl-sandbox", precompile=False)
-    try:
-        yield ex
-    finally:
-        ex.close()
 
 
 def test_a_uid_with_unreaped_zombies_is_not_leased(two_uids: tuple[int, int]) -> None:
