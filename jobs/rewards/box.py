@@ -5,16 +5,18 @@ a laptop and in the gVisor pod:
 
     bwrap --unshare-{pid,net,ipc,uts,cgroup} --die-with-parent --new-session
           --ro-bind /usr /usr (+ the /lib, /bin symlinks, /etc/ld.so.cache)  --proc /proc --dev /dev
-          --perms 1777 --size N --tmpfs /box  --ro-bind boxinit /.boxinit  [--ro-bind binary|source ...]
-          --remount-ro / --remount-ro /dev  --clearenv --seccomp FD
-      -- /.boxinit report_fd=N uid=N cpu_ms=N nproc=N as=N nofile=N fsize=N idle_ms=N -- PROGRAM
+          --dir /box  --ro-bind boxinit /.boxinit  [--ro-bind binary|source ...]
+          --remount-ro / --remount-ro /dev  --clearenv
+      -- /.boxinit report_fd=N uid=N cpu_ms=N nproc=N as=N nofile=N fsize=N idle_ms=N ...
+                   box_bytes=N box_inodes=N seccomp_fd=N -- PROGRAM
 
 - PID namespace: bwrap stays as its init (pid 1, root, reaps every orphan); when the program
   exits, or when we kill bwrap (--die-with-parent), the kernel kills everything left in the
   namespace: no daemon outlives its box, kill(-1) reaches only the box, kill(1) is refused.
 - Mount namespace: only /usr (read-only), a fresh /proc that shows the box's own processes, a
-  minimal /dev and a size-limited tmpfs at /box (the disk quota) exist; no /tmp, no /home, no
-  other box's files, no host unix socket.
+  minimal /dev and a tmpfs at /box bounded in bytes (the disk quota) and in files (boxinit
+  mounts it, with nr_inodes, before anything runs) exist; no /tmp, no /home, no other box's
+  files, no host unix socket.
 - Network namespace with only its own loopback: nothing outside the box is reachable.
 - A uid of its own from UID_POOL (leased with an flock in LEASE_DIR, one place per kernel whatever
   $TMPDIR says, so two executors on one machine never share one), set by boxinit.c with the
@@ -25,17 +27,23 @@ a laptop and in the gVisor pod:
 - A program that could not be started (fork, limits, uid switch or execve failed) comes back as
   `start_error` ("execve: EAGAIN ..."), never as the program's own exit status.
 - The filter of jobs/rewards/seccomp.py refuses namespaces (so no new user namespace), io_uring,
-  memfds and more.
+  memfds and more. boxinit installs it on itself once /box is bounded (bwrap's --seccomp would
+  install it before boxinit runs, and it refuses mount(2)): everything the box runs is under it.
 - CPU time over the whole box: boxinit (pid 2, root, the box's child subreaper) sums the live
   processes' times from the box's /proc and the reaped ones' from RUSAGE_CHILDREN, kills the box
   past the limit and reports the total on a pipe only it holds. (bwrap's own wait does not pass
   the box's times up to us: measured 0.003 s for a box that burned 1.8 CPU-s.)
 
 Run as non-root (a laptop without sudo), bwrap makes a user namespace of its own
-(--unshare-user --disable-userns) and the box keeps the caller's uid: the namespaces, tmpfs,
-filter and accounting hold, and RLIMIT_NPROC still caps the box because the kernel counts it per
-user namespace (ucounts, Linux 5.14+); what is lost is the uid boundary between boxes, which the
-PID and mount namespaces already keep apart.
+(--unshare-user, the caller mapped to uid 0 in it) and the box keeps the caller's uid: the
+namespaces, tmpfs, filter and accounting hold, and RLIMIT_NPROC still caps the box because the
+kernel counts it per user namespace (ucounts, Linux 5.14+); what is lost is the uid boundary
+between boxes, which the PID and mount namespaces already keep apart. bwrap grants boxinit
+CAP_SYS_ADMIN and CAP_SETPCAP in that namespace (--cap-add) for the mount of /box, and boxinit
+drops every capability (bounding set included) before the filter and the program. No
+--disable-userns: bwrap would then run the box in a nested user namespace that does not own the
+box's mount namespace, and the mount fails with EPERM (measured, bwrap 0.11); the filter refuses
+every way to a new namespace (unshare, setns, clone's namespace flags, clone3), as in root mode.
 
 bubblewrap over doing it by hand (unshare + mount + pivot_root + setpriv in a shell script): bwrap
 is ~3 kLoC of C audited for exactly this (pivot_root onto a tmpfs, no-new-privs, PR_SET_PDEATHSIG,
@@ -46,7 +54,6 @@ mount script per box and its own init, and was the code this replaces.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import functools
@@ -59,7 +66,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -306,9 +312,6 @@ class BoxSpec:
     disk_bytes: int  # size of the tmpfs at /box
     # Killed as idle past this wall time with under a tenth of it on a CPU (0: never).
     idle_s: float = 0.0
-    # Where the executor mounts the box's sized tmpfs (its own folder: a dead executor's
-    # leftovers are then found and unmounted with it); None: beside boxinit.
-    scratch_dir: str | None = None
     ro_binds: Sequence[tuple[str, str]] = ()  # (host path, box path)
     rw_binds: Sequence[tuple[str, str]] = ()
     env: dict[str, str] = field(default_factory=lambda: {"PATH": "/usr/bin:/bin"})
@@ -339,6 +342,9 @@ START_STEPS = (
     "setresuid",
     "no_new_privs",
     "execve",
+    "mount",
+    "capabilities",
+    "seccomp",
 )
 
 
@@ -386,11 +392,9 @@ def box_command(
     tests: int = 0,
     dir_fd: int = -1,
     test_wall_s: float = 0.0,
-    box_tmpfs: str | None = None,
 ) -> list[str]:
     """The bwrap command of one box; with `tests` > 0, boxinit runs the program once per test
-    on the files of `dir_fd` (see boxinit.c). `box_tmpfs`: a tmpfs the executor mounted for the
-    box's /box (its inodes bounded, `sized_tmpfs`), else bwrap makes one of `disk_bytes`."""
+    on the files of `dir_fd` (see boxinit.c). boxinit reads the filter from `seccomp_fd`."""
     cmd = [
         bwrap(),
         "--unshare-pid",
@@ -402,25 +406,28 @@ def box_command(
         "--new-session",
     ]
     if uid is None:
-        cmd += ["--unshare-user", "--disable-userns"]
+        cmd += ["--unshare-user", "--uid", "0", "--gid", "0", *USERNS_CAPABILITIES]
     cmd += [
         *_root_tree(),
         "--proc",
         "/proc",
         "--dev",
         "/dev",
-        *_box_dir_args(spec, box_tmpfs),
+        "--dir",
+        BOX_DIR,
         "--ro-bind",
         init,
         INIT_PATH,
     ]
     for flag, binds in (("--ro-bind", spec.ro_binds), ("--bind", spec.rw_binds)):
         for src, dest in binds:
+            if dest == BOX_DIR or dest.startswith(BOX_DIR + "/"):
+                # boxinit mounts /box's bounded tmpfs over whatever bwrap put there
+                raise ValueError(
+                    f"box bind {src} -> {dest}: nothing may be bound at or below {BOX_DIR}"
+                )
             parent = os.path.dirname(dest)
-            if parent not in (
-                "/",
-                BOX_DIR,
-            ):  # bwrap would make it 0700 (root's): the box uid could not enter
+            if parent != "/":  # bwrap would make it 0700 (root's): the box uid could not enter
                 cmd += ["--perms", "0755", "--dir", parent]
             cmd += [flag, src, dest]
     # The root and /dev are tmpfs bwrap made; in user-namespace mode the program owns them, and
@@ -445,11 +452,12 @@ def box_command(
         "tests": tests,
         "dir_fd": dir_fd,
         "wall_ms": max(0, math.ceil(test_wall_s * 1000)),
+        "box_bytes": spec.disk_bytes,
+        "box_inodes": box_inodes(spec.disk_bytes),
+        "seccomp_fd": seccomp_fd,
     }
     return [
         *cmd,
-        "--seccomp",
-        str(seccomp_fd),
         "--",
         INIT_PATH,
         *init_argv(init_args),
@@ -458,71 +466,22 @@ def box_command(
     ]
 
 
-def _box_dir_args(spec: BoxSpec, box_tmpfs: str | None) -> list[str]:
-    if box_tmpfs is not None:
-        return ["--bind", box_tmpfs, BOX_DIR]
-    return ["--perms", "1777", "--size", str(spec.disk_bytes), "--tmpfs", BOX_DIR]
-
+# What boxinit needs, in bwrap's user-namespace mode, to mount /box (CAP_SYS_ADMIN in the box's
+# own user namespace) and then drop its bounding set (CAP_SETPCAP); it drops both before the
+# filter and the program (boxinit.c, seal_box).
+USERNS_CAPABILITIES = ("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
 
 # Files a box may create in /box: each costs kernel memory (an inode and a dentry, ~1 KiB) that
 # the tmpfs size does not count, since an empty file has no blocks (issue 25: tmpfs's default is
-# half the RAM's pages). bwrap's --tmpfs takes a size but no inode count, and the box's seccomp
-# filter refuses mount(2), so the executor mounts the box's tmpfs itself where it may (as root).
+# half the RAM's pages). bwrap's --tmpfs takes a size but no inode count; boxinit mounts /box
+# with this many (nr_inodes, tmpfs(5)) before anything runs, in both modes.
 BOX_INODES_MAX = 4096
 BOX_INODES_MIN = 64
-_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 
 
 def box_inodes(disk_bytes: int) -> int:
     """The inodes of a box's /box: one per 4 KiB of its size, within [64, 4096]."""
     return max(BOX_INODES_MIN, min(BOX_INODES_MAX, disk_bytes // 4096))
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-class sized_tmpfs:
-    """A tmpfs of `disk_bytes` and box_inodes(disk_bytes) inodes, mode 1777, mounted under
-    `parent` for one box (root only: mount(2) needs CAP_SYS_ADMIN); `path` is None where it
-    cannot be mounted, and bwrap's unbounded-inode tmpfs is used instead. Unmounted (lazily, so
-    nothing in it is ever walked) and removed on exit."""
-
-    def __init__(self, parent: str, disk_bytes: int, enabled: bool) -> None:
-        self.path: str | None = None
-        if not enabled:
-            return
-        path = tempfile.mkdtemp(prefix=".box-", dir=parent)
-        options = f"size={disk_bytes},nr_inodes={box_inodes(disk_bytes)},mode=1777".encode()
-        if _libc().mount(b"tmpfs", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options):
-            os.rmdir(path)
-            return
-        self.path = path
-
-    def __enter__(self) -> sized_tmpfs:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.path is not None:
-            _libc().umount2(self.path.encode(), _MNT_DETACH)
-            os.rmdir(self.path)
-
-
-def unmount_under(folder: Path) -> int:
-    """Lazily unmounts every mount below `folder` (a dead executor's boxes' tmpfs), deepest
-    first, so removing the folder never walks into a mount; how many there were."""
-    prefix = str(folder).rstrip("/") + "/"
-    try:
-        with open("/proc/self/mounts") as f:
-            points = [line.split()[1] for line in f if len(line.split()) > 1]
-    except OSError:
-        return 0
-    # /proc/self/mounts escapes a space in a path as \040 (fstab(5))
-    below = [p.replace("\\040", " ") for p in points if p.replace("\\040", " ").startswith(prefix)]
-    for point in sorted(below, key=len, reverse=True):
-        _libc().umount2(point.encode(), _MNT_DETACH)
-    return len(below)
 
 
 # The names boxinit.c's KEYS accepts, each required exactly once (issue 23: named, not positional).
@@ -538,6 +497,9 @@ INIT_KEYS = (
     "tests",
     "dir_fd",
     "wall_ms",
+    "box_bytes",
+    "box_inodes",
+    "seccomp_fd",
 )
 
 
@@ -582,7 +544,7 @@ def _filter() -> bytes:
 
 
 def _seccomp_pipe() -> int:
-    """A pipe read end holding the filter (bwrap reads it to EOF); the program is far below a pipe's buffer."""
+    """A pipe read end holding the filter (boxinit reads it to EOF); the program is far below a pipe's buffer."""
     r, w = os.pipe()
     try:
         os.write(w, _filter())
@@ -595,26 +557,12 @@ def run_box(
     spec: BoxSpec, stdin: int, stdout: int, stderr: int, uid: int | None, init: str
 ) -> BoxExit:
     """Runs one box to its end (or its wall backstop) and returns how it ended, with the box's CPU time."""
-    parent = spec.scratch_dir or os.path.dirname(init)
-    with sized_tmpfs(parent, spec.disk_bytes, uid is not None) as tmpfs:
-        return _run_box(spec, stdin, stdout, stderr, uid, init, tmpfs.path)
-
-
-def _run_box(
-    spec: BoxSpec,
-    stdin: int,
-    stdout: int,
-    stderr: int,
-    uid: int | None,
-    init: str,
-    box_tmpfs: str | None,
-) -> BoxExit:
     seccomp_fd = _seccomp_pipe()
     report_r, report_w = os.pipe()
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
-            box_command(spec, uid, init, seccomp_fd, report_w, box_tmpfs=box_tmpfs),
+            box_command(spec, uid, init, seccomp_fd, report_w),
             env={},
             stdin=stdin,
             stdout=stdout,
@@ -710,29 +658,12 @@ def run_tests(
     `folder/out.<i>` (opened by boxinit, never by the program), each under `spec`'s limits and
     `test_wall_s`. Returns the tests that ended, in order: a box killed at its backstop, or when
     `stop()` turned true (a run's deadline, a client gone), reports fewer than `tests`."""
-    parent = spec.scratch_dir or os.path.dirname(init)
-    with sized_tmpfs(parent, spec.disk_bytes, uid is not None) as tmpfs:
-        return _run_tests(spec, tests, folder, test_wall_s, uid, init, stop, tmpfs.path)
-
-
-def _run_tests(
-    spec: BoxSpec,
-    tests: int,
-    folder: Path,
-    test_wall_s: float,
-    uid: int | None,
-    init: str,
-    stop: Callable[[], bool],
-    box_tmpfs: str | None,
-) -> list[TestExit]:
     seccomp_fd = _seccomp_pipe()
     report_r, report_w = os.pipe()
     dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         proc = subprocess.Popen(
-            box_command(
-                spec, uid, init, seccomp_fd, report_w, tests, dir_fd, test_wall_s, box_tmpfs
-            ),
+            box_command(spec, uid, init, seccomp_fd, report_w, tests, dir_fd, test_wall_s),
             env={},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -2,11 +2,25 @@
  *
  * Built once per executor with the system compiler (jobs/rewards/box.py). Usage:
  *   boxinit report_fd=N uid=N cpu_ms=N nproc=N as=BYTES nofile=N fsize=BYTES idle_ms=N
- *           tests=N dir_fd=N wall_ms=N -- PROGRAM...
+ *           tests=N dir_fd=N wall_ms=N box_bytes=N box_inodes=N seccomp_fd=N -- PROGRAM...
  * Named, in any order, each exactly once (box.py's INIT_KEYS is the same list): an unknown,
  * repeated, missing or non-integer key is refused with exit 2 and a line naming it, so a limit
  * added on one side of the Python/C seam and not the other fails the first box, not silently.
  * uid < 0 keeps the caller's uid (bwrap's user-namespace mode), nproc 0 sets no process cap.
+ *
+ * - Before anything else, as the box's only privileged step: it mounts /box, a tmpfs of
+ *   BOX_BYTES and BOX_INODES files, mode 1777 (tmpfs(5) size, nr_inodes; bwrap's --tmpfs takes a
+ *   size but no inode count, and empty files cost kernel memory the size does not count). A
+ *   fresh mount, not a remount: gVisor, where the cluster's executor runs, refuses MS_REMOUNT
+ *   with EINVAL but takes nr_inodes on a new tmpfs (pkg/sentry/syscalls/linux/sys_mount.go,
+ *   pkg/sentry/fsimpl/tmpfs/tmpfs.go). Nothing is bound below /box (box.py refuses it), so the
+ *   mount hides nothing. In bwrap's user-namespace mode bwrap grants boxinit CAP_SYS_ADMIN and
+ *   CAP_SETPCAP in the box's own user namespace for this (--cap-add), and boxinit then drops every
+ *   capability, bounding and ambient sets included (capabilities(7)), so the program never has
+ *   one. Then it installs the seccomp filter read from SECCOMP_FD on itself (after no_new_privs,
+ *   seccomp(2)): bwrap's own --seccomp would install it before boxinit runs, and the filter
+ *   refuses mount(2). A box whose mount, capability drop or filter fails runs nothing: every
+ *   test is reported with start_error=mount|capabilities|seccomp:ERRNO.
  *
  * - It is the box's child subreaper (prctl(2) PR_SET_CHILD_SUBREAPER): every orphan of the
  *   program, setsid() daemons included, becomes its child, so it can kill and reap them all.
@@ -48,8 +62,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,9 +110,11 @@ static long long reaped_cpu_us(void) {
 }
 
 /* The steps of starting the program, named in start_error= (box.py's START_STEPS is the same list). */
-enum { S_NONE, S_FORK, S_PIPE, S_STDIO, S_SETRLIMIT, S_SETGROUPS, S_SETRESGID, S_SETRESUID, S_NO_NEW_PRIVS, S_EXECVE };
-static const char *const STEPS[] = {"none", "fork", "pipe", "stdio", "setrlimit", "setgroups",
-                                    "setresgid", "setresuid", "no_new_privs", "execve"};
+enum { S_NONE, S_FORK, S_PIPE, S_STDIO, S_SETRLIMIT, S_SETGROUPS, S_SETRESGID, S_SETRESUID, S_NO_NEW_PRIVS, S_EXECVE,
+       S_MOUNT, S_CAPABILITIES, S_SECCOMP };
+static const char *const STEPS[] = {"none",      "fork",         "pipe",    "stdio",   "setrlimit",
+                                    "setgroups", "setresgid",    "setresuid", "no_new_privs", "execve",
+                                    "mount",     "capabilities", "seccomp"};
 
 /* In the child, before execve: tells boxinit which step failed and why, then exits. */
 static void start_failed(int pipe_w, int step, int status) {
@@ -133,9 +154,10 @@ static void start_program(int pipe_w, char **argv, long uid, long cpu_ms, long n
     start_failed(pipe_w, S_EXECVE, 127);
 }
 
-enum { K_REPORT_FD, K_UID, K_CPU_MS, K_NPROC, K_AS, K_NOFILE, K_FSIZE, K_IDLE_MS, K_TESTS, K_DIR_FD, K_WALL_MS, K_COUNT };
-static const char *const KEYS[K_COUNT] = {"report_fd", "uid", "cpu_ms", "nproc", "as", "nofile", "fsize", "idle_ms",
-                                          "tests", "dir_fd", "wall_ms"};
+enum { K_REPORT_FD, K_UID, K_CPU_MS, K_NPROC, K_AS, K_NOFILE, K_FSIZE, K_IDLE_MS, K_TESTS, K_DIR_FD, K_WALL_MS,
+       K_BOX_BYTES, K_BOX_INODES, K_SECCOMP_FD, K_COUNT };
+static const char *const KEYS[K_COUNT] = {"report_fd", "uid",    "cpu_ms", "nproc",   "as",     "nofile",    "fsize",
+                                          "idle_ms",   "tests",  "dir_fd", "wall_ms", "box_bytes", "box_inodes", "seccomp_fd"};
 
 /* Parses key=value words up to "--" into values[]; returns the index of the program's argv, or -1. */
 static int parse_args(int argc, char **argv, long long values[K_COUNT]) {
@@ -291,6 +313,46 @@ static struct outcome run_once(char **argv, const struct limits *l, int in_fd, i
     return o;
 }
 
+/* The box's one privileged step, then none: /box mounted with its bounds (and entered: bwrap's
+ * --chdir /box left the directory under it), every capability dropped in user-namespace mode (in
+ * root mode the program's child drops to its pool uid instead), and the filter on boxinit itself,
+ * so everything the box ever runs is under it. Returns S_NONE or the step that failed (errno set). */
+static int seal_box(long long box_bytes, long long box_inodes, int drop_capabilities, int seccomp_fd) {
+    char options[96];
+    snprintf(options, sizeof options, "size=%lld,nr_inodes=%lld,mode=1777", box_bytes, box_inodes);
+    if (box_bytes <= 0 || box_inodes <= 0) {
+        errno = EINVAL;
+        return S_MOUNT;
+    }
+    if (mount("tmpfs", "/box", "tmpfs", MS_NOSUID | MS_NODEV, options) != 0 || chdir("/box") != 0) return S_MOUNT;
+    if (drop_capabilities) {
+        /* The bounding set first (it needs CAP_SETPCAP, dropped right after); EINVAL: past the
+         * kernel's last capability. */
+        for (int cap = 0; cap < 64; cap++)
+            if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) return S_CAPABILITIES;
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) return S_CAPABILITIES;
+        struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+        struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
+        memset(none, 0, sizeof none);
+        if (syscall(SYS_capset, &header, none) != 0) return S_CAPABILITIES;
+    }
+    static struct sock_filter program[BPF_MAXINSNS];
+    size_t got = 0;
+    ssize_t n = 0;
+    while (got < sizeof program && (n = read(seccomp_fd, (char *)program + got, sizeof program - got)) > 0)
+        got += (size_t)n;
+    char extra;
+    if (n < 0 || got == 0 || got % sizeof program[0] || read(seccomp_fd, &extra, 1) != 0) {
+        if (errno == 0 || n >= 0) errno = EINVAL; /* empty, torn or too long: no box without its filter */
+        return S_SECCOMP;
+    }
+    close(seccomp_fd);
+    struct sock_fprog fprog = {(unsigned short)(got / sizeof program[0]), program};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return S_NO_NEW_PRIVS;
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0) != 0) return S_SECCOMP;
+    return S_NONE;
+}
+
 static int open_test_file(int dir_fd, const char *kind, long long i, int flags) {
     char name[64];
     snprintf(name, sizeof name, "%s.%lld", kind, i);
@@ -308,6 +370,21 @@ int main(int argc, char **argv) {
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     fcntl(report, F_SETFD, FD_CLOEXEC);
+    errno = 0;
+    int failed = seal_box(v[K_BOX_BYTES], v[K_BOX_INODES], l.uid < 0, (int)v[K_SECCOMP_FD]);
+    if (failed != S_NONE) {
+        char err[64];
+        struct outcome o = {126 << 8, 0, 0, 0, 0, 0, failed, errno, 0};
+        if (tests <= 0)
+            dprintf(report, "status=%d cpu_us=0 cpu_killed=0 idle_killed=0 start_error=%s polls=0\n", o.status,
+                    start_error(&o, err, sizeof err));
+        for (long long i = 0; i < tests; i++)
+            dprintf(report,
+                    "test=%lld status=%d cpu_us=0 cpu_killed=0 idle_killed=0 wall_killed=0 wall_us=0 start_error=%s "
+                    "polls=0\n",
+                    i, o.status, start_error(&o, err, sizeof err));
+        return 3;
+    }
     if (tests <= 0) {
         struct outcome o = run_once(argv + prog, &l, -1, -1);
         char err[64];

@@ -362,7 +362,6 @@ def remove_dead_executors(root: Path, quarantine: Path) -> int:
                     continue  # alive
             elif name.startswith(".new-"):
                 continue  # an executor between mkdtemp and its lock
-            box.unmount_under(entry)  # its boxes' tmpfs, if it died with boxes running
             remove_tree(entry, quarantine)
             removed += 1
         finally:
@@ -505,7 +504,6 @@ class Executor:
                 open_files=256,
                 file_bytes=COMPILE_DISK,
                 disk_bytes=COMPILE_DISK,
-                scratch_dir=str(self._dir),
                 ro_binds=binds,
                 rw_binds=[(str(out), "/out")],
                 env={"PATH": "/usr/bin:/bin", "TMPDIR": box.BOX_DIR},
@@ -604,7 +602,6 @@ class Executor:
                 file_bytes=limits.output_bytes + 1,
                 disk_bytes=limits.disk_bytes,
                 idle_s=limits.time_s + IDLE_MARGIN_S,
-                scratch_dir=str(self._dir),
                 ro_binds=[(binary, BOX_PROGRAM)],
                 env={},
             )

@@ -3,8 +3,9 @@
 Why by hand: the filter is short (a deny list of ~50 syscalls plus one argument check), the
 executor ships as stdlib + pydantic into the gVisor pod and into trainers, and libseccomp's Python
 bindings are not on PyPI in a maintained form (pyseccomp 0.1.2 is a 2021 ctypes shim that still
-needs libseccomp.so at run time). bwrap takes the compiled program on a file descriptor
-(`--seccomp FD`, bubblewrap(1)) and installs it right before it executes the box's command.
+needs libseccomp.so at run time). boxinit reads the compiled program from a file descriptor
+(`seccomp_fd=N`) and installs it on itself (prctl PR_SET_SECCOMP) once /box is bounded, before
+it starts the program (jobs/rewards/boxinit.c).
 
 Sources for the encoding:
 - struct seccomp_data and the return values: Linux include/uapi/linux/seccomp.h and
@@ -153,7 +154,7 @@ def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
 
 
 def filter_program() -> bytes:
-    """The filter as the bytes of a struct sock_filter array (what `bwrap --seccomp FD` reads).
+    """The filter as the bytes of a struct sock_filter array (what boxinit reads from `seccomp_fd`).
 
     clone3 gets ENOSYS rather than EPERM: its flags sit behind a pointer a filter cannot read, and
     glibc falls back to clone(), whose flags are checked here (the approach of container runtimes'

@@ -159,3 +159,20 @@ BLOCKED_TRUTH = truth([""], ["blocked"])
 
 def answer(code: str) -> str:
     return f"<code>\n```cpp\n{code}\n```\n</code>"
+
+
+# Empty files cost no tmpfs blocks, only kernel memory (an inode and a dentry each).
+MANY_FILES = r"""
+#include <cstdio>
+int main() {
+    int n = 0;
+    char name[64];
+    for (; n < 200000; n++) {
+        snprintf(name, sizeof name, "/box/f%d", n);
+        FILE *f = fopen(name, "w");
+        if (!f) break;
+        fclose(f);
+    }
+    puts(n < 10000 ? "bounded" : "unbounded");
+}
+"""

@@ -17,6 +17,7 @@ import pytest
 
 from jobs.rewards import box, seccomp
 from jobs.rewards.sandbox import IDLE_MARGIN_S, Case, Executor, Limits, Status, remove_tree
+from tests.jobs.rewards.attacks import MANY_FILES
 from tests.jobs.rewards.serving import pool_pids
 
 pytestmark = pytest.mark.compiler
@@ -305,9 +306,12 @@ fork = ex.run('#include <unistd.h>\\n#include <cstdio>\\nint main(){ pid_t p = f
 bomb = ex.run('#include <unistd.h>\\nint main(){ for (;;) fork(); }', [Case(input="", output="")],
               Limits(time_s=0.5, processes=4))
 fill = ex.run(ROOT_FILL, [Case(input="", output="blocked")], Limits())
+files = ex.run(MANY_FILES, [Case(input="", output="bounded")], Limits(time_s=5, wall_margin_s=10))
+caps = ex.run(CAPABILITIES, [Case(input="", output="none")], Limits())
 ex.close()
 print(json.dumps([isolation_mode(), ok.results[0].status.value, fork.results[0].status.value,
-                  bomb.results[0].status.value, fill.results[0].status.value]))
+                  bomb.results[0].status.value, fill.results[0].status.value,
+                  files.results[0].status.value, caps.results[0].status.value]))
 """
 # issue 25 item 2: in user-namespace mode the box's `/` and `/dev` were tmpfs the program owned,
 # with no size: writable host memory past every limit. Only /box (sized) may take a write.
@@ -317,7 +321,18 @@ int main() { static char buf[1 << 20]; int wrote = 0;
   for (const char *p : {"/x", "/dev/x", "/dev/shm/x", "/etc/x"}) { FILE *f = fopen(p, "w");
     if (f && fwrite(buf, 1, sizeof buf, f) == sizeof buf && fclose(f) == 0) wrote++; }
   FILE *ok = fopen("/box/x", "w"); puts(wrote || !ok ? "wrote" : "blocked"); }"""
-UNPRIVILEGED_DRIVER = f"ROOT_FILL = {ROOT_FILL!r}\n" + UNPRIVILEGED_DRIVER
+# The program holds no capability: in user-namespace mode bwrap grants boxinit two (for /box's
+# inode bound) and boxinit drops every one, bounding set included, before the program starts.
+CAPABILITIES = r"""#include <cstdio>
+#include <cstring>
+int main() { FILE *f = fopen("/proc/self/status", "r"); char line[256]; int held = 0, seen = 0;
+  while (fgets(line, sizeof line, f)) if (!strncmp(line, "Cap", 3)) { seen++;
+    if (!strstr(line, "0000000000000000")) { held = 1; fputs(line, stdout); } }
+  puts(seen == 5 && !held ? "none" : "held"); }"""
+UNPRIVILEGED_DRIVER = (
+    f"ROOT_FILL = {ROOT_FILL!r}\nMANY_FILES = {MANY_FILES!r}\nCAPABILITIES = {CAPABILITIES!r}\n"
+    + UNPRIVILEGED_DRIVER
+)
 
 
 def _copy_runtime(dest: Path) -> None:
@@ -422,6 +437,8 @@ def _run_unprivileged(uid: int) -> None:
             "passed",
             "time_limit",
             "passed",
+            "passed",  # at most box_inodes() files in /box (issue 25: unbounded in this mode)
+            "passed",  # no capability left to the program
         ]
         assert box.live_pids_of_uid(uid) == []
     finally:

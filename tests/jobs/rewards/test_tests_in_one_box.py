@@ -4,7 +4,6 @@ test may run into the next: its processes, its CPU time, the files of the other 
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from jobs.rewards import box
 from jobs.rewards.sandbox import Case, Executor, Limits, Status, chunks
+from tests.jobs.rewards.attacks import MANY_FILES
 
 pytestmark = pytest.mark.compiler
 
@@ -128,55 +128,15 @@ def test_tests_split_into_contiguous_runs_in_order_none_too_short(
     assert not runs or max(map(len, runs)) - min(map(len, runs)) <= 1
 
 
-# Empty files cost no tmpfs blocks, only kernel memory (an inode and a dentry each).
-MANY_FILES = r"""
-#include <cstdio>
-int main() {
-    int n = 0;
-    char name[64];
-    for (; n < 200000; n++) {
-        snprintf(name, sizeof name, "/box/f%d", n);
-        FILE *f = fopen(name, "w");
-        if (!f) break;
-        fclose(f);
-    }
-    puts(n < 10000 ? "bounded" : "unbounded");
-}
-"""
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="the executor mounts the box's tmpfs as root only")
 def test_a_box_creates_no_more_files_than_its_inode_bound(one_worker: Executor) -> None:
-    """Issue 25: bwrap's tmpfs has no inode bound; 200,000 empty files fit in 16 MiB."""
+    """Issue 25: bwrap's tmpfs has no inode bound; 200,000 empty files fit in 16 MiB. boxinit
+    remounts /box with nr_inodes (the user-namespace mode's run: test_sandbox.py)."""
     limits = Limits(time_s=5, wall_margin_s=10)
     result = one_worker.run(MANY_FILES, [Case(input="", output="bounded")], limits)
     (r,) = result.results
     assert r.status is Status.passed, r
-    # Judged below this executor's own folder: other executors share the state directory.
+    # Nothing is mounted outside the box for it (the bound lives in the box's own namespace).
     assert str(one_worker._dir) not in Path("/proc/self/mounts").read_text()
-    assert not list(one_worker._dir.glob(".box-*")), "a box's tmpfs outlived it"
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="the executor mounts the box's tmpfs as root only")
-def test_a_dead_executors_mounted_box_tmpfs_is_unmounted_and_its_folder_removed(
-    tmp_path: Path,
-) -> None:
-    """An executor killed with a box running leaves that box's tmpfs mounted in its folder; the
-    next executor on the root unmounts it before removing the folder (never walking into it)."""
-    root = tmp_path / "state"
-    first = Executor(workers=1, root=root, precompile=False)
-    dead = first._dir
-    with box.sized_tmpfs(str(dead), 2**20, enabled=True) as left:
-        assert left.path is not None
-        os.close(first._lock_fd)  # the executor dies: its flock goes, its mount stays
-        second = Executor(workers=1, root=root, precompile=False)
-        try:
-            assert not dead.exists(), "the dead executor's folder is still there"
-            # Not moved aside with it either (into quarantine/): nothing is mounted below root.
-            assert str(root) not in Path("/proc/self/mounts").read_text()
-        finally:
-            second.close()
-        left.path = None  # unmounted and removed with the folder already
 
 
 def test_the_inode_bound_follows_the_box_size() -> None:
