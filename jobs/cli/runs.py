@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from components.contract import FRAMEWORK_NAMES, RUNS_ROOT, StackOutputs
+from components.contract import FRAMEWORK_NAMES, RUNS_ROOT
 from jobs.cli import options as opt
 from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
 from jobs.common import commands
@@ -33,6 +33,9 @@ from jobs.runs.plan import Submission
 from jobs.runs.recipe_run import Ask, Place, check_ray_version, plan_recipe
 from jobs.runs.resume import recipe_named, resume
 from jobs.runs.start import Started, start
+
+if TYPE_CHECKING:
+    from components.stack_outputs import StackOutputs
 
 app = typer.Typer()
 
