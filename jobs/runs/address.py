@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from jobs.client.dashboard import Dashboard
 from jobs.client.net import dashboard_answers
 from jobs.common.errors import Unreachable, UsageError
-from jobs.runs import portforward, stack
+from jobs.runs import stack
 
 if TYPE_CHECKING:
     from components.stack_outputs import StackOutputs
@@ -103,6 +103,8 @@ def connect(
             )
         yield Connected(where.address)
         return
+    from jobs.runs import portforward  # start-up time (issue 29): --stack only
+
     outputs = outputs or stack.read(where.stack)
     with portforward.open_forward(outputs, spinner=spinner) as url:
         yield Connected(url)
