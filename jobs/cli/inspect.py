@@ -378,8 +378,10 @@ def list_cmd(
     wanted = list_filter.status_of(status, state.STATUSES) if status else None
     after = list_filter.since_ms(since, time.time()) if since else None
     with opt.reach(addr, stack_name) as (cluster, _where):
-        runs = list_filter.apply(state.group(cluster.jobs()), wanted, after, limit)
-        handoff.annotate(cluster, runs)
+        jobs_ = cluster.jobs()
+        runs = list_filter.apply(state.group(jobs_), wanted, after, limit)
+        # The same listing: a second one costs a round trip that grows with the cluster's jobs.
+        handoff.annotate(cluster, runs, jobs_)
         list_progress.with_steps(runs, cluster.logs)
         for r in runs:
             r["duration_s"] = round(list_progress.duration_s(r.get("started"), r.get("ended")), 1)
