@@ -1,7 +1,7 @@
 """What the program, the Kubernetes layer, `jobs` and the policy pack agree on, defined once.
 
 Pure (no Pulumi import) so the jobs CLI and the policy pack can share it: the stack outputs as
-one model with their camelCase names, the paths every Ray pod sees, the labels and counts the
+one model with their camelCase names (components/stack_outputs.py, served from here), the paths every Ray pod sees, the labels and counts the
 policy pack checks, the secret env names, and the two commands a person runs to reach a cluster.
 """
 
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+if TYPE_CHECKING:  # served by __getattr__ below at run time
+    from components.stack_outputs import StackOutputs as StackOutputs
+    from components.stack_outputs import export_stack_outputs as export_stack_outputs
 
 # The RL frameworks a stack's Ray image can be built for (their pins: components/catalogue.py
 # FRAMEWORKS); the stack config, the recipes and `jobs --framework` all take these names.
@@ -123,96 +124,17 @@ def kube_context(project: str, location: str, cluster: str) -> str:
     return f"gke_{project}_{location}_{cluster}"
 
 
-# --------------------------------------------------------------------------- stack outputs
+# ------------------------------------------------------------------------------ stack outputs
+
+# The outputs model lives in components/stack_outputs.py and is served from here on first use:
+# building a pydantic model costs the CLI's start-up (issue 29), and most commands never read
+# a stack.
+_LAZY = ("StackOutputs", "export_stack_outputs")
 
 
-class StackOutputs(BaseModel):
-    """Every output the program exports, under its camelCase name.
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from components import stack_outputs  # start-up time (issue 29): only when a stack is read
 
-    `__main__.py` exports them through `export_stack_outputs` (which refuses a missing or an
-    unknown one); `jobs` parses `pulumi stack output --json` with this same model. Fields the
-    jobs CLI does not use are optional so an output added later never breaks an older stack.
-    `kubeconfig` is a secret output: without --show-secrets it reads "[secret]", and jobs uses
-    the user's own kubeconfig instead.
-    """
-
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore"
-    )
-
-    cluster_name: str
-    cluster_location: str
-    cluster_project: str
-    ray_cluster_name: str
-    ray_namespace: str
-    ray_head_service: str
-    ray_dashboard_port: int
-    ray_framework: str
-    gpu_node_count: int
-    gpus_per_node: int
-    # The exact command for this cluster (it adds --dns-endpoint when the stack uses it).
-    get_credentials: str | None = None
-    cluster_endpoint: str | None = None
-    kubeconfig: str | None = None
-    lustre_instance_id: str | None = None
-    lustre_mount_point: str | None = None
-    lustre_ip: str | None = None
-    lustre_filesystem: str | None = None
-    lustre_protected: bool | None = None
-    # Managed Lustre size in GiB: bounds the checkpoints a run may keep (jobs/recipes/ckpt_size.py).
-    # Older stacks lack it; the check is then skipped.
-    lustre_capacity_gib: int | None = Field(default=None, ge=1)
-    # True when the stack set wandbApiKey, so its Ray pods have WANDB_API_KEY (the key itself is
-    # never an output). Older stacks lack it: W&B stays off.
-    wandb_enabled: bool = False
-    # The code-contests reward's executor service (http://<svc>.<ns>.svc.cluster.local:8080),
-    # when the stack runs it (rewards.codeSandbox); jobs passes it as CODE_SANDBOX_URL.
-    code_sandbox_url: str | None = None
-    networks: dict[str, Any] | None = None
-    gpu_pool: str | None = None
-    # gpu.scaling as the stack resolved it ("static" or "on-demand"); older stacks lack it.
-    gpu_scaling: str | None = None
-    # gpu.provisioning: on spot and flex-start GPUs `rl-jobs` supervises runs unless told not
-    # to (a preemption would otherwise end them). Older stacks lack it.
-    gpu_provisioning: str | None = None
-    # flex-start only: the hours a GPU node runs before GKE removes it (gpu.maxRunDurationHours,
-    # else GKE's 7-day default); `rl-jobs` has each attempt save before then. Null otherwise.
-    gpu_max_run_hours: int | None = Field(default=None, ge=1)
-    # What one GPU node-hour costs and where that figure comes from (components/prices.py or the
-    # stack's cost.nodeHourUsd): `rl-jobs cost` prices node-hours with it. Older stacks lack it.
-    gpu_node_hour_usd: float | None = Field(default=None, gt=0)
-    gpu_node_hour_source: str | None = None
-    dashboard_port_forward: str | None = None
-    # The command that opens the stack's Grafana on localhost:3000, where Ray's dashboard's Metrics
-    # tab frames its panels (components/k8s/grafana.py); null when monitoring.grafana is off.
-    grafana_port_forward: str | None = None
-
-    def get_credentials_command(self) -> str:
-        if self.get_credentials:
-            return self.get_credentials
-        return get_credentials_command(
-            self.cluster_name, self.cluster_location, self.cluster_project, dns_endpoint=False
-        )
-
-    def kube_context(self) -> str:
-        return kube_context(self.cluster_project, self.cluster_location, self.cluster_name)
-
-    @classmethod
-    def output_name(cls, field: str) -> str:
-        alias = cls.model_fields[field].alias
-        return alias if alias is not None else field
-
-
-def export_stack_outputs(export: Callable[[str, Any], None], **values: Any) -> None:
-    """Call `export(camelCaseName, value)` for every field of StackOutputs, in field order.
-
-    Values may be Pulumi Outputs; the keyword names are the model's snake_case fields, and a
-    missing or unknown one is a programming error caught before anything is exported.
-    """
-    fields = list(StackOutputs.model_fields)
-    missing = [f for f in fields if f not in values]
-    unknown = sorted(set(values) - set(fields))
-    if missing or unknown:
-        raise TypeError(f"export_stack_outputs: missing {missing}, unknown {unknown}")
-    for field in fields:
-        export(StackOutputs.output_name(field), values[field])
+        return getattr(stack_outputs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from jobs.cli import cost, inspect, render, run_report, runs, stage
+from jobs.cli import cost, inspect, run_report, runs, stage
 from jobs.cli import options as opt
 from jobs.cli.console import Terminated, emit_json, handled, out
 from jobs.cli.data import data_app
 from jobs.common import commands
-from jobs.recipes.catalogue import RECIPES, Recipe
+
+if TYPE_CHECKING:
+    from jobs.recipes.catalogue import Recipe
 
 app = typer.Typer(
     name="rl-jobs",
@@ -48,6 +50,10 @@ def _recipe_view(r: Recipe) -> dict[str, Any]:
 @handled
 def recipes_cmd(as_json: opt.JsonOpt = False) -> None:
     """List recipes: framework, pinned version, defaults."""
+    # Start-up time (issue 29): the catalogue and the layout only when this command runs.
+    from jobs.cli import render
+    from jobs.recipes.catalogue import RECIPES
+
     views = [_recipe_view(r) for r in RECIPES.values()]
     if as_json:
         emit_json(views)

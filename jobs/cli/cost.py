@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from jobs.cli import options as opt
 from jobs.cli.console import emit_json, handled, out
-from jobs.runs import address, cost, stack
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from jobs.runs import cost
 
 app = typer.Typer()
 
@@ -41,6 +44,8 @@ def _hours(value: float | None) -> str:
 
 
 def cost_table(report: cost.CostReport) -> Table:
+    from rich.table import Table  # start-up time (issue 29): only `cost` draws this table
+
     table = Table(title="GPU node-hours and cost", caption=f"price: {report.price_source}")
     for col in ("run", "recipe", "attempts", "node-hours", "cost"):
         table.add_column(col, no_wrap=col == "run", overflow="fold")
@@ -81,6 +86,8 @@ def cost_cmd(
     node_hour_usd: PriceOpt = None,
 ) -> None:
     """Show GPU node-hours and cost per run, and idle GPU hours."""
+    from jobs.runs import address, cost, stack  # start-up time (issue 29): only this command
+
     now_ms = int(time.time() * 1000)
     period = cost.period_since(since, now_ms)
     where = address.choose(addr, stack_name)

@@ -10,28 +10,12 @@ from typing import Annotated, Any
 import typer
 
 from jobs.cli import options as opt
-from jobs.cli import render
 from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
 from jobs.cli.runs import report_run
 from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
 from jobs.common.redact import redact
-from jobs.runs import (
-    address,
-    follow,
-    goodput,
-    handoff,
-    list_filter,
-    list_progress,
-    listing,
-    metrics,
-    record_view,
-    run_checkpoints,
-    run_goodput,
-    save_period,
-    stack,
-    state,
-)
+from jobs.runs import address, follow, handoff, listing, stack, state
 from jobs.runs.address import Dashboard
 from jobs.runs.listing import JobDetails
 
@@ -50,6 +34,9 @@ def status_cmd(
     """Show a job's or a run's status.
 
     Exits 0 whatever the status: this reports, it does not judge."""
+    # Start-up time (issue 29): a run's records and goodput only when this command runs.
+    from jobs.runs import goodput, metrics, record_view, run_goodput
+
     if runs_root:
         record_view.check_root(runs_root)
     if runs_root and record_view.has_record(runs_root, ident):
@@ -125,6 +112,8 @@ def status_cmd(
 
 def _print_how_it_goes(shown: Any, view: dict[str, Any]) -> None:
     """status's lines on the run's progress, its goodput, its save period and what to do next."""
+    from jobs.runs import goodput, metrics, save_period  # start-up time (issue 29): status only
+
     if view.get("progress"):
         shown.print(f"{'progress':>16}: {metrics.progress_line(view['progress'])}", markup=False)
         if spark := view["progress"].get("reward_sparkline"):
@@ -185,6 +174,8 @@ def logs_cmd(
             "use --tail N to see the end, or --follow to stream the whole log",
         )
     if runs_root:
+        from jobs.runs import record_view  # start-up time (issue 29): --runs-root only
+
         record_view.check_root(runs_root)
     if tail is not None:
         with opt.reach(addr, stack_name) as (cluster, where):
@@ -372,6 +363,10 @@ def list_cmd(
     ] = None,
 ) -> None:
     """List runs with their attempts, newest first."""
+    # Start-up time (issue 29): filters, progress and the layout only when this command runs.
+    from jobs.cli import render
+    from jobs.runs import list_filter, list_progress
+
     if runs_root:
         if status or since or limit:
             raise UsageError(
@@ -383,8 +378,10 @@ def list_cmd(
     wanted = list_filter.status_of(status, state.STATUSES) if status else None
     after = list_filter.since_ms(since, time.time()) if since else None
     with opt.reach(addr, stack_name) as (cluster, _where):
-        runs = list_filter.apply(state.group(cluster.jobs()), wanted, after, limit)
-        handoff.annotate(cluster, runs)
+        jobs_ = cluster.jobs()
+        runs = list_filter.apply(state.group(jobs_), wanted, after, limit)
+        # The same listing: a second one costs a round trip that grows with the cluster's jobs.
+        handoff.annotate(cluster, runs, jobs_)
         list_progress.with_steps(runs, cluster.logs)
         for r in runs:
             r["duration_s"] = round(list_progress.duration_s(r.get("started"), r.get("ended")), 1)
@@ -396,6 +393,9 @@ def list_cmd(
 
 def _list_records(runs_root: str, as_json: bool) -> None:
     """`list --runs-root`: the runs recorded there, read without the head."""
+    from jobs.cli import render  # start-up time (issue 29): list only
+    from jobs.runs import record_view  # start-up time (issue 29): --runs-root only
+
     record_view.check_root(runs_root)
     rows = record_view.listing(runs_root)
     if as_json:
@@ -415,6 +415,8 @@ def checkpoints_cmd(
     """List a run's checkpoints, and what resume and export take.
 
     Each step, complete or not, and its size, read on the head by a small job."""
+    from jobs.runs import run_checkpoints  # start-up time (issue 29): only this command
+
     with opt.reach(addr, stack_name) as (cluster, where):
         directory, framework = run_checkpoints.where_saved(
             state.find(cluster.jobs(), run), run, opt.where_flags(where)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from components.contract import RUNS_ROOT, StackOutputs
+from components.contract import RUNS_ROOT
 from jobs.cli.console import ConsoleReporter, detached, err
 from jobs.common import commands
 from jobs.common.errors import UsageError
 from jobs.recipes.reward_placement import ALLOW_FLAG
 from jobs.runs import address, follow, handoff
+
+if TYPE_CHECKING:
+    from components.stack_outputs import StackOutputs
 
 AddressOpt = Annotated[
     str | None,

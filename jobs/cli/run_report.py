@@ -10,7 +10,6 @@ import typer
 from jobs.cli import options as opt
 from jobs.cli.console import emit_json, handled, out
 from jobs.common.errors import UsageError
-from jobs.runs import run_report
 
 app = typer.Typer()
 
@@ -37,6 +36,8 @@ def report_cmd(
     stack_name: opt.StackOpt = None,
 ) -> None:
     """Write a run's curves and attempts to one offline HTML page."""
+    from jobs.runs import run_report  # start-up time (issue 29): only this command
+
     with opt.reach(addr, stack_name) as (cluster, where):
         report = run_report.gather(cluster, run, opt.where_flags(where))
     target = out_file or Path(f"{report.run}-report.html")

@@ -5,34 +5,27 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from components.contract import FRAMEWORK_NAMES, RUNS_ROOT, StackOutputs
+from components.contract import FRAMEWORK_NAMES, RUNS_ROOT
 from jobs.cli import options as opt
 from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
 from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
-from jobs.recipes import overrides
-from jobs.recipes.catalogue import Recipe
-from jobs.runs import (
-    address,
-    capacity,
-    export,
-    follow,
-    handoff,
-    plan,
-    resume_command,
-    save_choice,
-    stack,
-    state,
-)
+from jobs.runs import address, follow, handoff, plan, stack, state
 from jobs.runs.address import Dashboard
 from jobs.runs.plan import Submission
-from jobs.runs.recipe_run import Ask, Place, check_ray_version, plan_recipe
-from jobs.runs.resume import recipe_named, resume
 from jobs.runs.start import Started, start
+
+# Recipe runs, resumes and exports import the recipe machinery in the functions that plan them:
+# `run -- COMMAND`, and the commands that import this module, start without it (issue 29).
+if TYPE_CHECKING:
+    from components.stack_outputs import StackOutputs
+    from jobs.recipes.catalogue import Recipe
+    from jobs.runs import save_choice
+    from jobs.runs.recipe_run import Ask
 
 app = typer.Typer()
 
@@ -228,6 +221,8 @@ def _warn_if_short(dashboard: Dashboard, needed: int, on_request: bool = False) 
     """Say so when the cluster has fewer GPUs than the attempt needs: it is submitted anyway
     (a GPU pool may be scaling up), but then waits for them instead of training. On GPUs that
     scale on demand that is the normal start, said as such."""
+    from jobs.runs import capacity  # start-up time (issue 29): recipe runs only
+
     have = capacity.alive_gpus(dashboard)
     if have is not None and have < needed and on_request:
         err().print(
@@ -247,6 +242,8 @@ def _warn_if_short(dashboard: Dashboard, needed: int, on_request: bool = False) 
 
 
 def _check_ray_version(recipe: Recipe, dashboard: Dashboard, where: address.Where) -> None:
+    from jobs.runs.recipe_run import check_ray_version  # start-up time (issue 29)
+
     err().print(check_ray_version(recipe, dashboard, where.address or dashboard.url), markup=False)
 
 
@@ -321,6 +318,11 @@ def _resume(
 ) -> int:
     """`submit --resume RUN`: its next attempt as its record has it; with `dry_run`, what would be
     submitted (the run's record is read from the cluster; nothing is submitted)."""
+    # Start-up time (issue 29): the recipe machinery only when a run is resumed.
+    from jobs.recipes import overrides
+    from jobs.runs.recipe_run import Place
+    from jobs.runs.resume import resume
+
     where = address.choose(addr, stack_name)
     outputs = stack.read(where.stack) if where.stack else None
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
@@ -405,6 +407,8 @@ def _resume_command(
     dry_run: bool,
 ) -> int:
     """`submit --resume RUN` of a `run` run: its next attempt as Ray recorded the last one."""
+    from jobs.runs import resume_command  # start-up time (issue 29): resumes only
+
     refusal = state.not_resumable(found, found.name, opt.where_flags(where))
     if refusal is not None:
         raise refusal
@@ -524,6 +528,12 @@ def submit_cmd(
     """Submit a recipe as a run, or --resume a run.
 
     The run starts as attempt 1; --max-restarts hands it to a supervisor that restarts it."""
+    # Start-up time (issue 29): the recipe machinery only when this command runs.
+    from jobs.recipes import overrides
+    from jobs.runs import save_choice
+    from jobs.runs.recipe_run import Ask, Place, plan_recipe
+    from jobs.runs.resume import recipe_named
+
     options = opt.supervision(
         max_preemptions,
         stall_timeout,
@@ -602,6 +612,8 @@ def _submit_new(
 ) -> int:
     """A new run: planned (refusals cost nothing), then the cluster reached and the run
     submitted or handed to its supervisor. Returns the exit code."""
+    from jobs.runs.recipe_run import Place, plan_recipe  # start-up time (issue 29)
+
     where = address.choose(addr, stack_name)
     outputs = stack.read(where.stack) if where.stack else None
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
@@ -780,6 +792,8 @@ def _submit_export(
     recipe: Recipe,
     out_template: str,
 ) -> str:
+    from jobs.runs import export  # start-up time (issue 29): exports only
+
     job_id = export.submit(dashboard, sub, opt.where_flags(where))
     err().print(
         f"submitted {job_id} (export of run {run}, {recipe.framework} "
@@ -829,6 +843,8 @@ def export_cmd(
 
     The run must have finished, failed or been stopped. The framework's own converter runs as a
     Ray job (RUN-export-N) and writes to Lustre."""
+    from jobs.runs import export  # start-up time (issue 29): only this command
+
     plan.check_run_name(run)
     out_template = export.check_out(run, out_dir)
     where = address.choose(addr, stack_name)

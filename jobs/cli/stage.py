@@ -10,8 +10,6 @@ from jobs.cli import options as opt
 from jobs.cli.console import emit_json, err, handled, out
 from jobs.common import commands
 from jobs.common.errors import ExitCode
-from jobs.runs import address, follow, stack
-from jobs.runs import stage as staging
 
 app = typer.Typer()
 
@@ -87,6 +85,10 @@ def stage_cmd(
     again: a complete snapshot or conversion is reused, a stopped download resumes and a partial
     conversion is redone. A recipe's first step stages its model when it is not staged; only
     this command converts it once for every attempt."""
+    # Start-up time (issue 29): what staging needs is imported only when this command runs.
+    from jobs.runs import address, follow, stack
+    from jobs.runs import stage as staging
+
     if dry_run:
         where = address.choose(addr, stack_name) if (addr or stack_name) else None
         named = where.stack if where else None

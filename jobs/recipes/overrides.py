@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from components.contract import RUNS_ROOT
 from jobs.common.errors import UsageError
 from jobs.common.redact import key_looks_secret, value_looks_secret
-from jobs.recipes.catalogue import Recipe
+
+if TYPE_CHECKING:
+    from jobs.recipes.catalogue import Recipe
 
 TOKEN_HINT = (
     "tokens come from the cluster's Kubernetes Secret (HF_TOKEN, WANDB_API_KEY are already "

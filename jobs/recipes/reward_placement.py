@@ -14,10 +14,13 @@ passes --allow-unsandboxed-reward.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from components.contract import StackOutputs
 from jobs.common.errors import UsageError
-from jobs.recipes.catalogue import Recipe
+
+if TYPE_CHECKING:
+    from components.stack_outputs import StackOutputs
+    from jobs.recipes.catalogue import Recipe
 
 ALLOW_FLAG = "--allow-unsandboxed-reward"
 

@@ -6,13 +6,16 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from components.contract import StackOutputs
 from jobs.client.dashboard import Dashboard
 from jobs.client.net import dashboard_answers
 from jobs.common.errors import Unreachable, UsageError
-from jobs.runs import portforward, stack
+from jobs.runs import stack
+
+if TYPE_CHECKING:
+    from components.stack_outputs import StackOutputs
 
 DASHBOARD_PORT = 8265
 NO_ADDRESS_HINT = "pass --address http://HOST:8265, set RAY_ADDRESS, or pass --stack NAME"
@@ -100,6 +103,8 @@ def connect(
             )
         yield Connected(where.address)
         return
+    from jobs.runs import portforward  # start-up time (issue 29): --stack only
+
     outputs = outputs or stack.read(where.stack)
     with portforward.open_forward(outputs, spinner=spinner) as url:
         yield Connected(url)

@@ -24,12 +24,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from components.contract import StackOutputs
 from jobs.client.types import JobDetails
 from jobs.common.errors import UsageError
 from jobs.runs.listing import attempt_of, metadata_of, run_of
+
+if TYPE_CHECKING:
+    from components.stack_outputs import StackOutputs
 
 MS_PER_HOUR = 3_600_000
 

@@ -379,10 +379,13 @@ def story(
     return sups, events(cluster, sups)
 
 
-def annotate(cluster: Dashboard, runs: list[dict[str, Any]]) -> None:
+def annotate(
+    cluster: Dashboard, runs: list[dict[str, Any]], jobs_: list[JobDetails] | None = None
+) -> None:
     """Add each supervised run's latest decision and its outcome (`finished`, `gave_up`,
-    `stopped`, None while it is not over) to `list` rows (one log read per such run)."""
-    all_jobs = cluster.jobs()
+    `stopped`, None while it is not over) to `list` rows (one log read per such run); `jobs_`:
+    the cluster's jobs the rows were grouped from, else they are listed again."""
+    all_jobs = cluster.jobs() if jobs_ is None else jobs_
     for r in runs:
         if "supervisor" not in r:
             continue

@@ -10,18 +10,21 @@ import subprocess
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jobs
 from jobs.client.types import Submission
 from jobs.common.errors import UsageError
 from jobs.common.redact import command_secret
 from jobs.head.protocol import COMMAND, attempt_id
-from jobs.recipes import compose
-from jobs.recipes import prepare as validate
-from jobs.recipes.catalogue import Recipe, RunContext
-from jobs.recipes.overrides import TOKEN_HINT, Override
+from jobs.recipes.overrides import TOKEN_HINT
 from jobs.runs import workdir
 from jobs.runs.metadata import SUBMITTED_BY, RecipeRun, RunMetadata
+
+if TYPE_CHECKING:
+    from jobs.recipes import prepare as validate
+    from jobs.recipes.catalogue import Recipe
+    from jobs.recipes.overrides import Override
 
 # Run names become a Lustre directory and a Ray submission id: keep them to safe characters.
 _TAG_LETTERS = "abcdefghijkmnpqrstuvwxyz"  # no l or o: not mistaken for 1 or 0
@@ -101,6 +104,11 @@ def for_recipe(
 ) -> Submission:
     """The attempt-1 submission; `composed` is `validate.compose_run`'s result for this size
     (composed here when not given), so what is sent is what the framework was checked with."""
+    # Start-up time (issue 29): a `run -- COMMAND` or a `list` never composes a recipe.
+    from jobs.recipes import compose
+    from jobs.recipes import prepare as validate
+    from jobs.recipes.catalogue import RunContext
+
     ctx = RunContext(
         run=run,
         nodes=nodes,

@@ -12,12 +12,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from jobs.client.net import dashboard_answers, free_port
 from jobs.common.errors import Unreachable
 from jobs.common.redact import redact
-from jobs.runs.stack import StackOutputs
+
+if TYPE_CHECKING:
+    from components.stack_outputs import StackOutputs
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 

@@ -9,8 +9,8 @@ the same steps with what the run recorded, so it is refused or warned exactly li
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from components.contract import StackOutputs
 from jobs.client.dashboard import Dashboard
 from jobs.client.types import Submission
 from jobs.common.errors import UsageError
@@ -19,6 +19,9 @@ from jobs.recipes.catalogue import Recipe, RunContext
 from jobs.recipes.overrides import Override
 from jobs.runs import plan
 from jobs.runs import stack as stack_module
+
+if TYPE_CHECKING:
+    from components.stack_outputs import StackOutputs
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from typing import Any
 from jobs.client.types import JobDetails
 from jobs.head import events as ev
 from jobs.head.run_store import RunStore
-from jobs.recipes.catalogue import RECIPES
 from jobs.recipes.overrides import parse
 from jobs.runs import goodput, metrics, save_period
 from jobs.runs.metadata import RecipeRun
@@ -68,8 +67,12 @@ def save_advice(
     recorded = next(
         (r for r in (RecipeRun.of_job(j.metadata) for j in reversed(attempts)) if r), None
     )
-    recipe = RECIPES.get(recorded.recipe) if recorded else None
-    if recorded is None or recipe is None:
+    if recorded is None:
+        return None
+    from jobs.recipes.catalogue import RECIPES  # start-up time (issue 29): recipe runs only
+
+    recipe = RECIPES.get(recorded.recipe)
+    if recipe is None:
         return None
     user = {o.key: o.value for o in parse([str(i) for i in recorded.overrides])}
     restarts = [float(i["settle"]) + float(i["restart"]) for i in spent.interruptions]

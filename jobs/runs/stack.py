@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from components.contract import StackOutputs
 from jobs.common.errors import Unreachable, UsageError
+
+if TYPE_CHECKING:
+    from components.stack_outputs import StackOutputs
 
 PULUMI_TIMEOUT_S = 120
 
@@ -53,6 +54,11 @@ def read(stack: str) -> StackOutputs:
 
 def parse(stack: str, data: object) -> StackOutputs:
     """Validate the outputs; a missing output or an unusable value is one line naming it."""
+    # Start-up time (issue 29): the model is built only when a stack is read.
+    from pydantic import ValidationError
+
+    from components.stack_outputs import StackOutputs
+
     try:
         outputs = StackOutputs.model_validate(data)
     except ValidationError as e:
@@ -82,7 +88,7 @@ def _check_gpus(stack: str, outputs: StackOutputs) -> None:
         value = getattr(outputs, field)
         if value < 1 and not (field == "gpu_node_count" and value == 0):
             raise UsageError(
-                f"stack {stack!r} output {StackOutputs.output_name(field)}={value!r} is not "
+                f"stack {stack!r} output {outputs.output_name(field)}={value!r} is not "
                 "usable: a run needs at least one GPU node with at least one GPU",
                 f"grow the stack's GPU node pool (pulumi up --stack {stack})",
             )

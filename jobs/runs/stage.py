@@ -13,8 +13,9 @@ import os
 import re
 import shlex
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from components.contract import HF_HOME_ENV, HF_HOME_PATH, StackOutputs
+from components.contract import HF_HOME_ENV, HF_HOME_PATH
 from jobs.client.dashboard import AlreadySubmitted, Dashboard
 from jobs.client.types import Submission
 from jobs.common.errors import UsageError
@@ -24,6 +25,9 @@ from jobs.runs import plan, workdir
 from jobs.runs.metadata import SUBMITTED_BY, StageRun
 from jobs.runs.plan import JOBS_PACKAGE, jobs_commit
 from jobs.staging import layout
+
+if TYPE_CHECKING:
+    from components.stack_outputs import StackOutputs
 
 # Forwarded when the caller sets it: a Hub mirror or proxy the cluster reaches too.
 FORWARDED_ENV = ("HF_ENDPOINT",)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from components.contract import StackOutputs
 from jobs.cli.app import app
 from jobs.client.net import free_port
 from jobs.recipes import ckpt_size, compose
@@ -54,8 +55,8 @@ def test_unknown_capacity_is_skipped_with_a_note_and_a_small_lustre_refuses():
     assert not fits and "2,400 GiB" in message
 
 
-def _outputs(capacity: int | None) -> stack.StackOutputs:
-    return stack.StackOutputs(
+def _outputs(capacity: int | None) -> StackOutputs:
+    return StackOutputs(
         rayClusterName="rc",
         rayNamespace="ray",
         rayHeadService="rc-head-svc",

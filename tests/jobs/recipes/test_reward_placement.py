@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+from components.contract import StackOutputs
 from jobs.cli.app import app
 from jobs.common.errors import UsageError
 from jobs.recipes import reward_placement as reward_sandbox
@@ -45,8 +46,8 @@ def test_recipes_whose_reward_runs_no_code_are_not_concerned():
     assert [r.name for r in RECIPES.values() if r.runs_model_code] == [NAME]
 
 
-def _outputs(url: str | None) -> stack.StackOutputs:
-    return stack.StackOutputs(
+def _outputs(url: str | None) -> StackOutputs:
+    return StackOutputs(
         rayClusterName="rc",
         rayNamespace="ray",
         rayHeadService="rc-head-svc",

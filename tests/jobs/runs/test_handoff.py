@@ -596,3 +596,32 @@ def test_a_head_whose_python_lacks_ray_is_named_as_the_cause(ray_url, ray_client
         handoff._wait_armed(Dashboard(ray_url), sid, f" --address {ray_url}")
     assert "the Ray head's `python` has no `ray` module" in e.value.message
     assert "Python environment Ray is installed in first on PATH" in (e.value.hint or "")
+
+
+def test_list_annotates_supervised_runs_from_the_listing_it_grouped_them_from():
+    """`list` lists the cluster's jobs once: annotate reads the supervisors' logs for the rows
+    and their outcome from the jobs it is given, not from a second listing (issue 29)."""
+    from jobs.client.types import JobDetails
+    from jobs.client.types import JobStatus as Status
+    from jobs.runs import handoff
+
+    sup = JobDetails(
+        status=Status.SUCCEEDED,
+        entrypoint="python -m jobs.head.supervisor",
+        submission_id="r-s1",
+        metadata={"run": "r", "kind": "supervisor"},
+    )
+    done = ev.line("finished", "r", "run r succeeded (r-a1)")
+
+    class OneListing:
+        def jobs(self) -> list[JobDetails]:
+            raise AssertionError("the cluster's jobs were listed a second time")
+
+        def logs(self, job_id: str) -> str:
+            assert job_id == "r-s1"
+            return f"some Ray line\n{done}\n"
+
+    rows = [{"run": "r", "supervisor": {"submission_id": "r-s1", "status": "SUCCEEDED"}}]
+    handoff.annotate(OneListing(), rows, [sup])  # type: ignore[arg-type]
+    assert rows[0]["supervisor"]["last_event"]["message"] == "run r succeeded (r-a1)"
+    assert rows[0]["supervisor"]["outcome"] == "finished"
