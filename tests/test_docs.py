@@ -73,7 +73,9 @@ def _code_lines(text: str) -> list[tuple[int, str]]:
 
 
 def _words(rest: str) -> tuple[str, ...]:
-    """The words of a command up to where it ends (a pipe, a comment, another command)."""
+    """The words of a command up to where it ends (a pipe, a comment, another command); a `|`
+    inside `[...]` is a synopsis's "or", not a pipe."""
+    rest = re.sub(r"\[[^\]]*\]", lambda m: m.group(0).replace("|", " "), rest)
     rest = re.split(r"\s(?:#|\||&&|;|>)|\)|\$\(", rest)[0]
     return tuple(w.strip("[]{}|,\"'") for w in rest.split())
 
