@@ -160,7 +160,7 @@ def test_unreadable_input_exits_2(tmp_path: Path) -> None:
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
-# How the docs name each guarded type: a type added to GUARDED_TYPES fails here until the README and
+# How the docs name each guarded type: a type added to GUARDED_TYPES fails here until docs/deploy.md and
 # the preview workflow's header say it is guarded (the header listed only the first four for a while).
 GUARDED_IN_DOCS = {
     "gcp:container/cluster:Cluster": "cluster",
@@ -177,7 +177,7 @@ GUARDED_IN_DOCS = {
 }
 
 
-def test_the_readme_and_the_preview_workflow_name_every_guarded_type() -> None:
+def test_the_deploy_guide_and_the_preview_workflow_name_every_guarded_type() -> None:
     from tools.preview_gate import GUARDED_TYPES
 
     assert set(GUARDED_IN_DOCS) == set(GUARDED_TYPES)
@@ -186,8 +186,8 @@ def test_the_readme_and_the_preview_workflow_name_every_guarded_type() -> None:
         for line in (ROOT / ".github" / "workflows" / "preview.yml").read_text().splitlines(True)
         if line.startswith("#")
     ).replace("\n", " ")
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "deploy.md").read_text()
     gate = readme[readme.index("`tools/preview_gate.py`") :].split("\n\n")[0].replace("\n", " ")
     for typ, words in GUARDED_IN_DOCS.items():
         assert words in header, f"preview.yml's header does not say {typ} ({words}) is guarded"
-        assert words in gate, f"README's gate paragraph does not say {typ} ({words}) is guarded"
+        assert words in gate, f"deploy.md's gate paragraph does not say {typ} ({words}) is guarded"

@@ -58,11 +58,11 @@ def test_the_volume_is_named_from_its_claim_so_a_claim_that_moves_gets_a_fresh_v
     assert names["other"].lustre_pvc == names["rl"].lustre_pvc
 
 
-def test_the_readme_ray_namespace_row_names_the_pv_as_the_program_does() -> None:
+def test_the_config_reference_ray_namespace_row_names_the_pv_as_the_program_does() -> None:
     """The `ray.namespace` row said nothing of the PV named from it (issue 26 item 5 follow-up)."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "configuration.md").read_text()
     (row,) = [line for line in readme.splitlines() if line.startswith("| `ray.namespace` |")]
     assert f"`{lustre_pv_name('<prefix>', '<namespace>')}`" in row
     assert f"`{lustre_pv_name('<prefix>', 'rl')}` for `rl`" in row
