@@ -43,8 +43,11 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt 
 # project's dev machines have) would recompile ~290 test modules on every run, ~6 s per process.
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 
+# The whole suite on both cores: the slow seams mostly wait (a Ray head starting, a raylet dying,
+# a supervisor's poll), so two workers nearly halve the wall time; each worker starts its own
+# private Ray head on free loopback ports, and work stealing keeps both busy to the end.
 test: venv venv-image browser
-	$(PYTEST) -q
+	$(PYTEST) -q -n 2 --dist worksteal
 
 # Debian's chromium for the report's browser tests (tools/install_browser.sh): installed when
 # missing where apt-get runs as root, as in CI; elsewhere those tests skip and say how.
