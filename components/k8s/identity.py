@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 from components.contract import SECRET_ENV
 from components.gcp.cluster import ADOPT_EXISTING_ACCOUNT
 from components.k8s.names import K8sNames
-from components.k8s.provider import KubeTarget
+from components.k8s.provider import KubeTarget, typed_object
 
 WORKLOAD_IDENTITY_ANNOTATION = "iam.gke.io/gcp-service-account"
 
@@ -123,8 +123,8 @@ class TrainingIdentity(pulumi.ComponentResource):
         target = args.target
 
         ns = namespace_manifest(names.namespace)
-        self.namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace", metadata=ns["metadata"], opts=target.options(self)
+        self.namespace = typed_object(
+            k8s.core.v1.Namespace, f"{name}-namespace", ns, target.options(self)
         )
 
         # A GCP object: default GCP provider, and not deleted with the cluster.
@@ -156,10 +156,11 @@ class TrainingIdentity(pulumi.ComponentResource):
         )
 
         ksa = service_account_manifest(names.service_account, names.namespace, self.gsa.email)
-        self.service_account = k8s.core.v1.ServiceAccount(
+        self.service_account = typed_object(
+            k8s.core.v1.ServiceAccount,
             f"{name}-ksa",
-            metadata=ksa["metadata"],
-            opts=target.options(self, depends_on=[self.namespace]),
+            ksa,
+            target.options(self, depends_on=[self.namespace]),
         )
 
         secret = token_secret_manifest(names.token_secret, names.namespace, args.token_data)
@@ -168,12 +169,11 @@ class TrainingIdentity(pulumi.ComponentResource):
         self.token_keys = tuple(sorted(args.token_data))
         if secret is not None:
             self.token_secret_name = names.token_secret
-            self.token_secret = k8s.core.v1.Secret(
+            self.token_secret = typed_object(
+                k8s.core.v1.Secret,
                 f"{name}-tokens",
-                metadata=secret["metadata"],
-                type=secret["type"],
-                string_data=secret["stringData"],
-                opts=target.options(self, depends_on=[self.namespace]),
+                secret,
+                target.options(self, depends_on=[self.namespace]),
             )
 
         self.register_outputs(
