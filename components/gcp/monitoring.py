@@ -251,6 +251,25 @@ def email_channel_args(project: str, name_prefix: str, purpose: str, email: str)
     }
 
 
+def email_channels(
+    name: str,
+    project: str,
+    name_prefix: str,
+    purpose: str,
+    emails: Sequence[str],
+    opts: pulumi.ResourceOptions,
+) -> list[gcp.monitoring.NotificationChannel]:
+    """One e-mail channel per address, `{name}-email-{i}` in the order the stack lists them."""
+    return [
+        gcp.monitoring.NotificationChannel(
+            f"{name}-email-{i}",
+            **email_channel_args(project, name_prefix, purpose, email),
+            opts=opts,
+        )
+        for i, email in enumerate(emails)
+    ]
+
+
 def _threshold_alert_args(
     args: StackMonitoringArgs,
     *,
@@ -376,14 +395,9 @@ class StackMonitoring(pulumi.ComponentResource):
             for metric in EVENT_METRICS
         }
         self.gave_up = self.counts[GAVE_UP.event]
-        self.channels = [
-            gcp.monitoring.NotificationChannel(
-                f"{name}-email-{i}",
-                **email_channel_args(args.project, args.name_prefix, "alerts", email),
-                opts=child,
-            )
-            for i, email in enumerate(args.alert_emails)
-        ]
+        self.channels = email_channels(
+            name, args.project, args.name_prefix, "alerts", args.alert_emails, child
+        )
         self.alerts = []
         if self.channels:
             ids = [c.id for c in self.channels]
