@@ -25,15 +25,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.catalogue import GRAFANA_PORT
 from components.catalogue import PROMETHEUS_FRONTEND_PORT as FRONTEND_PORT
 from components.contract import NODE_POOL_LABEL
-from components.gcp.cluster import ADOPT_EXISTING_ACCOUNT
 from components.gcp.monitoring import DCGM_FB_USED, DCGM_GPU_UTIL
-from components.k8s.identity import service_account_manifest, workload_identity_member
+from components.k8s.identity import (
+    GoogleIdentity,
+    service_account_manifest,
+    workload_identity_gsa,
+)
 from components.k8s.provider import KubeTarget, typed_object
 from jobs.head import run_gauges
 
@@ -474,28 +476,18 @@ class RayGrafana(pulumi.ComponentResource):
     ) -> None:
         super().__init__("rl-on-gke:k8s:RayGrafana", name, None, opts)
         inputs, target = args.inputs, args.target
-        gsa = gcp.serviceaccount.Account(
-            f"{name}-frontend-gsa",
-            project=inputs.project,
-            account_id=args.gsa_account_id,
-            display_name=f"Managed Prometheus query frontend ({inputs.namespace})",
-            **ADOPT_EXISTING_ACCOUNT,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        gcp.projects.IAMMember(
-            f"{name}-frontend-monitoring-viewer",
-            project=inputs.project,
-            role=FRONTEND_ROLE,
-            member=gsa.member,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        gcp.serviceaccount.IAMMember(
-            f"{name}-frontend-workload-identity",
-            service_account_id=gsa.name,
-            role="roles/iam.workloadIdentityUser",
-            member=workload_identity_member(inputs.project, inputs.namespace, inputs.frontend),
-            # The Workload Identity pool exists once the cluster does (identity.py, the same).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[target.cluster]),
+        gsa = workload_identity_gsa(
+            f"{name}-frontend",
+            GoogleIdentity(
+                project=inputs.project,
+                account_id=args.gsa_account_id,
+                display_name=f"Managed Prometheus query frontend ({inputs.namespace})",
+                roles=(FRONTEND_ROLE,),
+                namespace=inputs.namespace,
+                service_account=inputs.frontend,
+            ),
+            cluster=target.cluster,
+            parent=self,
         )
         base = [args.namespace_resource]
         placed = [*base, *([args.system_pool] if args.system_pool is not None else [])]

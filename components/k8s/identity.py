@@ -98,6 +98,56 @@ def token_env(secret_name: str | None, keys: Sequence[str]) -> list[dict[str, An
 
 
 @dataclass(frozen=True)
+class GoogleIdentity:
+    """A Google SA for one Kubernetes SA: its project roles and who may act as it."""
+
+    project: str
+    account_id: str
+    display_name: str
+    roles: tuple[str, ...]  # project roles, e.g. roles/monitoring.viewer
+    namespace: str  # of the Kubernetes SA that acts as it through Workload Identity
+    service_account: str  # the Kubernetes SA's name
+
+
+def workload_identity_gsa(
+    prefix: str, identity: GoogleIdentity, *, cluster: pulumi.Resource, parent: pulumi.Resource
+) -> gcp.serviceaccount.Account:
+    """`{prefix}-gsa`, one `{prefix}-<role>` member per role and `{prefix}-workload-identity`.
+
+    GCP objects: the default GCP provider, and not deleted with the cluster."""
+    child = pulumi.ResourceOptions(parent=parent)
+    gsa = gcp.serviceaccount.Account(
+        f"{prefix}-gsa",
+        project=identity.project,
+        account_id=identity.account_id,
+        display_name=identity.display_name,
+        **ADOPT_EXISTING_ACCOUNT,
+        opts=child,
+    )
+    for role in identity.roles:
+        gcp.projects.IAMMember(
+            f"{prefix}-{role.removeprefix('roles/').replace('.', '-').lower()}",
+            project=identity.project,
+            role=role,
+            member=gsa.member,
+            opts=child,
+        )
+    gcp.serviceaccount.IAMMember(
+        f"{prefix}-workload-identity",
+        service_account_id=gsa.name,
+        role="roles/iam.workloadIdentityUser",
+        member=workload_identity_member(
+            identity.project, identity.namespace, identity.service_account
+        ),
+        # The pool <project>.svc.id.goog exists only once a Workload Identity cluster does;
+        # binding earlier fails with "Identity Pool does not exist"
+        # (terraform-google-kubernetes-engine#916, googleforgames/global-multiplayer-demo#39).
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster]),
+    )
+    return gsa
+
+
+@dataclass(frozen=True)
 class TrainingIdentityArgs:
     target: KubeTarget
     project: str
@@ -127,32 +177,18 @@ class TrainingIdentity(pulumi.ComponentResource):
             k8s.core.v1.Namespace, f"{name}-namespace", ns, target.options(self)
         )
 
-        # A GCP object: default GCP provider, and not deleted with the cluster.
-        self.gsa = gcp.serviceaccount.Account(
-            f"{name}-gsa",
-            project=args.project,
-            account_id=names.gsa_account_id,
-            display_name=f"Ray training pods ({names.namespace}/{names.service_account})",
-            **ADOPT_EXISTING_ACCOUNT,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        for role in TRAINING_ROLES:
-            gcp.projects.IAMMember(
-                f"{name}-{role.removeprefix('roles/').replace('.', '-').lower()}",
+        self.gsa = workload_identity_gsa(
+            name,
+            GoogleIdentity(
                 project=args.project,
-                role=role,
-                member=self.gsa.member,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-        gcp.serviceaccount.IAMMember(
-            f"{name}-workload-identity",
-            service_account_id=self.gsa.name,
-            role="roles/iam.workloadIdentityUser",
-            member=workload_identity_member(args.project, names.namespace, names.service_account),
-            # The pool <project>.svc.id.goog exists only once a Workload Identity cluster does;
-            # binding earlier fails with "Identity Pool does not exist"
-            # (terraform-google-kubernetes-engine#916, googleforgames/global-multiplayer-demo#39).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[target.cluster]),
+                account_id=names.gsa_account_id,
+                display_name=f"Ray training pods ({names.namespace}/{names.service_account})",
+                roles=tuple(TRAINING_ROLES),
+                namespace=names.namespace,
+                service_account=names.service_account,
+            ),
+            cluster=target.cluster,
+            parent=self,
         )
 
         ksa = service_account_manifest(names.service_account, names.namespace, self.gsa.email)
