@@ -20,7 +20,7 @@ from components.gcp.lustre import (
 from components.gcp.monitoring import StackMonitoring, StackMonitoringArgs
 from components.gcp.network import Network, NetworkArgs
 from components.gcp.sandbox_pool import SandboxNodePool, SandboxNodePoolArgs
-from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
+from components.k8s.layer import GkeFoundation, KubernetesLayer, KubernetesLayerArgs
 from components.prices import node_hour_price
 from components.stack_inputs import load_stack
 
@@ -72,15 +72,17 @@ k8s = KubernetesLayer(
     KubernetesLayerArgs.for_stack(
         config,
         secret_env=secret_env,
-        kubeconfig=gke.kubeconfig,
-        cluster=gke.cluster,
-        gpu_pool=gpu_pool.node_pool,
-        system_pool_name=gke.system_pool_name,
-        nics=network.gpu_nics,
-        lustre_instance_id=lustre.instance.instance_id,
-        lustre_mount_point=lustre.mount_point,
-        system_pool=gke.system_pool,
-        code_sandbox_pool=sandbox_pool.node_pool if sandbox_pool else None,
+        gke=GkeFoundation(
+            kubeconfig=gke.kubeconfig,
+            cluster=gke.cluster,
+            gpu_pool=gpu_pool.node_pool,
+            system_pool_name=gke.system_pool_name,
+            nics=network.gpu_nics,
+            lustre_instance_id=lustre.instance.instance_id,
+            lustre_mount_point=lustre.mount_point,
+            system_pool=gke.system_pool,
+            code_sandbox_pool=sandbox_pool.node_pool if sandbox_pool else None,
+        ),
     ),
     on_apis,
 )

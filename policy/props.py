@@ -13,26 +13,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pulumi_policy.proxy import (
-    UNKNOWN_ARCHIVE_VALUE,
-    UNKNOWN_ARRAY_VALUE,
-    UNKNOWN_ASSET_VALUE,
-    UNKNOWN_BOOLEAN_VALUE,
-    UNKNOWN_NUMBER_VALUE,
-    UNKNOWN_OBJECT_VALUE,
-    UNKNOWN_STRING_VALUE,
-    UnknownValueError,
-)
+from pulumi_policy import proxy
+from pulumi_policy.proxy import UnknownValueError
 
 _SENTINELS = frozenset(
     {
-        UNKNOWN_ARCHIVE_VALUE,
-        UNKNOWN_ARRAY_VALUE,
-        UNKNOWN_ASSET_VALUE,
-        UNKNOWN_BOOLEAN_VALUE,
-        UNKNOWN_NUMBER_VALUE,
-        UNKNOWN_OBJECT_VALUE,
-        UNKNOWN_STRING_VALUE,
+        proxy.UNKNOWN_ARCHIVE_VALUE,
+        proxy.UNKNOWN_ARRAY_VALUE,
+        proxy.UNKNOWN_ASSET_VALUE,
+        proxy.UNKNOWN_BOOLEAN_VALUE,
+        proxy.UNKNOWN_NUMBER_VALUE,
+        proxy.UNKNOWN_OBJECT_VALUE,
+        proxy.UNKNOWN_STRING_VALUE,
     }
 )
 

@@ -18,6 +18,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config import BudgetSettings, StackConfig
+from components.gcp.monitoring import email_channels
 
 
 @dataclass(frozen=True)
@@ -39,16 +40,6 @@ class ProjectBudgetArgs:
             budget=config.budget,
             after=tuple(after),
         )
-
-
-def email_channel_args(project: str, prefix: str, email: str) -> dict[str, Any]:
-    return {
-        "project": project,
-        "type": "email",
-        "display_name": f"{prefix} budget: {email}",
-        "labels": {"email_address": email},
-        "user_labels": {"rl-on-gke-stack": prefix},
-    }
 
 
 def budget_args(
@@ -94,14 +85,14 @@ class ProjectBudget(pulumi.ComponentResource):
         self, name: str, args: ProjectBudgetArgs, opts: pulumi.ResourceOptions | None = None
     ):
         super().__init__("rl-on-gke:gcp:ProjectBudget", name, None, opts)
-        self.channels = [
-            gcp.monitoring.NotificationChannel(
-                f"{name}-email-{i}",
-                **email_channel_args(args.project, args.name_prefix, email),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            for i, email in enumerate(args.budget.emails)
-        ]
+        self.channels = email_channels(
+            name,
+            args.project,
+            args.name_prefix,
+            "budget",
+            args.budget.emails,
+            pulumi.ResourceOptions(parent=self),
+        )
         number = gcp.organizations.get_project_output(
             project_id=args.project, opts=pulumi.InvokeOutputOptions(parent=self)
         ).number

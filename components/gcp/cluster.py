@@ -123,6 +123,38 @@ IN_PLACE_UPGRADE = {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1}
 SURGE_UPGRADE = {"strategy": "SURGE", "max_surge": 1, "max_unavailable": 0}
 
 
+@dataclass(frozen=True)
+class PoolPlace:
+    """Where a node pool is: its name, the project, the cluster and the regional location."""
+
+    name: str
+    project: str
+    cluster: pulumi.Input[str]
+    location: str
+    node_locations: list[str]
+
+
+def node_pool_args(
+    place: PoolPlace,
+    node_count: int,
+    node_config: dict[str, Any],
+    upgrade_settings: dict[str, Any],
+) -> dict[str, Any]:
+    """Keyword args for gcp.container.NodePool that every pool of the stack shares: where it is,
+    its size, node_security in its node config, GKE repairing and upgrading it."""
+    return {
+        "name": place.name,
+        "project": place.project,
+        "cluster": place.cluster,
+        "location": place.location,
+        "node_locations": place.node_locations,
+        "node_count": node_count,
+        "node_config": node_config,
+        "management": {"auto_repair": True, "auto_upgrade": True},
+        "upgrade_settings": dict(upgrade_settings),
+    }
+
+
 def control_plane_access(config: GkeClusterArgs) -> dict[str, Any]:
     """The IP endpoint's exposure: authorized networks, or private when only DNS access is wanted."""
     return {
@@ -223,14 +255,10 @@ def cluster_args(
 def system_pool_args(
     config: GkeClusterArgs, cluster: pulumi.Input[str], service_account: pulumi.Input[str]
 ) -> dict[str, Any]:
-    return {
-        "name": SYSTEM_POOL_NAME,
-        "project": config.project,
-        "cluster": cluster,
-        "location": config.region,
-        "node_locations": [config.zone],
-        "node_count": config.settings.system_node_count,
-        "node_config": {
+    return node_pool_args(
+        PoolPlace(SYSTEM_POOL_NAME, config.project, cluster, config.region, [config.zone]),
+        node_count=config.settings.system_node_count,
+        node_config={
             **node_security(service_account),
             "machine_type": config.settings.system_machine_type,
             "disk_type": "pd-balanced",
@@ -241,10 +269,9 @@ def system_pool_args(
             "reservation_affinity": {"consume_reservation_type": "NO_RESERVATION"},
             "labels": {NODE_ROLE_LABEL: "system"},
         },
-        "management": {"auto_repair": True, "auto_upgrade": True},
         # The Ray head lives here: a new node first, then the old one drained (SURGE_UPGRADE).
-        "upgrade_settings": dict(SURGE_UPGRADE),
-    }
+        upgrade_settings=SURGE_UPGRADE,
+    )
 
 
 def kubeconfig(name: str, endpoint: str, ca_certificate: str | None) -> str:

@@ -15,7 +15,7 @@ import pulumi_gcp as gcp
 
 from components.config import GpuSettings, StackConfig
 from components.contract import NODE_ROLE_LABEL
-from components.gcp.cluster import IN_PLACE_UPGRADE, node_security
+from components.gcp.cluster import IN_PLACE_UPGRADE, PoolPlace, node_pool_args, node_security
 from components.gcp.network import GpuNics
 
 GPU_POOL_NAME = "gpu"
@@ -141,16 +141,12 @@ def gpu_pool_args(
 ) -> dict[str, Any]:
     gpu = config.gpu
     machine = gpu.machine
-    args: dict[str, Any] = {
-        "name": GPU_POOL_NAME,
-        "project": config.project,
-        "cluster": cluster,
-        "location": config.region,
-        "node_locations": [config.zone],
+    args = node_pool_args(
+        PoolPlace(GPU_POOL_NAME, config.project, cluster, config.region, [config.zone]),
         # Static: nodeCount nodes up (NeMo RL and veRL are not elastic; the RayCluster pins
         # min = max). Autoscaled modes replace it below.
-        "node_count": gpu.node_count,
-        "node_config": {
+        node_count=gpu.node_count,
+        node_config={
             **node_security(service_account),
             "machine_type": machine.machine_type,
             "disk_type": machine.boot_disk_type,
@@ -176,12 +172,11 @@ def gpu_pool_args(
             "taints": [GPU_TAINT],
             "labels": {NODE_ROLE_LABEL: "gpu", "rl-on-gke/provisioning": gpu.provisioning},
         },
-        "network_config": {"additional_node_network_configs": extra_networks},
-        "management": {"auto_repair": True, "auto_upgrade": True},
         # Spot stock, a reservation sized to the pool and GPU quota all leave no room for a
         # surge node, so every GPU pool upgrades in place, one node at a time (cluster.py).
-        "upgrade_settings": dict(IN_PLACE_UPGRADE),
-    }
+        upgrade_settings=IN_PLACE_UPGRADE,
+    )
+    args["network_config"] = {"additional_node_network_configs": extra_networks}
     if gpu.compact_placement:
         # Compact placement is single-zone only, which the pool already is; with flex-start it
         # is supported for A3 Ultra and A4 (cluster-toolkit gke-node-pool main.tf precondition).

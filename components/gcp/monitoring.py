@@ -240,56 +240,103 @@ def dashboard(args: StackMonitoringArgs) -> dict[str, Any]:
     }
 
 
-def email_channel_args(args: StackMonitoringArgs, email: str) -> dict[str, Any]:
+def email_channel_args(project: str, name_prefix: str, purpose: str, email: str) -> dict[str, Any]:
+    """A Cloud Monitoring e-mail channel of the stack; `purpose` (alerts, budget) names it."""
     return {
-        "project": args.project,
+        "project": project,
         "type": "email",
-        "display_name": f"{args.name_prefix} alerts: {email}",
+        "display_name": f"{name_prefix} {purpose}: {email}",
         "labels": {"email_address": email},
-        "user_labels": {"rl-on-gke-stack": args.name_prefix},
+        "user_labels": {"rl-on-gke-stack": name_prefix},
     }
 
 
-def lustre_alert_args(
-    args: StackMonitoringArgs, channels: Sequence[pulumi.Input[str]]
+def email_channels(
+    name: str,
+    project: str,
+    name_prefix: str,
+    purpose: str,
+    emails: Sequence[str],
+    opts: pulumi.ResourceOptions,
+) -> list[gcp.monitoring.NotificationChannel]:
+    """One e-mail channel per address, `{name}-email-{i}` in the order the stack lists them."""
+    return [
+        gcp.monitoring.NotificationChannel(
+            f"{name}-email-{i}",
+            **email_channel_args(project, name_prefix, purpose, email),
+            opts=opts,
+        )
+        for i, email in enumerate(emails)
+    ]
+
+
+def _threshold_alert_args(
+    args: StackMonitoringArgs,
+    *,
+    title: str,
+    severity: str,
+    condition: str,
+    condition_filter: pulumi.Input[str],
+    threshold: float,
+    duration: str,
+    aggregate: str,
+    content: str,
+    channels: Sequence[pulumi.Input[str]],
 ) -> dict[str, Any]:
+    """One alert policy of a single threshold condition over 300 s windows, with its runbook.
+
+    `aggregate` (MAX, SUM) is both the per-series aligner and the cross-series reducer."""
     return {
         "project": args.project,
-        "display_name": f"{args.name_prefix}: Lustre above {args.lustre_full_percent} % full",
+        "display_name": f"{args.name_prefix}: {title}",
         "combiner": "OR",
-        "severity": "WARNING",
+        "severity": severity,
         "conditions": [
             {
-                "display_name": f"Lustre used > {args.lustre_full_percent} %",
+                "display_name": condition,
                 "condition_threshold": {
-                    "filter": lustre_utilization_filter(args),
+                    "filter": condition_filter,
                     "comparison": "COMPARISON_GT",
-                    "threshold_value": args.lustre_full_percent / 100,
-                    "duration": "600s",
-                    # Every pod that mounts it sees the same file system: the fullest reading.
+                    "threshold_value": threshold,
+                    "duration": duration,
                     "aggregations": [
                         {
                             "alignment_period": "300s",
-                            "per_series_aligner": "ALIGN_MAX",
-                            "cross_series_reducer": "REDUCE_MAX",
+                            "per_series_aligner": f"ALIGN_{aggregate}",
+                            "cross_series_reducer": f"REDUCE_{aggregate}",
                         }
                     ],
                     "trigger": {"count": 1},
                 },
             }
         ],
-        "documentation": {
-            "mime_type": "text/markdown",
-            "content": (
-                f"Lustre of stack `{args.name_prefix}` is above {args.lustre_full_percent} % full. "
-                "A run that cannot write its next checkpoint fails. Keep fewer checkpoints "
-                "(`rl-jobs submit --set <keep key>=N`), delete old runs' directories, or grow "
-                "`lustre.capacityGib` (an in-place update)."
-            ),
-        },
+        "documentation": {"mime_type": "text/markdown", "content": content},
         "alert_strategy": {"auto_close": "86400s"},
         "notification_channels": list(channels),
     }
+
+
+def lustre_alert_args(
+    args: StackMonitoringArgs, channels: Sequence[pulumi.Input[str]]
+) -> dict[str, Any]:
+    return _threshold_alert_args(
+        args,
+        title=f"Lustre above {args.lustre_full_percent} % full",
+        severity="WARNING",
+        condition=f"Lustre used > {args.lustre_full_percent} %",
+        condition_filter=lustre_utilization_filter(args),
+        threshold=args.lustre_full_percent / 100,
+        duration="600s",
+        # Every pod that mounts it sees the same file system: the fullest reading.
+        aggregate="MAX",
+        content=(
+            f"Lustre of stack `{args.name_prefix}` is above {args.lustre_full_percent} % full. "
+            "A run that cannot write its next checkpoint fails. Keep fewer checkpoints "
+            "(`rl-jobs submit --set <keep key>=N`), delete old runs' directories, or grow "
+            "`lustre.capacityGib` (an in-place update)."
+        ),
+        channels=channels,
+    )
 
 
 def gave_up_alert_args(
@@ -297,43 +344,24 @@ def gave_up_alert_args(
     metric_type: pulumi.Input[str],
     channels: Sequence[pulumi.Input[str]],
 ) -> dict[str, Any]:
-    return {
-        "project": args.project,
-        "display_name": f"{args.name_prefix}: a run gave up",
-        "combiner": "OR",
-        "severity": "ERROR",
-        "conditions": [
-            {
-                "display_name": "Supervisor gave up on a run",
-                "condition_threshold": {
-                    "filter": pulumi.Output.concat(
-                        'metric.type="', metric_type, '" AND resource.type="k8s_container"'
-                    ),
-                    "comparison": "COMPARISON_GT",
-                    "threshold_value": 0,
-                    "duration": "0s",
-                    "aggregations": [
-                        {
-                            "alignment_period": "300s",
-                            "per_series_aligner": "ALIGN_SUM",
-                            "cross_series_reducer": "REDUCE_SUM",
-                        }
-                    ],
-                    "trigger": {"count": 1},
-                },
-            }
-        ],
-        "documentation": {
-            "mime_type": "text/markdown",
-            "content": (
-                f"A run on stack `{args.name_prefix}` will get no further attempt: its supervisor "
-                "gave up (restart budget spent, or a failure it does not retry). "
-                "`rl-jobs list --stack <stack>` shows which; `rl-jobs status RUN` says why."
-            ),
-        },
-        "alert_strategy": {"auto_close": "86400s"},
-        "notification_channels": list(channels),
-    }
+    return _threshold_alert_args(
+        args,
+        title="a run gave up",
+        severity="ERROR",
+        condition="Supervisor gave up on a run",
+        condition_filter=pulumi.Output.concat(
+            'metric.type="', metric_type, '" AND resource.type="k8s_container"'
+        ),
+        threshold=0,
+        duration="0s",
+        aggregate="SUM",
+        content=(
+            f"A run on stack `{args.name_prefix}` will get no further attempt: its supervisor "
+            "gave up (restart budget spent, or a failure it does not retry). "
+            "`rl-jobs list --stack <stack>` shows which; `rl-jobs status RUN` says why."
+        ),
+        channels=channels,
+    )
 
 
 class StackMonitoring(pulumi.ComponentResource):
@@ -367,12 +395,9 @@ class StackMonitoring(pulumi.ComponentResource):
             for metric in EVENT_METRICS
         }
         self.gave_up = self.counts[GAVE_UP.event]
-        self.channels = [
-            gcp.monitoring.NotificationChannel(
-                f"{name}-email-{i}", **email_channel_args(args, email), opts=child
-            )
-            for i, email in enumerate(args.alert_emails)
-        ]
+        self.channels = email_channels(
+            name, args.project, args.name_prefix, "alerts", args.alert_emails, child
+        )
         self.alerts = []
         if self.channels:
             ids = [c.id for c in self.channels]

@@ -7,6 +7,7 @@ the GKE "custom AI-optimized cluster" guide are the sources of the shape.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,13 +67,21 @@ def vpc_args(net: NetworkArgs, name: str, network_profile: str | None = None) ->
     return args
 
 
-def main_subnet_args(net: NetworkArgs, network: pulumi.Input[str]) -> dict[str, Any]:
+def _subnet_args(
+    net: NetworkArgs, name: str, network: pulumi.Input[str], cidr: str
+) -> dict[str, Any]:
     return {
-        "name": f"{net.name_prefix}-sub",
+        "name": name,
         "project": net.project,
         "region": net.region,
         "network": network,
-        "ip_cidr_range": net.ranges.main_subnet_cidr,
+        "ip_cidr_range": cidr,
+    }
+
+
+def main_subnet_args(net: NetworkArgs, network: pulumi.Input[str]) -> dict[str, Any]:
+    return {
+        **_subnet_args(net, f"{net.name_prefix}-sub", network, net.ranges.main_subnet_cidr),
         # Private nodes reach Google APIs (Artifact Registry, GCS) without public IPs.
         "private_ip_google_access": True,
         "secondary_ip_ranges": [
@@ -100,24 +109,12 @@ def internal_firewall_args(
 
 
 def gvnic_subnet_args(net: NetworkArgs, network: pulumi.Input[str]) -> dict[str, Any]:
-    return {
-        "name": f"{net.name_prefix}-gvnic-sub",
-        "project": net.project,
-        "region": net.region,
-        "network": network,
-        "ip_cidr_range": net.ranges.gvnic_subnet_cidr,
-    }
+    return _subnet_args(net, f"{net.name_prefix}-gvnic-sub", network, net.ranges.gvnic_subnet_cidr)
 
 
 def rdma_subnet_args(net: NetworkArgs, network: pulumi.Input[str]) -> list[dict[str, Any]]:
     return [
-        {
-            "name": f"{net.name_prefix}-rdma-sub-{index}",
-            "project": net.project,
-            "region": net.region,
-            "network": network,
-            "ip_cidr_range": cidr,
-        }
+        _subnet_args(net, f"{net.name_prefix}-rdma-sub-{index}", network, cidr)
         for index, cidr in enumerate(net.ranges.rdma_subnet_cidrs())
     ]
 
@@ -145,6 +142,59 @@ class GpuNics:
     rdma_subnets: tuple[pulumi.Input[str], ...]
 
 
+@dataclass(frozen=True)
+class InternalVpc:
+    """A VPC with one subnet whose firewall admits all traffic from its own ranges (main, gVNIC)."""
+
+    network: str  # the VPC's name
+    firewall: str  # the internal firewall rule's name
+    subnet: Callable[[NetworkArgs, pulumi.Input[str]], dict[str, Any]]  # builder, given the VPC id
+    source_ranges: list[str]
+
+
+def internal_vpcs(net: NetworkArgs) -> dict[str, InternalVpc]:
+    """The main VPC (nodes and pods) and the gVNIC VPC, by the component's resource-name key."""
+    prefix, ranges = net.name_prefix, net.ranges
+    return {
+        "main": InternalVpc(
+            f"{prefix}-net",
+            f"{prefix}-net-internal",
+            main_subnet_args,
+            [ranges.main_subnet_cidr, ranges.pods_cidr],
+        ),
+        "gvnic": InternalVpc(
+            f"{prefix}-gvnic-net",
+            f"{prefix}-gvnic-internal",
+            gvnic_subnet_args,
+            [ranges.gvnic_subnet_cidr],
+        ),
+    }
+
+
+def _internal_vpc(
+    name: str,
+    args: NetworkArgs,
+    vpc: InternalVpc,
+    *,
+    parent: pulumi.Resource,
+    retain_on_delete: bool | None = None,
+) -> tuple[gcp.compute.Network, gcp.compute.Subnetwork]:
+    """The VPC `name`, its subnet `name-sub` and firewall `name-internal`, children of `parent`."""
+    child = pulumi.ResourceOptions(parent=parent)
+    network = gcp.compute.Network(
+        name,
+        **vpc_args(args, vpc.network),
+        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=retain_on_delete),
+    )
+    subnet = gcp.compute.Subnetwork(f"{name}-sub", **vpc.subnet(args, network.id), opts=child)
+    gcp.compute.Firewall(
+        f"{name}-internal",
+        **internal_firewall_args(vpc.firewall, args, network.name, vpc.source_ranges),
+        opts=child,
+    )
+    return network, subnet
+
+
 class Network(pulumi.ComponentResource):
     """Main, gVNIC and RDMA VPCs with their subnets, NAT and firewalls."""
 
@@ -160,23 +210,13 @@ class Network(pulumi.ComponentResource):
         super().__init__("rl-on-gke:gcp:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
-        self.main_network = gcp.compute.Network(
+        vpcs = internal_vpcs(args)
+        self.main_network, self.main_subnet = _internal_vpc(
             f"{name}-main",
-            **vpc_args(args, f"{args.name_prefix}-net"),
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.keep_main_network),
-        )
-        self.main_subnet = gcp.compute.Subnetwork(
-            f"{name}-main-sub", **main_subnet_args(args, self.main_network.id), opts=child
-        )
-        gcp.compute.Firewall(
-            f"{name}-main-internal",
-            **internal_firewall_args(
-                f"{args.name_prefix}-net-internal",
-                args,
-                self.main_network.name,
-                [args.ranges.main_subnet_cidr, args.ranges.pods_cidr],
-            ),
-            opts=child,
+            args,
+            vpcs["main"],
+            parent=self,
+            retain_on_delete=args.keep_main_network,
         )
         # Nodes have no public IPs; NAT is their only way to pull public images (nvcr.io, Docker Hub).
         router = gcp.compute.Router(
@@ -189,21 +229,8 @@ class Network(pulumi.ComponentResource):
         )
         gcp.compute.RouterNat(f"{name}-nat", **nat_args(args, router.name), opts=child)
 
-        self.gvnic_network = gcp.compute.Network(
-            f"{name}-gvnic", **vpc_args(args, f"{args.name_prefix}-gvnic-net"), opts=child
-        )
-        self.gvnic_subnet = gcp.compute.Subnetwork(
-            f"{name}-gvnic-sub", **gvnic_subnet_args(args, self.gvnic_network.id), opts=child
-        )
-        gcp.compute.Firewall(
-            f"{name}-gvnic-internal",
-            **internal_firewall_args(
-                f"{args.name_prefix}-gvnic-internal",
-                args,
-                self.gvnic_network.name,
-                [args.ranges.gvnic_subnet_cidr],
-            ),
-            opts=child,
+        self.gvnic_network, self.gvnic_subnet = _internal_vpc(
+            f"{name}-gvnic", args, vpcs["gvnic"], parent=self
         )
 
         # No firewall rules on a RoCE network: the profile has its own implicit rules and

@@ -10,7 +10,7 @@ import pulumi_gcp as gcp
 
 from components.config import StackConfig
 from components.contract import CODE_SANDBOX, NODE_ROLE_LABEL
-from components.gcp.cluster import IN_PLACE_UPGRADE, node_security
+from components.gcp.cluster import IN_PLACE_UPGRADE, PoolPlace, node_pool_args, node_security
 from components.rewards_config import CodeSandboxSettings
 
 SANDBOX_POOL_NAME = CODE_SANDBOX
@@ -28,14 +28,10 @@ def sandbox_pool_args(
     """Keyword args for gcp.container.NodePool."""
     if node_count < 1:
         raise ValueError(f"rewards.codeSandbox.nodeCount: {node_count} (expected at least 1)")
-    return {
-        "name": SANDBOX_POOL_NAME,
-        "project": project,
-        "cluster": cluster,
-        "location": location,
-        "node_locations": node_locations,
-        "node_count": node_count,
-        "node_config": {
+    return node_pool_args(
+        PoolPlace(SANDBOX_POOL_NAME, project, cluster, location, node_locations),
+        node_count=node_count,
+        node_config={
             # COS_CONTAINERD (from node_security) is the image GKE Sandbox requires.
             **node_security(service_account),
             "machine_type": machine_type,
@@ -47,11 +43,10 @@ def sandbox_pool_args(
             # As the system pool: never consume a reservation meant for something else.
             "reservation_affinity": {"consume_reservation_type": "NO_RESERVATION"},
         },
-        "management": {"auto_repair": True, "auto_upgrade": True},
         # As the GPU pool (cluster.py IN_PLACE_UPGRADE): one node at a time, in place. With the
         # default two nodes of one executor each, the other node keeps serving the reward.
-        "upgrade_settings": dict(IN_PLACE_UPGRADE),
-    }
+        upgrade_settings=IN_PLACE_UPGRADE,
+    )
 
 
 @dataclass(frozen=True)

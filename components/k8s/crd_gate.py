@@ -35,7 +35,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.contract import NODE_POOL_LABEL
-from components.k8s.provider import KubeTarget
+from components.k8s.provider import KubeTarget, typed_object
 
 # CRD object names (<plural>.<group>) of every kind the layer creates that GKE installs itself.
 GKE_INSTALLED_CRDS: tuple[str, ...] = (
@@ -203,28 +203,21 @@ class CrdGate(pulumi.ComponentResource):
             opts=target.options(self, depends_on=[args.namespace_resource]),
         )
         role = cluster_role_manifest(args.name, args.crds)
-        cluster_role = k8s.rbac.v1.ClusterRole(
-            f"{name}-role",
-            metadata=role["metadata"],
-            rules=role["rules"],
-            opts=target.options(self),
+        cluster_role = typed_object(
+            k8s.rbac.v1.ClusterRole, f"{name}-role", role, target.options(self)
         )
         binding = cluster_role_binding_manifest(args.name, args.namespace, args.name)
-        role_binding = k8s.rbac.v1.ClusterRoleBinding(
+        role_binding = typed_object(
+            k8s.rbac.v1.ClusterRoleBinding,
             f"{name}-binding",
-            metadata=binding["metadata"],
-            role_ref=binding["roleRef"],
-            subjects=binding["subjects"],
-            opts=target.options(self, depends_on=[cluster_role, account]),
+            binding,
+            target.options(self, depends_on=[cluster_role, account]),
         )
         job = job_manifest(args.name, args.namespace, args.name, args.system_pool_name, args.crds)
         prerequisites: list[pulumi.Resource] = [role_binding, account]
         if args.system_pool is not None:
             prerequisites.append(args.system_pool)
-        self.job = k8s.batch.v1.Job(
-            f"{name}-job",
-            metadata=job["metadata"],
-            spec=job["spec"],
-            opts=target.options(self, depends_on=prerequisites),
+        self.job = typed_object(
+            k8s.batch.v1.Job, f"{name}-job", job, target.options(self, depends_on=prerequisites)
         )
         self.register_outputs({"crds": list(args.crds)})

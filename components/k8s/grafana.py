@@ -25,16 +25,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from components.catalogue import GRAFANA_PORT
 from components.catalogue import PROMETHEUS_FRONTEND_PORT as FRONTEND_PORT
 from components.contract import NODE_POOL_LABEL
-from components.gcp.cluster import ADOPT_EXISTING_ACCOUNT
 from components.gcp.monitoring import DCGM_FB_USED, DCGM_GPU_UTIL
-from components.k8s.identity import service_account_manifest, workload_identity_member
-from components.k8s.provider import KubeTarget
+from components.k8s.identity import (
+    GoogleIdentity,
+    service_account_manifest,
+    workload_identity_gsa,
+)
+from components.k8s.provider import KubeTarget, typed_object
 from jobs.head import run_gauges
 
 # Pinned images: Grafana OSS, and the query frontend at the version Google's own example runs
@@ -474,73 +476,64 @@ class RayGrafana(pulumi.ComponentResource):
     ) -> None:
         super().__init__("rl-on-gke:k8s:RayGrafana", name, None, opts)
         inputs, target = args.inputs, args.target
-        gsa = gcp.serviceaccount.Account(
-            f"{name}-frontend-gsa",
-            project=inputs.project,
-            account_id=args.gsa_account_id,
-            display_name=f"Managed Prometheus query frontend ({inputs.namespace})",
-            **ADOPT_EXISTING_ACCOUNT,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        gcp.projects.IAMMember(
-            f"{name}-frontend-monitoring-viewer",
-            project=inputs.project,
-            role=FRONTEND_ROLE,
-            member=gsa.member,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        gcp.serviceaccount.IAMMember(
-            f"{name}-frontend-workload-identity",
-            service_account_id=gsa.name,
-            role="roles/iam.workloadIdentityUser",
-            member=workload_identity_member(inputs.project, inputs.namespace, inputs.frontend),
-            # The Workload Identity pool exists once the cluster does (identity.py, the same).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[target.cluster]),
+        gsa = workload_identity_gsa(
+            f"{name}-frontend",
+            GoogleIdentity(
+                project=inputs.project,
+                account_id=args.gsa_account_id,
+                display_name=f"Managed Prometheus query frontend ({inputs.namespace})",
+                roles=(FRONTEND_ROLE,),
+                namespace=inputs.namespace,
+                service_account=inputs.frontend,
+            ),
+            cluster=target.cluster,
+            parent=self,
         )
         base = [args.namespace_resource]
         placed = [*base, *([args.system_pool] if args.system_pool is not None else [])]
         ksa = service_account_manifest(inputs.frontend, inputs.namespace, gsa.email)
-        ksa_resource = k8s.core.v1.ServiceAccount(
+        ksa_resource = typed_object(
+            k8s.core.v1.ServiceAccount,
             f"{name}-frontend-ksa",
-            metadata=ksa["metadata"],
-            opts=target.options(self, depends_on=base),
+            ksa,
+            target.options(self, depends_on=base),
         )
         frontend, frontend_service = frontend_manifests(inputs)
-        k8s.apps.v1.Deployment(
+        typed_object(
+            k8s.apps.v1.Deployment,
             f"{name}-frontend",
-            metadata=frontend["metadata"],
-            spec=frontend["spec"],
-            opts=target.options(self, depends_on=[*placed, ksa_resource]),
+            frontend,
+            target.options(self, depends_on=[*placed, ksa_resource]),
         )
-        k8s.core.v1.Service(
+        typed_object(
+            k8s.core.v1.Service,
             f"{name}-frontend-service",
-            metadata=frontend_service["metadata"],
-            spec=frontend_service["spec"],
-            opts=target.options(self, depends_on=base),
+            frontend_service,
+            target.options(self, depends_on=base),
         )
         files = dashboards()
         configs = [provisioning_manifest(inputs), *dashboard_manifests(inputs, files)]
         config_resources = [
-            k8s.core.v1.ConfigMap(
+            typed_object(
+                k8s.core.v1.ConfigMap,
                 f"{name}-{c['metadata']['name'].removeprefix(inputs.grafana + '-')}",
-                metadata=c["metadata"],
-                data=c["data"],
-                opts=target.options(self, depends_on=base),
+                c,
+                target.options(self, depends_on=base),
             )
             for c in configs
         ]
         grafana, grafana_service = grafana_manifests(inputs, list(files))
-        k8s.apps.v1.Deployment(
+        typed_object(
+            k8s.apps.v1.Deployment,
             f"{name}-grafana",
-            metadata=grafana["metadata"],
-            spec=grafana["spec"],
-            opts=target.options(self, depends_on=[*placed, *config_resources]),
+            grafana,
+            target.options(self, depends_on=[*placed, *config_resources]),
         )
-        k8s.core.v1.Service(
+        typed_object(
+            k8s.core.v1.Service,
             f"{name}-grafana-service",
-            metadata=grafana_service["metadata"],
-            spec=grafana_service["spec"],
-            opts=target.options(self, depends_on=base),
+            grafana_service,
+            target.options(self, depends_on=base),
         )
         self.register_outputs(
             {"grafanaService": inputs.grafana, "frontendService": inputs.frontend}

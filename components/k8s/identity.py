@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 from components.contract import SECRET_ENV
 from components.gcp.cluster import ADOPT_EXISTING_ACCOUNT
 from components.k8s.names import K8sNames
-from components.k8s.provider import KubeTarget
+from components.k8s.provider import KubeTarget, typed_object
 
 WORKLOAD_IDENTITY_ANNOTATION = "iam.gke.io/gcp-service-account"
 
@@ -98,6 +98,56 @@ def token_env(secret_name: str | None, keys: Sequence[str]) -> list[dict[str, An
 
 
 @dataclass(frozen=True)
+class GoogleIdentity:
+    """A Google SA for one Kubernetes SA: its project roles and who may act as it."""
+
+    project: str
+    account_id: str
+    display_name: str
+    roles: tuple[str, ...]  # project roles, e.g. roles/monitoring.viewer
+    namespace: str  # of the Kubernetes SA that acts as it through Workload Identity
+    service_account: str  # the Kubernetes SA's name
+
+
+def workload_identity_gsa(
+    prefix: str, identity: GoogleIdentity, *, cluster: pulumi.Resource, parent: pulumi.Resource
+) -> gcp.serviceaccount.Account:
+    """`{prefix}-gsa`, one `{prefix}-<role>` member per role and `{prefix}-workload-identity`.
+
+    GCP objects: the default GCP provider, and not deleted with the cluster."""
+    child = pulumi.ResourceOptions(parent=parent)
+    gsa = gcp.serviceaccount.Account(
+        f"{prefix}-gsa",
+        project=identity.project,
+        account_id=identity.account_id,
+        display_name=identity.display_name,
+        **ADOPT_EXISTING_ACCOUNT,
+        opts=child,
+    )
+    for role in identity.roles:
+        gcp.projects.IAMMember(
+            f"{prefix}-{role.removeprefix('roles/').replace('.', '-').lower()}",
+            project=identity.project,
+            role=role,
+            member=gsa.member,
+            opts=child,
+        )
+    gcp.serviceaccount.IAMMember(
+        f"{prefix}-workload-identity",
+        service_account_id=gsa.name,
+        role="roles/iam.workloadIdentityUser",
+        member=workload_identity_member(
+            identity.project, identity.namespace, identity.service_account
+        ),
+        # The pool <project>.svc.id.goog exists only once a Workload Identity cluster does;
+        # binding earlier fails with "Identity Pool does not exist"
+        # (terraform-google-kubernetes-engine#916, googleforgames/global-multiplayer-demo#39).
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[cluster]),
+    )
+    return gsa
+
+
+@dataclass(frozen=True)
 class TrainingIdentityArgs:
     target: KubeTarget
     project: str
@@ -123,43 +173,30 @@ class TrainingIdentity(pulumi.ComponentResource):
         target = args.target
 
         ns = namespace_manifest(names.namespace)
-        self.namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace", metadata=ns["metadata"], opts=target.options(self)
+        self.namespace = typed_object(
+            k8s.core.v1.Namespace, f"{name}-namespace", ns, target.options(self)
         )
 
-        # A GCP object: default GCP provider, and not deleted with the cluster.
-        self.gsa = gcp.serviceaccount.Account(
-            f"{name}-gsa",
-            project=args.project,
-            account_id=names.gsa_account_id,
-            display_name=f"Ray training pods ({names.namespace}/{names.service_account})",
-            **ADOPT_EXISTING_ACCOUNT,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        for role in TRAINING_ROLES:
-            gcp.projects.IAMMember(
-                f"{name}-{role.removeprefix('roles/').replace('.', '-').lower()}",
+        self.gsa = workload_identity_gsa(
+            name,
+            GoogleIdentity(
                 project=args.project,
-                role=role,
-                member=self.gsa.member,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-        gcp.serviceaccount.IAMMember(
-            f"{name}-workload-identity",
-            service_account_id=self.gsa.name,
-            role="roles/iam.workloadIdentityUser",
-            member=workload_identity_member(args.project, names.namespace, names.service_account),
-            # The pool <project>.svc.id.goog exists only once a Workload Identity cluster does;
-            # binding earlier fails with "Identity Pool does not exist"
-            # (terraform-google-kubernetes-engine#916, googleforgames/global-multiplayer-demo#39).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[target.cluster]),
+                account_id=names.gsa_account_id,
+                display_name=f"Ray training pods ({names.namespace}/{names.service_account})",
+                roles=tuple(TRAINING_ROLES),
+                namespace=names.namespace,
+                service_account=names.service_account,
+            ),
+            cluster=target.cluster,
+            parent=self,
         )
 
         ksa = service_account_manifest(names.service_account, names.namespace, self.gsa.email)
-        self.service_account = k8s.core.v1.ServiceAccount(
+        self.service_account = typed_object(
+            k8s.core.v1.ServiceAccount,
             f"{name}-ksa",
-            metadata=ksa["metadata"],
-            opts=target.options(self, depends_on=[self.namespace]),
+            ksa,
+            target.options(self, depends_on=[self.namespace]),
         )
 
         secret = token_secret_manifest(names.token_secret, names.namespace, args.token_data)
@@ -168,12 +205,11 @@ class TrainingIdentity(pulumi.ComponentResource):
         self.token_keys = tuple(sorted(args.token_data))
         if secret is not None:
             self.token_secret_name = names.token_secret
-            self.token_secret = k8s.core.v1.Secret(
+            self.token_secret = typed_object(
+                k8s.core.v1.Secret,
                 f"{name}-tokens",
-                metadata=secret["metadata"],
-                type=secret["type"],
-                string_data=secret["stringData"],
-                opts=target.options(self, depends_on=[self.namespace]),
+                secret,
+                target.options(self, depends_on=[self.namespace]),
             )
 
         self.register_outputs(

@@ -35,6 +35,22 @@ from components.k8s.storage import LustreVolume, LustreVolumeArgs
 
 
 @dataclass(frozen=True)
+class GkeFoundation:
+    """The GCP resources the layer builds on, as the program composes them."""
+
+    kubeconfig: pulumi.Output[str]  # secret
+    cluster: pulumi.CustomResource  # gcp.container.Cluster: deleted_with, depends_on, identity
+    gpu_pool: pulumi.Resource  # gcp.container.NodePool of the GPUs (RayCluster depends on it)
+    system_pool_name: str  # node pool name for the Ray head nodeSelector
+    nics: GpuNics  # the GPU nodes' extra NICs, for the Network objects
+    lustre_instance_id: pulumi.Input[str]
+    lustre_mount_point: pulumi.Input[str]  # "IP@tcp:/FILESYSTEM"
+    system_pool: pulumi.Resource | None = None  # the CRD gate's Job runs there
+    # The gVisor pool (components/gcp/sandbox_pool.py); required when rewards.codeSandbox.enabled.
+    code_sandbox_pool: pulumi.Resource | None = None
+
+
+@dataclass(frozen=True)
 class KubernetesLayerArgs:
     """What the layer reads of the stack (names, where, the GPU machine, Lustre's size, the
     RayCluster and sandbox inputs), and the GCP resources it builds on."""
@@ -51,16 +67,7 @@ class KubernetesLayerArgs:
     code_sandbox: SandboxServiceInputs | None
     # Token env name -> secret Output (contract.SECRET_ENV), only for the tokens the stack sets.
     secret_env: Mapping[str, pulumi.Output[str]]
-    kubeconfig: pulumi.Output[str]  # secret
-    cluster: pulumi.CustomResource  # gcp.container.Cluster: deleted_with, depends_on, identity
-    gpu_pool: pulumi.Resource  # gcp.container.NodePool of the GPUs (RayCluster depends on it)
-    system_pool_name: str  # node pool name for the Ray head nodeSelector
-    nics: GpuNics  # the GPU nodes' extra NICs, for the Network objects
-    lustre_instance_id: pulumi.Input[str]
-    lustre_mount_point: pulumi.Input[str]  # "IP@tcp:/FILESYSTEM"
-    system_pool: pulumi.Resource | None = None  # the CRD gate's Job runs there
-    # The gVisor pool (components/gcp/sandbox_pool.py); required when rewards.codeSandbox.enabled.
-    code_sandbox_pool: pulumi.Resource | None = None
+    gke: GkeFoundation
     # Ray's Metrics tab (monitoring.grafana): Grafana and the query frontend; None: off.
     grafana: GrafanaInputs | None = None
 
@@ -70,15 +77,7 @@ class KubernetesLayerArgs:
         config: StackConfig,
         *,
         secret_env: Mapping[str, pulumi.Output[str]],
-        kubeconfig: pulumi.Output[str],
-        cluster: pulumi.CustomResource,
-        gpu_pool: pulumi.Resource,
-        system_pool_name: str,
-        nics: GpuNics,
-        lustre_instance_id: pulumi.Input[str],
-        lustre_mount_point: pulumi.Input[str],
-        system_pool: pulumi.Resource | None = None,
-        code_sandbox_pool: pulumi.Resource | None = None,
+        gke: GkeFoundation,
     ) -> KubernetesLayerArgs:
         names = K8sNames.for_stack(config)
         grafana = (
@@ -87,7 +86,7 @@ class KubernetesLayerArgs:
                 frontend=names.metrics_frontend,
                 namespace=names.namespace,
                 project=config.project,
-                system_pool_name=system_pool_name,
+                system_pool_name=gke.system_pool_name,
                 labels={"app.kubernetes.io/part-of": "rl-on-gke"},
             )
             if config.monitoring.grafana
@@ -98,6 +97,7 @@ class KubernetesLayerArgs:
             if config.rewards.code_sandbox.enabled
             else None
         )
+        ray = RayClusterInputs.for_stack(config, names, system_pool_name=gke.system_pool_name)
         return cls(
             names=names,
             project=config.project,
@@ -105,31 +105,20 @@ class KubernetesLayerArgs:
             crd_gate_name=f"{config.name_prefix}-crd-gate",
             machine=config.gpu.machine,
             lustre_capacity_gib=config.lustre.capacity_gib,
-            ray=replace(
-                RayClusterInputs.for_stack(config, names, system_pool_name=system_pool_name),
-                metrics_env=tuple(head_env(grafana)) if grafana is not None else (),
-            ),
+            ray=replace(ray, metrics_env=tuple(head_env(grafana)) if grafana is not None else ()),
             code_sandbox=sandbox,
             secret_env=secret_env,
-            kubeconfig=kubeconfig,
-            cluster=cluster,
-            gpu_pool=gpu_pool,
-            system_pool_name=system_pool_name,
-            nics=nics,
-            lustre_instance_id=lustre_instance_id,
-            lustre_mount_point=lustre_mount_point,
-            system_pool=system_pool,
-            code_sandbox_pool=code_sandbox_pool,
+            gke=gke,
             grafana=grafana,
         )
 
 
 def _check_wiring(args: KubernetesLayerArgs) -> None:
     """Checked before anything is registered, so a wrong wiring leaves no half-built layer."""
-    if len(args.nics.rdma_subnets) != RDMA_NIC_COUNT:
+    if len(args.gke.nics.rdma_subnets) != RDMA_NIC_COUNT:
         raise ValueError(
-            f"KubernetesLayerArgs.nics.rdma_subnets: expected {RDMA_NIC_COUNT} subnet names, "
-            f"got {len(args.nics.rdma_subnets)}"
+            f"KubernetesLayerArgs.gke.nics.rdma_subnets: expected {RDMA_NIC_COUNT} subnet names, "
+            f"got {len(args.gke.nics.rdma_subnets)}"
         )
     sandbox_on = args.code_sandbox is not None
     if sandbox_on and TOKEN_ENV not in args.secret_env:
@@ -139,9 +128,10 @@ def _check_wiring(args: KubernetesLayerArgs) -> None:
             "rewards.codeSandbox.enabled (the service accepts only requests that "
             "carry it)"
         )
-    if sandbox_on != (args.code_sandbox_pool is not None):
+    if sandbox_on != (args.gke.code_sandbox_pool is not None):
         raise ValueError(
-            "KubernetesLayerArgs.code_sandbox_pool: given exactly when rewards.codeSandbox.enabled "
+            "KubernetesLayerArgs.gke.code_sandbox_pool: given exactly when "
+            "rewards.codeSandbox.enabled "
             f"(enabled is {sandbox_on})"
         )
 
@@ -166,8 +156,10 @@ class KubernetesLayer(pulumi.ComponentResource):
         names = args.names
         child = pulumi.ResourceOptions(parent=self)
         target = KubeTarget(
-            provider=kubernetes_provider(f"{name}-provider", args.kubeconfig, args.cluster, self),
-            cluster=args.cluster,
+            provider=kubernetes_provider(
+                f"{name}-provider", args.gke.kubeconfig, args.gke.cluster, self
+            ),
+            cluster=args.gke.cluster,
         )
         identity = TrainingIdentity(
             f"{name}-identity",
@@ -183,9 +175,9 @@ class KubernetesLayer(pulumi.ComponentResource):
                 target=target,
                 name=args.crd_gate_name,
                 namespace=names.namespace,
-                system_pool_name=args.system_pool_name,
+                system_pool_name=args.gke.system_pool_name,
                 namespace_resource=identity.namespace,
-                system_pool=args.system_pool,
+                system_pool=args.gke.system_pool,
             ),
             child,
         )
@@ -205,14 +197,7 @@ class KubernetesLayer(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         networks = GpuNetworks(
             f"{name}-networks",
-            GpuNetworksArgs(
-                target=target,
-                gvnic_vpc=args.nics.gvnic_network,
-                gvnic_subnet=args.nics.gvnic_subnet,
-                rdma_vpc=args.nics.rdma_network,
-                rdma_subnets=list(args.nics.rdma_subnets),
-                depends_on=(crd_gate_job,),
-            ),
+            GpuNetworksArgs(target=target, nics=args.gke.nics, depends_on=(crd_gate_job,)),
             child,
         )
         nccl = NcclInstaller(
@@ -224,8 +209,8 @@ class KubernetesLayer(pulumi.ComponentResource):
                 target=target,
                 project=args.project,
                 zone=args.zone,
-                instance_id=args.lustre_instance_id,
-                mount_point=args.lustre_mount_point,
+                instance_id=args.gke.lustre_instance_id,
+                mount_point=args.gke.lustre_mount_point,
                 capacity_gib=args.lustre_capacity_gib,
                 volume_name=args.names.lustre_pv,
                 claim_name=args.names.lustre_pvc,
@@ -239,7 +224,7 @@ class KubernetesLayer(pulumi.ComponentResource):
             nccl.daemon_set,
             storage.claim,
             identity.service_account,
-            args.gpu_pool,
+            args.gke.gpu_pool,
             crd_gate_job,
         ]
         if identity.token_secret is not None:
@@ -287,19 +272,19 @@ class KubernetesLayer(pulumi.ComponentResource):
                     inputs=args.grafana,
                     gsa_account_id=names.metrics_gsa_account_id,
                     namespace_resource=identity.namespace,
-                    system_pool=args.system_pool,
+                    system_pool=args.gke.system_pool,
                 ),
                 child,
             )
         self.code_sandbox_url = None
-        if args.code_sandbox is not None and args.code_sandbox_pool is not None:
+        if args.code_sandbox is not None and args.gke.code_sandbox_pool is not None:
             self.code_sandbox_url = CodeSandboxService(
                 f"{name}-code-sandbox",
                 CodeSandboxServiceArgs(
                     target=target,
                     inputs=args.code_sandbox,
                     namespace_resource=identity.namespace,
-                    node_pool=args.code_sandbox_pool,
+                    node_pool=args.gke.code_sandbox_pool,
                 ),
                 child,
             ).url

@@ -16,7 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components.catalogue import NCCL_GIB_INSTALLER_IMAGES, MachineSpec
 from components.contract import GIB_HOST_PATH, NVIDIA_HOST_PATH, RDMA_NIC_COUNT
-from components.k8s.provider import KubeTarget
+from components.k8s.provider import KubeTarget, typed_object
 
 NAME = "nccl-rdma-installer"
 NAMESPACE = "kube-system"
@@ -136,10 +136,7 @@ class NcclInstaller(pulumi.ComponentResource):
     ) -> None:
         manifest = nccl_installer_manifest(args.machine)
         super().__init__("rl-on-gke:k8s:NcclInstaller", name, None, opts)
-        self.daemon_set = k8s.apps.v1.DaemonSet(
-            f"{name}-daemonset",
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            opts=args.target.options(self),
+        self.daemon_set = typed_object(
+            k8s.apps.v1.DaemonSet, f"{name}-daemonset", manifest, args.target.options(self)
         )
         self.register_outputs({"image": installer_image(args.machine)})

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import pulumi
 
 from components.contract import RDMA_NIC_COUNT
+from components.gcp.network import GpuNics
 from components.k8s.provider import KubeTarget, custom_object
 
 API_VERSION = "networking.gke.io/v1"
@@ -102,10 +103,7 @@ def pod_network_annotations() -> dict[str, str]:
 @dataclass(frozen=True)
 class GpuNetworksArgs:
     target: KubeTarget
-    gvnic_vpc: pulumi.Input[str]
-    gvnic_subnet: pulumi.Input[str]
-    rdma_vpc: pulumi.Input[str]
-    rdma_subnets: Sequence[pulumi.Input[str]]
+    nics: GpuNics  # the GPU nodes' gVNIC and RDMA VPCs and subnets (components/gcp/network.py)
     # What must exist first: the CRD gate (crd_gate.py), since GKE installs these kinds late.
     depends_on: Sequence[pulumi.Resource] = ()
 
@@ -118,8 +116,9 @@ class GpuNetworks(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuNetworksArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        nics = args.nics
         networks = device_networks(
-            args.gvnic_vpc, args.gvnic_subnet, args.rdma_vpc, args.rdma_subnets
+            nics.gvnic_network, nics.gvnic_subnet, nics.rdma_network, nics.rdma_subnets
         )
         super().__init__("rl-on-gke:k8s:GpuNetworks", name, None, opts)
         self.resources = []

@@ -6,9 +6,10 @@ forget the explicit provider (built from the cluster's kubeconfig) or `deleted_w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -59,6 +60,28 @@ class KubeTarget:
             deleted_with=self.cluster,
             depends_on=list(depends_on),
         )
+
+
+# apiVersion and kind are fixed by each typed resource class (k8s.core.v1.Service sets its own).
+_SET_BY_THE_TYPE = frozenset({"apiVersion", "kind"})
+_CAMEL_HUMP = re.compile(r"(?<!^)(?=[A-Z])")
+Typed = TypeVar("Typed", bound=pulumi.CustomResource)
+
+
+def typed_object(
+    resource: Callable[..., Typed],
+    resource_name: str,
+    manifest: Mapping[str, Any],
+    opts: pulumi.ResourceOptions,
+) -> Typed:
+    """Register a manifest as its typed resource: every top-level field but apiVersion and kind
+    as the snake_case argument of the same name (`roleRef` -> `role_ref`)."""
+    fields = {
+        _CAMEL_HUMP.sub("_", key).lower(): value
+        for key, value in manifest.items()
+        if key not in _SET_BY_THE_TYPE
+    }
+    return resource(resource_name, **fields, opts=opts)
 
 
 def custom_object(

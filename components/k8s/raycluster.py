@@ -38,7 +38,7 @@ from components.contract import (
 )
 from components.k8s.names import K8sNames
 from components.k8s.networks import pod_network_annotations
-from components.k8s.provider import KubeTarget, custom_object
+from components.k8s.provider import KubeTarget, custom_object, typed_object
 
 API_VERSION = "ray.io/v1"
 HEAD_CONTAINER = "ray-head"
@@ -509,13 +509,8 @@ class TrainingRayCluster(pulumi.ComponentResource):
         super().__init__("rl-on-gke:k8s:TrainingRayCluster", name, None, opts)
         inputs = args.inputs
         pc = head_priority_class_manifest(inputs.head_priority_class)
-        priority_class = k8s.scheduling.v1.PriorityClass(
-            f"{name}-head-priority",
-            metadata=pc["metadata"],
-            value=pc["value"],
-            global_default=pc["globalDefault"],
-            description=pc["description"],
-            opts=args.target.options(self),
+        priority_class = typed_object(
+            k8s.scheduling.v1.PriorityClass, f"{name}-head-priority", pc, args.target.options(self)
         )
         self.ray_cluster = custom_object(
             f"{name}-raycluster",

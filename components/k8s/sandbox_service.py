@@ -16,7 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
 from components.contract import CODE_SANDBOX
-from components.k8s.provider import KubeTarget
+from components.k8s.provider import KubeTarget, typed_object
 from components.k8s.sandbox import SOURCE_FILES, SandboxServiceInputs, manifests
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -69,31 +69,29 @@ class CodeSandboxService(pulumi.ComponentResource):
         super().__init__("rl-on-gke:k8s:CodeSandboxService", name, None, opts)
         config_map, deployment, service, policy = manifests(args.inputs)
         base = [args.namespace_resource, *args.depends_on]
-        policy_resource = k8s.networking.v1.NetworkPolicy(
+        policy_resource = typed_object(
+            k8s.networking.v1.NetworkPolicy,
             f"{name}-egress-deny",
-            metadata=policy["metadata"],
-            spec=policy["spec"],
-            opts=args.target.options(self, depends_on=base),
+            policy,
+            args.target.options(self, depends_on=base),
         )
-        code = k8s.core.v1.ConfigMap(
+        code = typed_object(
+            k8s.core.v1.ConfigMap,
             f"{name}-code",
-            metadata=config_map["metadata"],
-            data=config_map["data"],
-            opts=args.target.options(self, depends_on=base),
+            config_map,
+            args.target.options(self, depends_on=base),
         )
-        k8s.apps.v1.Deployment(
+        typed_object(
+            k8s.apps.v1.Deployment,
             f"{name}-executor",
-            metadata=deployment["metadata"],
-            spec=deployment["spec"],
-            opts=args.target.options(
-                self, depends_on=[*base, args.node_pool, code, policy_resource]
-            ),
+            deployment,
+            args.target.options(self, depends_on=[*base, args.node_pool, code, policy_resource]),
         )
-        k8s.core.v1.Service(
+        typed_object(
+            k8s.core.v1.Service,
             f"{name}-service",
-            metadata=service["metadata"],
-            spec=service["spec"],
-            opts=args.target.options(self, depends_on=base),
+            service,
+            args.target.options(self, depends_on=base),
         )
         self.url = args.inputs.url
         self.register_outputs({"url": self.url})

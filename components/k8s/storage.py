@@ -13,7 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.contract import parse_mount_point
-from components.k8s.provider import KubeTarget
+from components.k8s.provider import KubeTarget, typed_object
 
 CSI_DRIVER = "lustre.csi.storage.gke.io"
 
@@ -125,18 +125,18 @@ class LustreVolume(pulumi.ComponentResource):
             filesystem=mount.apply(lambda m: m.filesystem),
             capacity_gib=args.capacity_gib,
         )
-        volume = k8s.core.v1.PersistentVolume(
-            f"{name}-pv", metadata=pv["metadata"], spec=pv["spec"], opts=args.target.options(self)
+        volume = typed_object(
+            k8s.core.v1.PersistentVolume, f"{name}-pv", pv, args.target.options(self)
         )
         pvc = persistent_volume_claim_manifest(
             args.claim_name,
             namespace=args.namespace,
             volume_name=args.volume_name,
         )
-        self.claim = k8s.core.v1.PersistentVolumeClaim(
+        self.claim = typed_object(
+            k8s.core.v1.PersistentVolumeClaim,
             f"{name}-pvc",
-            metadata=pvc["metadata"],
-            spec=pvc["spec"],
-            opts=args.target.options(self, depends_on=[volume, args.namespace_resource]),
+            pvc,
+            args.target.options(self, depends_on=[volume, args.namespace_resource]),
         )
         self.register_outputs({"volume": args.volume_name, "claim": args.claim_name})

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from components.gcp.network import JUMBO_MTU, Network, NetworkArgs, rdma_subnet_args
+from components.gcp.network import (
+    JUMBO_MTU,
+    Network,
+    NetworkArgs,
+    internal_vpcs,
+    rdma_subnet_args,
+)
 from tools.render import render_with
 
 NETWORK = "gcp:compute/network:Network"
@@ -39,6 +45,18 @@ def test_rdma_vpc_has_exactly_eight_subnets_and_no_firewall(config) -> None:
     assert {s.inputs["region"] for s in rdma_subnets} == {"us-east1"}
     firewalled = {r.inputs["network"] for r in rendering.of_type(FIREWALL)}
     assert firewalled == {"rl-test-net", "rl-test-gvnic-net"}
+
+
+def test_main_and_gvnic_firewalls_admit_their_own_ranges_only(config) -> None:
+    vpcs = internal_vpcs(NetworkArgs.for_stack(config))
+    assert {key: (v.network, v.firewall) for key, v in vpcs.items()} == {
+        "main": ("rl-test-net", "rl-test-net-internal"),
+        "gvnic": ("rl-test-gvnic-net", "rl-test-gvnic-internal"),
+    }
+    rendering = _render(config)
+    rules = {r.inputs["name"]: r.inputs["sourceRanges"] for r in rendering.of_type(FIREWALL)}
+    assert rules == {v.firewall: v.source_ranges for v in vpcs.values()}
+    assert vpcs["main"].source_ranges == ["192.168.0.0/18", "10.4.0.0/14"]
 
 
 def test_main_subnet_carries_named_pod_and_service_ranges(config) -> None:

@@ -9,7 +9,7 @@ import pulumi_gcp as gcp
 
 from components.config import StackConfig
 from components.gcp.network import GpuNics
-from components.k8s.layer import KubernetesLayer, KubernetesLayerArgs
+from components.k8s.layer import GkeFoundation, KubernetesLayer, KubernetesLayerArgs
 from tools.render import Rendering, render_with
 
 HF_TOKEN = "hf_FAKE-token-1234567890"
@@ -72,25 +72,27 @@ def render_layer(
             KubernetesLayerArgs.for_stack(
                 config,
                 secret_env=secret_env,
-                kubeconfig=pulumi.Output.secret("apiVersion: v1\nkind: Config\n"),
-                cluster=cluster,
-                gpu_pool=gpu_pool,
-                system_pool_name=SYSTEM_POOL,
-                # Outputs, as the real network / lustre components hand them over.
-                nics=GpuNics(
-                    gvnic_network=pulumi.Output.from_input(GVNIC_NET),
-                    gvnic_subnet=pulumi.Output.from_input(GVNIC_SUB),
-                    rdma_network=pulumi.Output.from_input(RDMA_NET),
-                    rdma_subnets=tuple(
-                        pulumi.Output.from_input(s)
-                        for s in (RDMA_SUBS if rdma_subnets is None else rdma_subnets)
+                gke=GkeFoundation(
+                    kubeconfig=pulumi.Output.secret("apiVersion: v1\nkind: Config\n"),
+                    cluster=cluster,
+                    gpu_pool=gpu_pool,
+                    system_pool_name=SYSTEM_POOL,
+                    # Outputs, as the real network / lustre components hand them over.
+                    nics=GpuNics(
+                        gvnic_network=pulumi.Output.from_input(GVNIC_NET),
+                        gvnic_subnet=pulumi.Output.from_input(GVNIC_SUB),
+                        rdma_network=pulumi.Output.from_input(RDMA_NET),
+                        rdma_subnets=tuple(
+                            pulumi.Output.from_input(s)
+                            for s in (RDMA_SUBS if rdma_subnets is None else rdma_subnets)
+                        ),
                     ),
+                    lustre_instance_id=pulumi.Output.from_input(config.lustre_instance_id),
+                    lustre_mount_point=pulumi.Output.from_input(
+                        f"{LUSTRE_IP}@tcp:/{config.lustre.filesystem}"
+                    ),
+                    code_sandbox_pool=sandbox_pool,
                 ),
-                lustre_instance_id=pulumi.Output.from_input(config.lustre_instance_id),
-                lustre_mount_point=pulumi.Output.from_input(
-                    f"{LUSTRE_IP}@tcp:/{config.lustre.filesystem}"
-                ),
-                code_sandbox_pool=sandbox_pool,
             ),
         )
 
