@@ -7,7 +7,7 @@ not finished and whose lease has lapsed (its supervisor was killed, or the head 
 lost with the whole cluster), unless a live supervisor of the run is already on this cluster.
 Before submitting it takes the run's next lease generation in the new supervisor's name
 (O_EXCL): two re-armers, or two heads, never arm one run twice. The new supervisor
-(jobs/head/supervisor.py `restore`) adopts the run's live attempt, or counts an attempt lost with
+(jobs/head/run_restore.py `restore`) adopts the run's live attempt, or counts an attempt lost with
 the head as a preemption, and goes on from the last complete checkpoint with the budgets the
 record says are left. Ray's own client uploads the supervisor's code (this `jobs` package) and
 the attempts' working dir kept beside the record, since gcs:// packages die with the GCS.

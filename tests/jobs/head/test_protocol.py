@@ -116,3 +116,9 @@ def test_protocol_words_are_written_only_in_the_protocol():
             continue
         found = (_hand_written_kinds(path) & kinds) | _settings_spelled(path)
         assert not found, f"{path.relative_to(JOBS.parent)} spells {sorted(found)}"
+
+
+def test_lease_and_backoff_knobs_come_from_the_environment():
+    assert (Settings().lease_s, Settings().backoff_max_s) == (15.0, 60.0)
+    assert Settings.from_env({"JOBS_SUPERVISOR_LEASE_S": "3"}).lease_s == 3.0
+    assert "JOBS_SUPERVISOR_LEASE_S" in Settings.forwarded({"JOBS_SUPERVISOR_LEASE_S": "3"})
