@@ -104,7 +104,8 @@ def _restore_end(
     preemption_recorded = any(r.get("event") == ev.PREEMPTED for r in after)
     if not policy.restored_preempted(verdict, bool(ended), preemption_recorded):
         return
-    state.situation = replace(state.situation, preempted=True)  # type: ignore[arg-type]
+    assert state.situation is not None  # record_end set it
+    state.situation = replace(state.situation, preempted=True)
     if verdict == Restored.LOST_WITH_HEAD:
         sup.record(
             ev.PREEMPTED,

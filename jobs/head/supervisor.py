@@ -509,7 +509,7 @@ def main(argv: list[str]) -> int:
     supervisor = from_job(
         client,
         own_id,
-        own.metadata,
+        own.metadata or {},
         from_ray(client, dashboard, ctx),
         Settings.from_env(),
         working_dir=rearm_code.own_working_dir(),
