@@ -1,9 +1,15 @@
 """The restart rules of a supervised run: resubmit, wait for capacity, or give up (pure, no I/O).
 
-The supervisor (jobs/head/supervisor.py) gathers the facts (how the attempt ended, whether a node that
-could host its GPU workers died during it (jobs/head/node_events.py), the GPUs the cluster
-reports and for how long they have been stable, whether a new complete checkpoint appeared) and
-asks `decide` what to do; it never decides anything itself. Why the rules are what they are (reference
+The supervisor (jobs/head/supervisor.py and its collaborators) gathers the facts (how the attempt
+ended, whether a node that could host its GPU workers died during it (jobs/head/node_events.py),
+the GPUs the cluster reports and for how long they have been stable, whether a new complete
+checkpoint appeared) and asks `decide` what to do; it never decides anything itself. The
+smaller decisions on the way are here too, as pure functions of the facts passed in: what an
+ended attempt's facts mean (progress, a stop before flex-start nodes end, the window in which a
+node death is its cause, which budget it spends), how long the cluster has been settled and
+whether the hosts answered (`with_cluster`), which waits are one wait for capacity and when
+each is said (`wait_note`), and where a re-armed supervisor finds the run's last attempt
+(`restored`). Why the rules are what they are (reference
 grpo-jobs-and-ray.md §8, "Capacity after a spot preemption"): NeMo RL gives up on placement
 groups after about a minute and veRL at once when GPUs are missing, while a replacement spot
 node takes minutes, so a resubmit before the GPUs are back burns a restart; and a failure with
