@@ -68,16 +68,9 @@ def _with_node_end(sup: Supervisor, job_id: str) -> tuple[str, dict[str, Any]]:
 
 def _export_hold(sup: Supervisor) -> str | None:
     """A live export job of this run (`rl-jobs export`, metadata kind=export)."""
-    for job in sup.retry(sup.client.list_jobs) or []:
-        meta = job.metadata or {}
-        if (
-            meta.get("kind") == protocol.EXPORT
-            and meta.get("run") == sup.spec.run
-            and not job.status.is_terminal()
-        ):
-            holder: str | None = job.submission_id
-            return holder
-    return None
+    jobs = sup.retry(sup.client.list_jobs) or []
+    live = protocol.live_job_ids(jobs, protocol.EXPORT, sup.spec.run)
+    return live[0] if live else None
 
 
 def _between_attempts(sup: Supervisor, state: RunState) -> bool:

@@ -72,15 +72,8 @@ class Rearmer:
         return store
 
     def live_supervisor(self, jobs: list[Any], run: str) -> str | None:
-        for job in jobs:
-            meta = job.metadata or {}
-            if (
-                meta.get("kind") == protocol.SUPERVISOR
-                and meta.get("run") == run
-                and not job.status.is_terminal()
-            ):
-                return job.submission_id
-        return None
+        live = protocol.live_job_ids(jobs, protocol.SUPERVISOR, run)
+        return live[0] if live else None
 
     def _unended(self) -> tuple[list[str], list[str]]:
         """The unfinished supervised runs whose lease lapsed, read once per sweep: (those to

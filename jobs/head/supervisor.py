@@ -180,18 +180,10 @@ class Supervisor:
     def other_supervisor(self) -> str | None:
         """A live supervisor of this run started before us: it keeps the run, we leave."""
         mine = protocol.supervisor_number(self.own_id)
-        for job in self.retry(self.client.list_jobs) or []:
-            meta = job.metadata or {}
-            if (
-                meta.get("kind") == protocol.SUPERVISOR
-                and meta.get("run") == self.spec.run
-                and job.submission_id != self.own_id
-                and not job.status.is_terminal()
-                and protocol.supervisor_number(job.submission_id or "") < mine
-            ):
-                older: str | None = job.submission_id
-                return older
-        return None
+        jobs = self.retry(self.client.list_jobs) or []
+        live = protocol.live_job_ids(jobs, protocol.SUPERVISOR, self.spec.run)
+        older = [s for s in live if s != self.own_id and protocol.supervisor_number(s or "") < mine]
+        return older[0] if older else None
 
     # ------------------------------------------------------------------ the end of a run
 

@@ -5,33 +5,17 @@ with a safe default when it cannot answer now."""
 from __future__ import annotations
 
 import http.client
-import threading
 from dataclasses import replace
 
 import pytest
 
 from jobs.head import node_end
 from jobs.head.capacity_probe import Probed
-from jobs.head.clock import Clock
 from jobs.head.cluster_view import ClusterView
 from jobs.head.probes import Probes
+from tests.jobs.head.step_clock import StepClock
 from tests.jobs.head.test_node_end import node
 from tests.jobs.head.test_protocol import spec
-
-
-class StepClock(Clock):
-    def __init__(self, now: float = 10_000.0) -> None:
-        self.now = now
-
-    def time(self) -> float:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def wait(self, event: threading.Event, seconds: float) -> bool:
-        self.now += seconds
-        return event.is_set()
 
 
 def _raise(e: Exception):
@@ -42,7 +26,7 @@ def _raise(e: Exception):
 
 
 def test_the_node_table_is_kept_while_the_dashboard_cannot_answer():
-    clock, table = StepClock(), [node("a", 9_000.0), node("b", 9_000.0, gpus=0)]
+    clock, table = StepClock(10_000.0), [node("a", 9_000.0), node("b", 9_000.0, gpus=0)]
     probes = Probes(nodes=lambda: table, log_size=lambda _j: 0)
     view = ClusterView(probes, spec(), clock)
     assert view.observe() == (8.0, 0.0)
@@ -76,16 +60,16 @@ def test_probes_that_cannot_answer_now_give_their_safe_default():
         stopped_for_node_end=failing,
         publish=failing,
     )
-    view = ClusterView(probes, spec(), StepClock())
+    view = ClusterView(probes, spec(), StepClock(10_000.0))
     assert view.steps("r-a1") == 0
     assert view.hosts("r-a1") is None
     assert view.probe() is None
     view.set_gauges("r-a1", True)  # no raise: the figures wait for the next turn
-    assert ClusterView(replace(probes, capacity=None), spec(), StepClock()).probe() is None
+    assert ClusterView(replace(probes, capacity=None), spec(), StepClock(10_000.0)).probe() is None
     answered = Probed(answering=frozenset({"a"}), gpus_free=8.0)
-    assert ClusterView(replace(probes, capacity=lambda: answered), spec(), StepClock()).probe() == (
-        answered
-    )
+    assert ClusterView(
+        replace(probes, capacity=lambda: answered), spec(), StepClock(10_000.0)
+    ).probe() == (answered)
 
 
 @pytest.mark.parametrize(
@@ -108,7 +92,7 @@ def test_only_a_nemo_rl_success_on_flex_start_nodes_is_read_for_a_node_end_stop(
 
     probes = Probes(nodes=list, log_size=lambda _j: 0, stopped_for_node_end=stopped)
     run = spec(node_max_run_s=node_max_run_s, save_before_node_end=framework)
-    assert ClusterView(probes, run, StepClock()).stopped_for_node_end("r-a1", ended) is read
+    assert ClusterView(probes, run, StepClock(10_000.0)).stopped_for_node_end("r-a1", ended) is read
     assert asked == (["r-a1"] if read else [])
     unreadable = replace(probes, stopped_for_node_end=_raise(ValueError("torn log")))
-    assert not ClusterView(unreadable, run, StepClock()).stopped_for_node_end("r-a1", ended)
+    assert not ClusterView(unreadable, run, StepClock(10_000.0)).stopped_for_node_end("r-a1", ended)

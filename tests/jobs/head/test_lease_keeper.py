@@ -6,27 +6,10 @@ from __future__ import annotations
 import threading
 
 from jobs.client.types import JobStatus
-from jobs.head.clock import Clock
 from jobs.head.files import LOCAL
 from jobs.head.lease_keeper import LeaseKeeper
 from jobs.head.run_store import RunStore
-
-
-class StepClock(Clock):
-    """A clock that moves only when a test (or a pause) moves it."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def time(self) -> float:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def wait(self, event: threading.Event, seconds: float) -> bool:
-        self.now += seconds
-        return event.is_set()
+from tests.jobs.head.step_clock import StepClock
 
 
 def _keeper(tmp_path, own_id: str, clock: StepClock) -> LeaseKeeper:

@@ -372,20 +372,6 @@ def test_an_attempt_that_could_not_reach_the_hub_gives_the_run_up_at_once_not_as
     assert decide(replace(s, preempted=True)).reason != Reason.CANNOT_STAGE
 
 
-def base(**changes: object) -> Situation:
-    """A run needing 8 GPUs, all present, with one restart of three used."""
-    s = Situation(
-        ended="FAILED",
-        restarts_used=1,
-        max_restarts=3,
-        gpus_needed=8,
-        gpus_at_end=8.0,
-        gpus_now=8.0,
-        progressed=True,
-    )
-    return replace(s, **changes)  # type: ignore[arg-type]
-
-
 # ------------------------------------------------------------------ the facts of an ended attempt
 
 
@@ -436,10 +422,10 @@ def test_only_an_unjudged_failure_is_checked_against_the_node_table():
     from jobs.head.restart_policy import needs_node_check
 
     for ended in ("FAILED", "STALLED"):
-        assert needs_node_check(base(ended=ended))
-        assert not needs_node_check(base(ended=ended, preempted=True))
+        assert needs_node_check(_ended(ended=ended))
+        assert not needs_node_check(_ended(ended=ended, preempted=True))
     for ended in (None, "SUCCEEDED", "STOPPED"):
-        assert not needs_node_check(base(ended=ended))
+        assert not needs_node_check(_ended(ended=ended))
 
 
 def test_a_death_after_the_end_plus_the_settle_time_is_not_the_cause():
@@ -452,10 +438,10 @@ def test_a_death_after_the_end_plus_the_settle_time_is_not_the_cause():
 def test_a_preemption_spends_its_own_budget_and_a_stall_never_starts_a_crash():
     from jobs.head.restart_policy import Charge, charge
 
-    assert charge(base(ended="FAILED", preempted=True)) == Charge.PREEMPTION
-    assert charge(base(ended="STALLED", preempted=True)) == Charge.PREEMPTION
-    assert charge(base(ended="FAILED")) == Charge.RESTART
-    assert charge(base(ended="STALLED")) == Charge.STALL_RESTART
+    assert charge(_ended(ended="FAILED", preempted=True)) == Charge.PREEMPTION
+    assert charge(_ended(ended="STALLED", preempted=True)) == Charge.PREEMPTION
+    assert charge(_ended(ended="FAILED")) == Charge.RESTART
+    assert charge(_ended(ended="STALLED")) == Charge.STALL_RESTART
 
 
 # ------------------------------------------------------------------ asking again while waiting
@@ -479,7 +465,7 @@ def test_stability_counts_from_the_later_of_the_end_and_the_last_node_change():
     from jobs.head.restart_policy import ClusterNow, first_situation, with_cluster
 
     now = ClusterNow(gpus=8.0, stable_s=500.0, since_end_s=20.0)
-    ended = with_cluster(base(ended="FAILED"), now, settle_s=60, stop_requested=False, waited_s=5)
+    ended = with_cluster(_ended(ended="FAILED"), now, settle_s=60, stop_requested=False, waited_s=5)
     assert (ended.stable_s, ended.gpus_now, ended.settle_s, ended.waited_s) == (20.0, 8.0, 60, 5)
     fresh = with_cluster(
         first_situation(1, 8, 0.0), now, settle_s=60, stop_requested=True, waited_s=0
@@ -493,7 +479,7 @@ def test_the_hosts_answered_only_when_every_one_of_them_answered_a_probe():
 
     def answered(**probe: object) -> bool:
         now = ClusterNow(gpus=8.0, stable_s=0.0, since_end_s=0.0, **probe)  # type: ignore[arg-type]
-        s = with_cluster(base(ended="FAILED"), now, settle_s=60, stop_requested=False, waited_s=0)
+        s = with_cluster(_ended(ended="FAILED"), now, settle_s=60, stop_requested=False, waited_s=0)
         return s.hosts_answered
 
     both = frozenset({"a", "b"})
