@@ -106,7 +106,7 @@ class CapacityWait:
     def _still_waiting(self, gpus: float, s: Situation) -> None:
         self.sup.record(
             ev.STILL_WAITING,
-            ("still scaling up: waiting" if self.sup.gpu_requests is not None else "still waiting")
+            ("still scaling up: waiting" if self.sup.gpus is not None else "still waiting")
             + f" for {s.gpus_needed} GPUs "
             f"({s.waited_s:.0f} s{_deadline(s)}; the cluster has {gpus:g}{_free(s)})",
             gpus=gpus,
@@ -118,7 +118,7 @@ class CapacityWait:
         sup = self.sup
         message = f"{gpus:g} GPUs back after waiting {s.waited_s:.0f} s"
         scaled: dict[str, float] = {}
-        if sup.gpu_requests is not None and self.scaling_since is not None:
+        if sup.gpus is not None and self.scaling_since is not None:
             # The time from the autoscaler seeing the request short to the workers alive
             # (node boot and image pull on GKE): what a run on demand pays before it trains.
             took = sup.clock.monotonic() - self.scaling_since
@@ -146,7 +146,7 @@ class CapacityWait:
             )
             return
         # On GPUs that scale on demand a missing GPU is a scale-up in progress, said so.
-        scaling = sup.gpu_requests is not None and d.reason == Reason.NO_CAPACITY
+        scaling = sup.gpus is not None and d.reason == Reason.NO_CAPACITY
         if scaling and self.scaling_since is None:
             self.scaling_since = sup.clock.monotonic()
         what = (

@@ -59,7 +59,7 @@ from typing import Any
 
 from jobs.client import errors
 from jobs.client.api import JobsAPI
-from jobs.head import attempt_end, attempt_submit, protocol, rearm_code, scale_up
+from jobs.head import attempt_end, attempt_submit, protocol, rearm_code, run_end, scale_up
 from jobs.head import events as ev
 from jobs.head import restart_policy as policy
 from jobs.head.attempt_watch import AttemptWatch
@@ -71,6 +71,7 @@ from jobs.head.lease_keeper import LeaseKeeper, LeaseLost
 from jobs.head.probes import Probes, from_ray, job_alive
 from jobs.head.protocol import Settings, Spec
 from jobs.head.restart_policy import Action, Charge, Reason
+from jobs.head.run_gpus import RunGpus
 from jobs.head.run_restore import restore
 from jobs.head.run_state import RunState
 from jobs.head.run_store import RunStore
@@ -130,8 +131,11 @@ class Supervisor:
         # On GPUs that scale on demand: the run's request to Ray's autoscaler, made once the run
         # is taken and released when it ends (never when the run is left to a re-armer or to
         # another supervisor, which hold it on).
-        self.gpu_requests = gpu_requests if spec.request_gpus else None
-        self._gpus_asked = False
+        self.gpus = (
+            RunGpus(gpu_requests, spec, own_id, self.record)
+            if gpu_requests is not None and spec.request_gpus
+            else None
+        )
         self.state: RunState | None = None
 
     @property
@@ -185,113 +189,6 @@ class Supervisor:
         older = [s for s in live if s != self.own_id and protocol.supervisor_number(s or "") < mine]
         return older[0] if older else None
 
-    # ------------------------------------------------------------------ the end of a run
-
-    def _user_stop(self) -> bool:
-        """The stop is the user's (`stop RUN`): without a run record nothing could re-arm the
-        run, so any SIGTERM is final; with one, only a recorded stop request is (a head pod
-        deleted by an upgrade sends SIGTERM too, and that run must be re-armed)."""
-        if self.store is None:
-            return True
-        return ev.stop_requested(self.store.events())
-
-    def _stopped(self, state: RunState | None) -> int:
-        if not self._user_stop():
-            return self._interrupted(state)
-        stopped = ""
-        current = state.current if state is not None else None
-        if current is not None:
-            try:
-                status = self.client.get_job_status(current)
-                if not status.is_terminal():
-                    self.client.stop_job(current)
-                    stopped = f"; {current} stopped"
-            except (RuntimeError, OSError, ValueError):
-                pass
-        self._release_gpus()  # before the final record: `list` shows the last one
-        self.record(
-            ev.STOPPED,
-            f"stopped by the user{stopped}; nothing is resubmitted",
-            reason=Reason.STOPPED_BY_USER.value,
-        )
-        return 0
-
-    def _interrupted(self, state: RunState | None) -> int:
-        """SIGTERM without a stop request: leave the attempt running and the run to the
-        re-armer (the lease is released on the way out), record why, and never call it an end."""
-        current = state.current if state is not None else None
-        self.record(
-            ev.INTERRUPTED,
-            "the supervisor was terminated without a stop request (the head pod going "
-            f"away?); {current or 'no attempt'} is left as it is and the run will be re-armed",
-            submission_id=current,
-        )
-        return 0
-
-    def _left(self) -> int:
-        self.record(
-            ev.LEFT,
-            "another supervisor took this run's lease (this one was thought "
-            "gone); it drives the run from here",
-            reason="lease_lost",
-        )
-        return 0
-
-    def _ended_run(self, event: str, message: str, **fields: Any) -> int:
-        """The run's last record, after its GPU request is released (`list` shows the last)."""
-        self._release_gpus()
-        self.record(event, message, **fields)
-        return 0
-
-    # ------------------------------------------------------------------ the GPU request
-
-    def _ask_gpus(self) -> None:
-        """Ask Ray's autoscaler for the run's GPU nodes, once per supervisor (the request
-        stays in the cluster until released; a re-armed supervisor asks again, harmlessly)."""
-        if self.gpu_requests is None or self._gpus_asked:
-            return
-        spec = self.spec
-        wanted = scale_up.bundles(spec.gpus_needed, spec.gpus_per_node)
-        sent = self.gpu_requests.ask(spec.run, self.own_id, wanted)
-        self._gpus_asked = True
-        others = len(sent) - len(wanted)
-        self.record(
-            ev.GPUS_REQUESTED,
-            f"asked Ray's autoscaler for {scale_up.describe(wanted)}: GPU nodes scale on "
-            "demand on this stack; the request holds them until the run ends"
-            + (
-                f" (the cluster's request also keeps {others} node(s) of other runs)"
-                if others
-                else ""
-            ),
-            bundles=wanted,
-            cluster_bundles=len(sent),
-        )
-
-    def _release_gpus(self) -> None:
-        """The run is over: drop its request so idle GPU nodes can go (gpu.idleMinutes), also
-        one an earlier supervisor of the run made (this one may end before asking: a stop
-        during its restore)."""
-        if self.gpu_requests is None:
-            return
-        try:
-            left = self.gpu_requests.drop(self.spec.run)
-        except Exception as e:  # the run is over: say what was not released, never raise
-            self.record(
-                ev.ERROR,
-                f"could not release the run's GPU request ({type(e).__name__}: {e}); idle GPU "
-                "nodes stay until another run's request replaces it",
-                error=type(e).__name__,
-            )
-            return
-        self.record(
-            ev.GPUS_RELEASED,
-            "released the run's GPU request: its GPU nodes are removed once idle for "
-            "gpu.idleMinutes"
-            + (f" (other runs still ask for {scale_up.describe(left)})" if left else ""),
-            cluster_bundles=len(left),
-        )
-
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> int:
@@ -333,24 +230,24 @@ class Supervisor:
                 # A SIGTERM that is no user stop, before the run was taken, still takes it
                 # first: its spec on the runs root is what the re-armer finds (seed 2143: the
                 # run was left with nothing to re-arm it by).
-                if self.stopping.is_set() and (taken or self._user_stop()):
-                    return self._stopped(state)
+                if self.stopping.is_set() and (taken or run_end.user_stop(self)):
+                    return run_end.stopped(self, state)
                 if not taken:
                     if not self._take_run():
                         return 0
                     taken = True
                     if self.stopping.is_set():
-                        return self._stopped(state)
+                        return run_end.stopped(self, state)
                 if state is None:
                     self.state = state = restore(self)
                     if state.stop_requested:  # the run was stopped before we came
-                        return self._stopped(state)
+                        return run_end.stopped(self, state)
                 return self._loop(state)
             except LeaseLost:
-                return self._left()
+                return run_end.left(self)
             except Exception as e:
                 if self.stopping.is_set():
-                    return self._stopped(state)
+                    return run_end.stopped(self, state)
                 text = " ".join(str(e).split())[:500]
                 self.record(
                     ev.ERROR,
@@ -358,31 +255,34 @@ class Supervisor:
                     error=type(e).__name__,
                 )
                 if self.pause(backoff):
-                    return self._stopped(state)
+                    return run_end.stopped(self, state)
                 backoff = min(backoff * 2, self.config.backoff_max_s)
 
     def _loop(self, state: RunState) -> int:
         spec = self.spec
-        self._ask_gpus()
+        if self.gpus is not None:
+            self.gpus.ask()
         while True:
             if state.watching:
                 ended = self.watcher.watch(state)
                 if ended is None:
-                    return self._stopped(state)
+                    return run_end.stopped(self, state)
                 if ended == "LOST":
                     raise LeaseLost()
                 attempt_end.record_end(self, state, ended)
             d, s = self.waits.decide(state)
             if d.action == Action.FINISH:
-                return self._ended_run(
+                return run_end.ended(
+                    self,
                     ev.FINISHED,
                     f"run {spec.run} succeeded ({state.current})",
                     reason=d.reason.value,
                 )
             if d.action == Action.GIVE_UP:
                 if d.reason == Reason.STOPPED_BY_USER:
-                    return self._stopped(state)
-                return self._ended_run(
+                    return run_end.stopped(self, state)
+                return run_end.ended(
+                    self,
                     ev.GAVE_UP,
                     f"gave up: {d.message}",
                     reason=d.reason.value,
@@ -391,7 +291,7 @@ class Supervisor:
             if s.ended is not None and not state.charged:
                 _charge(state, policy.charge(s))
             if not attempt_submit.submit_next(self, state, d):
-                return self._stopped(state)
+                return run_end.stopped(self, state)
 
     # ------------------------------------------------------------------ taking the run
 
