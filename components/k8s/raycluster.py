@@ -260,7 +260,7 @@ REARM_CONTAINER = "rearm"
 # The re-armer is stdlib + Ray: a Python process polling Lustre and the dashboard every 10 s.
 _REARM_RESOURCES = {"cpu": "250m", "memory": "512Mi"}
 # Every supervisor publishes the `jobs` package it runs beside the run records
-# (jobs/head/supervisor.py `_publish_code`): the framework image does not carry it, so the
+# (jobs/head/rearm_code.py `publish_code`): the framework image does not carry it, so the
 # re-armer waits for the first.
 REARM_CODE = f"{RUNS_ROOT}/.rearm/current"
 

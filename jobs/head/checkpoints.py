@@ -154,6 +154,17 @@ def entries(checkpoint_dir: str | None) -> frozenset[str]:
     return frozenset(complete | other)
 
 
+def activity(checkpoint_dir: str | None) -> frozenset[str]:
+    """Every entry of the checkpoint dir, half-written ones included: the stall watchdog's view,
+    where a save in progress is not a stall. Empty when the dir is unknown or unreadable."""
+    if not checkpoint_dir:
+        return frozenset()
+    try:
+        return frozenset(os.listdir(checkpoint_dir))
+    except OSError:
+        return frozenset()
+
+
 def verl_tracker(checkpoint_dir: Path) -> int | None:
     """The step in veRL's `latest_checkpointed_iteration.txt`, or None (absent or unreadable)."""
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
@@ -51,6 +51,17 @@ def supervisor_number(submission_id: str) -> int:
     """N of `<run>-sN`, 0 for anything else."""
     m = _SUPERVISOR_SUFFIX.match(submission_id)
     return int(m.group("n")) if m else 0
+
+
+def live_job_ids(jobs: Iterable[Any], kind: Kind, run: str) -> list[str | None]:
+    """The submission ids of the run's jobs of `kind` (their metadata) that Ray has not ended,
+    in the Jobs API's order."""
+    found: list[str | None] = []
+    for job in jobs:
+        meta = job.metadata or {}
+        if meta.get("kind") == kind and meta.get("run") == run and not job.status.is_terminal():
+            found.append(job.submission_id)
+    return found
 
 
 def runs_root_refusal(spec: Spec, is_dir: Callable[[str], bool]) -> str:

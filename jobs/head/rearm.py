@@ -7,7 +7,7 @@ not finished and whose lease has lapsed (its supervisor was killed, or the head 
 lost with the whole cluster), unless a live supervisor of the run is already on this cluster.
 Before submitting it takes the run's next lease generation in the new supervisor's name
 (O_EXCL): two re-armers, or two heads, never arm one run twice. The new supervisor
-(jobs/head/supervisor.py `restore`) adopts the run's live attempt, or counts an attempt lost with
+(jobs/head/run_restore.py `restore`) adopts the run's live attempt, or counts an attempt lost with
 the head as a preemption, and goes on from the last complete checkpoint with the budgets the
 record says are left. Ray's own client uploads the supervisor's code (this `jobs` package) and
 the attempts' working dir kept beside the record, since gcs:// packages die with the GCS.
@@ -72,22 +72,16 @@ class Rearmer:
         return store
 
     def live_supervisor(self, jobs: list[Any], run: str) -> str | None:
-        for job in jobs:
-            meta = job.metadata or {}
-            if (
-                meta.get("kind") == protocol.SUPERVISOR
-                and meta.get("run") == run
-                and not job.status.is_terminal()
-            ):
-                return job.submission_id
-        return None
+        live = protocol.live_job_ids(jobs, protocol.SUPERVISOR, run)
+        return live[0] if live else None
 
     def _unended(self) -> tuple[list[str], list[str]]:
         """The unfinished supervised runs whose lease lapsed, read once per sweep: (those to
         re-arm, those a user stopped whose supervisor died before it wrote the end: the stop
         job saw its lease still held, so nobody wrote the end or released the run's GPU
         request, and a stopped run is never re-armed)."""
-        rearm, stopped = [], []
+        rearm: list[str] = []
+        stopped: list[str] = []
         for run in runs(self.root, self.files):
             store = self.store(run)
             # The lease first: it is one small file, while the record grows all the run long

@@ -1,9 +1,15 @@
 """The restart rules of a supervised run: resubmit, wait for capacity, or give up (pure, no I/O).
 
-The supervisor (jobs/head/supervisor.py) gathers the facts (how the attempt ended, whether a node that
-could host its GPU workers died during it (jobs/head/node_events.py), the GPUs the cluster
-reports and for how long they have been stable, whether a new complete checkpoint appeared) and
-asks `decide` what to do; it never decides anything itself. Why the rules are what they are (reference
+The supervisor (jobs/head/supervisor.py and its collaborators) gathers the facts (how the attempt
+ended, whether a node that could host its GPU workers died during it (jobs/head/node_events.py),
+the GPUs the cluster reports and for how long they have been stable, whether a new complete
+checkpoint appeared) and asks `decide` what to do; it never decides anything itself. The
+smaller decisions on the way are here too, as pure functions of the facts passed in: what an
+ended attempt's facts mean (progress, a stop before flex-start nodes end, the window in which a
+node death is its cause, which budget it spends), how long the cluster has been settled and
+whether the hosts answered (`with_cluster`), which waits are one wait for capacity and when
+each is said (`wait_note`), and where a re-armed supervisor finds the run's last attempt
+(`restored`). Why the rules are what they are (reference
 grpo-jobs-and-ray.md §8, "Capacity after a spot preemption"): NeMo RL gives up on placement
 groups after about a minute and veRL at once when GPUs are missing, while a replacement spot
 node takes minutes, so a resubmit before the GPUs are back burns a restart; and a failure with
@@ -27,7 +33,8 @@ Standard library only: this module runs on the Ray head inside the framework's i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Literal
 
@@ -247,3 +254,203 @@ def decide(s: Situation) -> Decision:
         if refusal is not None:
             return refusal
     return _capacity(s)
+
+
+# ------------------------------------------------------------------ the facts of an ended attempt
+
+
+def policy_end(ended: AttemptEnd, saved_for_node_end: bool) -> AttemptEnd:
+    """How the policy reads an attempt's end: one that saved and stopped before its flex-start
+    nodes' end SUCCEEDED for Ray, but is a node lost, known in advance (a FAILED preempted)."""
+    return "FAILED" if saved_for_node_end else ended
+
+
+def may_have_stopped_for_node_end(
+    ended: str, node_max_run_s: float, stops_after_its_save: bool
+) -> bool:
+    """Whether a SUCCEEDED attempt may have stopped for its nodes' end rather than finished, so
+    its log is worth reading: only on flex-start nodes, and only with a framework that stops
+    after the save (NeMo RL; veRL saves and trains on until the node ends: a preemption)."""
+    return ended == "SUCCEEDED" and node_max_run_s > 0 and stops_after_its_save
+
+
+def recorded_for_node_end(last_end: Mapping[str, object] | None) -> bool:
+    """An attempt's end as its record says it (its log may be gone with the head)."""
+    return bool(last_end and last_end.get("saved_for_node_end"))
+
+
+def new_checkpoint(
+    end_entries: frozenset[str], baseline: frozenset[str], has_baseline: bool
+) -> bool | None:
+    """A complete checkpoint appeared since the previous failure that was not a preemption; None
+    when there is no such failure to compare with."""
+    return bool(end_entries - baseline) if has_baseline else None
+
+
+def own_progress(new_ckpt: bool | None, steps_completed: int) -> bool | None:
+    """Whether the attempt made progress: a new checkpoint or a completed training step (counting
+    checkpoints alone made two transient failures inside one save period a crash). The first
+    failure has no checkpoints to compare with, but its own steps still count."""
+    if new_ckpt is None:
+        return steps_completed > 0 or None
+    return new_ckpt or steps_completed > 0
+
+
+def progressed(own: bool | None, prev_progressed: bool | None) -> bool | None:
+    """`Situation.progressed`: this attempt's progress, or the previous failure's."""
+    return None if own is None else own or prev_progressed is True
+
+
+def needs_node_check(s: Situation) -> bool:
+    """Whether the node table may still turn the ended attempt's failure into a preemption."""
+    return s.ended in ("FAILED", "STALLED") and not s.preempted
+
+
+def death_window_end_ms(ended_ms: int, settle_s: float, now_ms: int) -> int:
+    """The latest node death that counts as the attempt's cause: one marked later than its end
+    plus the settle time is not (Ray marks a lost node dead within ~50 s, the settle covers it)."""
+    return min(now_ms, ended_ms + int(settle_s * 1000))
+
+
+class Charge(str, Enum):
+    """Which budget the ended attempt spends before the next one is submitted."""
+
+    PREEMPTION = "preemption"
+    RESTART = "restart"  # a failure that may be the first of a crash's two
+    STALL_RESTART = "stall_restart"  # a restart that says nothing about the code
+
+
+def charge(s: Situation) -> Charge:
+    """A preemption spends its own budget; any other restart spends a restart. A stall says
+    nothing about the code (an NCCL wait on a lost peer), so it is never the first of a crash's
+    two failures: its checkpoints and progress are not the next comparison's baseline."""
+    if s.preempted:
+        return Charge.PREEMPTION
+    return Charge.STALL_RESTART if s.ended == "STALLED" else Charge.RESTART
+
+
+# ------------------------------------------------------------------ asking again while waiting
+
+
+def first_situation(max_restarts: int, gpus_needed: int, max_wait_s: float) -> Situation:
+    """Before this supervisor's first attempt: nothing ended yet."""
+    return Situation(
+        ended=None,
+        restarts_used=0,
+        max_restarts=max_restarts,
+        gpus_needed=gpus_needed,
+        gpus_at_end=0.0,
+        gpus_now=0.0,
+        progressed=None,
+        max_wait_s=max_wait_s,
+    )
+
+
+@dataclass(frozen=True)
+class ClusterNow:
+    """What the cluster says at one poll while the supervisor asks."""
+
+    gpus: float
+    stable_s: float  # how long the alive GPU nodes have stayed the same
+    since_end_s: float  # seconds since the ended attempt's end
+    gpus_free: float | None = None  # None: no probe answered
+    answering: frozenset[str] | None = None  # the nodes that answered the probe
+    hosts: frozenset[str] | None = None  # where the ended attempt ran (None: unknown)
+
+
+def with_cluster(
+    base: Situation,
+    now: ClusterNow,
+    *,
+    settle_s: float,
+    stop_requested: bool,
+    waited_s: float,
+) -> Situation:
+    """`base` with the cluster as it is now. Stability counts from the later of the attempt's end
+    and the last change of the GPU nodes; the hosts answered when every node that hosted the
+    attempt answered the probe (none was lost)."""
+    stable = now.stable_s if base.ended is None else min(now.stable_s, now.since_end_s)
+    return replace(
+        base,
+        gpus_free=now.gpus_free,
+        hosts_answered=(
+            now.answering is not None and now.hosts is not None and now.hosts <= now.answering
+        ),
+        gpus_now=now.gpus,
+        stable_s=stable,
+        settle_s=settle_s,
+        stop_requested=stop_requested,
+        waited_s=waited_s,
+    )
+
+
+CAPACITY_WAITS = (Reason.NO_CAPACITY, Reason.GPUS_BUSY)
+
+
+def is_capacity_wait(reason: Reason) -> bool:
+    """A wait for GPUs (missing or busy), which the capacity deadline counts, as opposed to a
+    settle wait."""
+    return reason in CAPACITY_WAITS
+
+
+def may_be_own_next_attempt(d: Decision, noted: Reason | None) -> bool:
+    """GPUs newly found busy may be busy with our own next attempt, submitted before an error
+    hid it from us (a lost answer, then a malformed one: found by the simulation, seed 558):
+    worth asking Ray whether it is there before waiting for them."""
+    return d.reason == Reason.GPUS_BUSY and d.reason != noted
+
+
+class Note(str, Enum):
+    """What a wait's poll writes to the record."""
+
+    NEW_WAIT = "new_wait"  # a new wait begins: say why
+    SAME_WAIT = "same_wait"  # a new reason, but the same wait for capacity: nothing to say
+    STILL_WAITING = "still_waiting"  # a capacity wait goes on: the periodic "still waiting"
+    NONE = "none"
+
+
+def wait_note(reason: Reason, noted: Reason | None, since_note_s: float, progress_s: float) -> Note:
+    """Missing GPUs then busy ones (a replacement joined, its GPUs not yet reported free) are one
+    wait for capacity, said once; a capacity wait is said again every `progress_s`."""
+    if reason != noted:
+        same = is_capacity_wait(reason) and noted is not None and is_capacity_wait(noted)
+        return Note.SAME_WAIT if same else Note.NEW_WAIT
+    if since_note_s >= progress_s and is_capacity_wait(reason):
+        return Note.STILL_WAITING
+    return Note.NONE
+
+
+# ------------------------------------------------------------------ a re-armed supervisor
+
+
+class Restored(str, Enum):
+    """Where a re-armed supervisor finds the run's last submitted attempt."""
+
+    LIVE = "live"  # on this cluster and not ended in the record: adopt and watch it
+    ENDED_BEFORE = "ended_before"  # ended under an earlier supervisor, which recorded how
+    LOST_WITH_HEAD = "lost_with_head"  # Ray does not know it: lost with the cluster's head
+
+
+def restored(known: bool, terminal: bool, end_recorded: bool) -> Restored:
+    """`known`: Ray answered for the attempt (a 404 is not known); `end_recorded`: the record
+    holds its end or the watchdog's stall."""
+    if not known:
+        return Restored.LOST_WITH_HEAD
+    return Restored.ENDED_BEFORE if terminal and end_recorded else Restored.LIVE
+
+
+def restored_end(verdict: Restored, recorded: str | None) -> str:
+    """The restored attempt's end: as recorded; else, ended before, the watchdog's stop (STOPPED
+    in Ray, STALLED here, to be restarted and never taken for the user's: found by the
+    simulation, seed 171); else, lost with the head, a failure."""
+    if recorded is not None:
+        return recorded
+    return "STALLED" if verdict == Restored.ENDED_BEFORE else "FAILED"
+
+
+def restored_preempted(verdict: Restored, end_recorded: bool, preemption_recorded: bool) -> bool:
+    """A restored end is a preemption when the record says so, or when the attempt was lost
+    with the head before its end was recorded."""
+    if verdict == Restored.LOST_WITH_HEAD:
+        return not end_recorded or preemption_recorded
+    return preemption_recorded

@@ -219,7 +219,6 @@ def test_verl_a_tracked_step_whose_actor_lost_its_weights_is_not_complete(tmp_pa
     then leaves the tracker on a folder without weights. Export, pruning and the supervisor
     (one rule) must not take it for complete."""
     from jobs.head import hygiene
-    from jobs.head.supervisor import checkpoint_entries
 
     verl_step(tmp_path, 20)
     emptied = verl_step(tmp_path, 40)
@@ -227,5 +226,35 @@ def test_verl_a_tracked_step_whose_actor_lost_its_weights_is_not_complete(tmp_pa
     (tmp_path / checkpoints.VERL_TRACKER).write_text("40\n")
     assert pick("verl", tmp_path).step == 20
     assert sorted(hygiene.complete_steps(str(tmp_path))) == [20]
-    assert checkpoint_entries(str(tmp_path)) == {"global_step_20"}
+    assert checkpoints.entries(str(tmp_path)) == {"global_step_20"}
     assert "global_step_20" not in hygiene.plan(str(tmp_path), keep=1)
+
+
+def test_entries_ignore_half_written_and_hidden_entries(tmp_path):
+    assert checkpoints.entries(str(tmp_path / "missing")) == frozenset()
+    assert checkpoints.entries("") == frozenset()
+    for n in ("step_10", "tmp_step_20", ".lock", "old_step_3"):
+        (tmp_path / n / "policy" / "weights").mkdir(parents=True)
+        (tmp_path / n / "config.yaml").write_text("{}")
+    (tmp_path / "step_30").mkdir()  # no config, no weights: not a complete NeMo RL step
+    assert checkpoints.entries(str(tmp_path)) == {"step_10"}
+
+
+def test_a_verl_step_counts_only_once_its_tracker_points_at_it(tmp_path):
+    # veRL writes global_step_N/ first and latest_checkpointed_iteration.txt last
+    # (verl/trainer/ppo/ray_trainer.py v0.6.0 L819-824): a step above the tracker is half-written.
+    (tmp_path / "global_step_5" / "actor").mkdir(parents=True)
+    (tmp_path / "global_step_5" / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"w")
+    assert checkpoints.entries(str(tmp_path)) == frozenset()
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("5")
+    (tmp_path / "global_step_10" / "actor").mkdir(parents=True)  # being written
+    assert checkpoints.entries(str(tmp_path)) == {"global_step_5"}
+    assert "global_step_10" in checkpoints.activity(str(tmp_path))
+
+
+def test_activity_is_every_entry_and_empty_when_the_dir_is_unknown(tmp_path):
+    assert checkpoints.activity(None) == frozenset()
+    assert checkpoints.activity(str(tmp_path / "missing")) == frozenset()
+    (tmp_path / "tmp_step_20").mkdir()
+    (tmp_path / ".lock").write_text("")
+    assert checkpoints.activity(str(tmp_path)) == {"tmp_step_20", ".lock"}

@@ -76,3 +76,13 @@ def test_kept_lines_are_a_small_part_of_a_noisy_log() -> None:
     line = verl_step_line({"timing_s/step": np.float64(3.0)}, 1)
     log = "\n".join(NOISE * 50 + [line])
     assert progress.progress_lines(log) == line + "\n"
+
+
+def test_completed_steps_are_read_from_either_frameworks_step_lines():
+    """The crash rule's progress includes training steps, read from the log."""
+    nemo = "loading...\n==== Step 11/500 ====\nloss 1\n==== Step 12/500 ====\n"
+    verl = "step:7 - actor/loss:0.1\nstep:8 - actor/loss:0.09\nstep:8 - timing_s/gen:3\n"
+    assert progress.completed_steps(nemo) == 1  # step 11 done once step 12 started
+    assert progress.completed_steps(verl) == 1
+    assert progress.completed_steps("==== Step 1/500 ====\nTraceback: CUDA OOM\n") == 0
+    assert progress.completed_steps("no steps at all") == 0

@@ -116,3 +116,31 @@ def test_protocol_words_are_written_only_in_the_protocol():
             continue
         found = (_hand_written_kinds(path) & kinds) | _settings_spelled(path)
         assert not found, f"{path.relative_to(JOBS.parent)} spells {sorted(found)}"
+
+
+def test_lease_and_backoff_knobs_come_from_the_environment():
+    assert (Settings().lease_s, Settings().backoff_max_s) == (15.0, 60.0)
+    assert Settings.from_env({"JOBS_SUPERVISOR_LEASE_S": "3"}).lease_s == 3.0
+    assert "JOBS_SUPERVISOR_LEASE_S" in Settings.forwarded({"JOBS_SUPERVISOR_LEASE_S": "3"})
+
+
+def test_live_job_ids_are_the_runs_unended_jobs_of_a_kind_in_order():
+    from types import SimpleNamespace
+
+    from jobs.client.types import JobStatus
+
+    def job(sid, kind, run="r", status=JobStatus.RUNNING, metadata=True):
+        meta = {"kind": kind, "run": run} if metadata else None
+        return SimpleNamespace(submission_id=sid, metadata=meta, status=status)
+
+    jobs = [
+        job("r-s2", protocol.SUPERVISOR),
+        job("r-e1", protocol.EXPORT),
+        job("q-s1", protocol.SUPERVISOR, run="q"),
+        job("r-s1", protocol.SUPERVISOR, status=JobStatus.FAILED),
+        job("plain", protocol.SUPERVISOR, metadata=False),
+        job("r-s3", protocol.SUPERVISOR, status=JobStatus.PENDING),
+    ]
+    assert protocol.live_job_ids(jobs, protocol.SUPERVISOR, "r") == ["r-s2", "r-s3"]
+    assert protocol.live_job_ids(jobs, protocol.EXPORT, "r") == ["r-e1"]
+    assert protocol.live_job_ids(jobs, protocol.STOP, "r") == []

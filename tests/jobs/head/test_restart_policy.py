@@ -370,3 +370,171 @@ def test_an_attempt_that_could_not_reach_the_hub_gives_the_run_up_at_once_not_as
     # Any other exit code, or a node lost under it, is judged as before.
     assert decide(replace(s, exit_code=1)).action == Action.SUBMIT
     assert decide(replace(s, preempted=True)).reason != Reason.CANNOT_STAGE
+
+
+# ------------------------------------------------------------------ the facts of an ended attempt
+
+
+def test_a_node_end_stop_is_a_failure_for_the_policy():
+    from jobs.head.restart_policy import policy_end
+
+    assert policy_end("SUCCEEDED", True) == "FAILED"
+    assert policy_end("SUCCEEDED", False) == "SUCCEEDED"
+    assert policy_end("STALLED", False) == "STALLED"
+
+
+def test_only_a_succeeded_attempt_on_flex_start_nodes_of_a_stopping_framework_is_read():
+    from jobs.head.restart_policy import may_have_stopped_for_node_end as may
+
+    assert may("SUCCEEDED", 3600.0, True)
+    assert not may("FAILED", 3600.0, True)
+    assert not may("SUCCEEDED", 0.0, True)  # not flex-start
+    assert not may("SUCCEEDED", 3600.0, False)  # veRL trains on until the node ends
+
+
+def test_a_node_end_stop_is_read_from_the_last_end_record():
+    from jobs.head.restart_policy import recorded_for_node_end
+
+    assert not recorded_for_node_end(None)
+    assert not recorded_for_node_end({"status": "SUCCEEDED"})
+    assert recorded_for_node_end({"status": "SUCCEEDED", "saved_for_node_end": True})
+
+
+def test_progress_is_a_new_checkpoint_or_a_completed_step():
+    from jobs.head.restart_policy import new_checkpoint, own_progress, progressed
+
+    before, after = frozenset({"step_10"}), frozenset({"step_10", "step_20"})
+    assert new_checkpoint(after, before, True) is True
+    assert new_checkpoint(before, before, True) is False
+    assert new_checkpoint(after, before, False) is None
+    assert own_progress(None, 0) is None  # nothing to compare, no step: unknown
+    assert own_progress(None, 3) is True
+    assert own_progress(False, 0) is False
+    assert own_progress(False, 2) is True
+    assert own_progress(True, 0) is True
+    assert progressed(None, True) is None
+    assert progressed(False, True) is True
+    assert progressed(False, None) is False
+    assert progressed(True, False) is True
+
+
+def test_only_an_unjudged_failure_is_checked_against_the_node_table():
+    from jobs.head.restart_policy import needs_node_check
+
+    for ended in ("FAILED", "STALLED"):
+        assert needs_node_check(_ended(ended=ended))
+        assert not needs_node_check(_ended(ended=ended, preempted=True))
+    for ended in (None, "SUCCEEDED", "STOPPED"):
+        assert not needs_node_check(_ended(ended=ended))
+
+
+def test_a_death_after_the_end_plus_the_settle_time_is_not_the_cause():
+    from jobs.head.restart_policy import death_window_end_ms
+
+    assert death_window_end_ms(10_000, 60.0, 20_000) == 20_000  # still settling: up to now
+    assert death_window_end_ms(10_000, 60.0, 900_000) == 70_000
+
+
+def test_a_preemption_spends_its_own_budget_and_a_stall_never_starts_a_crash():
+    from jobs.head.restart_policy import Charge, charge
+
+    assert charge(_ended(ended="FAILED", preempted=True)) == Charge.PREEMPTION
+    assert charge(_ended(ended="STALLED", preempted=True)) == Charge.PREEMPTION
+    assert charge(_ended(ended="FAILED")) == Charge.RESTART
+    assert charge(_ended(ended="STALLED")) == Charge.STALL_RESTART
+
+
+# ------------------------------------------------------------------ asking again while waiting
+
+
+def test_the_first_situation_has_nothing_ended():
+    from jobs.head.restart_policy import first_situation
+
+    s = first_situation(3, 8, 600.0)
+    assert (s.ended, s.restarts_used, s.max_restarts, s.gpus_needed, s.max_wait_s) == (
+        None,
+        0,
+        3,
+        8,
+        600.0,
+    )
+    assert decide(replace(s, gpus_now=8.0)).action == Action.SUBMIT
+
+
+def test_stability_counts_from_the_later_of_the_end_and_the_last_node_change():
+    from jobs.head.restart_policy import ClusterNow, first_situation, with_cluster
+
+    now = ClusterNow(gpus=8.0, stable_s=500.0, since_end_s=20.0)
+    ended = with_cluster(_ended(ended="FAILED"), now, settle_s=60, stop_requested=False, waited_s=5)
+    assert (ended.stable_s, ended.gpus_now, ended.settle_s, ended.waited_s) == (20.0, 8.0, 60, 5)
+    fresh = with_cluster(
+        first_situation(1, 8, 0.0), now, settle_s=60, stop_requested=True, waited_s=0
+    )
+    assert fresh.stable_s == 500.0  # nothing ended: the end does not count
+    assert fresh.stop_requested
+
+
+def test_the_hosts_answered_only_when_every_one_of_them_answered_a_probe():
+    from jobs.head.restart_policy import ClusterNow, with_cluster
+
+    def answered(**probe: object) -> bool:
+        now = ClusterNow(gpus=8.0, stable_s=0.0, since_end_s=0.0, **probe)  # type: ignore[arg-type]
+        s = with_cluster(_ended(ended="FAILED"), now, settle_s=60, stop_requested=False, waited_s=0)
+        return s.hosts_answered
+
+    both = frozenset({"a", "b"})
+    assert answered(gpus_free=8.0, answering=both, hosts=frozenset({"a"}))
+    assert not answered(gpus_free=8.0, answering=frozenset({"a"}), hosts=both)
+    assert not answered(gpus_free=8.0, answering=both, hosts=None)  # unknown hosts
+    assert not answered()  # no probe
+
+
+def test_missing_then_busy_gpus_are_one_capacity_wait_said_once_and_again_periodically():
+    from jobs.head.restart_policy import Note, is_capacity_wait, wait_note
+
+    assert is_capacity_wait(Reason.NO_CAPACITY) and is_capacity_wait(Reason.GPUS_BUSY)
+    assert not is_capacity_wait(Reason.SETTLING)
+    assert wait_note(Reason.SETTLING, None, 0.0, 60.0) == Note.NEW_WAIT
+    assert wait_note(Reason.NO_CAPACITY, Reason.SETTLING, 0.0, 60.0) == Note.NEW_WAIT
+    assert wait_note(Reason.GPUS_BUSY, Reason.NO_CAPACITY, 0.0, 60.0) == Note.SAME_WAIT
+    assert wait_note(Reason.NO_CAPACITY, Reason.GPUS_BUSY, 0.0, 60.0) == Note.SAME_WAIT
+    assert wait_note(Reason.NO_CAPACITY, Reason.NO_CAPACITY, 59.0, 60.0) == Note.NONE
+    assert wait_note(Reason.NO_CAPACITY, Reason.NO_CAPACITY, 60.0, 60.0) == Note.STILL_WAITING
+    assert wait_note(Reason.SETTLING, Reason.SETTLING, 600.0, 60.0) == Note.NONE
+
+
+def test_gpus_newly_busy_may_be_held_by_our_own_next_attempt():
+    from jobs.head.restart_policy import Decision, may_be_own_next_attempt
+
+    busy = Decision(Action.WAIT, Reason.GPUS_BUSY, "busy")
+    assert may_be_own_next_attempt(busy, None)
+    assert may_be_own_next_attempt(busy, Reason.NO_CAPACITY)
+    assert not may_be_own_next_attempt(busy, Reason.GPUS_BUSY)  # asked once per busy spell
+    assert not may_be_own_next_attempt(Decision(Action.WAIT, Reason.SETTLING, "s"), None)
+
+
+# ------------------------------------------------------------------ a re-armed supervisor
+
+
+def test_a_restored_attempt_is_live_ended_before_or_lost_with_the_head():
+    from jobs.head.restart_policy import Restored, restored
+
+    assert restored(known=True, terminal=False, end_recorded=False) == Restored.LIVE
+    assert restored(known=True, terminal=False, end_recorded=True) == Restored.LIVE
+    assert restored(known=True, terminal=True, end_recorded=False) == Restored.LIVE
+    assert restored(known=True, terminal=True, end_recorded=True) == Restored.ENDED_BEFORE
+    assert restored(known=False, terminal=False, end_recorded=True) == Restored.LOST_WITH_HEAD
+
+
+def test_a_restored_end_is_as_recorded_else_the_watchdogs_stall_or_a_failure():
+    from jobs.head.restart_policy import Restored, restored_end, restored_preempted
+
+    assert restored_end(Restored.ENDED_BEFORE, "FAILED") == "FAILED"
+    assert restored_end(Restored.ENDED_BEFORE, None) == "STALLED"  # seed 171
+    assert restored_end(Restored.LOST_WITH_HEAD, None) == "FAILED"
+    assert restored_end(Restored.LOST_WITH_HEAD, "SUCCEEDED") == "SUCCEEDED"
+    assert restored_preempted(Restored.LOST_WITH_HEAD, False, False)  # lost before its end
+    assert not restored_preempted(Restored.LOST_WITH_HEAD, True, False)
+    assert restored_preempted(Restored.LOST_WITH_HEAD, True, True)
+    assert not restored_preempted(Restored.ENDED_BEFORE, False, False)
+    assert restored_preempted(Restored.ENDED_BEFORE, True, True)

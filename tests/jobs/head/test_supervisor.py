@@ -1,60 +1,56 @@
-"""The supervisor's own small rules: what counts as a checkpoint, and publishing its code.
+"""The supervisor's own small rules: how a supervisor job's metadata becomes a supervisor, and
+how an ended attempt's budget is spent.
 
 Its loop is exercised against a real local Ray cluster in tests/jobs/runs/test_handoff.py and
-tests/jobs/head/test_survival.py.
+tests/jobs/head/test_survival.py, and in a simulated world in tests/jobs/head/sim.
 """
 
 from __future__ import annotations
 
-from jobs.head.protocol import Settings
-from jobs.head.supervisor import _publish_code, checkpoint_activity, checkpoint_entries
+from jobs.head import protocol
+from jobs.head.probes import Probes
+from jobs.head.protocol import Settings, Spec
+from jobs.head.restart_policy import Charge
+from jobs.head.run_state import RunState
+from jobs.head.supervisor import _charge, from_job
+from tests.jobs.head.test_protocol import spec
 
 
-def test_checkpoint_entries_ignore_half_written_and_hidden_entries(tmp_path):
-    assert checkpoint_entries(str(tmp_path / "missing")) == frozenset()
-    assert checkpoint_entries("") == frozenset()
-    for n in ("step_10", "tmp_step_20", ".lock", "old_step_3"):
-        (tmp_path / n / "policy" / "weights").mkdir(parents=True)
-        (tmp_path / n / "config.yaml").write_text("{}")
-    (tmp_path / "step_30").mkdir()  # no config, no weights: not a complete NeMo RL step
-    assert checkpoint_entries(str(tmp_path)) == {"step_10"}
+def _metadata(s: Spec, rearmed: bool = False) -> dict[str, str]:
+    meta = {Spec.METADATA_KEY: s.to_json()}
+    if rearmed:
+        meta[protocol.REARMED_KEY] = "1"
+    return meta
 
 
-def test_a_verl_step_counts_only_once_its_tracker_points_at_it(tmp_path):
-    # veRL writes global_step_N/ first and latest_checkpointed_iteration.txt last
-    # (verl/trainer/ppo/ray_trainer.py v0.6.0 L819-824): a step above the tracker is half-written.
-    (tmp_path / "global_step_5" / "actor").mkdir(parents=True)
-    (tmp_path / "global_step_5" / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"w")
-    assert checkpoint_entries(str(tmp_path)) == frozenset()
-    (tmp_path / "latest_checkpointed_iteration.txt").write_text("5")
-    (tmp_path / "global_step_10" / "actor").mkdir(parents=True)  # being written
-    assert checkpoint_entries(str(tmp_path)) == {"global_step_5"}
-    assert "global_step_10" in checkpoint_activity(str(tmp_path))
+def _probes() -> Probes:
+    return Probes(nodes=list, log_size=lambda _job_id: 0)
 
 
-def test_lease_and_backoff_knobs_come_from_the_environment():
-    assert (Settings().lease_s, Settings().backoff_max_s) == (15.0, 60.0)
-    assert Settings.from_env({"JOBS_SUPERVISOR_LEASE_S": "3"}).lease_s == 3.0
-    assert "JOBS_SUPERVISOR_LEASE_S" in Settings.forwarded({"JOBS_SUPERVISOR_LEASE_S": "3"})
+def test_from_job_takes_its_own_working_dir_and_whether_it_was_rearmed():
+    sup = from_job(None, "r-s1", _metadata(spec()), _probes(), Settings(), working_dir="gcs://new")
+    assert sup.spec.runtime_env["working_dir"] == "gcs://new"
+    assert not sup.rearmed
+    assert sup.current is None
+    again = from_job(None, "r-s2", _metadata(spec(), rearmed=True), _probes(), Settings())
+    assert again.rearmed
+    assert again.spec.runtime_env["working_dir"] == "gcs://_ray_pkg_x.zip"
 
 
-def test_the_jobs_package_is_published_for_the_rearmer_and_current_swaps(tmp_path):
-    _publish_code(str(tmp_path))
-    first = (tmp_path / ".rearm" / "current").resolve()
-    assert (tmp_path / ".rearm" / "current" / "jobs" / "head" / "rearm.py").is_file()
-    for _ in range(4):
-        _publish_code(str(tmp_path))
-    assert (tmp_path / ".rearm" / "current").resolve() != first
-    assert len([p for p in (tmp_path / ".rearm").iterdir() if p.name.startswith("v")]) == 3
+def test_a_spec_without_a_working_dir_gets_none_from_the_job():
+    plain = spec(runtime_env={})
+    sup = from_job(None, "r-s1", _metadata(plain), _probes(), Settings(), working_dir="gcs://new")
+    assert "working_dir" not in sup.spec.runtime_env
 
 
-def test_completed_steps_are_read_from_either_frameworks_step_lines():
-    """Issue 24 item 6: the crash rule's progress includes training steps, read from the log."""
-    from jobs.head.progress import completed_steps
-
-    nemo = "loading...\n==== Step 11/500 ====\nloss 1\n==== Step 12/500 ====\n"
-    verl = "step:7 - actor/loss:0.1\nstep:8 - actor/loss:0.09\nstep:8 - timing_s/gen:3\n"
-    assert completed_steps(nemo) == 1  # step 11 done once step 12 started
-    assert completed_steps(verl) == 1
-    assert completed_steps("==== Step 1/500 ====\nTraceback: CUDA OOM\n") == 0
-    assert completed_steps("no steps at all") == 0
+def test_a_restart_sets_the_crash_baseline_a_stall_or_a_preemption_does_not():
+    ended = frozenset({"step_10"})
+    state = RunState(attempt=1, end_entries=ended, own_progress=True)
+    _charge(state, Charge.STALL_RESTART)
+    assert (state.restarts, state.preemptions, state.has_baseline) == (1, 0, False)
+    assert state.charged
+    _charge(state, Charge.PREEMPTION)
+    assert (state.restarts, state.preemptions, state.has_baseline) == (1, 1, False)
+    _charge(state, Charge.RESTART)
+    assert (state.restarts, state.baseline, state.prev_progressed) == (2, ended, True)
+    assert state.has_baseline

@@ -37,10 +37,11 @@ from jobs.head import hygiene, protocol, scale_up, stop
 from jobs.head.capacity_probe import Probed
 from jobs.head.clock import Clock
 from jobs.head.files import Files
+from jobs.head.probes import Probes
 from jobs.head.protocol import Settings, Spec
 from jobs.head.rearm import Rearmer
 from jobs.head.run_store import RunStore
-from jobs.head.supervisor import Probes, from_job
+from jobs.head.supervisor import from_job
 from jobs.runs import goodput
 from tests.jobs.head.memory_kv import DictKV
 from tests.jobs.head.sim.memfs import MemFiles

@@ -1,0 +1,162 @@
+"""An attempt's end: the facts gathered and recorded when it ends, and the judgement of a failure
+as a preemption once Ray's node table shows a node lost during it.
+
+What the facts mean (progress, a node-end stop, the death window) is jobs/head/restart_policy.py's;
+this module gathers them and writes the records. Standard library and Ray only: this runs on the
+Ray head inside the framework's image.
+"""
+
+from __future__ import annotations
+
+import http.client
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from jobs.head import checkpoints, node_events
+from jobs.head import events as ev
+from jobs.head import restart_policy as policy
+from jobs.head.restart_policy import Situation
+from jobs.head.run_state import RunState
+
+if TYPE_CHECKING:
+    from jobs.head.supervisor import Supervisor
+
+_CHECKPOINT_NEWS = {
+    None: "no earlier failure to compare checkpoints with",
+    True: "new checkpoint since the previous failure",
+    False: "no new checkpoint since the previous failure",
+}
+
+
+def record_end(
+    sup: Supervisor, state: RunState, ended: str, for_node_end: bool | None = None
+) -> None:
+    """Record how the attempt ended; the judgement (preemption or not) comes in `judge`.
+    `for_node_end`: the attempt stopped after saving before its flex-start nodes' end (read
+    from its log when None); the run goes on as after a preemption."""
+    job_id, spec = state.current or "", sup.spec
+    if for_node_end is None:
+        for_node_end = sup.cluster.stopped_for_node_end(job_id, ended)
+    # Watching ends with the record below: an error before it (the dashboard answering
+    # badly while the end is read) is retried from the attempt's end, never skips it.
+    state.charged = False
+    state.ended_ms = int(sup.clock.time() * 1000)
+    state.hosts = sup.cluster.hosts(job_id)
+    state.ended_at = sup.clock.monotonic()
+    state.end_entries = checkpoints.entries(spec.checkpoint_dir)
+    new_ckpt = policy.new_checkpoint(state.end_entries, state.baseline, state.has_baseline)
+    stepped = sup.cluster.steps(job_id)
+    state.own_progress = policy.own_progress(new_ckpt, stepped)
+    gpus, _ = sup.cluster.observe()
+    exit_code = None if for_node_end else _exit_code(sup, job_id, ended)
+    sup.record(
+        ev.ATTEMPT_ENDED,
+        _end_message(sup, job_id, ended, for_node_end, exit_code, gpus, new_ckpt, stepped),
+        attempt=state.attempt,
+        submission_id=job_id,
+        status=ended,
+        gpus=gpus,
+        new_checkpoint=new_ckpt,
+        steps_completed=stepped,
+        ended_ms=state.ended_ms,
+        exit_code=exit_code,
+        **({"saved_for_node_end": True} if for_node_end else {}),
+    )
+    state.watching = False
+    _keep_progress(sup, job_id)
+    state.situation = Situation(
+        ended=policy.policy_end(ended, for_node_end),  # type: ignore[arg-type]
+        restarts_used=state.restarts,
+        max_restarts=spec.max_restarts,
+        gpus_needed=spec.gpus_needed,
+        gpus_at_end=gpus,
+        gpus_now=gpus,
+        progressed=policy.progressed(state.own_progress, state.prev_progressed),
+        max_wait_s=spec.capacity_deadline_s,
+        preemptions_used=state.preemptions,
+        max_preemptions=spec.max_preemptions,
+        settle_s=sup.config.settle_s,
+        stepped=stepped > 0,
+        preempted=for_node_end,
+        exit_code=exit_code,
+    )
+
+
+def _end_message(
+    sup: Supervisor,
+    job_id: str,
+    ended: str,
+    for_node_end: bool,
+    exit_code: int | None,
+    gpus: float,
+    new_ckpt: bool | None,
+    stepped: int,
+) -> str:
+    needed = sup.spec.gpus_needed
+    # "2 of 1 GPUs" read as a count out of a total: the GPUs there, then the need.
+    capacity = f"; the cluster has {gpus:g} GPUs ({needed} needed)" if needed > 0 else ""
+    ckpt = _CHECKPOINT_NEWS[new_ckpt]
+    if stepped:
+        ckpt += f"; {stepped} training step(s) completed"
+    why = (
+        ": it saved and stopped before its flex-start nodes reach their maximum run "
+        "duration; the run goes on on new nodes (counted as a preemption)"
+        if for_node_end
+        else ("" if exit_code is None else f" (exit code {exit_code})")
+    )
+    return f"{job_id} {ended}{why}{capacity}; {ckpt}"
+
+
+def _keep_progress(sup: Supervisor, job_id: str) -> None:
+    """The attempt's step lines beside its record, for its goodput after the head is gone;
+    best effort: the record itself is what the run needs."""
+    if sup.store is None:
+        return
+    try:
+        lines = sup.probes.progress_lines(job_id)
+        if lines:
+            sup.store.keep_progress(job_id, lines)
+    except (OSError, RuntimeError, ValueError, http.client.HTTPException):
+        pass
+
+
+def _exit_code(sup: Supervisor, job_id: str, ended: str) -> int | None:
+    """A FAILED attempt's driver exit code, when Ray has it (the end is recorded without it
+    when the dashboard cannot say)."""
+    if ended != "FAILED":
+        return None
+    try:
+        code = sup.client.get_job_info(job_id).driver_exit_code
+    except (RuntimeError, OSError, ValueError, http.client.HTTPException):
+        return None
+    return code if isinstance(code, int) else None
+
+
+def judge(sup: Supervisor, state: RunState) -> Situation:
+    """The ended attempt's situation, preempted once Ray's node table shows a node lost
+    during it (recorded once)."""
+    s = state.situation
+    assert s is not None
+    if not policy.needs_node_check(s):
+        return s
+    now_ms = int(sup.clock.time() * 1000)
+    deaths = node_events.deaths_during(
+        sup.cluster.nodes,
+        state.started_ms,
+        policy.death_window_end_ms(state.ended_ms, sup.config.settle_s, now_ms),
+        sup.spec.gpus_needed,
+        state.hosts,
+    )
+    if deaths:
+        s = state.situation = replace(s, preempted=True)
+        sup.record(
+            ev.PREEMPTED,
+            f"{state.current} preempted: "
+            + "; ".join(d.describe() for d in deaths)
+            + f" (preemption {state.preemptions + 1} of "
+            f"{sup.spec.max_preemptions}; not counted as a restart)",
+            attempt=state.attempt,
+            submission_id=state.current,
+            nodes=[d.node_id for d in deaths],
+        )
+    return s
