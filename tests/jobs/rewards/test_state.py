@@ -95,7 +95,7 @@ def test_executors_with_different_tmpdirs_never_share_a_uid(
         uid, tmpdir = holder.stdout.readline().split()
         assert int(uid) == one_uid.start and tmpdir == str(tmp_path / "a")
         monkeypatch.setenv("TMPDIR", str(tmp_path))
-        monkeypatch.setattr(box, "UID_POOL", one_uid)
+        monkeypatch.setattr(uids, "UID_POOL", one_uid)
         with pytest.raises(RuntimeError, match="all 1 sandbox uids are in use"):
             uids.UidLease()
     finally:

@@ -60,7 +60,7 @@ def _state(pid: int) -> str:
 def two_uids(monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     """This run's last two pool uids as the whole pool, leases trying the first one first."""
     pool = uids.UID_POOL[-2:]
-    monkeypatch.setattr(box, "UID_POOL", pool)
+    monkeypatch.setattr(uids, "UID_POOL", pool)
     monkeypatch.setattr(uids.random, "randrange", lambda n: 0)
     return pool[0], pool[1]
 
@@ -128,7 +128,7 @@ def test_a_scan_for_a_uid_reads_no_status_file_of_other_processes(
         opened.append(str(path))
         return open(path, *args, **kwargs)
 
-    monkeypatch.setattr(box, "open", counting_open, raising=False)
+    monkeypatch.setattr(uids, "open", counting_open, raising=False)
     unused = uids.UID_POOL[0]
     assert uids.tasks_of_uid(unused) == [] and uids.live_pids_of_uid(unused) == []
     assert [p for p in opened if p.startswith("/proc/")] == []
@@ -172,8 +172,8 @@ def test_tests_that_cannot_start_are_a_fault_with_the_reason_not_the_solutions_f
     """Where a box truly cannot start (here: the lease made blind to the zombies), every test is
     `start_error` with execve's reason and the reward scores FAULT, never `runtime_error`."""
     busy, _free = two_uids
-    monkeypatch.setattr(box, "tasks_of_uid", lambda uid: [], raising=False)
-    monkeypatch.setattr(box, "UID_POOL", range(busy, busy + 1))
+    monkeypatch.setattr(uids, "tasks_of_uid", lambda uid: [], raising=False)
+    monkeypatch.setattr(uids, "UID_POOL", range(busy, busy + 1))
     monkeypatch.delenv(cc.SANDBOX_URL_ENV, raising=False)
     warm = executor.run(SUM, CASES[:1], Limits(time_s=5))  # compiled while the uid is clean
     assert warm.results[0].status is Status.passed
