@@ -27,6 +27,7 @@ from components.catalogue import (
     LUSTRE_TIERS,
     MACHINES,
     MIN_GKE_VERSION_FOR_LUSTRE_PORT_988,
+    MachineSpec,
 )
 from components.contract import Framework
 from components.maintenance import MaintenanceSettings
@@ -139,7 +140,7 @@ class GpuSettings(Settings):
         return self
 
     @property
-    def machine(self):
+    def machine(self) -> MachineSpec:
         return MACHINES[self.machine_type]
 
     @property
@@ -277,7 +278,8 @@ class LustreSettings(Settings):
     @field_validator("capacity_gib")
     @classmethod
     def _capacity_fits_tier(cls, value: int, info: ValidationInfo) -> int:
-        tier = LUSTRE_TIERS.get(info.data.get("per_unit_storage_throughput"))
+        throughput: int | None = info.data.get("per_unit_storage_throughput")
+        tier = None if throughput is None else LUSTRE_TIERS.get(throughput)
         if tier is not None and not tier.allows(value):
             raise ValueError(f"at {tier.throughput} MB/s/TiB must be {tier.describe()}")
         return value

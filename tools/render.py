@@ -21,7 +21,7 @@ from pulumi.runtime import resource as runtime_resource
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
 from pulumi.runtime.settings import get_root_resource
-from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.stack import Stack, run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -335,12 +335,12 @@ def _config_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _build_and_export(build: Callable[[], None]) -> None:
+def _build_and_export(build: Callable[[], object]) -> None:
     build()
     # set_mocks registered the root stack before the program ran; registering its outputs
     # again is what records the program's `pulumi.export`s, as the real entry point does.
     root = get_root_resource()
-    if root is not None:
+    if isinstance(root, Stack):  # set_mocks' root (pulumi/runtime/mocks.py `Stack()`)
         root._outputs_registered = False
         root._finish()
 
@@ -356,7 +356,7 @@ def _no_stack_trace() -> Any:
 
 
 def render_with(
-    build: Callable[[], None],
+    build: Callable[[], object],
     config: Mapping[str, Any],
     *,
     stack: str = "test",

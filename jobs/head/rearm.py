@@ -79,7 +79,8 @@ class Rearmer:
                 and meta.get("run") == run
                 and not job.status.is_terminal()
             ):
-                return job.submission_id
+                submission_id: str = job.submission_id
+                return submission_id
         return None
 
     def _unended(self) -> tuple[list[str], list[str]]:
@@ -87,7 +88,8 @@ class Rearmer:
         re-arm, those a user stopped whose supervisor died before it wrote the end: the stop
         job saw its lease still held, so nobody wrote the end or released the run's GPU
         request, and a stopped run is never re-armed)."""
-        rearm, stopped = [], []
+        rearm: list[str] = []
+        stopped: list[str] = []
         for run in runs(self.root, self.files):
             store = self.store(run)
             # The lease first: it is one small file, while the record grows all the run long

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 COMPILER = ("g++", "-std=c++17", "-O2", "-pipe")
@@ -40,7 +41,9 @@ class CompileCache:
         self._lock = threading.Lock()
         self.bytes = 0
 
-    def acquire(self, key: str, compile_fn) -> tuple[str | None, str]:
+    def acquire(
+        self, key: str, compile_fn: Callable[[], tuple[str | None, str]]
+    ) -> tuple[str | None, str]:
         with self._lock:
             self._refs[key] = self._refs.get(key, 0) + 1
             if key in self._entries:

@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from enum import Enum
 from pathlib import Path
+from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -551,10 +552,19 @@ def chunks(cases: list[Case], workers: int, per_box: int = MIN_TESTS_PER_BOX) ->
     return out
 
 
+class _Measured(TypedDict):
+    """What every verdict reports of the box it ran in."""
+
+    wall_s: float
+    cpu_s: float
+    exit_code: int | None
+    timed_out: bool
+
+
 def _judge(
     ex: box.BoxExit | box.TestExit, out_path: Path, test: Case, limits: Limits
 ) -> CaseResult:
-    common = {
+    common: _Measured = {
         "wall_s": round(ex.wall_s, 4),
         "cpu_s": round(ex.cpu_s, 4),
         "exit_code": ex.code,
