@@ -22,9 +22,8 @@ COMMAND: Final = "command"
 EXPORT: Final = "export"
 SUPERVISOR: Final = "supervisor"
 STAGE: Final = "stage"
-STOP: Final = (
-    "stop"  # `rl-jobs stop RUN` recording the stop in the run's record (jobs/head/stop.py)
-)
+# `rl-jobs stop RUN` recording the stop in the run's record (jobs/head/stop.py)
+STOP: Final = "stop"
 STOP_MODULE = "jobs.head.stop"
 # `rl-jobs checkpoints RUN` listing the run's checkpoint folders on the head (jobs/head/list_checkpoints.py)
 CHECKPOINTS: Final = "checkpoints"
