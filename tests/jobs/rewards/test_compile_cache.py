@@ -13,8 +13,8 @@ pytestmark = pytest.mark.compiler
 
 
 def test_the_binary_cache_is_bounded_in_bytes_and_keeps_what_is_in_use(tmp_path: Path) -> None:
-    """issue 25 items 4 and 10: bounded by count only (a 200 MiB binary per source filled the disk),
-    and a binary could be deleted while its tests were still queued."""
+    """Bounded by count only, a 200 MiB binary per source would fill the disk; and a binary must
+    not be deleted while its tests are still queued."""
     cache = CompileCache(tmp_path, max_bytes=3000, max_entries=100)
 
     def make(name: str):

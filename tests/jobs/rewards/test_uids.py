@@ -19,7 +19,7 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="other owners need root
 
 
 def test_the_state_directory_is_private_and_an_own_one_is_tightened(tmp_path: Path) -> None:
-    """issue 25 item 3: created 0700; an own 0711 one (the earlier default) is made 0700."""
+    """Created 0700; an own 0711 one (an earlier default others could traverse) is made 0700."""
     fresh = tmp_path / "fresh"
     assert uids.private_dir(fresh) == fresh and (fresh.stat().st_mode & 0o777) == 0o700
     old = tmp_path / "old"
@@ -42,7 +42,7 @@ sys.stdin.read()
 def test_executors_with_different_tmpdirs_never_share_a_uid(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """issue 25 item 10: the lease files lived under $TMPDIR, so two TMPDIRs leased the same uid."""
+    """Lease files under $TMPDIR would let two executors with different TMPDIRs lease the same uid."""
     one_uid = uids.UID_POOL[-1:]
     (tmp_path / "a").mkdir()
     holder = subprocess.Popen(
