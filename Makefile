@@ -60,7 +60,7 @@ test-fast: venv
 	$(PYTEST) -q -n 2 --dist worksteal -m "$(FAST_MARKERS)"
 
 # ruff, configured in pyproject.toml: lint rules, then the formatter in check mode (no rewrite);
-# then mypy over the files [tool.mypy] names (strict for jobs/head, client, runs and common).
+# then mypy, strict, over the files [tool.mypy] names.
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

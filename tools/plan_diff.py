@@ -248,7 +248,8 @@ def render_plan(tree: Path, stack: str) -> dict[str, Any] | None:
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise PlanError(f"the plan of stack {stack} failed to render in {tree}: {last}")
-    return json.loads(result.stdout)
+    plan: dict[str, Any] = json.loads(result.stdout)
+    return plan
 
 
 def export_tree(ref: str, into: Path, repo: Path = ROOT) -> None:

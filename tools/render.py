@@ -20,6 +20,7 @@ import pulumi
 from pulumi.runtime import resource as runtime_resource
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
+from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.settings import get_root_resource
 from pulumi.runtime.stack import Stack, run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
@@ -299,8 +300,9 @@ class RecordingMonitor(MockMonitor):
         self.rendering = Rendering(stack="")
         self._stack_urn = ""
 
-    def RegisterResource(self, request):
-        response = super().RegisterResource(request)
+    def RegisterResource(self, request: Any) -> Any:
+        # pulumi's MockMonitor is unannotated (pulumi/runtime/mocks.py)
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type == "pulumi:pulumi:Stack":
             self._stack_urn = response.urn
             return response
@@ -325,10 +327,10 @@ class RecordingMonitor(MockMonitor):
         )
         return response
 
-    def RegisterResourceOutputs(self, request):
+    def RegisterResourceOutputs(self, request: Any) -> Any:
         if request.urn == self._stack_urn:
             self.rendering.outputs = _unwrap(rpc.deserialize_properties(request.outputs))
-        return super().RegisterResourceOutputs(request)
+        return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
 
 
 def _config_value(value: Any) -> str:
@@ -352,7 +354,7 @@ def _no_stack_trace() -> Any:
     diagnostics at the line that created a resource; the recording monitor keeps no source
     positions, and under pytest that walk (~50 frames a resource) is a fifth of a rendering.
     """
-    return runtime_resource.source_pb2.StackTrace()
+    return source_pb2.StackTrace()
 
 
 def render_with(

@@ -120,7 +120,8 @@ def clamp_limits(time_s: float, memory_bytes: int) -> tuple[float, int]:
 def _bound(field: object, name: str) -> float:
     for item in getattr(field, "metadata", ()):
         if hasattr(item, name):
-            return getattr(item, name)
+            bound: float = getattr(item, name)
+            return bound
     raise LookupError(f"Limits has no {name} bound")
 
 
@@ -189,7 +190,9 @@ def remove_tree(path: Path, quarantine: Path) -> bool:
     if not os.path.lexists(path):
         return True
 
-    def fix(func, p, _exc):  # non-root: a 0500 directory stops unlink; chmod only real directories
+    def fix(
+        func: Callable[[str], object], p: str, _exc: object
+    ) -> None:  # non-root: a 0500 directory stops unlink; chmod only real directories
         parent = os.path.dirname(p)
         if not os.path.islink(parent) and os.path.isdir(parent):
             os.chmod(parent, 0o700)
