@@ -62,10 +62,12 @@ FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl 
 test-fast: venv
 	$(PYTEST) -q -n 2 --dist worksteal -m "$(FAST_MARKERS)"
 
-# ruff, configured in pyproject.toml: lint rules, then the formatter in check mode (no rewrite).
+# ruff, configured in pyproject.toml: lint rules, then the formatter in check mode (no rewrite);
+# then mypy, strict, over the files [tool.mypy] names.
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: venv
 	$(BIN)/ruff check --fix .

@@ -5,7 +5,7 @@ Layers flow one way: config -> GCP (networks, Lustre, GKE, GPU pool) -> Kubernet
 
 import pulumi
 
-from components.contract import SECRET_ENV, export_stack_outputs
+from components.contract import SECRET_ENV
 from components.gcp.apis import ProjectApis, ProjectApisArgs
 from components.gcp.budget import ProjectBudget, ProjectBudgetArgs
 from components.gcp.cluster import GkeCluster, GkeClusterArgs
@@ -23,6 +23,7 @@ from components.gcp.sandbox_pool import SandboxNodePool, SandboxNodePoolArgs
 from components.k8s.layer import GkeFoundation, KubernetesLayer, KubernetesLayerArgs
 from components.prices import node_hour_price
 from components.stack_inputs import load_stack
+from components.stack_outputs import export_stack_outputs
 
 config, secret_env = load_stack()
 # The reservation and the zone's machine type, looked up before anything is registered, so a

@@ -34,7 +34,8 @@ DAEMON_MEMORY_GIB = 1.0
 
 
 def nodes_in_subnet(prefixlen: int) -> int:
-    return 2 ** (32 - prefixlen) - RESERVED_PER_SUBNET
+    addresses: int = 2 ** (32 - prefixlen)
+    return addresses - RESERVED_PER_SUBNET
 
 
 def smallest_subnet_prefix(nodes: int) -> int:

@@ -27,13 +27,12 @@ from components.catalogue import (
     LUSTRE_TIERS,
     MACHINES,
     MIN_GKE_VERSION_FOR_LUSTRE_PORT_988,
+    MachineSpec,
 )
 from components.contract import Framework
 from components.maintenance import MaintenanceSettings
 from components.rewards_config import RewardsSettings
-from components.rules import Settings, rule
-
-NAMESPACE = "rl-on-gke"
+from components.rules import NAMESPACE, ConfigError, Settings, describe_error, rule
 
 _GCP_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _PROJECT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
@@ -70,15 +69,6 @@ DEFAULT_SCALING: dict[str, Literal["static", "on-demand"]] = {
 # rent-or-buy rule), and it outlasts the gap between a failed attempt and its restart (the
 # supervisor's 60 s settle), so a restart keeps its nodes.
 DEFAULT_IDLE_MINUTES = 15
-
-
-class ConfigError(ValueError):
-    """Every problem of a stack's configuration, one per line."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"invalid stack configuration ({len(problems)} problem(s)):\n{lines}")
 
 
 class GpuSettings(Settings):
@@ -150,7 +140,7 @@ class GpuSettings(Settings):
         return self
 
     @property
-    def machine(self):
+    def machine(self) -> MachineSpec:
         return MACHINES[self.machine_type]
 
     @property
@@ -288,7 +278,8 @@ class LustreSettings(Settings):
     @field_validator("capacity_gib")
     @classmethod
     def _capacity_fits_tier(cls, value: int, info: ValidationInfo) -> int:
-        tier = LUSTRE_TIERS.get(info.data.get("per_unit_storage_throughput"))
+        throughput: int | None = info.data.get("per_unit_storage_throughput")
+        tier = None if throughput is None else LUSTRE_TIERS.get(throughput)
         if tier is not None and not tier.allows(value):
             raise ValueError(f"at {tier.throughput} MB/s/TiB must be {tier.describe()}")
         return value
@@ -561,45 +552,12 @@ class StackConfig(Settings):
         return f"{self.name_prefix}-lustre"
 
 
-# Where each top-level field comes from in the stack file.
-_PULUMI_KEYS = {"project": "gcp:project", "region": "gcp:region"}
-
-
-def pulumi_key(loc: tuple[Any, ...]) -> str:
-    """The key a user writes in the stack file for a pydantic error location."""
-    head, *rest = [str(part) for part in loc]
-    top = _PULUMI_KEYS.get(head, f"{NAMESPACE}:{to_camel(head)}")
-    path = top
-    for part in rest:
-        path += f"[{part}]" if part.isdigit() else f".{to_camel(part)}"
-    return path
-
-
-def _describe(error: Mapping[str, Any]) -> str:
-    loc = tuple(error["loc"])
-    value = error.get("input")
-    ctx = error.get("ctx") or {}
-    message = error["msg"]
-    if error["type"] == "config_rule":
-        # A rule may name a nested field ("network.rdma_cidr") of the model that raised it.
-        loc = loc + tuple(str(ctx["field"]).split("."))
-        value = ctx["value"]
-        message = ctx["allowed"]
-    elif error["type"] == "missing":
-        return f"{pulumi_key(loc)}: required but not set"
-    elif error["type"] == "extra_forbidden":
-        return f"{pulumi_key(loc)}: unknown key (check its spelling against the config reference in README.md)"
-    message = message.removeprefix("Value error, ")
-    shown = "<unset>" if value is None else repr(value)
-    return f"{pulumi_key(loc)} = {shown}: {message}"
-
-
 def parse_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     """Validate a raw (camelCase) config mapping, or raise one ConfigError listing every problem."""
     try:
         return StackConfig.model_validate(dict(raw))
     except ValidationError as err:
-        raise ConfigError([_describe(e) for e in err.errors()]) from None
+        raise ConfigError([describe_error(e) for e in err.errors()]) from None
 
 
 # Fields that live outside the `rl-on-gke:` namespace, and the one with a per-stack default.

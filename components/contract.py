@@ -1,8 +1,9 @@
 """What the program, the Kubernetes layer, `jobs` and the policy pack agree on, defined once.
 
-Pure (no Pulumi import) so the jobs CLI and the policy pack can share it: the stack outputs as
-one model with their camelCase names (components/stack_outputs.py, served from here), the paths every Ray pod sees, the labels and counts the
-policy pack checks, the secret env names, and the two commands a person runs to reach a cluster.
+Pure (no Pulumi import) so the jobs CLI and the policy pack can share it: the output names the
+stack exports (their model is components/stack_outputs.py, built on this module), the paths every
+Ray pod sees, the labels and counts the policy pack checks, the secret env names, and the two
+commands a person runs to reach a cluster.
 """
 
 from __future__ import annotations
@@ -11,11 +12,7 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, get_args
-
-if TYPE_CHECKING:  # served by __getattr__ below at run time
-    from components.stack_outputs import StackOutputs as StackOutputs
-    from components.stack_outputs import export_stack_outputs as export_stack_outputs
+from typing import Literal, get_args
 
 # The RL frameworks a stack's Ray image can be built for (their pins: components/catalogue.py
 # FRAMEWORKS); the stack config, the recipes and `jobs --framework` all take these names.
@@ -122,19 +119,3 @@ def port_forward_command(namespace: str, service: str, port: int) -> str:
 def kube_context(project: str, location: str, cluster: str) -> str:
     """The context name `gcloud container clusters get-credentials` writes."""
     return f"gke_{project}_{location}_{cluster}"
-
-
-# ------------------------------------------------------------------------------ stack outputs
-
-# The outputs model lives in components/stack_outputs.py and is served from here on first use:
-# building a pydantic model costs the CLI's start-up (issue 29), and most commands never read
-# a stack.
-_LAZY = ("StackOutputs", "export_stack_outputs")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from components import stack_outputs  # start-up time (issue 29): only when a stack is read
-
-        return getattr(stack_outputs, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -68,7 +68,7 @@ _REFERENCE_SATURDAY = datetime(2026, 1, 3, tzinfo=UTC)
 # The default exclusion: a fixed start (a moving "now" would change the policy on every `up`).
 HOLD_EXCLUSION_NAME = "rl-on-gke-hold-node-versions"
 HOLD_EXCLUSION_START = "2026-01-01T00:00:00Z"
-HOLD_EXCLUSION_SCOPE = "NO_MINOR_OR_NODE_UPGRADES"
+HOLD_EXCLUSION_SCOPE: Final = "NO_MINOR_OR_NODE_UPGRADES"
 
 
 def utc_now() -> datetime:

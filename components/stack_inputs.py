@@ -15,14 +15,13 @@ import pulumi
 from pulumi.runtime.config import CONFIG, get_config, get_config_env, is_config_secret
 
 from components.config import (
-    NAMESPACE,
-    ConfigError,
     StackConfig,
     config_keys,
     parse_stack_config,
     raw_config_from_pulumi,
 )
 from components.contract import SECRET_CONFIG_KEYS, SECRET_ENV
+from components.rules import NAMESPACE, ConfigError
 
 # Plain-string fields are taken as written; everything else is JSON (objects, lists, numbers).
 _PLAIN_STRING_KEYS = {

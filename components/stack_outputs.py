@@ -1,7 +1,8 @@
 """The stack outputs as one model with their camelCase names (the contract's, components/contract.py).
 
 Its own module so that importing the contract's paths and labels builds no pydantic model: the
-jobs CLI reads a stack only with --stack (start-up time, issue 29).
+jobs CLI reads a stack only with --stack, and building a model on every start-up costs every
+command that never reads one.
 """
 
 from __future__ import annotations

@@ -60,26 +60,30 @@ def _control_plane_not_public(args: ResourceValidationArgs, report: ReportViolat
         report(
             "The public control-plane endpoint accepts connections from anywhere: set "
             "masterAuthorizedNetworksConfig.cidrBlocks to your own ranges (stack key "
-            "rl-on-gke:authorizedNetworks)."
+            "rl-on-gke:authorizedNetworks).",
+            None,
         )
         return
     blocks = as_list(config.get("cidrBlocks"))
     if config.get("cidrBlocks") is not UNKNOWN and not blocks:
         report(
             "masterAuthorizedNetworksConfig has no cidrBlocks, so nothing restricts the public "
-            "endpoint: list your own ranges in rl-on-gke:authorizedNetworks."
+            "endpoint: list your own ranges in rl-on-gke:authorizedNetworks.",
+            None,
         )
     for block in blocks:
         cidr = dig(block, "cidrBlock")
         if _open_to_everyone(cidr):
             report(
                 f"masterAuthorizedNetworksConfig allows {cidr}, which opens the control plane to the "
-                "whole internet: replace it with your office/VPN range (rl-on-gke:authorizedNetworks)."
+                "whole internet: replace it with your office/VPN range (rl-on-gke:authorizedNetworks).",
+                None,
             )
     if config.get("gcpPublicCidrsAccessEnabled") is True:
         report(
             "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled is true, which admits every "
-            "Google Cloud public IP (anyone's VM): set it to false."
+            "Google Cloud public IP (anyone's VM): set it to false.",
+            None,
         )
 
 
@@ -92,13 +96,15 @@ def _private_nodes(args: ResourceValidationArgs, report: ReportViolation) -> Non
         if value is not True:
             report(
                 "Nodes get public IPs: set privateClusterConfig.enablePrivateNodes = true (egress "
-                "goes through Cloud NAT)."
+                "goes through Cloud NAT).",
+                None,
             )
     elif args.resource_type == NODE_POOL:
         if dig(props, "networkConfig", "enablePrivateNodes") is False:
             report(
                 "This node pool overrides the cluster and gives its nodes public IPs: drop "
-                "networkConfig.enablePrivateNodes = false."
+                "networkConfig.enablePrivateNodes = false.",
+                None,
             )
 
 
@@ -109,14 +115,16 @@ def _workload_identity(args: ResourceValidationArgs, report: ReportViolation) ->
         if pool is not UNKNOWN and not pool:
             report(
                 "Workload Identity is off: set workloadIdentityConfig.workloadPool to "
-                "'<project>.svc.id.goog' so pods get their own identities instead of the node's."
+                "'<project>.svc.id.goog' so pods get their own identities instead of the node's.",
+                None,
             )
     if args.resource_type in (CLUSTER, NODE_POOL):
         mode = dig(props, "nodeConfig", "workloadMetadataConfig", "mode")
         if mode == "GCE_METADATA":
             report(
                 "nodeConfig.workloadMetadataConfig.mode is GCE_METADATA, which lets every pod use "
-                "the node's service account: set it to GKE_METADATA."
+                "the node's service account: set it to GKE_METADATA.",
+                None,
             )
 
 
@@ -132,14 +140,16 @@ def _nodes_not_default_sa(args: ResourceValidationArgs, report: ReportViolation)
         report(
             f"{where} runs as the Compute Engine default service account "
             f"({account or 'unset'}), which has project Editor: set nodeConfig.serviceAccount to "
-            "the stack's dedicated node service account."
+            "the stack's dedicated node service account.",
+            None,
         )
     if args.resource_type == CLUSTER and dig(props, "clusterAutoscaling", "enabled") is True:
         nap = dig(props, "clusterAutoscaling", "autoProvisioningDefaults", "serviceAccount")
         if _is_default_service_account(nap):
             report(
                 "Node auto-provisioning would create pools on the default service account: set "
-                "clusterAutoscaling.autoProvisioningDefaults.serviceAccount."
+                "clusterAutoscaling.autoProvisioningDefaults.serviceAccount.",
+                None,
             )
 
 
@@ -159,7 +169,8 @@ def _spot_pools_no_reservation(args: ResourceValidationArgs, report: ReportViola
         f"This spot pool would consume reservations (consumeReservationType={consume or 'unset'}, "
         "GKE defaults to ANY_RESERVATION): set nodeConfig.reservationAffinity.consumeReservationType "
         "= NO_RESERVATION. GKE rejects spot with a specific reservation, and 'any' would burn "
-        "reserved capacity on preemptible nodes."
+        "reserved capacity on preemptible nodes.",
+        None,
     )
 
 

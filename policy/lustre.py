@@ -47,12 +47,14 @@ def _lustre_protected(args: ResourceValidationArgs, report: ReportViolation) -> 
         report(
             "The Lustre instance holds checkpoints and datasets but is not protected, so `pulumi destroy` "
             "would delete it: register it with protect=True and retain_on_delete=True, or opt out on "
-            f"purpose with `pulumi config set --path lustre.protect false` (labels it {PROTECT_LABEL}=false)."
+            f"purpose with `pulumi config set --path lustre.protect false` (labels it {PROTECT_LABEL}=false).",
+            None,
         )
     if label not in ("true", UNKNOWN):
         report(
             f"The Lustre instance's '{PROTECT_LABEL}' label is {label!r}; it must be 'true' or 'false' "
-            "(set from the stack's lustre.protect)."
+            "(set from the stack's lustre.protect).",
+            None,
         )
 
 

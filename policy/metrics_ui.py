@@ -42,7 +42,8 @@ def _metrics_not_exposed(args: ResourceValidationArgs, report: ReportViolation) 
         report(
             f"This {kind} Service publishes {reached}, which answers without credentials (every "
             "metric of the project, or its dashboards): make it ClusterIP and open it with "
-            "`kubectl port-forward` (the stack output grafanaPortForward)."
+            "`kubectl port-forward` (the stack output grafanaPortForward).",
+            None,
         )
 
 

@@ -134,19 +134,22 @@ def _ray_dashboard_not_exposed(args: ResourceValidationArgs, report: ReportViola
                 report(
                     f"{where}.headGroupSpec.{field} is {value}, which publishes the Ray dashboard and "
                     "Jobs API (port 8265, runs arbitrary code) outside the cluster: use ClusterIP and "
-                    "reach it with `kubectl port-forward`."
+                    "reach it with `kubectl port-forward`.",
+                    None,
                 )
         if head.get("enableIngress") is True:
             report(
                 f"{where}.headGroupSpec.enableIngress is true, which exposes the Ray dashboard and Jobs "
-                "API through an Ingress: turn it off and use `kubectl port-forward`."
+                "API through an Ingress: turn it off and use `kubectl port-forward`.",
+                None,
             )
     if args.resource_type == SERVICE:
         kind = dig(props, "spec", "type")
         if kind in PUBLIC_SERVICE_TYPES and _targets_dashboard(props):
             report(
                 f"This {kind} Service reaches the Ray head / dashboard port {RAY_DASHBOARD_PORT}, publishing "
-                "a Jobs API that runs arbitrary code: make it ClusterIP and use `kubectl port-forward`."
+                "a Jobs API that runs arbitrary code: make it ClusterIP and use `kubectl port-forward`.",
+                None,
             )
 
 

@@ -65,12 +65,14 @@ def _check_env(path: str, entries: list[Any], report: ReportViolation) -> None:
         if literal not in (None, ""):
             report(
                 f"{path}: {name} is set with a literal `value`: read it from a Kubernetes Secret with "
-                f"valueFrom.secretKeyRef (set the token with `pulumi config set --secret`)."
+                f"valueFrom.secretKeyRef (set the token with `pulumi config set --secret`).",
+                None,
             )
         elif entry.get("valueFrom") is not None and not from_secret:
             report(
                 f"{path}: {name} comes from somewhere other than a Secret (ConfigMaps and field refs are "
-                "plain text): use valueFrom.secretKeyRef."
+                "plain text): use valueFrom.secretKeyRef.",
+                None,
             )
 
 
@@ -85,14 +87,16 @@ def _no_literal_tokens(args: ResourceValidationArgs, report: ReportViolation) ->
             if TOKEN_NAME.search(key):
                 report(
                     f"ConfigMap key {key} looks like a credential: ConfigMaps are plain text, put it in "
-                    "a Secret and read it with secretKeyRef."
+                    "a Secret and read it with secretKeyRef.",
+                    None,
                 )
     else:
         return
     if any(HF_TOKEN_VALUE.search(text) for text in walk_strings(props)):
         report(
             "A Hugging Face token (hf_...) is written in clear in this object: move it to the stack's "
-            "secret config (`pulumi config set --secret hfToken`) so it reaches pods via secretKeyRef."
+            "secret config (`pulumi config set --secret hfToken`) so it reaches pods via secretKeyRef.",
+            None,
         )
 
 

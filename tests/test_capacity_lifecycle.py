@@ -29,9 +29,8 @@ import pytest
 
 from tests.policy.adapter import run_policies
 from tests.test_sdk_inputs import args_class, unknown_keys
-from tools.force_new import force_new_entries
 from tools.plan import as_json
-from tools.plan_diff import PlanDiff, diff_plans
+from tools.plan_diff import PlanDiff, diff_plans, force_new_entries
 from tools.preview_gate import ALLOW_LABEL, verdict
 from tools.render import ROOT, RenderedResource, Rendering, load_stack_file, masked, render
 

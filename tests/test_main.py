@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from components.config import ConfigError
-from components.contract import StackOutputs
+from components.stack_outputs import StackOutputs
 from jobs.runs import stack as jobs_stack
 from tests.conftest import BASE_STACK_CONFIG
 from tools.render import Rendering, SecretValue, load_stack_file, plain_strings, render

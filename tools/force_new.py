@@ -22,10 +22,8 @@ Replacements decided outside the schema (CustomizeDiff) are in CONDITIONAL: a su
 `ipCidrRange` shrinks (`customdiff.ForceNewIfChange("ip_cidr_range", IsShrinkageIpCidr)`,
 compute/resource_compute_subnetwork.go line 512).
 
-Kubernetes objects follow pulumi-kubernetes' own table instead (KUBERNETES_FORCE_NEW, from
-provider/pkg/provider/diff.go `forceNew` at pulumi/pulumi-kubernetes 94977969d641, 2026-07-01):
-`metadata.name` / `metadata.namespace` for every kind, plus the kinds' immutable fields this
-program sets. Custom resources (RayCluster, Network, ...) have only the metadata ones.
+Kubernetes objects follow pulumi-kubernetes' own table instead (tools/force_new_kubernetes.py);
+`tools.plan_diff.force_new_entries` picks the table by resource type.
 """
 
 from __future__ import annotations
@@ -37,8 +35,6 @@ from typing import Any, Literal
 
 UPSTREAM = "hashicorp/terraform-provider-google-beta"
 UPSTREAM_COMMIT = "3dc173a397749158369ea839a2890d89f8c9c370"
-KUBERNETES_UPSTREAM = "pulumi/pulumi-kubernetes"
-KUBERNETES_COMMIT = "94977969d64112b04e19945818a7d5d5f38f631d"
 
 
 @dataclass(frozen=True)
@@ -560,48 +556,6 @@ def _shrinks(old: Any, new: Any) -> bool:
     except ValueError:
         return False
     return not (before.version == after.version and before.subnet_of(after))  # type: ignore[arg-type]
-
-
-_K8S_DIFF = "provider/pkg/provider/diff.go"
-# Every Kubernetes kind: metadataForceNewProperties(".metadata").
-KUBERNETES_METADATA = (
-    ForceNew("metadata.name", "value", _K8S_DIFF, 209),
-    ForceNew("metadata.namespace", "value", _K8S_DIFF, 210),
-)
-KUBERNETES_FORCE_NEW: dict[str, tuple[ForceNew, ...]] = {
-    # Any volume source: the program sets spec.csi (the Lustre instance, its IP and filesystem).
-    "kubernetes:core/v1:PersistentVolume": (ForceNew("spec.csi", "value", _K8S_DIFF, 93),),
-    "kubernetes:core/v1:PersistentVolumeClaim": tuple(
-        ForceNew(path, "value", _K8S_DIFF, 111)
-        for path in (
-            "spec.accessModes",
-            "spec.selector",
-            "spec.storageClassName",
-            "spec.volumeName",
-        )
-    ),
-    "kubernetes:batch/v1:Job": tuple(
-        ForceNew(path, "value", _K8S_DIFF, 178)
-        for path in ("spec.completions", "spec.parallelism", "spec.selector", "spec.template")
-    ),
-    "kubernetes:apps/v1:DaemonSet": (ForceNew("spec.selector", "value", _K8S_DIFF, 164),),
-    "kubernetes:apps/v1:Deployment": (ForceNew("spec.selector", "value", _K8S_DIFF, 171),),
-    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": (
-        ForceNew("roleRef", "value", _K8S_DIFF, 192),
-    ),
-    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": (
-        ForceNew("roleRef", "value", _K8S_DIFF, 192),
-    ),
-    "kubernetes:core/v1:Secret": (ForceNew("type", "value", _K8S_DIFF, 155),),
-    "kubernetes:core/v1:Service": (ForceNew("spec.clusterIP", "value", _K8S_DIFF, 158),),
-}
-
-
-def force_new_entries(resource_type: str) -> tuple[ForceNew, ...]:
-    """The force-new paths of a resource type: the GCP table, or the Kubernetes one."""
-    if resource_type.startswith("kubernetes:"):
-        return KUBERNETES_METADATA + KUBERNETES_FORCE_NEW.get(resource_type, ())
-    return FORCE_NEW.get(resource_type, ())
 
 
 # (type, path) -> predicate(old, new): replaced only when it holds.

@@ -18,7 +18,7 @@ from rich.padding import Padding
 from rich.text import Text
 from rich.tree import Tree
 
-from components.config import ConfigError
+from components.rules import ConfigError
 from tools.render import RenderedResource, Rendering, load_stack_file, masked, render
 
 PLACEHOLDER_PROJECT = "example-project"

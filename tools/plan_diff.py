@@ -4,7 +4,8 @@
 archive`, so the checkout is untouched) and at the working tree, each in its own process, and
 lists resources added, removed and changed with property paths and old -> new values. A change
 to an input the provider forces replacement on (tools/force_new.py, from the Terraform provider's
-schema) is marked REPLACE with the paths that force it; every other change is an in-place update.
+schema; tools/force_new_kubernetes.py for Kubernetes objects) is marked REPLACE with the paths
+that force it; every other change is an in-place update.
 Paths the resource's `ignoreChanges` covers are shown but never force anything, as in Pulumi.
 Secrets are masked in both plans before they are compared. Needs no credentials: fork PRs can run it.
 """
@@ -24,12 +25,20 @@ from typing import Any
 
 import typer
 
-from tools.force_new import CONDITIONAL, force_new_entries
+from tools.force_new import CONDITIONAL, FORCE_NEW, ForceNew
+from tools.force_new_kubernetes import KUBERNETES_FORCE_NEW, KUBERNETES_METADATA
 from tools.render import ROOT
 
 MISSING = object()
 # Settings that are not inputs but still change what `pulumi destroy` does.
 OPTION_KEYS = ("protect", "retainOnDelete", "deletedWith", "ignoreChanges")
+
+
+def force_new_entries(resource_type: str) -> tuple[ForceNew, ...]:
+    """The force-new paths of a resource type: the GCP table, or the Kubernetes one."""
+    if resource_type.startswith("kubernetes:"):
+        return KUBERNETES_METADATA + KUBERNETES_FORCE_NEW.get(resource_type, ())
+    return FORCE_NEW.get(resource_type, ())
 
 
 # What a replacement means beyond delete-and-create, for the types where that is not obvious.
@@ -239,7 +248,8 @@ def render_plan(tree: Path, stack: str) -> dict[str, Any] | None:
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise PlanError(f"the plan of stack {stack} failed to render in {tree}: {last}")
-    return json.loads(result.stdout)
+    plan: dict[str, Any] = json.loads(result.stdout)
+    return plan
 
 
 def export_tree(ref: str, into: Path, repo: Path = ROOT) -> None:

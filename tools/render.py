@@ -20,8 +20,9 @@ import pulumi
 from pulumi.runtime import resource as runtime_resource
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
+from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.settings import get_root_resource
-from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.stack import Stack, run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -299,8 +300,9 @@ class RecordingMonitor(MockMonitor):
         self.rendering = Rendering(stack="")
         self._stack_urn = ""
 
-    def RegisterResource(self, request):
-        response = super().RegisterResource(request)
+    def RegisterResource(self, request: Any) -> Any:
+        # pulumi's MockMonitor is unannotated (pulumi/runtime/mocks.py)
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type == "pulumi:pulumi:Stack":
             self._stack_urn = response.urn
             return response
@@ -325,22 +327,22 @@ class RecordingMonitor(MockMonitor):
         )
         return response
 
-    def RegisterResourceOutputs(self, request):
+    def RegisterResourceOutputs(self, request: Any) -> Any:
         if request.urn == self._stack_urn:
             self.rendering.outputs = _unwrap(rpc.deserialize_properties(request.outputs))
-        return super().RegisterResourceOutputs(request)
+        return super().RegisterResourceOutputs(request)  # type: ignore[no-untyped-call]
 
 
 def _config_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _build_and_export(build: Callable[[], None]) -> None:
+def _build_and_export(build: Callable[[], object]) -> None:
     build()
     # set_mocks registered the root stack before the program ran; registering its outputs
     # again is what records the program's `pulumi.export`s, as the real entry point does.
     root = get_root_resource()
-    if root is not None:
+    if isinstance(root, Stack):  # set_mocks' root (pulumi/runtime/mocks.py `Stack()`)
         root._outputs_registered = False
         root._finish()
 
@@ -352,11 +354,11 @@ def _no_stack_trace() -> Any:
     diagnostics at the line that created a resource; the recording monitor keeps no source
     positions, and under pytest that walk (~50 frames a resource) is a fifth of a rendering.
     """
-    return runtime_resource.source_pb2.StackTrace()
+    return source_pb2.StackTrace()
 
 
 def render_with(
-    build: Callable[[], None],
+    build: Callable[[], object],
     config: Mapping[str, Any],
     *,
     stack: str = "test",

@@ -14,6 +14,7 @@ the services, so none is attempted before its API is on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import pulumi
 import pulumi_gcp as gcp
@@ -37,7 +38,16 @@ REQUIRED_APIS: dict[str, str] = {
 }
 
 
-def service_args(project: str, api: str) -> dict[str, object]:
+class ServiceArgs(TypedDict):
+    """The keyword arguments of `gcp.projects.Service` this program sets."""
+
+    project: str
+    service: str
+    disable_on_destroy: bool
+    disable_dependent_services: bool
+
+
+def service_args(project: str, api: str) -> ServiceArgs:
     return {
         "project": project,
         "service": api,

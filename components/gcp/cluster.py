@@ -305,6 +305,15 @@ def kubeconfig(name: str, endpoint: str, ca_certificate: str | None) -> str:
     return json.dumps(document, indent=2)
 
 
+def _dns_endpoint(
+    endpoints: gcp.container.outputs.ClusterControlPlaneEndpointsConfig,
+) -> str | None:
+    """The control plane's DNS name; only read when the stack turns the DNS endpoint on."""
+    config = endpoints.dns_endpoint_config
+    assert config is not None, "dnsEndpoint is on, so GKE reports its DNS endpoint config"
+    return config.endpoint
+
+
 class GkeCluster(pulumi.ComponentResource):
     """Node service account with minimal roles, the cluster, and the on-demand system pool."""
 
@@ -356,9 +365,7 @@ class GkeCluster(pulumi.ComponentResource):
             opts=child,
         )
         if config.settings.dns_endpoint:
-            dns_endpoint = self.cluster.control_plane_endpoints_config.apply(
-                lambda endpoints: endpoints.dns_endpoint_config.endpoint
-            )
+            dns_endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
             access = pulumi.Output.all(self.cluster.name, dns_endpoint, None)
         else:
             access = pulumi.Output.all(

@@ -173,10 +173,11 @@ def _template_machine_type(link: str) -> str | None:
         return None
     if "regions" in parts:
         region = parts[parts.index("regions") + 1]
-        found = gcp.compute.get_region_instance_template(name=name, project=project, region=region)
-    else:
-        found = gcp.compute.get_instance_template(name=name, project=project)
-    return found.machine_type or None
+        template = gcp.compute.get_region_instance_template(
+            name=name, project=project, region=region
+        )
+        return template.machine_type or None
+    return gcp.compute.get_instance_template(name=name, project=project).machine_type or None
 
 
 INVOKES = Lookups(

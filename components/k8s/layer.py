@@ -11,12 +11,12 @@ from dataclasses import dataclass, replace
 
 import pulumi
 
-from components.catalogue import RAY_DASHBOARD_PORT, MachineSpec
+from components.catalogue import GRAFANA_PORT, RAY_DASHBOARD_PORT, MachineSpec
 from components.config import StackConfig
 from components.contract import RDMA_NIC_COUNT, port_forward_command
 from components.gcp.network import GpuNics
 from components.k8s.crd_gate import CrdGate, CrdGateArgs
-from components.k8s.grafana import GRAFANA_PORT, GrafanaInputs, RayGrafana, RayGrafanaArgs, head_env
+from components.k8s.grafana import GrafanaInputs, RayGrafana, RayGrafanaArgs, head_env
 from components.k8s.identity import TrainingIdentity, TrainingIdentityArgs
 from components.k8s.metrics import RayMetrics, RayMetricsArgs
 from components.k8s.names import K8sNames

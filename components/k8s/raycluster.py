@@ -226,7 +226,7 @@ def _common_env(inputs: RayClusterInputs) -> list[dict[str, Any]]:
 
 
 def _common_mounts(inputs: RayClusterInputs) -> list[dict[str, Any]]:
-    mounts = [
+    mounts: list[dict[str, Any]] = [
         {"name": "lustre", "mountPath": LUSTRE_MOUNT_PATH},
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "ray-scratch", "mountPath": RAY_SCRATCH_PATH},

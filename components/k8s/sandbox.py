@@ -45,8 +45,10 @@ SOURCE_FILES = (
     "jobs/__init__.py",
     "jobs/rewards/__init__.py",
     "jobs/rewards/sandbox.py",
+    "jobs/rewards/compile_cache.py",
     "jobs/rewards/service.py",
     "jobs/rewards/box.py",
+    "jobs/rewards/uids.py",
     "jobs/rewards/seccomp.py",
     "jobs/rewards/budget.py",
     "jobs/rewards/boxinit.c",
@@ -229,7 +231,7 @@ def _executor_container(inputs: SandboxServiceInputs) -> dict[str, Any]:
         },
         "volumeMounts": [
             {"name": "scratch", "mountPath": "/tmp"},
-            # The uid leases (jobs/rewards/box.py LEASE_DIR) are kernel-wide, so they live in
+            # The uid leases (jobs/rewards/uids.py LEASE_DIR) are kernel-wide, so they live in
             # /run, not under TMPDIR; the root filesystem is read-only, hence this small tmpfs.
             {"name": "run", "mountPath": "/run"},
             *(

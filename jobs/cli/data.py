@@ -8,7 +8,7 @@ finds it current and skips the download.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -67,7 +67,7 @@ def gsm8k_cmd(
             "test-*.parquet (or train*.jsonl / test*.jsonl)",
         ) from None
     written = {fmt: gsm8k.write(splits, out, fmt) for fmt in gsm8k.FORMATS}
-    view = {
+    view: dict[str, Any] = {
         "out": str(out),
         "format_version": gsm8k.FORMAT_VERSION,
         "rows": {s: len(rows) for s, rows in splits.items()},

@@ -134,7 +134,8 @@ def _supervisor_state(view: dict[str, Any]) -> str:
     """The supervisor job's Ray status read with its records: a supervisor that gave up ended as
     designed (never a bare FAILED); one that ended without a final record left the run
     unsupervised."""
-    status, outcome = view["supervisor"]["status"], view["outcome"]
+    status: str = view["supervisor"]["status"]
+    outcome = view["outcome"]
     if handoff.gave_up(outcome):
         return f"{status} (ended as designed: it gave up, see outcome)"
     if outcome is None and status in ("FAILED", "STOPPED", "SUCCEEDED"):

@@ -89,7 +89,7 @@ def _translate(what: str, e: Exception) -> None:
         raise _unreachable(what, f"HTTP {status}") from None
     # No answer: refused, reset, timed out, name not resolved, a broken HTTP answer, and the
     # same from requests (Ray's upload client) or aiohttp (the log tail).
-    lost = (
+    lost: tuple[type[BaseException], ...] = (
         ConnectionError,
         TimeoutError,
         socket.gaierror,

@@ -25,7 +25,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from jobs.data.records import DataError, iter_jsonl
+# DataError re-exported (`as`): `rl-jobs data gsm8k` catches it from this module
+from jobs.data.records import DataError as DataError
+from jobs.data.records import iter_jsonl
 
 SOURCE = "openai/gsm8k"
 SPLITS = ("train", "test")

@@ -12,19 +12,21 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-# Every Ray job this tool submits records one of these as its metadata `kind`.
+# Every Ray job this tool submits records one of these as its metadata `kind`; each name below is
+# Final, so its type is its own literal (a `RecipeRun.kind` takes RECIPE, not any Kind).
 Kind = Literal["recipe", "command", "export", "supervisor", "stage", "stop", "checkpoints"]
-RECIPE: Kind = "recipe"
-COMMAND: Kind = "command"
-EXPORT: Kind = "export"
-SUPERVISOR: Kind = "supervisor"
-STAGE: Kind = "stage"
-STOP: Kind = "stop"  # `rl-jobs stop RUN` recording the stop in the run's record (jobs/head/stop.py)
+RECIPE: Final = "recipe"
+COMMAND: Final = "command"
+EXPORT: Final = "export"
+SUPERVISOR: Final = "supervisor"
+STAGE: Final = "stage"
+# `rl-jobs stop RUN` recording the stop in the run's record (jobs/head/stop.py)
+STOP: Final = "stop"
 STOP_MODULE = "jobs.head.stop"
 # `rl-jobs checkpoints RUN` listing the run's checkpoint folders on the head (jobs/head/list_checkpoints.py)
-CHECKPOINTS: Kind = "checkpoints"
+CHECKPOINTS: Final = "checkpoints"
 CHECKPOINTS_MODULE = "jobs.head.list_checkpoints"
 
 # The module the supervisor job runs: `python -m jobs.head.supervisor <its own submission id>`.

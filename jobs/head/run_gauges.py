@@ -42,7 +42,7 @@ PROMETHEUS_NAMES: Mapping[str, str] = {k: EXPORT_PREFIX + name for k, (name, _) 
 
 
 class Gauge(Protocol):
-    def set(self, value: float, tags: dict[str, str] | None = None) -> None: ...
+    def set(self, value: float, tags: dict[str, str]) -> object: ...
 
 
 def latest(curves: step_lines.Curves) -> dict[str, float]:
@@ -61,7 +61,7 @@ def latest(curves: step_lines.Curves) -> dict[str, float]:
 def ray_gauge(name: str, description: str) -> Gauge:
     from ray.util.metrics import Gauge as RayGauge
 
-    return RayGauge(name, description=description, tag_keys=(TAG,))  # type: ignore[no-any-return]
+    return RayGauge(name, description=description, tag_keys=(TAG,))
 
 
 class Publisher:

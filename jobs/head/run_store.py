@@ -157,7 +157,8 @@ class RunStore:
 
     def spec(self) -> dict[str, Any] | None:
         try:
-            return json.loads(self.files.read_text(self._path("spec.json")))
+            spec: dict[str, Any] = json.loads(self.files.read_text(self._path("spec.json")))
+            return spec
         except (OSError, ValueError):
             return None
 

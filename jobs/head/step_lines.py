@@ -218,8 +218,8 @@ def parse(text: str) -> Curves:
             continue
         for pattern, metric in _NEMO_VALUES:
             if m := pattern.match(line):
-                value = _number(m["v"])
-                if value is not None:
-                    curves.add(metric, step, value)
+                number = _number(m["v"])
+                if number is not None:
+                    curves.add(metric, step, number)
                 break
     return curves

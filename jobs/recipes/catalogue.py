@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -207,6 +208,24 @@ class Recipe(BaseModel):
         return env
 
 
+class _FrameworkRun(TypedDict, total=False):
+    """The `Recipe` fields one framework's recipes share: its config keys, locks and env."""
+
+    path_keys: frozenset[str]
+    positive_keys: frozenset[str]
+    node_key: str
+    gpus_key: str
+    checkpoint_key: str
+    save_key: str
+    model_key: str
+    keep_key: str
+    locked: dict[str, str]
+    must_be_null: dict[str, str]
+    env_vars: dict[str, str]
+    wandb_settings: dict[str, str]
+    cwd: str
+
+
 _NEMO_LOCKED = {
     # Restarts resume from checkpoints; the 70B and 8B-megatron configs ship with it off (§1.3).
     "checkpointing.enabled": "restarts resume from checkpoints, so checkpointing stays on",
@@ -234,7 +253,7 @@ _NEMO_ENV = {
     "RAY_OVERRIDE_JOB_RUNTIME_ENV": "1",
 }
 
-_NEMO_RUN = {
+_NEMO_RUN: _FrameworkRun = {
     "path_keys": frozenset({"checkpointing.checkpoint_dir", "logger.log_dir"}),
     "positive_keys": frozenset({"checkpointing.save_period"}),
     "node_key": "cluster.num_nodes",
@@ -296,7 +315,7 @@ _VERL_COMMON = {
     "trainer.resume_mode": "auto",
 }
 
-_VERL_RUN = {
+_VERL_RUN: _FrameworkRun = {
     "locked": {
         "trainer.resume_mode": "restarts resume with resume_mode=auto",
         "trainer.nnodes": "use --nodes",

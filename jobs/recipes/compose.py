@@ -83,7 +83,7 @@ def leaf_keys(cfg: Any, prefix: str = "") -> list[str]:
 
     keys: list[str] = []
     for k in cfg.keys() if isinstance(cfg, DictConfig) else ():
-        path = f"{prefix}{k}"
+        path = f"{prefix}{k!s}"
         keys.append(path)
         node = cfg._get_node(k)
         if isinstance(node, DictConfig) and not node._is_none():

@@ -45,7 +45,7 @@ from typing import Any
 if __name__ != "jobs.rewards.code_contests":
     # Loaded by path (veRL): the package next to this file, not whichever `jobs` the interpreter finds first.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from jobs.rewards import SANDBOX_TOKEN_ENV, SANDBOX_URL_ENV, box, sandbox
+from jobs.rewards import SANDBOX_TOKEN_ENV, SANDBOX_URL_ENV, sandbox, uids
 
 NO_CODE = -1.0
 COMPILE_ERROR = -0.5
@@ -172,12 +172,12 @@ _SLACK_S = 5.0
 
 def compile_bound_s(limits: sandbox.Limits) -> float:
     """The compile box's wall backstop plus the time to reap its uid."""
-    return 2 * limits.compile_time_s + 5 + box.REAP_DEADLINE_S
+    return 2 * limits.compile_time_s + 5 + uids.REAP_DEADLINE_S
 
 
 def test_bound_s(limits: sandbox.Limits) -> float:
     """One test box's wall backstop plus the time to reap its uid."""
-    return sandbox.WALL_FACTOR * limits.time_s + limits.wall_margin_s + box.REAP_DEADLINE_S
+    return sandbox.WALL_FACTOR * limits.time_s + limits.wall_margin_s + uids.REAP_DEADLINE_S
 
 
 def run_budget_s(limits: sandbox.Limits, tests: int, queue_margin_s: float) -> float:

@@ -7,7 +7,7 @@ The box (jobs/rewards/box.py) is bubblewrap namespaces + a pool uid + rlimits + 
   the box's uid; the binary is then copied out by us (root-owned, 0755) so no later box can
   change it. `#include <bits/stdc++.h>` hits a header precompiled once per executor root
   (`bits/stdc++.h.gch`, same flags), which cuts a typical compile by 4-6x; identical sources
-  within the executor's lifetime (a GRPO batch has many) are compiled once (`_CompileCache`,
+  within the executor's lifetime (a GRPO batch has many) are compiled once (compile_cache.py,
   bounded in bytes; a binary is never removed while a run still uses it).
 - each test: the binary bound read-only at /prog, stdin and stdout as file descriptors opened
   by us, a tmpfs of `disk_bytes` as its only writable place, `processes` processes at most (1 by
@@ -44,19 +44,18 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from enum import Enum
 from pathlib import Path
+from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobs.rewards import box
+from jobs.rewards import box, uids
 from jobs.rewards.budget import MemoryBudget
+from jobs.rewards.compile_cache import COMPILER, CompileCache, build_pch
 
-COMPILER = ("g++", "-std=c++17", "-O2", "-pipe")
-PCH_HEADER = "bits/stdc++.h"
 BOX_PCH_DIR = "/pch"
 BOX_PROGRAM = "/prog"
 COMPILE_PROCESSES = 32  # g++ -> cc1plus, as, collect2, ld
@@ -68,10 +67,6 @@ COMPILE_PROCESSES = 32  # g++ -> cc1plus, as, collect2, ld
 COMPILE_MEMORY = 1536 * 2**20
 COMPILE_TOOLS_AT_ONCE = 3
 COMPILE_DISK = 256 * 2**20
-CACHE_ENTRIES = 512
-# Bytes of compiled binaries kept (issue 25 item 4: a 200 MiB array per distinct source filled the
-# disk); binaries still used by a run are kept past it, so the excess is at most one per run.
-CACHE_BYTES = 1 * 2**30
 # Codeforces refuses sources over 64 KiB ("The source code size must not exceed 64 KB",
 # its submission form); both paths (in-process and the service) score a longer one the same way.
 MAX_CODE_BYTES = 64 * 1024
@@ -125,7 +120,8 @@ def clamp_limits(time_s: float, memory_bytes: int) -> tuple[float, int]:
 def _bound(field: object, name: str) -> float:
     for item in getattr(field, "metadata", ()):
         if hasattr(item, name):
-            return getattr(item, name)
+            bound: float = getattr(item, name)
+            return bound
     raise LookupError(f"Limits has no {name} bound")
 
 
@@ -194,7 +190,9 @@ def remove_tree(path: Path, quarantine: Path) -> bool:
     if not os.path.lexists(path):
         return True
 
-    def fix(func, p, _exc):  # non-root: a 0500 directory stops unlink; chmod only real directories
+    def fix(
+        func: Callable[[str], object], p: str, _exc: object
+    ) -> None:  # non-root: a 0500 directory stops unlink; chmod only real directories
         parent = os.path.dirname(p)
         if not os.path.islink(parent) and os.path.isdir(parent):
             os.chmod(parent, 0o700)
@@ -212,102 +210,6 @@ def remove_tree(path: Path, quarantine: Path) -> bool:
     except OSError:
         pass
     return False
-
-
-class _CompileCache:
-    """Binary path or compile error per source digest; one compile per digest even when asked
-    concurrently. Bounded by CACHE_BYTES and CACHE_ENTRIES; an entry in use (`acquire` without its
-    `release`) is never evicted, so a binary cannot vanish under tests still queued for it."""
-
-    def __init__(
-        self, folder: Path, max_bytes: int = CACHE_BYTES, max_entries: int = CACHE_ENTRIES
-    ) -> None:
-        self.folder = folder
-        self.max_bytes, self.max_entries = max_bytes, max_entries
-        self._entries: OrderedDict[str, tuple[str | None, str, int]] = OrderedDict()
-        self._refs: dict[str, int] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._lock = threading.Lock()
-        self.bytes = 0
-
-    def acquire(self, key: str, compile_fn) -> tuple[str | None, str]:
-        with self._lock:
-            self._refs[key] = self._refs.get(key, 0) + 1
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                return self._entries[key][:2]
-            key_lock = self._locks.setdefault(key, threading.Lock())
-        try:
-            with key_lock:
-                with self._lock:
-                    if key in self._entries:
-                        return self._entries[key][:2]
-                binary, error = compile_fn()
-                size = os.path.getsize(binary) if binary else 0
-                with self._lock:
-                    self._entries[key] = (binary, error, size)
-                    self.bytes += size
-                    self._locks.pop(key, None)
-                    self._evict()
-                return binary, error
-        except BaseException:
-            self.release(key)
-            raise
-
-    def release(self, key: str) -> None:
-        with self._lock:
-            left = self._refs.get(key, 0) - 1
-            if left > 0:
-                self._refs[key] = left
-            else:
-                self._refs.pop(key, None)
-            self._evict()
-
-    def _evict(self) -> None:  # with self._lock held
-        for old in list(self._entries):
-            if self.bytes <= self.max_bytes and len(self._entries) <= self.max_entries:
-                return
-            if self._refs.get(old):
-                continue
-            binary, _err, size = self._entries.pop(old)
-            self.bytes -= size
-            if binary:
-                Path(binary).unlink(missing_ok=True)
-
-
-def build_pch(root: Path) -> Path:
-    """bits/stdc++.h precompiled with COMPILER's flags, once per root (keyed by compiler version and flags)."""
-    version = subprocess.run(
-        [COMPILER[0], "-dumpfullversion", "-dumpmachine"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PATH": "/usr/bin:/bin"},
-    ).stdout
-    key = hashlib.sha256((version + " ".join(COMPILER) + "v2").encode()).hexdigest()[:16]
-    target = root / f"pch-{key}"
-    if (target / f"{PCH_HEADER}.gch").is_file():
-        return target
-    tmp = Path(tempfile.mkdtemp(prefix=".pch-", dir=root))
-    (tmp / "bits").mkdir()
-    wrapper = tmp / "wrapper.h"
-    # The marker macro lets a test tell a compile that used the .gch from one that fell back to the header.
-    wrapper.write_text(f"#include <{PCH_HEADER}>\n#define RL_SANDBOX_PCH 1\n")
-    subprocess.run(
-        [*COMPILER, "-x", "c++-header", str(wrapper), "-o", str(tmp / f"{PCH_HEADER}.gch")],
-        check=True,
-        capture_output=True,
-        env={"PATH": "/usr/bin:/bin"},
-    )
-    wrapper.unlink()
-    for p in (tmp, tmp / "bits"):
-        os.chmod(p, 0o755)
-    os.chmod(tmp / f"{PCH_HEADER}.gch", 0o644)
-    try:
-        os.rename(tmp, target)
-    except OSError:  # another executor finished first
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 _BLANKS = re.compile(rb"[ \t\r\n]+")
@@ -391,7 +293,7 @@ class Executor:
         self.workers = workers or os.cpu_count() or 1
         self.root = root or default_root()
         self.root.parent.mkdir(parents=True, exist_ok=True)
-        box.private_dir(self.root)
+        uids.private_dir(self.root)
         self.privileged = box.privileged()
         self.isolation = isolation_mode()
         self.quarantine = self.root / "quarantine"
@@ -399,14 +301,14 @@ class Executor:
         self.init = box.build_init(self.root)
         self.pch = build_pch(self.root) if precompile else None
         self._dir, self._lock_fd = _claim_executor_dir(self.root)
-        self._cache = _CompileCache(self._dir / "bin")
+        self._cache = CompileCache(self._dir / "bin")
         (self._dir / "bin").mkdir(mode=0o700)
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sandbox")
         self._probe()
 
     def _probe(self) -> None:
         """One empty box at start, so a machine that cannot build boxes fails loudly here, not as scores."""
-        with tempfile.TemporaryFile() as err, box.Leased(self.privileged) as lease:
+        with tempfile.TemporaryFile() as err, uids.Leased(self.privileged) as lease:
             ex = box.run_box(
                 box.BoxSpec(
                     argv=["/usr/bin/true"],
@@ -512,7 +414,7 @@ class Executor:
             try:
                 with (
                     open(work / "compile.log", "wb") as log,
-                    box.Leased(self.privileged) as lease,
+                    uids.Leased(self.privileged) as lease,
                 ):
                     if lease.uid is not None:
                         os.chown(out, lease.uid, lease.uid)
@@ -605,7 +507,7 @@ class Executor:
                 ro_binds=[(binary, BOX_PROGRAM)],
                 env={},
             )
-            with box.Leased(self.privileged) as lease:
+            with uids.Leased(self.privileged) as lease:
                 ended = box.run_tests(
                     spec, len(cases), work, test_wall_s, lease.uid, self.init, give_up
                 )
@@ -653,10 +555,19 @@ def chunks(cases: list[Case], workers: int, per_box: int = MIN_TESTS_PER_BOX) ->
     return out
 
 
+class _Measured(TypedDict):
+    """What every verdict reports of the box it ran in."""
+
+    wall_s: float
+    cpu_s: float
+    exit_code: int | None
+    timed_out: bool
+
+
 def _judge(
     ex: box.BoxExit | box.TestExit, out_path: Path, test: Case, limits: Limits
 ) -> CaseResult:
-    common = {
+    common: _Measured = {
         "wall_s": round(ex.wall_s, 4),
         "cpu_s": round(ex.cpu_s, 4),
         "exit_code": ex.code,

@@ -116,7 +116,9 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def setup(self) -> None:
-        self.timeout = self.server.socket_timeout_s  # StreamRequestHandler applies it to the socket
+        # StreamRequestHandler applies it to the socket; typeshed declares it a ClassVar, but
+        # socketserver reads it from the instance, so each server's limit is set per handler.
+        self.timeout = self.server.socket_timeout_s  # type: ignore[misc]
         self._place = "pending"  # released in finish(); "connection" once the token was shown
         self._timer: threading.Timer | None = None
         super().setup()

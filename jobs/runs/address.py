@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from jobs.client.dashboard import Dashboard
+# re-exported (`as`): the CLI reaches the client only through the runs library
+from jobs.client.dashboard import Dashboard as Dashboard
 from jobs.client.net import dashboard_answers
 from jobs.common.errors import Unreachable, UsageError
 from jobs.runs import stack

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from jobs.client.dashboard import Dashboard
-from jobs.client.types import JobStatus
+
+# re-exported (`as`): the CLI reaches the client only through the runs library
+from jobs.client.types import JobStatus as JobStatus
 from jobs.common.errors import Unreachable
 from jobs.common.redact import redact
 from jobs.runs.report import Reporter
@@ -110,7 +112,7 @@ class Watcher:
         # Ray's log tail starts from the beginning of the driver log every time
         # (job_log_storage_client.tail_logs -> file_tail_iterator), so after a reconnect the
         # characters already shown are skipped instead of printed twice.
-        shown = 0
+        shown = seen = 0
 
         def write(chunk: str) -> None:
             nonlocal shown, seen
@@ -120,7 +122,6 @@ class Watcher:
                 self.reporter.log(fresh, to_stderr)
                 shown += len(fresh)
 
-        seen = 0
         # The outage clock restarts whenever a reconnect brought new output.
         since: float | None = None
         shown_at_failure = -1

@@ -6,7 +6,9 @@ import re
 from typing import Any
 
 from jobs.client.dashboard import Dashboard
-from jobs.client.types import JobDetails
+
+# re-exported (`as`): the CLI reaches the client only through the runs library
+from jobs.client.types import JobDetails as JobDetails
 from jobs.common import commands
 from jobs.common.errors import UsageError
 from jobs.common.redact import redact

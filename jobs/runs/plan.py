@@ -13,10 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jobs
-from jobs.client.types import Submission
+
+# re-exported (`as`): the CLI reaches the client only through the runs library
+from jobs.client.types import Submission as Submission
 from jobs.common.errors import UsageError
 from jobs.common.redact import command_secret
-from jobs.head.protocol import COMMAND, attempt_id
+
+# COMMAND re-exported (`as`): the CLI tells a command run by its kind through this module
+from jobs.head.protocol import COMMAND as COMMAND
+from jobs.head.protocol import attempt_id
 from jobs.recipes.overrides import TOKEN_HINT
 from jobs.runs import workdir
 from jobs.runs.metadata import SUBMITTED_BY, RecipeRun, RunMetadata

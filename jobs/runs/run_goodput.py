@@ -112,7 +112,7 @@ def of_record(
     recorded = RecipeRun.of_job(spec.get("metadata"))
     framework = recorded.framework if recorded else ""
     gpus = recorded.nodes * recorded.gpus_per_node if recorded else spec.get("gpus_needed")
-    final = ev.outcome(records)
+    final = ev.outcome(list(records))
     starts: dict[str, int | None] = {}
     ends: dict[str, int | None] = {}
     for r in records:

@@ -8,14 +8,14 @@ recipe's period, and says when `auto` will take effect.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from jobs.common import commands
 from jobs.common.errors import UsageError
 from jobs.recipes.catalogue import Recipe
 from jobs.recipes.overrides import Override
 
-AUTO = "auto"
+AUTO: Final = "auto"
 Every = int | Literal["auto"]
 
 
@@ -72,7 +72,7 @@ def choose(
             f"interruption every {advice['mtbi_s'] / 3600:.1f} h ({advice['mtbi_source']})"
         )
     else:
-        steps = every
+        steps = int(every)  # a step count: AUTO took the branch above
         why = "as asked"
         align = recipe.save_alignment(user)
         if align and steps % align:

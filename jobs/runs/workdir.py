@@ -76,7 +76,7 @@ def _matcher(base: Path, patterns: list[str]) -> Callable[[Path], bool]:
     # The matcher Ray's own packer uses (ray/_private/runtime_env/packaging.py, Ray 2.60), so
     # our measurement and Ray's zip agree on what is excluded. Ray is pinned, so this import is
     # stable; it imports all of `ray` (~0.7 s), so only a command that uploads a dir pays it.
-    from ray._private.thirdparty.pathspec import PathSpec
+    from ray._private.thirdparty.pathspec.pathspec import PathSpec
 
     spec = PathSpec.from_lines("gitwildmatch", patterns)
     return lambda p: spec.match_file(str(p.relative_to(base)) + ("/" if p.is_dir() else ""))

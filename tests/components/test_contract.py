@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from components.contract import (
-    StackOutputs,
-    export_stack_outputs,
     get_credentials_command,
     parse_mount_point,
     port_forward_command,
 )
+from components.stack_outputs import StackOutputs, export_stack_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where the program's own code lives (tests, the venv and bench are not the program).

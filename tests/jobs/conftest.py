@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from ray.job_submission import JobSubmissionClient
 
-from components.contract import StackOutputs
+from components.stack_outputs import StackOutputs
 from jobs.client.net import free_port
 from tests import localray
 

@@ -182,13 +182,13 @@ def test_missing_sources_are_named() -> None:
 
 
 def test_the_kernel_wide_uid_leases_have_a_writable_run() -> None:
-    """issue 25 item 10: leases moved from $TMPDIR to box.LEASE_DIR under /run; the root
+    """issue 25 item 10: leases moved from $TMPDIR to uids.LEASE_DIR under /run; the root
     filesystem is read-only, so /run is a small memory emptyDir of its own."""
-    from jobs.rewards import box
+    from jobs.rewards import uids
 
     pod = by_kind(sandbox.manifests(inputs()))["Deployment"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
-    assert str(box.LEASE_DIR.parent) == "/run" and mounts["/run"] == "run"
+    assert str(uids.LEASE_DIR.parent) == "/run" and mounts["/run"] == "run"
     (run,) = [v for v in pod["volumes"] if v["name"] == "run"]
     assert run["emptyDir"] == {"medium": "Memory", "sizeLimit": sandbox.RUN_SIZE}

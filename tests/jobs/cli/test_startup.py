@@ -13,7 +13,7 @@ from tests.jobs.conftest import REPO
 
 # Imported only by the command (or the option) that needs it.
 DEFERRED = {
-    # the stack outputs model: only with --stack (components/contract.py serves it lazily)
+    # the stack outputs model: only with --stack (its own module, imported where a stack is read)
     "components.stack_outputs",
     # the port-forward: only with --stack
     "jobs.runs.portforward",
@@ -81,9 +81,10 @@ def test_each_command_imports_only_what_it_uses(command: str):
     assert sorted((DEFERRED - own) & _loaded(code)) == []
 
 
-def test_the_stack_outputs_model_is_still_importable_from_the_contract():
+def test_the_stack_outputs_model_is_importable_and_the_contract_does_not_build_it():
     loaded = _loaded(
-        "from components.contract import StackOutputs, export_stack_outputs\n"
+        "from components.stack_outputs import StackOutputs, export_stack_outputs\n"
         "assert StackOutputs.__name__ == 'StackOutputs' and callable(export_stack_outputs)"
     )
     assert "components.stack_outputs" in loaded
+    assert "components.stack_outputs" not in _loaded("import components.contract")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from components.contract import StackOutputs
+from components.stack_outputs import StackOutputs
 from jobs.cli.app import app
 from jobs.client.net import free_port
 from jobs.recipes import ckpt_size, compose

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from components.contract import StackOutputs
+from components.stack_outputs import StackOutputs
 from jobs.cli.app import app
 from jobs.common.errors import UsageError
 from jobs.recipes import reward_placement as reward_sandbox

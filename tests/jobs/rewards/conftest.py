@@ -1,9 +1,9 @@
 """Each copy of the rewards suite runs its boxes on pool uids of its own.
 
 A copy of this suite (another checkout, another CI job on the machine) takes a slice of pool uids
-no other copy holds (an flock in box.LEASE_DIR, kept for the session) and leases only from it, so
+no other copy holds (an flock in uids.LEASE_DIR, kept for the session) and leases only from it, so
 "no process of the pool is left" judges only what this copy started (issue 23: test isolation).
-The slices lie above box.DEFAULT_UID_POOL, away from real executors on the machine.
+The slices lie above uids.DEFAULT_UID_POOL, away from real executors on the machine.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.rewards import box
+from jobs.rewards import uids
 from jobs.rewards.sandbox import Executor
 
 SLICE_UIDS = 64
@@ -24,7 +24,7 @@ _held: list[int] = []
 
 
 def _claim_uid_slice() -> range:
-    folder = box._lease_dir()
+    folder = uids._lease_dir()
     for k in range(SLICES):
         fd = os.open(folder / f"test-slice-{k}", os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
         try:
@@ -33,15 +33,15 @@ def _claim_uid_slice() -> range:
             os.close(fd)
             continue
         _held.append(fd)
-        start = box.DEFAULT_UID_POOL.stop + k * SLICE_UIDS
+        start = uids.DEFAULT_UID_POOL.stop + k * SLICE_UIDS
         return range(start, start + SLICE_UIDS)
     raise RuntimeError(f"all {SLICES} test uid slices are held by other copies of the suite")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if os.geteuid() == 0 and not _held:
-        box.UID_POOL = _claim_uid_slice()
-        os.environ[box.UID_POOL_ENV] = f"{box.UID_POOL.start}:{len(box.UID_POOL)}"
+        uids.UID_POOL = _claim_uid_slice()
+        os.environ[uids.UID_POOL_ENV] = f"{uids.UID_POOL.start}:{len(uids.UID_POOL)}"
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 from components.k8s.sandbox import service_command
-from jobs.rewards import SANDBOX_TOKEN_ENV, box
+from jobs.rewards import SANDBOX_TOKEN_ENV, uids
 
 REPO = Path(__file__).resolve().parents[3]
 SOCKET_TIMEOUT_S = 2.0
@@ -19,7 +19,7 @@ SOCKET_TIMEOUT_S = 2.0
 
 def pool_pids() -> list[int]:
     """Live processes of this run's own uid slice (conftest.py), never of another copy's."""
-    return [pid for uid in box.UID_POOL for pid in box.live_pids_of_uid(uid)]
+    return [pid for uid in uids.UID_POOL for pid in uids.live_pids_of_uid(uid)]
 
 
 class Service:
@@ -31,7 +31,7 @@ class Service:
             "PYTHONPATH": str(REPO),
             SANDBOX_TOKEN_ENV: self.token,
             # this run's slice of uids (conftest.py), so pool_pids judges only what this run started
-            box.UID_POOL_ENV: f"{box.UID_POOL.start}:{len(box.UID_POOL)}",
+            uids.UID_POOL_ENV: f"{uids.UID_POOL.start}:{len(uids.UID_POOL)}",
             **extra_env,
         }
         self.proc = subprocess.Popen(

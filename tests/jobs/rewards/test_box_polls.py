@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from jobs.rewards import box
+from jobs.rewards import box, uids
 from jobs.rewards.sandbox import Executor
 
 pytestmark = pytest.mark.compiler
@@ -30,7 +30,7 @@ def _run(executor: Executor, argv: list[str], cpu_s: float, processes: int) -> b
         file_bytes=2**20,
         disk_bytes=2**20,
     )
-    with box.Leased(executor.privileged) as lease:
+    with uids.Leased(executor.privileged) as lease:
         return box.run_box(
             spec,
             subprocess.DEVNULL,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.rewards import box, seccomp
+from jobs.rewards import seccomp, uids
 from jobs.rewards.sandbox import IDLE_MARGIN_S, Case, Executor, Limits, Status, remove_tree
 from tests.jobs.rewards.attacks import MANY_FILES
 from tests.jobs.rewards.serving import pool_pids
@@ -390,7 +390,7 @@ def test_userns_mode_as_a_user_without_root() -> None:
     # per-box process cap (counted per user namespace) still hold. The driver runs as a uid leased
     # from this run's own slice (not `nobody`, which anything on the machine may use), so "nothing
     # of it is left" judges only what this test started (issue 23: test isolation).
-    lease = box.UidLease()
+    lease = uids.UidLease()
     try:
         _run_unprivileged(lease.uid)
     finally:
@@ -440,6 +440,6 @@ def _run_unprivileged(uid: int) -> None:
             "passed",  # at most box_inodes() files in /box (issue 25: unbounded in this mode)
             "passed",  # no capability left to the program
         ]
-        assert box.live_pids_of_uid(uid) == []
+        assert uids.live_pids_of_uid(uid) == []
     finally:
         shutil.rmtree(top, ignore_errors=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.rewards import box
-from jobs.rewards.sandbox import Executor, _CompileCache, remove_dead_executors
+from jobs.rewards import box, uids
+from jobs.rewards.sandbox import Executor, remove_dead_executors
 
 pytestmark = pytest.mark.compiler
 
@@ -50,68 +50,9 @@ def test_a_symlink_in_place_of_the_state_directory_is_refused(tmp_path: Path) ->
         Executor(workers=1, root=tmp_path / "rl-sandbox", precompile=False)
 
 
-def test_the_state_directory_is_private_and_an_own_one_is_tightened(tmp_path: Path) -> None:
-    """issue 25 item 3: created 0700; an own 0711 one (the earlier default) is made 0700."""
-    fresh = tmp_path / "fresh"
-    assert box.private_dir(fresh) == fresh and (fresh.stat().st_mode & 0o777) == 0o700
-    old = tmp_path / "old"
-    old.mkdir(mode=0o711)
-    os.chmod(old, 0o711)
-    box.private_dir(old)
-    assert (old.stat().st_mode & 0o777) == 0o700
-
-
-HOLD_LEASE = """
-import os, sys, tempfile
-from jobs.rewards import box
-lease = box.UidLease()
-print(lease.uid, tempfile.gettempdir(), flush=True)
-sys.stdin.read()
-"""
-
-
-@root_only
-def test_executors_with_different_tmpdirs_never_share_a_uid(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """issue 25 item 10: the lease files lived under $TMPDIR, so two TMPDIRs leased the same uid."""
-    one_uid = box.UID_POOL[-1:]
-    (tmp_path / "a").mkdir()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LEASE],
-        cwd=REPO,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "PYTHONPATH": str(REPO),
-            "TMPDIR": str(tmp_path / "a"),
-            box.UID_POOL_ENV: f"{one_uid.start}:1",
-        },
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        uid, tmpdir = holder.stdout.readline().split()
-        assert int(uid) == one_uid.start and tmpdir == str(tmp_path / "a")
-        monkeypatch.setenv("TMPDIR", str(tmp_path))
-        monkeypatch.setattr(box, "UID_POOL", one_uid)
-        with pytest.raises(RuntimeError, match="all 1 sandbox uids are in use"):
-            box.UidLease()
-    finally:
-        holder.communicate("", timeout=30)
-
-
-def test_the_uid_pool_variable_is_checked() -> None:
-    assert box.uid_pool_from("2000000:64") == range(2_000_000, 2_000_064)
-    assert box.uid_pool_from(None) == box.DEFAULT_UID_POOL
-    for bad in ("1000:5", "2000000", "x:y", "2000000:0"):
-        with pytest.raises(ValueError, match=f"{box.UID_POOL_ENV}={bad!r}"):
-            box.uid_pool_from(bad)
-
-
 def test_a_dead_executors_folder_is_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
     """issue 25 item 4: executors that died never removed their `executor-*` folders."""
-    root = box.private_dir(tmp_path / "root")
+    root = uids.private_dir(tmp_path / "root")
     dead = root / "executor-dead"
     (dead / "bin").mkdir(parents=True)
     (dead / "bin" / "big").write_bytes(b"\0" * 4096)
@@ -126,31 +67,6 @@ def test_a_dead_executors_folder_is_removed_and_a_live_ones_kept(tmp_path: Path)
     finally:
         live.close()
     assert not live._dir.exists()
-
-
-def test_the_binary_cache_is_bounded_in_bytes_and_keeps_what_is_in_use(tmp_path: Path) -> None:
-    """issue 25 items 4 and 10: bounded by count only (a 200 MiB binary per source filled the disk),
-    and a binary could be deleted while its tests were still queued."""
-    cache = _CompileCache(tmp_path, max_bytes=3000, max_entries=100)
-
-    def make(name: str):
-        def compile_fn() -> tuple[str, str]:
-            path = tmp_path / name
-            path.write_bytes(b"x" * 1000)
-            return str(path), ""
-
-        return compile_fn
-
-    in_use, _ = cache.acquire("a", make("a"))  # held: its tests are queued
-    for key in "bcde":
-        cache.acquire(key, make(key))
-        cache.release(key)
-    assert Path(in_use).is_file()
-    assert cache.bytes <= 3000 and sum(1 for _ in tmp_path.iterdir()) == 3
-    cache.release("a")
-    cache.acquire("f", make("f"))
-    cache.release("f")
-    assert not Path(in_use).exists() and cache.bytes <= 3000
 
 
 def test_boxinit_refuses_unknown_missing_or_repeated_keys(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from jobs.rewards import box
+from jobs.rewards import box, uids
 from jobs.rewards import code_contests as cc
 from jobs.rewards.sandbox import Case, Executor, Limits, Status
 
@@ -59,16 +59,16 @@ def _state(pid: int) -> str:
 @pytest.fixture
 def two_uids(monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     """This run's last two pool uids as the whole pool, leases trying the first one first."""
-    pool = box.UID_POOL[-2:]
-    monkeypatch.setattr(box, "UID_POOL", pool)
-    monkeypatch.setattr(box.random, "randrange", lambda n: 0)
+    pool = uids.UID_POOL[-2:]
+    monkeypatch.setattr(uids, "UID_POOL", pool)
+    monkeypatch.setattr(uids.random, "randrange", lambda n: 0)
     return pool[0], pool[1]
 
 
 def test_a_uid_with_unreaped_zombies_is_not_leased(two_uids: tuple[int, int]) -> None:
     busy, free = two_uids
     with zombies_of(busy):
-        lease = box.UidLease()
+        lease = uids.UidLease()
         try:
             assert lease.uid == free
         finally:
@@ -103,9 +103,9 @@ def test_a_live_process_that_made_itself_not_dumpable_is_still_found(
     try:
         assert child.stdout is not None and child.stdout.readline() == b"ready\n"
         assert os.stat(f"/proc/{child.pid}/status").st_uid == 0  # not dumpable: root shows
-        assert child.pid in box.live_pids_of_uid(busy)
-        assert child.pid in box.tasks_of_uid(busy)
-        lease = box.UidLease()
+        assert child.pid in uids.live_pids_of_uid(busy)
+        assert child.pid in uids.tasks_of_uid(busy)
+        lease = uids.UidLease()
         try:
             assert lease.uid != busy
         finally:
@@ -128,9 +128,9 @@ def test_a_scan_for_a_uid_reads_no_status_file_of_other_processes(
         opened.append(str(path))
         return open(path, *args, **kwargs)
 
-    monkeypatch.setattr(box, "open", counting_open, raising=False)
-    unused = box.UID_POOL[0]
-    assert box.tasks_of_uid(unused) == [] and box.live_pids_of_uid(unused) == []
+    monkeypatch.setattr(uids, "open", counting_open, raising=False)
+    unused = uids.UID_POOL[0]
+    assert uids.tasks_of_uid(unused) == [] and uids.live_pids_of_uid(unused) == []
     assert [p for p in opened if p.startswith("/proc/")] == []
 
 
@@ -172,8 +172,8 @@ def test_tests_that_cannot_start_are_a_fault_with_the_reason_not_the_solutions_f
     """Where a box truly cannot start (here: the lease made blind to the zombies), every test is
     `start_error` with execve's reason and the reward scores FAULT, never `runtime_error`."""
     busy, _free = two_uids
-    monkeypatch.setattr(box, "tasks_of_uid", lambda uid: [], raising=False)
-    monkeypatch.setattr(box, "UID_POOL", range(busy, busy + 1))
+    monkeypatch.setattr(uids, "tasks_of_uid", lambda uid: [], raising=False)
+    monkeypatch.setattr(uids, "UID_POOL", range(busy, busy + 1))
     monkeypatch.delenv(cc.SANDBOX_URL_ENV, raising=False)
     warm = executor.run(SUM, CASES[:1], Limits(time_s=5))  # compiled while the uid is clean
     assert warm.results[0].status is Status.passed

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components.contract import StackOutputs
+from components.stack_outputs import StackOutputs
 from jobs.client.types import JobDetails
 from jobs.common.errors import UsageError
 from jobs.runs import cost

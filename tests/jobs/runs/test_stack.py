@@ -1,6 +1,6 @@
 """Stack outputs as the jobs CLI reads them: the credentials hint follows what the stack exports."""
 
-from components.contract import StackOutputs
+from components.stack_outputs import StackOutputs
 
 BASE = {
     "rayClusterName": "rl-dev-ray",
