@@ -19,7 +19,7 @@ from jobs.head.restart_policy import Situation
 from jobs.head.run_state import RunState
 
 if TYPE_CHECKING:
-    from jobs.head.supervisor import Supervisor
+    from jobs.head.supervisor_port import SupervisorPort
 
 _CHECKPOINT_NEWS = {
     None: "no earlier failure to compare checkpoints with",
@@ -29,7 +29,7 @@ _CHECKPOINT_NEWS = {
 
 
 def record_end(
-    sup: Supervisor, state: RunState, ended: str, for_node_end: bool | None = None
+    sup: SupervisorPort, state: RunState, ended: str, for_node_end: bool | None = None
 ) -> None:
     """Record how the attempt ended; the judgement (preemption or not) comes in `judge`.
     `for_node_end`: the attempt stopped after saving before its flex-start nodes' end (read
@@ -83,7 +83,7 @@ def record_end(
 
 
 def _end_message(
-    sup: Supervisor,
+    sup: SupervisorPort,
     job_id: str,
     ended: str,
     for_node_end: bool,
@@ -107,7 +107,7 @@ def _end_message(
     return f"{job_id} {ended}{why}{capacity}; {ckpt}"
 
 
-def _keep_progress(sup: Supervisor, job_id: str) -> None:
+def _keep_progress(sup: SupervisorPort, job_id: str) -> None:
     """The attempt's step lines beside its record, for its goodput after the head is gone;
     best effort: the record itself is what the run needs."""
     if sup.store is None:
@@ -120,7 +120,7 @@ def _keep_progress(sup: Supervisor, job_id: str) -> None:
         pass
 
 
-def _exit_code(sup: Supervisor, job_id: str, ended: str) -> int | None:
+def _exit_code(sup: SupervisorPort, job_id: str, ended: str) -> int | None:
     """A FAILED attempt's driver exit code, when Ray has it (the end is recorded without it
     when the dashboard cannot say)."""
     if ended != "FAILED":
@@ -132,7 +132,7 @@ def _exit_code(sup: Supervisor, job_id: str, ended: str) -> int | None:
     return code if isinstance(code, int) else None
 
 
-def judge(sup: Supervisor, state: RunState) -> Situation:
+def judge(sup: SupervisorPort, state: RunState) -> Situation:
     """The ended attempt's situation, preempted once Ray's node table shows a node lost
     during it (recorded once)."""
     s = state.situation

@@ -16,12 +16,12 @@ from jobs.head.restart_policy import Decision
 from jobs.head.run_state import RunState
 
 if TYPE_CHECKING:
-    from jobs.head.supervisor import Supervisor
+    from jobs.head.supervisor_port import SupervisorPort
 
 _STOPPED = object()  # a wait ended by a stop (SIGTERM) rather than by an answer
 
 
-def submit(sup: Supervisor, attempt: int) -> str | None:
+def submit(sup: SupervisorPort, attempt: int) -> str | None:
     """The attempt's id once Ray has it, or None when a stop came while the dashboard was
     away (nothing was submitted, so there is nothing to watch or stop)."""
     spec = sup.spec
@@ -45,7 +45,7 @@ def submit(sup: Supervisor, attempt: int) -> str | None:
     return None if submitted is None else job_id
 
 
-def _with_node_end(sup: Supervisor, job_id: str) -> tuple[str, dict[str, Any]]:
+def _with_node_end(sup: SupervisorPort, job_id: str) -> tuple[str, dict[str, Any]]:
     """The attempt's entrypoint and runtime env; on flex-start GPUs, with the save before the
     first of its nodes reaches its maximum run duration (jobs/head/node_end.py)."""
     spec = sup.spec
@@ -66,14 +66,14 @@ def _with_node_end(sup: Supervisor, job_id: str) -> tuple[str, dict[str, Any]]:
     return entrypoint, env
 
 
-def _export_hold(sup: Supervisor) -> str | None:
+def _export_hold(sup: SupervisorPort) -> str | None:
     """A live export job of this run (`rl-jobs export`, metadata kind=export)."""
     jobs = sup.retry(sup.client.list_jobs) or []
     live = protocol.live_job_ids(jobs, protocol.EXPORT, sup.spec.run)
     return live[0] if live else None
 
 
-def _between_attempts(sup: Supervisor, state: RunState) -> bool:
+def _between_attempts(sup: SupervisorPort, state: RunState) -> bool:
     """Wait while an export holds the run (no pruning, no attempt), then prune to keep-N;
     False when a stop came meanwhile."""
     noted = False
@@ -101,7 +101,7 @@ def _between_attempts(sup: Supervisor, state: RunState) -> bool:
     return True
 
 
-def _earlier_submit(sup: Supervisor, attempt: int) -> Any:
+def _earlier_submit(sup: SupervisorPort, attempt: int) -> Any:
     """Ray's record of the attempt when it is already there (a submit whose answer was
     lost, then an error before the retry learnt it was taken), `_STOPPED` on a stop, else
     None (404: not submitted)."""
@@ -115,13 +115,13 @@ def _earlier_submit(sup: Supervisor, attempt: int) -> Any:
     return _STOPPED if info is None else info
 
 
-def next_exists(sup: Supervisor, state: RunState) -> bool:
+def next_exists(sup: SupervisorPort, state: RunState) -> bool:
     """Ray already has the run's next attempt (submitted before an error hid it from us)."""
     found = _earlier_submit(sup, state.attempt + 1)
     return found is not None and found is not _STOPPED
 
 
-def _submit_new(sup: Supervisor, state: RunState, attempt: int) -> tuple[str, int] | None:
+def _submit_new(sup: SupervisorPort, state: RunState, attempt: int) -> tuple[str, int] | None:
     """Prune between attempts and submit: (its id, its start ms), or None on a stop."""
     if not _between_attempts(sup, state):
         return None
@@ -137,7 +137,7 @@ def _submit_new(sup: Supervisor, state: RunState, attempt: int) -> tuple[str, in
     return submitted, int(sup.clock.time() * 1000)
 
 
-def submit_next(sup: Supervisor, state: RunState, d: Decision) -> bool:
+def submit_next(sup: SupervisorPort, state: RunState, d: Decision) -> bool:
     """Submit (or adopt) the run's next attempt and record it; False on a stop."""
     attempt = state.attempt + 1
     # Found by the simulation (seeds 169, 244, 487): the attempt may be running already,

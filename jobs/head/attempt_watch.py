@@ -16,7 +16,7 @@ from jobs.head import events as ev
 from jobs.head.run_state import RunState
 
 if TYPE_CHECKING:
-    from jobs.head.supervisor import Supervisor
+    from jobs.head.supervisor_port import SupervisorPort
 
 # How often the watchdog reads an attempt's steps from its log while the log grows (a whole-file
 # read in production: not every second).
@@ -29,7 +29,7 @@ class AttemptWatch:
     """The supervisor's watch over its current attempt, with the attempt's step and save rhythm
     (the stall timeout it earns)."""
 
-    def __init__(self, sup: Supervisor) -> None:
+    def __init__(self, sup: SupervisorPort) -> None:
         self.sup = sup
         self.rhythm = stall.Rhythm()
 

@@ -19,7 +19,7 @@ from jobs.head.restart_policy import Action, Decision, Note, Reason, Situation
 from jobs.head.run_state import RunState
 
 if TYPE_CHECKING:
-    from jobs.head.supervisor import Supervisor
+    from jobs.head.supervisor_port import SupervisorPort
 
 
 def _free(s: Situation) -> str:
@@ -34,7 +34,7 @@ def _deadline(s: Situation) -> str:
 class CapacityWait:
     """The supervisor's waits between attempts, and when the current scale-up began."""
 
-    def __init__(self, sup: Supervisor) -> None:
+    def __init__(self, sup: SupervisorPort) -> None:
         self.sup = sup
         # When the current scale-up began (monotonic): kept across an error that restarts the
         # wait, so the time to workers counts from the first "scaling up".

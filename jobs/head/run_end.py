@@ -15,10 +15,10 @@ from jobs.head.restart_policy import Reason
 from jobs.head.run_state import RunState
 
 if TYPE_CHECKING:
-    from jobs.head.supervisor import Supervisor
+    from jobs.head.supervisor_port import SupervisorPort
 
 
-def user_stop(sup: Supervisor) -> bool:
+def user_stop(sup: SupervisorPort) -> bool:
     """The stop is the user's (`stop RUN`): without a run record nothing could re-arm the
     run, so any SIGTERM is final; with one, only a recorded stop request is (a head pod
     deleted by an upgrade sends SIGTERM too, and that run must be re-armed)."""
@@ -27,7 +27,7 @@ def user_stop(sup: Supervisor) -> bool:
     return ev.stop_requested(sup.store.events())
 
 
-def stopped(sup: Supervisor, state: RunState | None) -> int:
+def stopped(sup: SupervisorPort, state: RunState | None) -> int:
     """A stop (SIGTERM): the user's ends the run and stops its attempt; any other leaves both."""
     if not user_stop(sup):
         return interrupted(sup, state)
@@ -50,7 +50,7 @@ def stopped(sup: Supervisor, state: RunState | None) -> int:
     return 0
 
 
-def interrupted(sup: Supervisor, state: RunState | None) -> int:
+def interrupted(sup: SupervisorPort, state: RunState | None) -> int:
     """SIGTERM without a stop request: leave the attempt running and the run to the
     re-armer (the lease is released on the way out), record why, and never call it an end."""
     current = state.current if state is not None else None
@@ -63,7 +63,7 @@ def interrupted(sup: Supervisor, state: RunState | None) -> int:
     return 0
 
 
-def left(sup: Supervisor) -> int:
+def left(sup: SupervisorPort) -> int:
     """Another supervisor took the run's lease: it drives the run from here."""
     sup.record(
         ev.LEFT,
@@ -74,12 +74,12 @@ def left(sup: Supervisor) -> int:
     return 0
 
 
-def _release_gpus(sup: Supervisor) -> None:
+def _release_gpus(sup: SupervisorPort) -> None:
     if sup.gpus is not None:
         sup.gpus.release()
 
 
-def ended(sup: Supervisor, event: str, message: str, **fields: Any) -> int:
+def ended(sup: SupervisorPort, event: str, message: str, **fields: Any) -> int:
     """The run's last record, after its GPU request is released (`list` shows the last)."""
     _release_gpus(sup)
     sup.record(event, message, **fields)

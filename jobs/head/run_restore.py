@@ -20,7 +20,7 @@ from jobs.head.restart_policy import Restored
 from jobs.head.run_state import RunState
 
 if TYPE_CHECKING:
-    from jobs.head.supervisor import Supervisor
+    from jobs.head.supervisor_port import SupervisorPort
 
 
 def _from_submitted(last: dict[str, Any]) -> RunState:
@@ -37,7 +37,7 @@ def _from_submitted(last: dict[str, Any]) -> RunState:
     )
 
 
-def restore(sup: Supervisor) -> RunState:
+def restore(sup: SupervisorPort) -> RunState:
     """Where the run stands: fresh from the spec, or, when the run's current life (events.life)
     holds earlier supervisors' decisions (a re-arm), from their last attempt. Any failure to ask
     Ray other than a 404 is raised, never read as "lost": a second attempt must never start
@@ -85,7 +85,7 @@ def restore(sup: Supervisor) -> RunState:
 
 
 def _restore_end(
-    sup: Supervisor,
+    sup: SupervisorPort,
     state: RunState,
     verdict: Restored,
     ended: list[dict[str, Any]],
