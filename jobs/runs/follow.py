@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from jobs.client.dashboard import Dashboard
-from jobs.client.types import JobStatus
+from jobs.client.types import JobStatus as JobStatus  # the CLI reaches the client only here
 from jobs.common.errors import Unreachable
 from jobs.common.redact import redact
 from jobs.runs.report import Reporter

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jobs
-from jobs.client.types import Submission
+from jobs.client.types import Submission as Submission  # the CLI reaches the client only here
 from jobs.common.errors import UsageError
 from jobs.common.redact import command_secret
-from jobs.head.protocol import COMMAND, attempt_id
+from jobs.head.protocol import COMMAND as COMMAND  # a run started by `run`, for the CLI
+from jobs.head.protocol import attempt_id
 from jobs.recipes.overrides import TOKEN_HINT
 from jobs.runs import workdir
 from jobs.runs.metadata import SUBMITTED_BY, RecipeRun, RunMetadata
