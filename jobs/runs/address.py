@@ -99,9 +99,7 @@ class Connected:
 
 @contextmanager
 def connect(
-    where: Where,
-    outputs: StackOutputs | None = None,
-    spinner: Callable[[str], AbstractContextManager[object]] = nullcontext,
+    where: Where, spinner: Callable[[str], AbstractContextManager[object]] = nullcontext
 ) -> Iterator[Connected]:
     """Make the dashboard reachable for the life of the block (port-forward when a stack)."""
     if where.stack is None:
@@ -116,7 +114,7 @@ def connect(
         return
     from jobs.runs import portforward  # start-up time (issue 29): --stack only
 
-    outputs = outputs or where.outputs()
+    outputs = where.outputs()
     assert outputs is not None  # where.stack is set
     with portforward.open_forward(outputs, spinner=spinner) as url:
         yield Connected(url)
@@ -124,10 +122,9 @@ def connect(
 
 @contextmanager
 def reach(
-    where: Where,
-    outputs: StackOutputs | None = None,
-    spinner: Callable[[str], AbstractContextManager[object]] = nullcontext,
+    where: Where, spinner: Callable[[str], AbstractContextManager[object]] = nullcontext
 ) -> Iterator[Dashboard]:
-    """The cluster's Jobs API, reachable for the life of the block."""
-    with connect(where, outputs, spinner=spinner) as conn:
+    """The cluster's Jobs API, reachable for the life of the block (a stack's outputs read once,
+    through `where.outputs()`)."""
+    with connect(where, spinner=spinner) as conn:
         yield Dashboard(conn.url)
