@@ -1,4 +1,4 @@
-"""Catalogues of fixed facts: GPU machine shapes, capacity modes, Managed Lustre tiers, Ray framework images.
+"""Catalogues of fixed facts: GPU machines, capacity modes, Managed Lustre tiers, framework images.
 
 Pure data with no Pulumi import, so the `jobs` CLI and the policy pack can share it.
 Each entry names its source; change a value here and every layer that uses it follows.

@@ -252,9 +252,8 @@ def warn_if_short(dashboard: Dashboard, needed: int, on_request: bool = False) -
     """Say so when the cluster has fewer GPUs than the attempt needs: it is submitted anyway
     (a GPU pool may be scaling up), but then waits for them instead of training. On GPUs that
     scale on demand that is the normal start, said as such."""
-    from jobs.runs import (
-        capacity,
-    )  # start-up time: recipe runs only (tests/jobs/cli/test_startup.py)
+    # Start-up time: recipe runs only (tests/jobs/cli/test_startup.py).
+    from jobs.runs import capacity
 
     have = capacity.alive_gpus(dashboard)
     if have is not None and have < needed and on_request:

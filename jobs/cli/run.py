@@ -21,7 +21,7 @@ app = typer.Typer()
 
 @dataclass(frozen=True)
 class RunOptions:
-    """`run`'s flags, checked: the command, what it uploads and reserves, and how it is submitted."""
+    """`run`'s flags, checked: the command, what it uploads and reserves, how it is submitted."""
 
     submitting: Submitting
     command: tuple[str, ...]

@@ -1,8 +1,8 @@
-"""The supervision a run gets by default from its stack's GPUs, and the notes that say what was chosen.
+"""The supervision a run gets by default from its stack's GPUs, and notes that say what was chosen.
 
-Every command that submits (`submit`, `run`, `submit --resume`) asks `supervision_defaults`; what a
-capacity mode implies (preemptible, scaled on request, a node's maximum run) is components/catalogue.py
-CAPACITY_MODES, read through the stack outputs.
+Every command that submits (`submit`, `run`, `submit --resume`) asks `supervision_defaults`; what
+a capacity mode implies (preemptible, scaled on request, a node's maximum run) is
+components/catalogue.py CAPACITY_MODES, read through the stack outputs.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ def supervision_defaults(
 def _preemptible(provisioning: str | None) -> bool:
     if provisioning is None:
         return False
-    # Start-up time: the catalogue only once a stack's outputs were read (tests/jobs/cli/test_startup.py).
+    # Start-up time: the catalogue only once a stack's outputs were read (a `run --address` never
+    # loads it; tests/jobs/cli/test_startup.py).
     from components.catalogue import CAPACITY_MODES
 
     mode = CAPACITY_MODES.get(provisioning)

@@ -178,7 +178,7 @@ def test_submit_on_a_stack_that_scales_on_demand_says_it_asks_before_it_contacts
     ), result.stderr
 
 
-# ------------------------------------------------ every command that submits, on every capacity mode
+# ------------------------------------------ every command that submits, on every capacity mode
 
 # What each capacity mode's stack exports (its default gpu.scaling; flex-start's 7-day node end).
 STACKS = {
