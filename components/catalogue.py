@@ -1,4 +1,4 @@
-"""Catalogues of fixed facts: GPU machine shapes, Managed Lustre tiers, Ray framework images.
+"""Catalogues of fixed facts: GPU machines, capacity modes, Managed Lustre tiers, framework images.
 
 Pure data with no Pulumi import, so the `jobs` CLI and the policy pack can share it.
 Each entry names its source; change a value here and every layer that uses it follows.
@@ -7,6 +7,7 @@ Each entry names its source; change a value here and every layer that uses it fo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from components.contract import GIB_MOUNT_PATH
 
@@ -51,6 +52,49 @@ LOCAL_SSD_GB = 375
 # Dynamic Workload Scheduler flex-start: a node runs at most seven days, then GKE removes it
 # (GKE "About GPU obtainability with flex-start"; cluster-toolkit gke-node-pool `max_run_duration`).
 FLEX_START_MAX_RUN_HOURS = 7 * 24
+
+
+@dataclass(frozen=True)
+class CapacityMode:
+    """One way GKE provisions the GPU nodes (rl-on-gke:gpu.provisioning) and what follows from it,
+    for the program (the pool's scaling, a node's lifetime) and for `rl-jobs` (a run's supervision,
+    through the stack output gpuProvisioning)."""
+
+    name: str
+    # The cloud may take a node back mid-run: spot VMs are preempted at any time, flex-start VMs
+    # end at their maximum run duration. An unsupervised run ends at the first such loss.
+    preemptible: bool
+    # Whether the GPU nodes follow demand unless gpu.scaling says otherwise: a reservation bills
+    # whether or not its VMs run, so releasing them saves nothing and risks the capacity; every
+    # other mode bills only for the nodes that exist.
+    scales_on_demand_by_default: bool
+    # Hours a node runs before GKE removes it, its default and limit; None: no such end.
+    max_run_hours: int | None = None
+
+    @property
+    def supervised_by_default(self) -> bool:
+        """A run on GPUs the cloud may take back is handed to a supervisor unless told not."""
+        return self.preemptible
+
+    @property
+    def default_scaling(self) -> Literal["static", "on-demand"]:
+        return "on-demand" if self.scales_on_demand_by_default else "static"
+
+
+CAPACITY_MODES: dict[str, CapacityMode] = {
+    mode.name: mode
+    for mode in (
+        CapacityMode("spot", preemptible=True, scales_on_demand_by_default=True),
+        CapacityMode("reservation", preemptible=False, scales_on_demand_by_default=False),
+        CapacityMode("on-demand", preemptible=False, scales_on_demand_by_default=True),
+        CapacityMode(
+            "flex-start",
+            preemptible=True,
+            scales_on_demand_by_default=True,
+            max_run_hours=FLEX_START_MAX_RUN_HOURS,
+        ),
+    )
+}
 
 MACHINES: dict[str, MachineSpec] = {
     "a4-highgpu-8g": MachineSpec(

@@ -23,6 +23,7 @@ from pydantic.alias_generators import to_camel
 
 from components.capacity import capacity_problems
 from components.catalogue import (
+    CAPACITY_MODES,
     FLEX_START_MAX_RUN_HOURS,
     LUSTRE_TIERS,
     MACHINES,
@@ -52,14 +53,10 @@ _SYSTEM_NAMESPACES = {
 }
 _GKE_VERSION = re.compile(r"^1\.(\d+)(\.(\d+)(-gke\.(\d+))?)?$")
 
-# Whether each capacity mode's GPU nodes follow demand unless `gpu.scaling` says otherwise: a
-# reservation bills whether or not its VMs run, so releasing them saves nothing and risks the
-# capacity; every other mode bills only for the nodes that exist.
+# Whether each capacity mode's GPU nodes follow demand unless `gpu.scaling` says otherwise
+# (components/catalogue.py CAPACITY_MODES says why per mode).
 DEFAULT_SCALING: dict[str, Literal["static", "on-demand"]] = {
-    "spot": "on-demand",
-    "on-demand": "on-demand",
-    "flex-start": "on-demand",
-    "reservation": "static",
+    name: mode.default_scaling for name, mode in CAPACITY_MODES.items()
 }
 # Idle minutes before a GPU worker is released. A node that comes back costs its provisioning
 # (a few minutes for an A4 / A3 Ultra VM) plus the pull of the ~20 GiB framework image
@@ -131,7 +128,8 @@ class GpuSettings(Settings):
                 + ("" if self.scaling else f", the default for provisioning '{self.provisioning}'")
                 + "; set rl-on-gke:gpu.scaling: on-demand to use it)",
             )
-        if self.provisioning != "flex-start" and self.max_run_duration_hours is not None:
+        ends = CAPACITY_MODES[self.provisioning].max_run_hours is not None
+        if not ends and self.max_run_duration_hours is not None:
             raise rule(
                 "max_run_duration_hours",
                 self.max_run_duration_hours,
@@ -156,9 +154,10 @@ class GpuSettings(Settings):
     def node_max_run_hours(self) -> int | None:
         """How long a flex-start node runs before GKE removes it: max_run_duration_hours, else
         GKE's default and limit of 7 days (GKE "About flex-start VMs"); None for other modes."""
-        if self.provisioning != "flex-start":
+        limit = CAPACITY_MODES[self.provisioning].max_run_hours
+        if limit is None:
             return None
-        return self.max_run_duration_hours or FLEX_START_MAX_RUN_HOURS
+        return self.max_run_duration_hours or limit
 
 
 class CostSettings(Settings):

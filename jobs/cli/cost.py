@@ -86,14 +86,13 @@ def cost_cmd(
     node_hour_usd: PriceOpt = None,
 ) -> None:
     """Show GPU node-hours and cost per run, and idle GPU hours."""
-    from jobs.runs import address, cost, stack  # start-up time (issue 29): only this command
+    from jobs.runs import address, cost  # start-up time (issue 29): only this command
 
     now_ms = int(time.time() * 1000)
     period = cost.period_since(since, now_ms)
     where = address.choose(addr, stack_name)
-    outputs = stack.read(where.stack) if where.stack else None
-    price, source = cost.price_of(outputs, node_hour_usd)
-    with opt.reach(addr, stack_name, outputs) as (cluster, _where):
+    price, source = cost.price_of(where.outputs(), node_hour_usd)
+    with address.reach(where, spinner=opt.spinner) as cluster:
         jobs = cluster.jobs()
         nodes = cluster.nodes()
     report = cost.report(jobs, nodes, period, price, source)

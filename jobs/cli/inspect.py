@@ -11,11 +11,11 @@ import typer
 
 from jobs.cli import options as opt
 from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
-from jobs.cli.runs import report_run
+from jobs.cli.drive import report_run
 from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
 from jobs.common.redact import redact
-from jobs.runs import address, follow, handoff, listing, stack, state
+from jobs.runs import address, follow, handoff, listing, state
 from jobs.runs.address import Dashboard
 from jobs.runs.listing import JobDetails
 
@@ -41,7 +41,7 @@ def status_cmd(
         record_view.check_root(runs_root)
     if runs_root and record_view.has_record(runs_root, ident):
         # The run's record on the runs root: read without the head that wrote it.
-        priced_by = stack.read(stack_name) if stack_name else None
+        priced_by = address.Where(None, stack_name, "--stack").outputs() if stack_name else None
         view = record_view.with_goodput(record_view.view(runs_root, ident), runs_root, priced_by)
         if as_json:
             emit_json(view)
@@ -50,9 +50,9 @@ def status_cmd(
             out().print(redact(text), markup=False)
         _print_how_it_goes(out(), view)
         return
-    chosen = address.choose(addr, stack_name)
-    outputs = stack.read(chosen.stack) if chosen.stack else None  # read once: reach and price
-    with opt.reach(addr, stack_name, outputs) as (cluster, where):
+    where = address.choose(addr, stack_name)
+    outputs = where.outputs()  # read once: reach and price
+    with address.reach(where, spinner=opt.spinner) as cluster:
         flags = opt.where_flags(where)
         jobs_ = cluster.jobs()
         found = state.find(jobs_, ident)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -14,9 +14,6 @@ from jobs.common import commands
 from jobs.common.errors import UsageError
 from jobs.recipes.reward_placement import ALLOW_FLAG
 from jobs.runs import address, follow, handoff
-
-if TYPE_CHECKING:
-    from components.stack_outputs import StackOutputs
 
 AddressOpt = Annotated[
     str | None,
@@ -156,11 +153,11 @@ def where_flags(where: address.Where) -> str:
 
 @contextmanager
 def reach(
-    addr: str | None, stack_name: str | None, outputs: StackOutputs | None = None
+    addr: str | None, stack_name: str | None
 ) -> Iterator[tuple[address.Dashboard, address.Where]]:
     """The cluster named by --address / RAY_ADDRESS / --stack, reachable for the block."""
     where = address.choose(addr, stack_name)
-    with address.reach(where, outputs, spinner=spinner) as dashboard:
+    with address.reach(where, spinner=spinner) as dashboard:
         yield dashboard, where
 
 

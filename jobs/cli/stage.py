@@ -86,13 +86,13 @@ def stage_cmd(
     conversion is redone. A recipe's first step stages its model when it is not staged; only
     this command converts it once for every attempt."""
     # Start-up time (issue 29): what staging needs is imported only when this command runs.
-    from jobs.runs import address, follow, stack
+    from jobs.runs import address, follow
     from jobs.runs import stage as staging
 
     if dry_run:
         where = address.choose(addr, stack_name) if (addr or stack_name) else None
         named = where.stack if where else None
-        outputs = stack.read(named) if named else None
+        outputs = where.outputs() if where else None
         ask = staging.ask(target, revision, convert, gpus, hf_home, outputs, named, 1)
         sub = staging.for_stage(ask, named)
         if as_json:
@@ -101,8 +101,8 @@ def stage_cmd(
             out().print_json(sub.model_dump_json())
         return
     where = address.choose(addr, stack_name)
-    outputs = stack.read(where.stack) if where.stack else None
-    with address.reach(where, outputs, spinner=opt.spinner) as dashboard:
+    outputs = where.outputs()
+    with address.reach(where, spinner=opt.spinner) as dashboard:
         job_id, ask = staging.submit(
             dashboard, target, revision, convert, gpus, hf_home, outputs, where.stack
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -29,9 +29,20 @@ class Where:
     address: str | None  # a dashboard URL from --address or RAY_ADDRESS
     stack: str | None
     source: str  # "--address", "RAY_ADDRESS" or "--stack"
+    # The stack's outputs once read: `pulumi stack output` takes about a second, so a command
+    # reads them once, for its plan, its supervision and its port-forward alike.
+    _read: StackOutputs | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         return f"--stack {self.stack}" if self.stack else f"--address {self.address}"
+
+    def outputs(self) -> StackOutputs | None:
+        """The stack's outputs, read on first use (None when the cluster was named by address)."""
+        if self.stack is None:
+            return None
+        if self._read is None:
+            object.__setattr__(self, "_read", stack.read(self.stack))
+        return self._read
 
 
 def normalise(address: str) -> str:
@@ -89,9 +100,7 @@ class Connected:
 
 @contextmanager
 def connect(
-    where: Where,
-    outputs: StackOutputs | None = None,
-    spinner: Callable[[str], AbstractContextManager[object]] = nullcontext,
+    where: Where, spinner: Callable[[str], AbstractContextManager[object]] = nullcontext
 ) -> Iterator[Connected]:
     """Make the dashboard reachable for the life of the block (port-forward when a stack)."""
     if where.stack is None:
@@ -106,17 +115,17 @@ def connect(
         return
     from jobs.runs import portforward  # start-up time (issue 29): --stack only
 
-    outputs = outputs or stack.read(where.stack)
+    outputs = where.outputs()
+    assert outputs is not None  # where.stack is set
     with portforward.open_forward(outputs, spinner=spinner) as url:
         yield Connected(url)
 
 
 @contextmanager
 def reach(
-    where: Where,
-    outputs: StackOutputs | None = None,
-    spinner: Callable[[str], AbstractContextManager[object]] = nullcontext,
+    where: Where, spinner: Callable[[str], AbstractContextManager[object]] = nullcontext
 ) -> Iterator[Dashboard]:
-    """The cluster's Jobs API, reachable for the life of the block."""
-    with connect(where, outputs, spinner=spinner) as conn:
+    """The cluster's Jobs API, reachable for the life of the block (a stack's outputs read once,
+    through `where.outputs()`)."""
+    with connect(where, spinner=spinner) as conn:
         yield Dashboard(conn.url)

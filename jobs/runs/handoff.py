@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,95 +70,6 @@ class Options:
             or bool(self.runs_root)
             or bool(self.capacity_deadline_s)
         )
-
-
-# GPUs the cloud may take back mid-run: spot VMs are preempted at any time, flex-start VMs end at
-# their maximum run duration. An unsupervised run on them ends at the first loss (issue 24 item 7).
-PREEMPTIBLE_PROVISIONING = ("spot", "flex-start")
-
-
-def surviving_defaults(
-    options: Options, max_restarts: int, provisioning: str | None, stack: str
-) -> tuple[Options, str]:
-    """On a stack whose GPUs are preemptible, a run is supervised (DEFAULT_MAX_PREEMPTIONS) with
-    its record under RUNS_ROOT, where the head's re-armer looks, unless the user chose: an
-    explicit --max-preemptions 0 keeps it as asked, an explicit --runs-root or budget is kept.
-    Returns the options and a note saying what was chosen ("" when nothing was)."""
-    if provisioning not in PREEMPTIBLE_PROVISIONING or options.max_preemptions == 0:
-        return options, ""
-    was_supervised = options.supervised(max_restarts)
-    if was_supervised:  # its budgets are the user's (None: the supervisor's defaults)
-        chosen = replace(options, runs_root=options.runs_root or RUNS_ROOT)
-    else:
-        chosen = replace(options, max_preemptions=DEFAULT_MAX_PREEMPTIONS, runs_root=RUNS_ROOT)
-    if chosen == options:
-        return options, ""
-    if was_supervised:
-        return chosen, (
-            f"stack {stack} has {provisioning} GPUs: the run's record goes to {chosen.runs_root}, "
-            "where the head's re-armer looks (--runs-root DIR to choose another)"
-        )
-    return chosen, (
-        f"stack {stack} has {provisioning} GPUs: the run is supervised (up to "
-        f"{DEFAULT_MAX_PREEMPTIONS} "
-        f"preemptions, its record in {chosen.runs_root}, where the head's re-armer looks); "
-        "--max-preemptions 0 submits it unsupervised"
-    )
-
-
-def saves_before_node_end(
-    options: Options, max_restarts: int, max_run_hours: int | None, framework: str
-) -> tuple[Options, str]:
-    """On flex-start GPUs (the stack's gpuMaxRunHours), a supervised recipe run's attempts save
-    before their nodes reach their maximum run duration; a note says so ("" when not)."""
-    if not max_run_hours or not options.supervised(max_restarts):
-        return options, ""
-    chosen = replace(options, node_max_run_s=max_run_hours * 3600.0, save_before_node_end=framework)
-    return chosen, (
-        f"flex-start GPU nodes run at most {max_run_hours} h: each attempt saves a checkpoint "
-        "before the first of its nodes reaches that"
-    )
-
-
-ON_DEMAND = "on-demand"  # gpu.scaling: the GPU workers and nodes follow the runs' requests
-
-
-def gpus_on_request(
-    options: Options,
-    max_restarts: int,
-    scaling: str | None,
-    gpus_per_node: int,
-    gpus_needed: int,
-    stack: str,
-) -> tuple[Options, str]:
-    """On a stack whose GPU nodes scale on demand, a run that needs GPUs is supervised and its
-    supervisor asks Ray's autoscaler for them: neither framework makes a request Ray's autoscaler
-    sees while the GPUs are missing (jobs/head/scale_up.py). An explicitly unsupervised run
-    (--max-preemptions 0, no other budget) stays so, with a note that nothing asks for its GPUs.
-    Returns the options and a note ("" when nothing changed)."""
-    if scaling != ON_DEMAND or gpus_needed <= 0:
-        return options, ""
-    if not options.supervised(max_restarts) and options.max_preemptions == 0:
-        return options, (
-            f"warning: stack {stack}'s GPU nodes scale on demand and an unsupervised run asks "
-            "nobody for them: it trains only on GPU workers already up (drop --max-preemptions 0 "
-            "to have its supervisor ask Ray's autoscaler for them)"
-        )
-    was_supervised = options.supervised(max_restarts)
-    chosen = replace(
-        options,
-        max_preemptions=options.max_preemptions if was_supervised else DEFAULT_MAX_PREEMPTIONS,
-        runs_root=options.runs_root or RUNS_ROOT,
-        request_gpus=True,
-        gpus_per_node=gpus_per_node,
-    )
-    return chosen, (
-        f"stack {stack}'s GPU nodes scale on demand: the run's supervisor asks Ray's autoscaler "
-        f"for {gpus_needed} GPUs"
-        + (f" ({-(-gpus_needed // gpus_per_node)} node(s))" if gpus_per_node > 0 else "")
-        + " and releases them when the run ends"
-        + ("" if was_supervised else f" (the run is supervised, its record in {chosen.runs_root})")
-    )
 
 
 # Starting the supervisor's driver takes a few seconds (reference §4.3: ~2-3 s to RUNNING);

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.catalogue import LUSTRE_TIERS
-from components.config import ConfigError, StackConfig, parse_stack_config, raw_config_from_pulumi
+from components.catalogue import CAPACITY_MODES, LUSTRE_TIERS
+from components.config import (
+    ConfigError,
+    GpuSettings,
+    StackConfig,
+    parse_stack_config,
+    raw_config_from_pulumi,
+)
 from components.stack_inputs import known_keys as program_known_keys
 from tests.conftest import BASE_STACK_CONFIG, raw_from_stack
 
@@ -346,3 +352,9 @@ def test_the_config_reference_names_every_key() -> None:
     top = {"project": "gcp:project", "region": "gcp:region"}
     missing = [k for k in keys(StackConfig) if f"`{top.get(k, k)}`" not in readme]
     assert missing == []
+
+
+def test_the_capacity_modes_config_accepts_are_the_catalogues() -> None:
+    """gpu.provisioning's allowed values and components/catalogue.py CAPACITY_MODES are one list."""
+    allowed = get_args(GpuSettings.model_fields["provisioning"].annotation)
+    assert set(allowed) == set(CAPACITY_MODES)

@@ -70,8 +70,8 @@ def test_without_a_sandbox_service_submit_needs_the_flag_and_contacts_nothing(
     sent = []
     from jobs.runs import address
 
-    def no_connect(where, outputs, spinner=None):
-        sent.append(outputs)
+    def no_connect(where, spinner=None):
+        sent.append(where.outputs())
         raise SystemExit(99)  # stands for "went on to contact the cluster"
 
     monkeypatch.setattr(address, "connect", no_connect)

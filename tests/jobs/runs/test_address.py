@@ -131,6 +131,22 @@ def test_choose_order_and_conflicts():
             address.choose(*args, env)
 
 
+def test_a_stacks_outputs_are_read_once_per_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pulumi stack output` takes about a second: the plan, the supervision and the port-forward
+    of one command share one read."""
+    reads: list[str] = []
+
+    def read(name: str) -> object:
+        reads.append(name)
+        return {"stack": name}
+
+    monkeypatch.setattr(address.stack, "read", read)
+    where = address.choose(None, "dev", env={})
+    assert where.outputs() is where.outputs() and reads == ["dev"]
+    assert where == address.Where(None, "dev", "--stack")  # what was read is no part of its name
+    assert address.choose("http://h:8265", None, env={}).outputs() is None and reads == ["dev"]
+
+
 @pytest.mark.ray
 @pytest.mark.subprocess_cli
 def test_stack_port_forward_serves_the_command_and_is_closed_after(fakes):

@@ -1,0 +1,282 @@
+"""Starting a run on a reached cluster for the commands that submit, and showing it: the line said
+once it starts, following it to its end, and a dry run's view."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jobs.cli import options as opt
+from jobs.cli.console import ConsoleReporter, detached, emit_json, err, out
+from jobs.common import commands
+from jobs.common.errors import ExitCode
+from jobs.runs import address, follow, handoff
+from jobs.runs.address import Dashboard
+from jobs.runs.plan import Submission
+from jobs.runs.start import Started, start
+
+if TYPE_CHECKING:
+    from jobs.recipes.catalogue import Recipe
+
+
+@dataclass(frozen=True)
+class Submitting:
+    """What a command that submits was asked besides its own work, checked: how to reach the
+    cluster, whether to follow the run, how to show it, and what its supervisor is asked."""
+
+    follow_logs: bool
+    max_restarts: int
+    as_json: bool
+    addr: str | None
+    stack_name: str | None
+    supervision: handoff.Options
+
+    @classmethod
+    def checked(
+        cls,
+        *,
+        follow_logs: bool,
+        wait: bool | None,
+        max_restarts: int,
+        max_preemptions: int | None,
+        stall_timeout: float | None,
+        capacity_deadline: float | None,
+        runs_root: str | None,
+        as_json: bool,
+        addr: str | None,
+        stack_name: str | None,
+    ) -> Submitting:
+        supervision = opt.supervision(
+            max_preemptions,
+            stall_timeout,
+            runs_root,
+            capacity_deadline,
+            wait=wait,
+            follow_logs=follow_logs,
+        )
+        return cls(follow_logs, max_restarts, as_json, addr, stack_name, supervision)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What the attempt about to start needs: its GPUs, where it checkpoints, the supervision
+    chosen for it, its stall default, and whether its run's name must still be checked free."""
+
+    supervision: handoff.Options
+    gpus: int = 0
+    checkpoint_dir: str = ""
+    stall_default_s: float = 0.0
+    check_name_free: bool = True
+
+
+def _started_line(started: Started, attempt: int, max_restarts: int, gpus: int) -> str:
+    if started.supervisor is not None:
+        need = f", {gpus} GPU(s) needed before each attempt" if gpus else ""
+        return (
+            f"run {started.run} handed to its supervisor {started.supervisor} on the Ray "
+            f"head: attempt {started.submission_id} next, up to {max_restarts} "
+            f"restart(s){need}"
+        )
+    return f"submitted {started.submission_id} (run {started.run}, attempt {attempt})"
+
+
+def _announce(started: Started, where: address.Where, as_json: bool) -> int:
+    """What a command that does not follow prints once the run is started."""
+    flags = opt.where_flags(where)
+    if started.supervisor is not None:
+        if as_json:
+            emit_json(
+                {
+                    "run": started.run,
+                    "supervisor": started.supervisor,
+                    "status": "SUPERVISED" if started.armed else "SUPERVISOR_SUBMITTED",
+                    "attempts": [],
+                }
+            )
+            return int(ExitCode.OK)
+        out().print(started.run, markup=False)
+        if not started.armed:
+            why = (
+                f"{started.vouched_by} of the same code took its run here"
+                if started.vouched_by
+                else "--no-wait"
+            )
+            err().print(
+                f"supervisor {started.supervisor} submitted, not waited for ({why}): "
+                f"{commands.command('status', started.run, where=flags)} says whether it took "
+                "the run",
+                markup=False,
+            )
+        err().print(
+            f"follow: {commands.command('logs', started.run, '--follow', where=flags)}\n"
+            f"story:  {commands.command('status', started.run, where=flags)}\n"
+            f"stop:   {commands.command('stop', started.run, where=flags)}",
+            markup=False,
+        )
+        return int(ExitCode.OK)
+    job_id = started.submission_id
+    if as_json:
+        emit_json(
+            {
+                "run": started.run,
+                "submission_id": job_id,
+                "status": "SUBMITTED",
+                "attempts": [{"submission_id": job_id, "status": "SUBMITTED"}],
+            }
+        )
+    else:
+        out().print(job_id, markup=False)
+        err().print(
+            f"follow: {commands.command('logs', job_id, '--follow', where=flags)}\n"
+            f"stop:   {opt.stop_hint(job_id, where)}",
+            markup=False,
+        )
+    return int(ExitCode.OK)
+
+
+def report_run(
+    run: str,
+    sid: str,
+    done: list[tuple[str, follow.JobStatus]],
+    recs: list[dict[str, Any]],
+    as_json: bool,
+) -> int:
+    """The end of a followed supervised run: every attempt's status and the outcome."""
+    final = handoff.final_reason(recs)
+    succeeded = handoff.succeeded(recs)
+    if as_json:
+        emit_json(
+            {
+                "run": run,
+                "supervisor": sid,
+                "status": done[-1][1].value if done else None,
+                "attempts": [{"submission_id": i, "status": s.value} for i, s in done],
+                "outcome": final,
+            }
+        )
+    else:
+        summary = ", ".join(f"{i} {s.value}" for i, s in done) or "no attempt"
+        why = f"; {final['message']}" if final else ""
+        err().print(f"run {run}: {summary}{why}", markup=False)
+    return int(ExitCode.OK if succeeded else ExitCode.JOB_FAILED)
+
+
+def _follow_supervised(
+    dashboard: Dashboard, where: address.Where, started: Started, as_json: bool
+) -> int:
+    run, sid = started.run, started.supervisor or ""
+    try:
+        done, recs = handoff.follow_run(
+            dashboard, run, sid, opt.watcher(dashboard, where), ConsoleReporter(), to_stderr=as_json
+        )
+    except KeyboardInterrupt as stop:
+        err().print(
+            f"detached; the supervisor {sid} keeps driving run {run}, restarts "
+            "included. Stop it with: "
+            f"{commands.command('stop', run, where=opt.where_flags(where))}",
+            markup=False,
+        )
+        if as_json:
+            emit_json({"run": run, "supervisor": sid, "status": "DETACHED"})
+        return detached(stop)
+    return report_run(run, sid, done, recs, as_json)
+
+
+def _follow_attempt(
+    dashboard: Dashboard, where: address.Where, started: Started, as_json: bool
+) -> int:
+    job_id = started.submission_id
+    try:
+        status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
+    except KeyboardInterrupt as stop:
+        err().print(
+            f"detached; {job_id} keeps running. Stop it with: {opt.stop_hint(job_id, where)}",
+            markup=False,
+        )
+        if as_json:
+            emit_json({"run": started.run, "submission_id": job_id, "status": "DETACHED"})
+        return detached(stop)
+    if as_json:
+        emit_json(
+            {
+                "run": started.run,
+                "submission_id": job_id,
+                "status": status.value,
+                "attempts": [{"submission_id": job_id, "status": status.value}],
+            }
+        )
+    else:
+        err().print(f"run {started.run}: {job_id} {status.value}", markup=False)
+    return int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED)
+
+
+def drive(
+    dashboard: Dashboard,
+    where: address.Where,
+    sub: Submission,
+    asked: Submitting,
+    attempt: Attempt,
+) -> int:
+    """Start the attempt (or hand the run over) and, with --follow, follow it to its end."""
+    started = start(
+        dashboard,
+        sub,
+        max_restarts=asked.max_restarts,
+        gpus=attempt.gpus,
+        checkpoint_dir=attempt.checkpoint_dir,
+        where=opt.where_flags(where),
+        options=attempt.supervision,
+        stall_default_s=attempt.stall_default_s,
+        check_name_free=attempt.check_name_free,
+    )
+    err().print(_started_line(started, sub.attempt, asked.max_restarts, attempt.gpus), markup=False)
+    if not asked.follow_logs:
+        return _announce(started, where, asked.as_json)
+    if started.supervisor is not None:
+        return _follow_supervised(dashboard, where, started, asked.as_json)
+    return _follow_attempt(dashboard, where, started, asked.as_json)
+
+
+def print_dry_run(sub: Submission, as_json: bool, notes: list[str]) -> None:
+    view = sub.model_dump()
+    if as_json:
+        emit_json(view)
+        return
+    out().print_json(json.dumps(view, default=str))
+    for note in notes:
+        err().print(note, markup=False)
+
+
+def warn_if_short(dashboard: Dashboard, needed: int, on_request: bool = False) -> None:
+    """Say so when the cluster has fewer GPUs than the attempt needs: it is submitted anyway
+    (a GPU pool may be scaling up), but then waits for them instead of training. On GPUs that
+    scale on demand that is the normal start, said as such."""
+    # Start-up time: recipe runs only (tests/jobs/cli/test_startup.py).
+    from jobs.runs import capacity
+
+    have = capacity.alive_gpus(dashboard)
+    if have is not None and have < needed and on_request:
+        err().print(
+            f"scaling up: the cluster has {have:g} GPU(s) now and this run needs {needed}; its "
+            "supervisor asks Ray's autoscaler for them (a new GPU node boots and pulls the "
+            "image first: expect several minutes before the first step; `status RUN` shows the "
+            "wait)",
+            markup=False,
+        )
+    elif have is not None and have < needed:
+        err().print(
+            f"warning: the cluster has {have:g} GPU(s) now and this run needs {needed}; "
+            "it is submitted, and its trainer waits until they are there (check the "
+            "GPU node pool, or lower --nodes)",
+            markup=False,
+        )
+
+
+def check_ray_version(recipe: Recipe, dashboard: Dashboard, where: address.Where) -> None:
+    from jobs.runs import recipe_run  # start-up time: recipe runs only
+
+    err().print(
+        recipe_run.check_ray_version(recipe, dashboard, where.address or dashboard.url),
+        markup=False,
+    )

@@ -1,0 +1,137 @@
+"""`submit --resume RUN`: a stopped or failed run's next attempt, as its record has it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from jobs.cli import options as opt
+from jobs.cli.console import err
+from jobs.cli.drive import Attempt, check_ray_version, drive, print_dry_run, warn_if_short
+from jobs.common.errors import UsageError
+from jobs.runs import address, handoff, plan, state
+from jobs.runs.address import Dashboard
+from jobs.runs.supervision import supervision_defaults
+
+if TYPE_CHECKING:
+    from jobs.cli.submit import SubmitOptions
+
+
+def resume(run: str, asked: SubmitOptions) -> int:
+    """`submit --resume RUN`: its next attempt as its record has it; with --dry-run, what would be
+    submitted (the run's record is read from the cluster; nothing is submitted)."""
+    # Start-up time: the recipe machinery only when a run is resumed.
+    from jobs.recipes import overrides
+    from jobs.runs.recipe_run import Place
+    from jobs.runs.resume import resume as resume_recipe_run
+
+    submitting = asked.submitting
+    where = address.choose(submitting.addr, submitting.stack_name)
+    outputs = where.outputs()
+    source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
+    with address.reach(where, spinner=opt.spinner) as dashboard:
+        found = state.find(dashboard.jobs(), plan.check_run_name(run))
+        if found is not None and found.kind == plan.COMMAND:
+            if asked.sets or asked.nodes or asked.recipe_name:
+                raise UsageError(
+                    f"run {run} was started with `run -- COMMAND`: it is resumed as it ran",
+                    "drop RECIPE, --set and --nodes (they change recipe runs), or start the "
+                    "command again with `run` and another --name",
+                )
+            return _resume_command(dashboard, found, where, asked)
+        resumed = resume_recipe_run(
+            dashboard,
+            run,
+            asked.recipe_name,
+            asked.framework,
+            asked.allow_unsandboxed,
+            Place(where.stack, outputs, source),
+            opt.where_flags(where),
+            asked.every,
+            changes=overrides.parse(list(asked.sets)),
+            nodes=asked.nodes,
+            found=found,
+        )
+        planned = resumed.planned
+        if outputs is None and asked.framework is None:
+            check_ray_version(resumed.recipe, dashboard, where)
+        # A resume on spot or flex-start GPUs is supervised by default too, as a new run is.
+        chosen = supervision_defaults(
+            outputs,
+            where.stack or "",
+            submitting.supervision,
+            submitting.max_restarts,
+            planned.gpus_needed,
+            framework=resumed.recipe.framework,
+        )
+        for note in [*planned.notes, *chosen.notes]:
+            err().print(note, markup=False)
+        after = resumed.after
+        sub = plan.for_attempt(planned.submission, resumed.next_attempt)
+        if asked.dry_run:
+            supervised = chosen.options.supervised(submitting.max_restarts)
+            err().print(
+                f"dry run: would resume run {run} after {after.submission_id} "
+                f"{after.status.value}, as {sub.submission_id}, from {planned.checkpoint_dir}"
+                + (", handed to a supervisor" if supervised else "")
+                + "; nothing was submitted",
+                markup=False,
+            )
+            print_dry_run(sub, submitting.as_json, [])
+            return 0
+        err().print(
+            f"resuming run {run} after {after.submission_id} {after.status.value}, "
+            f"from {planned.checkpoint_dir}",
+            markup=False,
+        )
+        warn_if_short(dashboard, planned.gpus_needed, chosen.options.request_gpus)
+        attempt = Attempt(
+            replace(chosen.options, keep=planned.keep),
+            gpus=planned.gpus_needed,
+            checkpoint_dir=planned.checkpoint_dir,
+            stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
+            check_name_free=False,
+        )
+        return drive(dashboard, where, sub, submitting, attempt)
+
+
+def _resume_command(
+    dashboard: Dashboard, found: state.Run, where: address.Where, asked: SubmitOptions
+) -> int:
+    """`submit --resume RUN` of a `run` run: its next attempt as Ray recorded the last one."""
+    from jobs.runs import resume_command  # start-up time: resumes only
+
+    refusal = state.not_resumable(found, found.name, opt.where_flags(where))
+    if refusal is not None:
+        raise refusal
+    submitting = asked.submitting
+    nxt = resume_command.next_attempt(dashboard, found, opt.where_flags(where))
+    # A command has no save to ask for before a node ends: no framework.
+    chosen = supervision_defaults(
+        where.outputs(),
+        where.stack or "",
+        submitting.supervision,
+        submitting.max_restarts,
+        nxt.gpus,
+    )
+    for line in chosen.notes:
+        err().print(line, markup=False)
+    saves = f", saving to {nxt.checkpoint_dir}" if nxt.checkpoint_dir else ""
+    if asked.dry_run:
+        err().print(
+            f"dry run: would resume run {found.name} after {nxt.after} {nxt.after_status}, "
+            f"as {nxt.submission.submission_id}{saves}; nothing was submitted",
+            markup=False,
+        )
+        print_dry_run(nxt.submission, submitting.as_json, [])
+        return 0
+    err().print(
+        f"resuming run {found.name} after {nxt.after} {nxt.after_status}{saves}", markup=False
+    )
+    attempt = Attempt(
+        chosen.options,
+        gpus=nxt.gpus,
+        checkpoint_dir=nxt.checkpoint_dir,
+        check_name_free=False,
+    )
+    return drive(dashboard, where, nxt.submission, submitting, attempt)

@@ -1,0 +1,261 @@
+"""`submit`: a recipe as a new run, or `--resume RUN` (jobs/cli/resume.py) to continue one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from components.contract import FRAMEWORK_NAMES
+from jobs.cli import options as opt
+from jobs.cli import resume
+from jobs.cli.console import err, handled
+from jobs.cli.drive import (
+    Attempt,
+    Submitting,
+    check_ray_version,
+    drive,
+    print_dry_run,
+    warn_if_short,
+)
+from jobs.common import commands
+from jobs.common.errors import UsageError
+from jobs.runs import address, handoff, plan
+from jobs.runs.supervision import supervision_defaults
+
+# The recipe machinery is imported in the functions that plan a recipe run, so the commands that
+# import this module start without it (tests/jobs/cli/test_startup.py).
+if TYPE_CHECKING:
+    from jobs.runs import save_choice
+    from jobs.runs.recipe_run import Ask
+
+app = typer.Typer()
+
+
+@dataclass(frozen=True)
+class SubmitOptions:
+    """`submit`'s flags, checked: the recipe (or the run resumed), its changes and size, its save
+    period, and how it is submitted."""
+
+    submitting: Submitting
+    recipe_name: str | None = None
+    sets: tuple[str, ...] = ()
+    name: str | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    framework: str | None = None
+    every: save_choice.Every | None = None
+    dry_run: bool = False
+    force: bool = False
+    allow_unsandboxed: bool = False
+
+
+@app.command("submit")
+@handled
+def submit_cmd(
+    recipe_name: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="RECIPE", help="A recipe from `rl-jobs recipes` (not with --resume)."
+        ),
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Override key=value (+key=value adds a key the config lacks, ++key=value adds or overrides); with --resume, a change the run's checkpoints still load under.",
+        ),
+    ] = None,
+    name: opt.NameOpt = None,
+    nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--nodes",
+            min=1,
+            metavar="N",
+            help="GPU nodes (default: the stack's gpuNodeCount); with --resume, a new size where the framework reshards its checkpoints.",
+        ),
+    ] = None,
+    gpus_per_node: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus-per-node",
+            min=1,
+            metavar="G",
+            help="GPUs per node (default: the stack's gpusPerNode).",
+        ),
+    ] = None,
+    framework: Annotated[
+        str | None,
+        typer.Option(
+            "--framework",
+            metavar="nemo-rl|verl",
+            help="With a bare address: the framework the cluster runs (nemo-rl or verl), to check the recipe against.",
+        ),
+    ] = None,
+    resume_run: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="RUN",
+            help="Continue a FAILED or STOPPED run: submit its next attempt with the recipe, overrides, size and checkpoint dir recorded in its metadata.",
+        ),
+    ] = None,
+    follow_logs: opt.FollowOpt = False,
+    wait: opt.WaitOpt = None,
+    max_restarts: opt.RestartsOpt = 0,
+    max_preemptions: opt.PreemptionsOpt = None,
+    stall_timeout: opt.StallOpt = None,
+    capacity_deadline: opt.DeadlineOpt = None,
+    runs_root: opt.RunsRootOpt = None,
+    checkpoint_every: opt.CheckpointEveryOpt = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", metavar="", help="Print what would be submitted; contact nothing."
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            metavar="",
+            help="Submit even when the checkpoints the run keeps would not fit the stack's Lustre.",
+        ),
+    ] = False,
+    allow_unsandboxed: opt.UnsandboxedOpt = False,
+    as_json: opt.JsonOpt = False,
+    addr: opt.AddressOpt = None,
+    stack_name: opt.StackOpt = None,
+) -> None:
+    """Submit a recipe as a run, or --resume a run.
+
+    The run starts as attempt 1; --max-restarts hands it to a supervisor that restarts it."""
+    # Start-up time: the recipe machinery only when this command runs.
+    from jobs.runs import save_choice
+
+    submitting = Submitting.checked(
+        follow_logs=follow_logs,
+        wait=wait,
+        max_restarts=max_restarts,
+        max_preemptions=max_preemptions,
+        stall_timeout=stall_timeout,
+        capacity_deadline=capacity_deadline,
+        runs_root=runs_root,
+        as_json=as_json,
+        addr=addr,
+        stack_name=stack_name,
+    )
+    every = save_choice.parse_flag(checkpoint_every)
+    if framework is not None and framework not in FRAMEWORK_NAMES:
+        raise UsageError(
+            f"--framework {framework!r} is unknown", f"use {' or '.join(FRAMEWORK_NAMES)}"
+        )
+    asked = SubmitOptions(
+        submitting,
+        recipe_name=recipe_name,
+        sets=tuple(sets or ()),
+        name=name,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        framework=framework,
+        every=every,
+        dry_run=dry_run,
+        force=force,
+        allow_unsandboxed=allow_unsandboxed,
+    )
+    if resume_run is not None:
+        # --set and --nodes are changes the run's checkpoints are checked against
+        # (jobs/runs/resume_changes.py); a name or a node size is the run itself.
+        _refuse_with_resume(resume_run, {"--name": name, "--gpus-per-node": gpus_per_node})
+        raise typer.Exit(resume.resume(resume_run, asked))
+    _submit(asked)
+
+
+def _refuse_with_resume(resume_run: str, given: dict[str, object]) -> None:
+    flags = [flag for flag, value in given.items() if value]
+    if flags:
+        raise UsageError(
+            f"--resume {resume_run} cannot be combined with {', '.join(flags)}",
+            "a resumed run keeps the recipe, overrides and size recorded in its "
+            "metadata; start a new run (another --name) to change them",
+        )
+
+
+def _submit(asked: SubmitOptions) -> None:
+    """A new run: its recipe, name and save period chosen, then printed (--dry-run) or submitted."""
+    from jobs.recipes import overrides
+    from jobs.runs import save_choice
+    from jobs.runs.recipe_run import Ask, Place, plan_recipe
+    from jobs.runs.resume import recipe_named
+
+    if asked.recipe_name is None:
+        raise UsageError(
+            "no recipe given",
+            f"pass a RECIPE (see {commands.command('recipes')}), or --resume RUN to continue a run",
+        )
+    recipe = recipe_named(asked.recipe_name)
+    run = plan.check_run_name(asked.name or plan.default_run_name(recipe.name))
+    every = asked.every
+    parsed, save_note = save_choice.choose(
+        recipe,
+        save_choice.not_twice(recipe, overrides.parse(list(asked.sets)), every),
+        every,
+        None,
+        run,
+    )
+    if save_note:
+        err().print(save_note, markup=False)
+    ask = Ask(
+        recipe,
+        run,
+        parsed,
+        nodes=asked.nodes,
+        gpus_per_node=asked.gpus_per_node,
+        framework=asked.framework,
+        force=asked.force,
+        allow_unsandboxed=asked.allow_unsandboxed,
+    )
+    if asked.dry_run:
+        stack_name = asked.submitting.stack_name
+        planned = plan_recipe(ask, Place(stack_name, None, "a dry run", dry_run=True))
+        print_dry_run(planned.submission, asked.submitting.as_json, planned.notes)
+        return
+    raise typer.Exit(_submit_new(ask, asked))
+
+
+def _submit_new(ask: Ask, asked: SubmitOptions) -> int:
+    """A new run: planned (refusals cost nothing), then the cluster reached and the run
+    submitted or handed to its supervisor. Returns the exit code."""
+    from jobs.runs.recipe_run import Place, plan_recipe  # start-up time: recipe runs only
+
+    submitting = asked.submitting
+    where = address.choose(submitting.addr, submitting.stack_name)
+    outputs = where.outputs()
+    source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
+    # Planned (size, overrides, payload checked) before the port-forward: a refusal costs nothing.
+    planned = plan_recipe(ask, Place(where.stack, outputs, source))
+    chosen = supervision_defaults(
+        outputs,
+        where.stack or "",
+        submitting.supervision,
+        submitting.max_restarts,
+        planned.gpus_needed,
+        framework=ask.recipe.framework,
+    )
+    for note in [*planned.notes, *chosen.notes]:
+        err().print(note, markup=False)
+    with address.reach(where, spinner=opt.spinner) as dashboard:
+        if outputs is None and asked.framework is None:
+            check_ray_version(ask.recipe, dashboard, where)
+        warn_if_short(dashboard, planned.gpus_needed, chosen.options.request_gpus)
+        attempt = Attempt(
+            replace(chosen.options, keep=planned.keep),
+            gpus=planned.gpus_needed,
+            checkpoint_dir=planned.checkpoint_dir,
+            stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
+        )
+        code = drive(dashboard, where, planned.submission, submitting, attempt)
+    return code
