@@ -18,6 +18,7 @@ from jobs.runs.start import Started, start
 
 if TYPE_CHECKING:
     from jobs.recipes.catalogue import Recipe
+    from jobs.runs import save_choice
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,24 @@ class Submitting:
             follow_logs=follow_logs,
         )
         return cls(follow_logs, max_restarts, as_json, addr, stack_name, supervision)
+
+
+@dataclass(frozen=True)
+class SubmitOptions:
+    """`submit`'s flags, checked: the recipe (or the run resumed), its changes and size, its save
+    period, and how it is submitted."""
+
+    submitting: Submitting
+    recipe_name: str | None = None
+    sets: tuple[str, ...] = ()
+    name: str | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    framework: str | None = None
+    every: save_choice.Every | None = None
+    dry_run: bool = False
+    force: bool = False
+    allow_unsandboxed: bool = False
 
 
 @dataclass(frozen=True)

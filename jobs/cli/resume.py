@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from jobs.cli import options as opt
 from jobs.cli.console import err
-from jobs.cli.drive import Attempt, check_ray_version, drive, print_dry_run, warn_if_short
+from jobs.cli.drive import (
+    Attempt,
+    SubmitOptions,
+    check_ray_version,
+    drive,
+    print_dry_run,
+    warn_if_short,
+)
 from jobs.common.errors import UsageError
 from jobs.runs import address, handoff, plan, state
 from jobs.runs.address import Dashboard
 from jobs.runs.supervision import supervision_defaults
-
-if TYPE_CHECKING:
-    from jobs.cli.submit import SubmitOptions
 
 
 def resume(run: str, asked: SubmitOptions) -> int:

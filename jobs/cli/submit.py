@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -13,6 +13,7 @@ from jobs.cli import resume
 from jobs.cli.console import err, handled
 from jobs.cli.drive import (
     Attempt,
+    SubmitOptions,
     Submitting,
     check_ray_version,
     drive,
@@ -27,28 +28,9 @@ from jobs.runs.supervision import supervision_defaults
 # The recipe machinery is imported in the functions that plan a recipe run, so the commands that
 # import this module start without it (tests/jobs/cli/test_startup.py).
 if TYPE_CHECKING:
-    from jobs.runs import save_choice
     from jobs.runs.recipe_run import Ask
 
 app = typer.Typer()
-
-
-@dataclass(frozen=True)
-class SubmitOptions:
-    """`submit`'s flags, checked: the recipe (or the run resumed), its changes and size, its save
-    period, and how it is submitted."""
-
-    submitting: Submitting
-    recipe_name: str | None = None
-    sets: tuple[str, ...] = ()
-    name: str | None = None
-    nodes: int | None = None
-    gpus_per_node: int | None = None
-    framework: str | None = None
-    every: save_choice.Every | None = None
-    dry_run: bool = False
-    force: bool = False
-    allow_unsandboxed: bool = False
 
 
 @app.command("submit")
