@@ -326,7 +326,7 @@ def test_seed_386_a_stall_is_not_the_first_of_a_crashs_two_failures(base):
     the watchdog; after a preemption, the next attempt failed during its load too, and the run
     was given up as a crash (two failures in a row without progress). A stall says nothing
     about the code (an NCCL wait on a lost peer); it spends a restart, and no longer counts as
-    one of a crash's two tries (docs/jobs.md: "a stall is not a crash")."""
+    one of a crash's two tries (docs/supervision.md: "a stall is not a crash")."""
     world = _run(random_schedule(386), base)
     assert world.succeeded
 
