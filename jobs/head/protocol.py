@@ -68,8 +68,8 @@ def live_job_ids(jobs: Iterable[Any], kind: Kind, run: str) -> list[str | None]:
 
 def runs_root_refusal(spec: Spec, is_dir: Callable[[str], bool]) -> str:
     """Why the supervisor must not start on this runs root ("" when it may): a root that does
-    not exist on the head is refused unless it is the stack's own: a missing root is a
-    typo or a volume not mounted on the head, and records written there would be lost."""
+    not exist on the head is refused unless it is the stack's own (created, a typed root's
+    typo would put the run's records where nothing looks)."""
     root = spec.runs_root
     if not root or spec.create_runs_root or is_dir(root):
         return ""

@@ -80,7 +80,7 @@ DENIED: dict[str, tuple[int, str]] = {
     "semget": (64, "unaccounted memory"),
     # the kernel's asynchronous I/O: one io_setup could take the host's whole aio-max-nr quota
     # (fs/aio.c counts io_setup's events against it for the whole host), and a solution only
-    # reads stdin and writes stdout
+    # reads stdin and writes stdout, never needing it
     "io_setup": (206, "host-wide quota"),
     "io_destroy": (207, "host-wide quota"),
     "io_getevents": (208, "host-wide quota"),
@@ -144,9 +144,8 @@ ARGUMENT_CHECKS: tuple[tuple[int, int, str, int, str], ...] = (
 )
 # The highest x86_64 syscall number reviewed for this list (removexattrat, Linux 6.13,
 # arch/x86/entry/syscalls/syscall_64.tbl). Every number above it gets ENOSYS, as if the kernel
-# were older (`open_tree_attr`, 467 in Linux 6.15, once passed a deny list that did not know it):
-# a newer kernel
-# widens nothing until someone reviews its calls and raises this.
+# were older (`open_tree_attr`, 467 in Linux 6.15, once passed a deny list that did not know
+# it): a newer kernel widens nothing until someone reviews its calls and raises this.
 HIGHEST_REVIEWED = 466
 
 _LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
