@@ -1,5 +1,5 @@
 """Badput of a simulated 20-hour run on 2 nodes, interrupted every 8 hours on average, at the
-Young/Daly save period and at others, against the first-order optimum (issue 24).
+Young/Daly save period and at others, against the first-order optimum.
 
     .venv/bin/python bench/goodput_20h.py --seeds 100
 

@@ -7,8 +7,8 @@ once; attempt 1 fails when Ray gives its actor up; the time runs from the kill t
 attempt 2 is first seen RUNNING (polled every 50 ms). Measured for
   (a) the supervisor of this tree (preemption told from node events, settle after every
       failure, JOBS_SUPERVISOR_* production defaults unless set in the environment), and
-  (b) the present one: the same command through a `git archive` of BASELINE_COMMIT (main
-      before issue 16), on the same cluster,
+  (b) the present one: the same command through a `git archive` of BASELINE_COMMIT (7298279:
+      main before 626a81e told preemption from node events), on the same cluster,
 alternating which goes first, same command: `rl-jobs run --gpus 2 --max-restarts 1`.
 Prints a table and the ratio (median new / median old).
 
@@ -190,7 +190,8 @@ def one_submit(client: JobSubmissionClient) -> float:
 
 
 def baseline_tree(tmp: Path) -> Path:
-    """A checkout of the present supervisor (main before issue 16), to run its CLI from."""
+    """A checkout of the present supervisor (main at 7298279, before 626a81e told
+    preemption from node events), to run its CLI from."""
     return git_tree.unpack(BASELINE_COMMIT, tmp / "baseline")
 
 

@@ -6,7 +6,7 @@ in the same run, rotating which goes first each round:
   bare     g++ -std=c++17 -O2 then each test as a plain subprocess: no isolation at all;
   bare+pch the same with the precompiled bits/stdc++.h the boxes use (the fair floor: the same
            compile work, no isolation);
-  before   the executor as it was before issue 17 (commit 7298279, `git show 7298279:jobs/rewards/sandbox.py`,
+  before   the executor at 7298279, before e17fc89 gave it bwrap boxes (`git show 7298279:jobs/rewards/sandbox.py`,
            loaded from a temporary copy): unshare + a mount script + setpriv + prlimit, no header cache;
   after    jobs/rewards/sandbox.py: a bwrap box per compile and per test, the precompiled
            bits/stdc++.h (built before timing starts, as the service does at start).

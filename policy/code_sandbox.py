@@ -1,7 +1,8 @@
 """Guard rail on the code-contests executor: model-written code runs sandboxed, with nothing to steal.
 
 The executor (jobs/rewards/service.py) compiles and runs whatever the model wrote. When a stack
-has it (rewards.codeSandbox), its Deployment must keep every layer issue 12 asks for:
+has it (rewards.codeSandbox), its Deployment must keep every layer of its isolation (defence in
+depth: the code it runs is hostile):
   - `runtimeClassName: gvisor` (GKE Sandbox: the programs talk to gVisor's kernel, not the node's);
   - no credential but its own service token: `automountServiceAccountToken: false`; the only Secret
     use allowed is one env var CODE_SANDBOX_TOKEN read by secretKeyRef from key CODE_SANDBOX_TOKEN

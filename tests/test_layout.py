@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,27 @@ def _long_files(paths: list[Path]) -> list[str]:
 def test_no_file_of_the_program_is_longer_than_600_lines():
     long = _long_files(program_modules())
     assert not long, f"over {MAX_FILE_LINES} lines, split by concern: {long}"
+
+
+# An issue number tells a reader nothing the reason would not, and means nothing once the tracker
+# moves: a comment, docstring or message in the program gives the reason itself.
+ISSUE_REFERENCE = re.compile(r"\bissues?\s+#?[0-9]+", re.IGNORECASE)
+PRODUCT_ROOTS = ("jobs", "components", "policy", "tools", "bench")
+
+
+def _issue_references() -> list[str]:
+    paths = [p for root in PRODUCT_ROOTS for p in _modules(REPO / root)] + [REPO / "__main__.py"]
+    return [
+        f"{rel(path)}:{number}"
+        for path in paths
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if ISSUE_REFERENCE.search(line)
+    ]
+
+
+def test_no_product_file_names_an_issue_number():
+    found = _issue_references()
+    assert not found, f"say the reason, not the issue number: {found}"
 
 
 def _import_cycles(paths: list[Path]) -> list[list[str]]:

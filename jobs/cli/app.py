@@ -50,7 +50,7 @@ def _recipe_view(r: Recipe) -> dict[str, Any]:
 @handled
 def recipes_cmd(as_json: opt.JsonOpt = False) -> None:
     """List recipes: framework, pinned version, defaults."""
-    # Start-up time (issue 29): the catalogue and the layout only when this command runs.
+    # Lazy, for start-up time: the catalogue and the layout only when this command runs.
     from jobs.cli import render
     from jobs.recipes.catalogue import RECIPES
 

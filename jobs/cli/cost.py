@@ -44,7 +44,7 @@ def _hours(value: float | None) -> str:
 
 
 def cost_table(report: cost.CostReport) -> Table:
-    from rich.table import Table  # start-up time (issue 29): only `cost` draws this table
+    from rich.table import Table  # lazy, for start-up time: only `cost` draws it
 
     table = Table(title="GPU node-hours and cost", caption=f"price: {report.price_source}")
     for col in ("run", "recipe", "attempts", "node-hours", "cost"):
@@ -86,7 +86,7 @@ def cost_cmd(
     node_hour_usd: PriceOpt = None,
 ) -> None:
     """Show GPU node-hours and cost per run, and idle GPU hours."""
-    from jobs.runs import address, cost  # start-up time (issue 29): only this command
+    from jobs.runs import address, cost  # lazy: only this command uses them
 
     now_ms = int(time.time() * 1000)
     period = cost.period_since(since, now_ms)

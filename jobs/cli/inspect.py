@@ -34,7 +34,8 @@ def status_cmd(
     """Show a job's or a run's status.
 
     Exits 0 whatever the status: this reports, it does not judge."""
-    # Start-up time (issue 29): a run's records and goodput only when this command runs.
+    # Imported here, not at the top: only `status` needs a run's records and goodput, and every
+    # other command starts faster without them. The same holds for the lazy imports below.
     from jobs.runs import goodput, metrics, record_view, run_goodput
 
     if runs_root:
@@ -69,7 +70,8 @@ def status_cmd(
             view["save_period"] = run_goodput.save_advice(
                 found.attempts, spent, curves, outputs.gpu_provisioning if outputs else None
             )
-            # What will work next, by the rule `submit --resume` itself follows (issue 29 item 3).
+            # What will work next, by the rule `submit --resume` itself follows, so the advice
+            # never names a step that command would refuse.
             view["next"] = state.next_steps(found, view.get("outcome"), flags)
     if as_json:
         emit_json(view)
@@ -112,7 +114,7 @@ def status_cmd(
 
 def _print_how_it_goes(shown: Any, view: dict[str, Any]) -> None:
     """status's lines on the run's progress, its goodput, its save period and what to do next."""
-    from jobs.runs import goodput, metrics, save_period  # start-up time (issue 29): status only
+    from jobs.runs import goodput, metrics, save_period  # lazy: status only
 
     if view.get("progress"):
         shown.print(f"{'progress':>16}: {metrics.progress_line(view['progress'])}", markup=False)
@@ -175,7 +177,7 @@ def logs_cmd(
             "use --tail N to see the end, or --follow to stream the whole log",
         )
     if runs_root:
-        from jobs.runs import record_view  # start-up time (issue 29): --runs-root only
+        from jobs.runs import record_view  # lazy: --runs-root only
 
         record_view.check_root(runs_root)
     if tail is not None:
@@ -364,7 +366,7 @@ def list_cmd(
     ] = None,
 ) -> None:
     """List runs with their attempts, newest first."""
-    # Start-up time (issue 29): filters, progress and the layout only when this command runs.
+    # Lazy: filters, progress and the layout only when this command runs.
     from jobs.cli import render
     from jobs.runs import list_filter, list_progress
 
@@ -394,8 +396,8 @@ def list_cmd(
 
 def _list_records(runs_root: str, as_json: bool) -> None:
     """`list --runs-root`: the runs recorded there, read without the head."""
-    from jobs.cli import render  # start-up time (issue 29): list only
-    from jobs.runs import record_view  # start-up time (issue 29): --runs-root only
+    from jobs.cli import render  # lazy: list only
+    from jobs.runs import record_view  # lazy: --runs-root only
 
     record_view.check_root(runs_root)
     rows = record_view.listing(runs_root)
@@ -416,7 +418,7 @@ def checkpoints_cmd(
     """List a run's checkpoints, and what resume and export take.
 
     Each step, complete or not, and its size, read on the head by a small job."""
-    from jobs.runs import run_checkpoints  # start-up time (issue 29): only this command
+    from jobs.runs import run_checkpoints  # lazy: only this command
 
     with opt.reach(addr, stack_name) as (cluster, where):
         directory, framework = run_checkpoints.where_saved(

@@ -84,7 +84,7 @@ def recorded_runs(rows: list[dict[str, Any]], root: str) -> RenderableType:
     """`list --runs-root`: one block per run, as `list` draws a cluster's runs: name, state, step
     and time; its attempts by their suffix (`a2 FAILED (preempted)`: the run's name is the block's
     first word, and a short id is never broken); its last decision. Lines wrap at word
-    boundaries, so nothing is cut at 80 columns (issue 29 item 5)."""
+    boundaries, so nothing is cut at 80 columns (a terminal's usual width)."""
     if not rows:
         return Text(f"no runs recorded in {root}")
     blocks: list[RenderableType] = [Text(f"runs recorded in {root}")]

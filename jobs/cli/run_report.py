@@ -36,7 +36,7 @@ def report_cmd(
     stack_name: opt.StackOpt = None,
 ) -> None:
     """Write a run's curves and attempts to one offline HTML page."""
-    from jobs.runs import run_report  # start-up time (issue 29): only this command
+    from jobs.runs import run_report  # lazy, for start-up time: only this command
 
     with opt.reach(addr, stack_name) as (cluster, where):
         report = run_report.gather(cluster, run, opt.where_flags(where))

@@ -85,7 +85,8 @@ def stage_cmd(
     again: a complete snapshot or conversion is reused, a stopped download resumes and a partial
     conversion is redone. A recipe's first step stages its model when it is not staged; only
     this command converts it once for every attempt."""
-    # Start-up time (issue 29): what staging needs is imported only when this command runs.
+    # Lazy: what staging needs is imported only when this command runs, so the others start
+    # faster.
     from jobs.runs import address, follow
     from jobs.runs import stage as staging
 

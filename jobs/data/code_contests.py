@@ -94,7 +94,7 @@ def to_row(record: Mapping[str, Any], index: int) -> tuple[str, dict[str, Any]] 
     name = str(record.get("name") or f"record-{index}")
     try:
         private, public = _tests(record.get("private_tests")), _tests(record.get("public_tests"))
-        # Clamped into the sandbox's bounds (issue 25 item 7): the prompt states the limits the
+        # Clamped into the sandbox's bounds: the prompt states the limits the
         # reward will apply, and the reward never meets limits it cannot run.
         time_s, memory = clamp_limits(
             time_limit_seconds(record.get("time_limit")),

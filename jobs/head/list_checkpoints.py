@@ -6,7 +6,7 @@ reads the one line it prints, `JOBS-CHECKPOINTS {json}`. Completion is jobs/head
 rule, the one the supervisor, pruning and export use. What a resume takes is the framework's own
 choice: NeMo RL the highest `step_N` (nemo_rl/utils/checkpoint.py `get_latest_checkpoint_path`
 at v0.4.0), veRL the step its tracker names (`find_latest_ckpt_path`, checkpoint_manager.py at
-0.6.0), which may be one without weights (issue 24 item 8: said, never hidden).
+0.6.0), which may be one without weights; that is said, never hidden.
 Standard library only: it runs on the Ray head.
 """
 

@@ -68,7 +68,7 @@ def deaths_during(
 
     `end_ms` is the latest a death can be marked and still be the attempt's (its end plus the
     settle wait), because Ray marks a hard-lost node dead late. `hosts`, when known, are the
-    nodes its actors and tasks ran on (`hosts` below): only those count (issue 24 item 12: a
+    nodes its actors and tasks ran on (`hosts` below): only those count (counting every node, a
     spare node lost while the attempt crashed made the crash a preemption). Unknown: a run that
     needs GPUs counts GPU nodes, one that needs none any worker node. The head never counts:
     its loss ends the supervisor too.
@@ -85,7 +85,7 @@ def deaths_during(
         ended = int(n.get("end_time_ms") or 0)
         started = int(n.get("start_time_ms") or 0)
         # It existed before the judgement and was marked dead while the attempt ran or within
-        # the settle after (not later: issue 24 item 12).
+        # the settle after (not later: a node lost after the judgement is not this attempt's).
         if start_ms <= ended <= end_ms and started <= end_ms:
             out.append(
                 NodeDeath(

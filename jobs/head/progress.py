@@ -2,9 +2,9 @@
 
 The crash rule (jobs/head/restart_policy.py `is_crash`) asks whether an attempt made progress
 since the previous failure. Checkpoints alone are too coarse: a save period is about an hour for
-the 72B recipe, so two transient failures inside one would end a 20-hour run as a "crash"
-(issue 24 item 6). An attempt that completed a training step is not failing in its code or
-config. The frameworks print a line as each step starts:
+the 72B recipe, so two transient failures inside one would end a 20-hour run as a "crash".
+An attempt that completed a training step is not failing in its code or config. The frameworks
+print a line as each step starts:
 - NeMo RL v0.4.0: `========== Step k/M ==========` (nemo_rl/algorithms/grpo.py, the
   training loop's header line);
 - veRL 0.6.0: its console logger prints `step:k - ...` with the step's metrics

@@ -68,7 +68,8 @@ def live_job_ids(jobs: Iterable[Any], kind: Kind, run: str) -> list[str | None]:
 
 def runs_root_refusal(spec: Spec, is_dir: Callable[[str], bool]) -> str:
     """Why the supervisor must not start on this runs root ("" when it may): a root that does
-    not exist on the head is refused unless it is the stack's own (issue 29 item 8)."""
+    not exist on the head is refused unless it is the stack's own (created, a typed root's
+    typo would put the run's records where nothing looks)."""
     root = spec.runs_root
     if not root or spec.create_runs_root or is_dir(root):
         return ""
@@ -140,7 +141,8 @@ class Spec:
     # default: waiting for spot capacity alone never ends a run).
     capacity_deadline_s: float = 0.0
     # What each attempt's driver reserves, as the CLI's Submission had it (`run --cpus/--gpus/
-    # --resource`: Ray's entrypoint_num_cpus/gpus/resources); None: nothing (issue 24 item 11).
+    # --resource`: Ray's entrypoint_num_cpus/gpus/resources); None: nothing. Kept in the spec
+    # so every attempt the supervisor sends reserves what the first did.
     entrypoint_num_cpus: float | None = None
     entrypoint_num_gpus: float | None = None
     entrypoint_resources: dict[str, float] | None = None

@@ -19,14 +19,14 @@ what happened to the nodes during the attempt, never by the GPU count at one ins
 a lost node's GPUs in its totals for up to ~50 s); preemptions spend their own budget
 (`max_preemptions`), never a restart, and never count towards a crash.
 
-Settle by probing (issue 24): when the supervisor could probe the nodes
-(jobs/head/capacity_probe.py), a failure is judged as soon as every node that hosted the
-attempt answers (none was lost, so it was not a preemption), and the next attempt is submitted
-as soon as the GPUs it needs are free on nodes that answered: a lost node Ray has not marked dead
-yet does not answer, so its GPUs are not counted. The settle time is then only a back-off between
-attempts that died before their first training step (a crash loop at start-up). Without a probe,
-every restart after a failure waits until the capacity has been stable for the settle time, and
-a failure is judged only after it.
+Settle by probing, so no failure waits out Ray's late marking of a lost node: when the supervisor
+could probe the nodes (jobs/head/capacity_probe.py), a failure is judged as soon as every node that
+hosted the attempt answers (none was lost, so it was not a preemption), and the next attempt is
+submitted as soon as the GPUs it needs are free on nodes that answered: a lost node Ray has not
+marked dead yet does not answer, so its GPUs are not counted. The settle time is then only a
+back-off between attempts that died before their first training step (a crash loop at start-up).
+Without a probe, every restart after a failure waits until the capacity has been stable for the
+settle time, and a failure is judged only after it.
 
 Standard library only: this module runs on the Ray head inside the framework's image.
 """
@@ -129,7 +129,7 @@ def is_crash(s: Situation) -> bool:
     """Failed, no node lost, every GPU present, and `progressed` False: neither this attempt nor
     the previous failure that was not a preemption made progress (a new checkpoint, or a
     completed training step, jobs/head/progress.py). Counting checkpoints alone made two
-    transient failures inside one save period a crash (issue 24 item 6)."""
+    transient failures inside one save period a crash."""
     return (
         s.ended == "FAILED"
         and not s.preempted
@@ -241,8 +241,8 @@ def decide(s: Situation) -> Decision:
         if not s.preempted and s.stable_s < s.settle_s and not s.hosts_answered:
             # Judge only once Ray had time to mark a lost node dead (see the module docstring),
             # whatever GPUs the run declared: a run that declares none (Ray's usual shape, a
-            # driver needing no GPU with its workers on GPU nodes) loses nodes too (issue 24
-            # item 0: judged at once, it was a crash 8 s after its node was killed).
+            # driver needing no GPU with its workers on GPU nodes) loses nodes too (judged at
+            # once, such a run was a crash 8 s after its node was killed).
             return Decision(
                 Action.WAIT,
                 Reason.SETTLING,

@@ -3,7 +3,7 @@
 A fixed timeout has to cover the worst case of every run: the first load of a 70B model with a
 Megatron conversion and a ~1 TB save on Lustre, hence 7200 s for recipes
 (protocol.RECIPE_STALL_TIMEOUT_S). For a run making a step every two minutes that is a hang
-costing up to two hours of every GPU (issue 24 item 10). Once the attempt has shown its rhythm
+costing up to two hours of every GPU. Once the attempt has shown its rhythm
 (at least `MIN_INTERVALS` step intervals and one complete save, seen in this supervisor's life),
 the timeout becomes `STEP_MULTIPLE` x its median step or `SAVE_MULTIPLE` x its longest save,
 whichever is longer, never under `FLOOR_S` and never over the configured timeout (the load

@@ -36,7 +36,8 @@ def request_stop(store: RunStore, by: str) -> None:
 def record_stop(store: RunStore, by: str, drop_gpu_request: Callable[[str], None]) -> None:
     """The user's stop on the record; with no supervisor holding the run (killed, or lost with
     its head) none will write its end or release its GPU request, and the caller stops its
-    attempt next, so the request is the end (issue 29 item 4) and the GPU request is dropped."""
+    attempt next, so the request is the end (else a re-armer would take the run back) and the
+    GPU request is dropped."""
     if not ev.stop_requested(store.events()):
         request_stop(store, by)
     if store.alive(store.lease()):

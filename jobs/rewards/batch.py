@@ -4,7 +4,7 @@ veRL 0.6.0's BatchRewardManager (verl/workers/reward_manager/batch.py, `verify`)
 custom reward once per batch as `fn(data_sources=, solution_strs=, ground_truths=, extra_infos=,
 **reward_kwargs)` and takes one score per solution back. Each solution's work happens in child
 processes (g++, the tests) or in the executor service, so threads are enough to overlap them.
-`compute_score` never raises (issue 25: a raise here stops the run after one retry): a broken
+`compute_score` never raises (a raise here stops the run after one retry): a broken
 executor or an unreachable service scores FAULT with its reason logged, within the call's stated
 bound. Only a call veRL never makes (lists of different lengths, concurrency < 1) is refused.
 """

@@ -240,7 +240,7 @@ def box_command(
                 cmd += ["--perms", "0755", "--dir", parent]
             cmd += [flag, src, dest]
     # The root and /dev are tmpfs bwrap made; in user-namespace mode the program owns them, and
-    # they have no size (issue 25 item 2: one box held 3 GiB of host memory there). Read-only,
+    # they have no size (one box held 3 GiB of host memory there). Read-only,
     # once everything is mounted: /box (sized) and the compiler's /out stay the only writable places.
     cmd += ["--remount-ro", "/", "--remount-ro", "/dev"]
     cmd += ["--chdir", BOX_DIR, "--clearenv"]
@@ -281,9 +281,9 @@ def box_command(
 USERNS_CAPABILITIES = ("--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP")
 
 # Files a box may create in /box: each costs kernel memory (an inode and a dentry, ~1 KiB) that
-# the tmpfs size does not count, since an empty file has no blocks (issue 25: tmpfs's default is
-# half the RAM's pages). bwrap's --tmpfs takes a size but no inode count; boxinit mounts /box
-# with this many (nr_inodes, tmpfs(5)) before anything runs, in both modes.
+# the tmpfs size does not count, since an empty file has no blocks (and tmpfs's default inode
+# count, tmpfs(5), is half the RAM's pages). bwrap's --tmpfs takes a size but no inode count;
+# boxinit mounts /box with this many (nr_inodes, tmpfs(5)) before anything runs, in both modes.
 BOX_INODES_MAX = 4096
 BOX_INODES_MIN = 64
 
@@ -293,7 +293,8 @@ def box_inodes(disk_bytes: int) -> int:
     return max(BOX_INODES_MIN, min(BOX_INODES_MAX, disk_bytes // 4096))
 
 
-# The names boxinit.c's KEYS accepts, each required exactly once (issue 23: named, not positional).
+# The names boxinit.c's KEYS accepts, each required exactly once: named, not positional, so the
+# Python and C sides cannot silently disagree on an argument's place.
 INIT_KEYS = (
     "report_fd",
     "uid",

@@ -2,7 +2,7 @@
 
 Each box is bounded per process (RLIMIT_AS) and by its tmpfs size, but the executor runs many at
 once: compiles for the service's concurrent solutions and test boxes from its worker pool. Without
-a total, three hostile compiles held 5 GiB in an 8 GiB pod (issue 25 item 5). With no cgroup to
+a total, three hostile compiles held 5 GiB in an 8 GiB pod. With no cgroup to
 bound them together (this machine, and gVisor pods, delegate no memory controller), the executor
 adds up what each box may hold at most and starts one only while the sum stays within the budget:
 the pod's memory stays an upper bound by construction, whatever the boxes do.

@@ -13,8 +13,8 @@ Scores (the CodeFu sample's tiers, aws-samples/amazon-sagemaker-generativeai
 limits apply to every test, and the code runs in the sandbox (in-process, or the service named by
 CODE_SANDBOX_URL).
 
-The reward never raises and never blocks past a bound it states (issue 25): a reward that raises or
-hangs stops the veRL run. Every input gets a score and a reason (`judge_solution` -> `Verdict`):
+The reward never raises and never blocks past a bound it states: a reward that raises or hangs
+stops the veRL run. Every input gets a score and a reason (`judge_solution` -> `Verdict`):
 data the sandbox cannot take as it is (limits outside its bounds) is clamped, a source over
 sandbox.MAX_CODE_BYTES scores as a compile error (Codeforces refuses it too), and a fault of the
 sandbox or the data (a refusing, absent or garbled service, a full disk, a ground truth without
@@ -50,7 +50,7 @@ from jobs.rewards import SANDBOX_TOKEN_ENV, SANDBOX_URL_ENV, sandbox, uids
 NO_CODE = -1.0
 COMPILE_ERROR = -0.5
 # A fault that is not the solution's (the sandbox, the service, the data): scored as a failed run
-# rather than raised, with the reason logged (issue 25: a raise stops the training run).
+# rather than raised, with the reason logged: a raise stops the training run.
 FAULT = 0.0
 DEFAULT_TIME_S = 2.0
 DEFAULT_MEMORY_BYTES = 256 * 10**6  # what code_contests records carry for most Codeforces problems
@@ -234,8 +234,8 @@ def request_chunks(
     max_body_bytes: int = MAX_BODY_BYTES,
     max_tests: int = MAX_TESTS_PER_REQUEST,
 ) -> list[list[int]]:
-    """Test indices grouped so each request's body fits `max_body_bytes` (issue 25 item 7: a body
-    over the service's limit was a 413, then a raise). A single test too large on its own makes
+    """Test indices grouped so each request's body fits `max_body_bytes` (a body over the
+    service's limit was a 413, then a raise). A single test too large on its own makes
     a group of its own; the service answers it 413 and it scores as a fault."""
     overhead = len(_body(code, [], limits)) + 16
     groups: list[list[int]] = []

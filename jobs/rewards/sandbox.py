@@ -59,7 +59,7 @@ from jobs.rewards.compile_cache import COMPILER, CompileCache, build_pch
 BOX_PCH_DIR = "/pch"
 BOX_PROGRAM = "/prog"
 COMPILE_PROCESSES = 32  # g++ -> cc1plus, as, collect2, ld
-# What one compile may hold (issue 25 item 5: `#include "/dev/zero"` reached 1 GiB, a macro bomb
+# What one compile may hold (unbounded, `#include "/dev/zero"` reached 1 GiB, a macro bomb
 # 1.7 GiB). RLIMIT_AS is per process and `g++ -pipe` runs three at once (the driver, cc1plus and
 # as; collect2 and ld come after them), so each gets a third: a compile holds at most this in
 # all. A typical solution's cc1plus with the precompiled header needs under 300 MiB, a 60 KiB
@@ -74,7 +74,7 @@ MAX_CODE_BYTES = 64 * 1024
 # whole box): generous, so a loaded machine never turns a correct program into a time limit.
 WALL_FACTOR = 4
 # A test box that has spent under a tenth of its wall time on a CPU past time_s + this is asleep
-# or blocked and is stopped as a time limit (boxinit's idle rule; issue 25 item 8: four sleepers
+# or blocked and is stopped as a time limit (boxinit's idle rule; without it four sleepers
 # took a 0.8 s batch to 130 s at the 4 x time_s + margin backstop).
 IDLE_MARGIN_S = 1.0
 
@@ -107,7 +107,7 @@ class Limits(BaseModel):
 
 
 def clamp_limits(time_s: float, memory_bytes: int) -> tuple[float, int]:
-    """A problem's time and memory limits brought inside what `Limits` allows (issue 25 item 7):
+    """A problem's time and memory limits brought inside what `Limits` allows:
     data outside the sandbox's bounds is judged at the nearest bound, never refused."""
     time_field, memory_field = Limits.model_fields["time_s"], Limits.model_fields["memory_bytes"]
     time_max = _bound(time_field, "le")
@@ -241,8 +241,9 @@ def _claim_executor_dir(root: Path) -> tuple[Path, int]:
 
 
 def remove_dead_executors(root: Path, quarantine: Path) -> int:
-    """Removes the `executor-*` folders (and unfinished `.new-*` ones) of executors that died
-    (issue 25 item 4): a live executor holds its folder's flock, a dead one's lock is free."""
+    """Removes the `executor-*` folders (and unfinished `.new-*` ones) of executors that died,
+    whose files would otherwise fill the disk: a live executor holds its folder's flock, a dead
+    one's lock is free."""
     removed = 0
     for entry in sorted(root.iterdir()):
         name = entry.name
@@ -541,7 +542,7 @@ MAX_TESTS_PER_BOX = 256
 def chunks(cases: list[Case], workers: int, per_box: int = MIN_TESTS_PER_BOX) -> list[list[Case]]:
     """`cases` in contiguous runs of near-equal length, in order, one box each: at most
     `workers` runs, none shorter than `per_box` unless there is only one, none longer than
-    MAX_TESTS_PER_BOX (issue 25: the tests of one solution need limits between them, not walls)."""
+    MAX_TESTS_PER_BOX (the tests of one solution need limits between them, not walls)."""
     n = min(max(1, workers), -(-len(cases) // max(1, per_box)))
     n = max(n, -(-len(cases) // MAX_TESTS_PER_BOX))
     if n == 0:
@@ -580,8 +581,8 @@ def _judge(
             **common,
         )
     # However the box was stopped for time: the backstop, its own CPU count (cpu_s past the limit)
-    # or the kernel's RLIMIT_CPU signal, whichever came first (issue 25: an infinite loop is a
-    # time limit, never a runtime error).
+    # or the kernel's RLIMIT_CPU signal, whichever came first: an infinite loop is a time limit,
+    # never a runtime error.
     if ex.timed_out or ex.cpu_s > limits.time_s or ex.code == -signal.SIGXCPU:
         return CaseResult(status=Status.time_limit, **common)
     if out_path.stat().st_size > limits.output_bytes or ex.code == -signal.SIGXFSZ:

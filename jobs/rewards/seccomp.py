@@ -79,15 +79,16 @@ DENIED: dict[str, tuple[int, str]] = {
     "msgget": (68, "unaccounted memory"),
     "semget": (64, "unaccounted memory"),
     # the kernel's asynchronous I/O: one io_setup could take the host's whole aio-max-nr quota
-    # (issue 25 item 10), and a solution reads stdin and writes stdout
+    # (fs/aio.c counts io_setup's events against it for the whole host), and a solution only
+    # reads stdin and writes stdout, never needing it
     "io_setup": (206, "host-wide quota"),
     "io_destroy": (207, "host-wide quota"),
     "io_getevents": (208, "host-wide quota"),
     "io_submit": (209, "host-wide quota"),
     "io_cancel": (210, "host-wide quota"),
     "io_pgetevents": (333, "host-wide quota"),
-    # hard links: each adds a dentry of kernel memory the tmpfs size does not count (issue 25 item
-    # 10: 176 MiB per box); a solution never needs one (symlinks, which it might, are sized)
+    # hard links: each adds a dentry of kernel memory the tmpfs size does not count (176 MiB
+    # per box was measured); a solution never needs one (symlinks, which it might, are sized)
     "link": (86, "unsized kernel memory"),
     "linkat": (265, "unsized kernel memory"),
     # network: the box has its own empty network namespace; refusing socket() is the second layer
@@ -120,7 +121,7 @@ DENIED: dict[str, tuple[int, str]] = {
     "vhangup": (153, "kernel surface"),
 }
 CLONE, CLONE3 = 56, 435
-# rt_sigaction(SIGCHLD, ...) is refused (issue 25 item 6): with SIGCHLD ignored or SA_NOCLDWAIT the
+# rt_sigaction(SIGCHLD, ...) is refused: with SIGCHLD ignored or SA_NOCLDWAIT the
 # kernel reaps a program's children itself and their CPU time reaches no one's counters (not the
 # parent's cutime, not boxinit's RUSAGE_CHILDREN): 6 CPU-s passed a 2 s limit. A solution never
 # needs a SIGCHLD handler; waited-for children are counted through their parent's cutime.
@@ -136,14 +137,15 @@ ARGUMENT_CHECKS: tuple[tuple[int, int, str, int, str], ...] = (
         SIGCHLD,
         "SIGCHLD handlers: auto-reaped children escape accounting",
     ),
-    # Pipes grown to pipe-max-size (1 MiB each) held 14 MiB past the memory limit (issue 25 item
-    # 10); at the default 64 KiB, open_files pipes stay within a MiB or two.
+    # Pipes grown to pipe-max-size (1 MiB each) held 14 MiB past the memory limit (measured:
+    # pipe memory is not counted by RLIMIT_AS); at the default 64 KiB, open_files pipes stay
+    # within a MiB or two.
     (FCNTL, 1, "equals", F_SETPIPE_SZ, "pipe buffers past the memory limit"),
 )
 # The highest x86_64 syscall number reviewed for this list (removexattrat, Linux 6.13,
 # arch/x86/entry/syscalls/syscall_64.tbl). Every number above it gets ENOSYS, as if the kernel
-# were older (issue 25: `open_tree_attr`, 467 in Linux 6.15, passed the deny list): a newer kernel
-# widens nothing until someone reviews its calls and raises this.
+# were older (`open_tree_attr`, 467 in Linux 6.15, once passed a deny list that did not know
+# it): a newer kernel widens nothing until someone reviews its calls and raises this.
 HIGHEST_REVIEWED = 466
 
 _LD_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06

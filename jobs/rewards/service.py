@@ -2,7 +2,8 @@
 
 Runs on the cluster's gVisor CPU pool (components/k8s/sandbox.py) so model-written code never runs
 inside the trainer; every program still runs in its own box (jobs/rewards/box.py), exactly as the
-local executor does. Bounded on purpose, in this order (issue 25 items 9 and 10):
+local executor does. Bounded on purpose, in this order, so that no client, slow or hostile, can
+hold the service's connections, slots or memory:
 - a connection that has not shown its token holds only a `pending` place (at most `max_pending`;
   more get a canned 503 from the accept loop), for at most `header_timeout_s`: the request line
   and headers must arrive by then, however slowly the bytes trickle, or the socket is shut;
@@ -15,7 +16,7 @@ local executor does. Bounded on purpose, in this order (issue 25 items 9 and 10)
 - the body within `header_timeout_s` more, and only then a run slot within `queue_wait_s`, else
   503 with Retry-After (the reward backs off and retries): no slot waits on a slow client;
 - a client that hangs up while its run goes on frees the slot: no further test starts;
-- an executor that fails (a full disk, issue 25 item 4) is a 500 naming the error, never a
+- an executor that fails (a full disk, say) is a 500 naming the error, never a
   dropped connection the client would retry until its budget is spent.
 Every limit a caller may set is bounded by `Limits` (sandbox.py); more tests than MAX_TESTS is a
 400 naming the field; a source over sandbox.MAX_CODE_BYTES is answered as the in-process executor
@@ -136,7 +137,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _arm(self) -> None:
         """Shuts the socket at `header_timeout_s` from now: a socket timeout bounds one recv, not
-        a client that sends a byte a second (issue 25 item 9)."""
+        a client that sends a byte a second, which would otherwise hold its place forever."""
         self._disarm()
         self._timer = threading.Timer(self.server.header_timeout_s, self._expire)
         self._timer.daemon = True
@@ -174,7 +175,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _discard_body(self, length: int) -> None:
         """Reads and drops the body (within the armed deadline), so the answer sent after it is
-        read by the client instead of a reset (issue 25 item 7)."""
+        read by the client instead of a reset (closing with unread data makes the kernel send
+        an RST, and the client sees a dropped connection, not the answer)."""
         left = length
         try:
             while left > 0:
@@ -290,7 +292,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _watch_hangup(conn: socket.socket, gone: threading.Event, done: threading.Event) -> None:
-    """Sets `gone` when the client closes its end while its run goes on (issue 25 item 8: an
+    """Sets `gone` when the client closes its end while its run goes on (without this, an
     abandoned run kept its slot, and the client's retry got 503s): the run then starts no more
     tests. Data from the client (a pipelined request) ends the watch without a verdict."""
     while not done.is_set():

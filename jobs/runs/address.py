@@ -113,7 +113,7 @@ def connect(
             )
         yield Connected(where.address)
         return
-    from jobs.runs import portforward  # start-up time (issue 29): --stack only
+    from jobs.runs import portforward  # lazy, for start-up time: --stack only
 
     outputs = where.outputs()
     assert outputs is not None  # where.stack is set

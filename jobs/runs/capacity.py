@@ -1,8 +1,8 @@
 """The GPUs alive on the cluster, read from the source and by the rule the supervisor uses.
 
 `submit`'s warning and the supervisor's capacity wait once read two different sources (the
-dashboard's node summary and the state API's node table) and could disagree in the same second
-(issue 29 item 9); both now read Ray's node table through jobs/head/node_events.py.
+dashboard's node summary and the state API's node table) and could disagree in the same second;
+both now read Ray's node table through jobs/head/node_events.py.
 """
 
 from __future__ import annotations

@@ -250,7 +250,8 @@ def report(
 
 _SINCE = re.compile(r"^(?P<n>[0-9]+(?:\.[0-9]+)?)(?P<unit>[hd])$")
 NO_PRICE = (
-    "no price: the stack exports none (deployed before issue 27) and --node-hour-usd is not given"
+    "no price: the stack was deployed by an older version of this program, which did not export"
+    " prices (`pulumi up` with this version exports them), and --node-hour-usd is not given"
 )
 
 

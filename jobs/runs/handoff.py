@@ -405,7 +405,7 @@ def stop_run(
 
     The stop is recorded where a live supervisor keeps the run, and also where a dead one kept
     an unfinished run (`ended` False): the re-armer would take that run back, and its attempt
-    with it, after the attempt is stopped here (issue 29 item 4). `runs_root` names a root the
+    with it, after the attempt is stopped here. `runs_root` names a root the
     cluster may know nothing of (a run whose head was lost)."""
     stopped: list[tuple[str, JobStatus]] = []
     sups = supervisors(cluster.jobs(), run)

@@ -109,7 +109,7 @@ def for_recipe(
 ) -> Submission:
     """The attempt-1 submission; `composed` is `validate.compose_run`'s result for this size
     (composed here when not given), so what is sent is what the framework was checked with."""
-    # Start-up time (issue 29): a `run -- COMMAND` or a `list` never composes a recipe.
+    # Lazy, for start-up time: a `run -- COMMAND` or a `list` never composes a recipe.
     from jobs.recipes import compose
     from jobs.recipes import prepare as validate
     from jobs.recipes.catalogue import RunContext

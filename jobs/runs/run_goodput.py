@@ -69,7 +69,7 @@ def save_advice(
     )
     if recorded is None:
         return None
-    from jobs.recipes.catalogue import RECIPES  # start-up time (issue 29): recipe runs only
+    from jobs.recipes.catalogue import RECIPES  # lazy, for start-up time: recipe runs only
 
     recipe = RECIPES.get(recorded.recipe)
     if recipe is None:

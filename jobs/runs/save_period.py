@@ -30,7 +30,7 @@ HOUR = 3600.0
 #   54 x 24 x 2048 / 419 = 6,335 node-hours between interruptions.
 # - spot: Google publishes no preemption rate for spot VMs ("can be preempted at any time",
 #   cloud.google.com/compute/docs/instances/spot). An assumption: 16 node-hours, i.e. one
-#   interruption every 8 hours for a 2-node run, the rate issue 24 plans for.
+#   interruption every 8 hours for a 2-node run, the rate bench/goodput_20h.py plans for.
 # - flex-start: VMs are not preempted; they end at their maximum run duration (GKE default and
 #   limit 7 days), so the hardware rate bounded by that.
 HARDWARE_NODE_HOURS = 54 * 24 * 2048 / 419

@@ -54,7 +54,7 @@ def read(stack: str) -> StackOutputs:
 
 def parse(stack: str, data: object) -> StackOutputs:
     """Validate the outputs; a missing output or an unusable value is one line naming it."""
-    # Start-up time (issue 29): the model is built only when a stack is read.
+    # Lazy, for start-up time: the model is built only when a stack is read.
     from pydantic import ValidationError
 
     from components.stack_outputs import StackOutputs

@@ -45,7 +45,7 @@ def start(
     """Send `sub` (attempt N of its run), or hand the run over when it may restart (restarts,
     preemptions, a stall watchdog or a runs root asked for). With `check_name_free` (a new
     run named by the user) the name must be free: any job of a run, its supervisor alone
-    included, takes it (issue 29 item 1)."""
+    included, takes it: a second run of that name would be read as the first's."""
     cluster_jobs = None
     if check_name_free:
         cluster_jobs = dashboard.jobs()

@@ -3,7 +3,8 @@
 
 A run exists as soon as any Ray job carries its name (metadata `run`): an attempt, an export, or
 only its supervisor (armed and waiting for GPUs, or killed before it sent attempt 1). So its name
-is taken by any of them, and every command reads the run the same way (issue 29 items 1-3).
+is taken by any of them, and every command reads the run the same way, so no two commands
+disagree on whether a run exists or what it is.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ writes the sharded weights, waits on a barrier, and only then has rank 0 write t
 and, last, `iter_0000000/run_config.yaml`, which NeMo RL refuses to load without
 (megatron_policy_worker.py L521-532 @v0.4.0). So an import whose run_config.yaml parses, with
 its `model` section, and was written after the staged commit was staged, is a complete import
-of that commit: it is marked and reused (issue 24 item 9: every attempt re-imported). Anything
+of that commit: it is marked and reused (without the mark, every attempt re-imported). Anything
 else there (cut short, or older than the staged commit) is moved aside and removed, and the
 conversion is done again.
 """
