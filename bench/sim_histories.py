@@ -97,7 +97,9 @@ def main() -> int:
     if parted:
         s = parted[0]
         print(f"first seed that parts: {s}")
-        diff = difflib.unified_diff(old.get(s, []), new.get(s, []), "base", "this tree", lineterm="")
+        diff = difflib.unified_diff(
+            old.get(s, []), new.get(s, []), "base", "this tree", lineterm=""
+        )
         print("\n".join(list(diff)[:40]))
     return 0 if not parted else 1
 
