@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -27,9 +28,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from bench.git_tree import unpack  # noqa: E402
 
 _TMP = re.compile(r"/dev/shm/[\w.-]+|/tmp/[\w.-]+")
 _WALL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
@@ -43,6 +41,9 @@ def _mask(line: str) -> str:
 
 def dump(lo: int, hi: int) -> None:
     """In a child process whose tree is first on sys.path: one JSON line per seed."""
+    import jobs
+
+    print(json.dumps({"code": str(Path(jobs.__file__).parent)}), flush=True)
     from tests.jobs.head.sim import world
     from tests.jobs.head.sim.test_simulation import random_schedule
 
@@ -64,7 +65,7 @@ def dump(lo: int, hi: int) -> None:
                 error = f"{type(e).__name__}: {e}"
             w = held["w"]
             events = [{k: v for k, v in r.items() if k != "supervisor"} for r in w.store().events()]
-            life = [error, *w.history, json.dumps(events, sort_keys=True)]
+            life = [error, *w.history, *(json.dumps(e, sort_keys=True) for e in events)]
             print(json.dumps({"seed": seed, "life": [_mask(x) for x in life]}), flush=True)
             shutil.rmtree(base / str(seed), ignore_errors=True)
     finally:
@@ -72,21 +73,39 @@ def dump(lo: int, hi: int) -> None:
 
 
 def _lives(tree: Path, lo: int, hi: int) -> dict[int, list[str]]:
-    code = (
-        f"import sys; sys.path.insert(0, {str(tree)!r}); sys.path.insert(1, {str(ROOT)!r}); "
-        f"from bench.sim_histories import dump; dump({lo}, {hi})"
-    )
+    # The tree's own code first on the path (PYTHONPATH): nothing of this checkout is imported
+    # in the child but this script, which imports nothing of the project at module level.
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, check=True
+        [sys.executable, __file__, "--dump", f"{lo}:{hi}"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    return {r["seed"]: r["life"] for r in map(json.loads, done.stdout.splitlines())}
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    # The child must have run the tree's own jobs/ (an editable install could shadow it).
+    code = Path(records[0]["code"])
+    if not code.is_relative_to(tree):
+        raise SystemExit(f"the child for {tree} ran the jobs package at {code}")
+    return {r["seed"]: r["life"] for r in records[1:]}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", required=True, help="the baseline commit")
+    parser.add_argument("--base", help="the baseline commit")
     parser.add_argument("--seeds", default="0:3000", help="LO:HI, seeds LO..HI-1")
+    parser.add_argument("--dump", metavar="LO:HI", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.dump:
+        dump(*(int(x) for x in args.dump.split(":")))
+        return 0
+    if not args.base:
+        parser.error("--base COMMIT is required")
+    sys.path.insert(0, str(ROOT))
+    from bench.git_tree import unpack
+
     lo, hi = (int(x) for x in args.seeds.split(":"))
     with tempfile.TemporaryDirectory() as scratch:
         old = _lives(unpack(args.base, Path(scratch) / "base"), lo, hi)
