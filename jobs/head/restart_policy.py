@@ -301,6 +301,21 @@ def progressed(own: bool | None, prev_progressed: bool | None) -> bool | None:
     return None if own is None else own or prev_progressed is True
 
 
+def attempt_hosts(
+    ray_job_id: str | None, driver_node_id: str | None, found: frozenset[str] | None
+) -> frozenset[str] | None:
+    """Where an ended attempt ran (None: unknown). With a Ray job id, the nodes its actors and
+    tasks ran on, as Ray's state API `found` them. Without one its driver never called
+    `ray.init` (a script failing early, a recipe's staging step, the watchdog's stop before it),
+    so nothing ran outside the driver: its node alone, which Ray's job record names even then
+    (`driver_node_id`, set once the driver starts). Unknown hosts wait out the settle time;
+    known ones that answer a probe let the failure be judged at once (an unreachable Hub once
+    held an 8-GPU run for 61 s this way)."""
+    if ray_job_id:
+        return found
+    return frozenset({driver_node_id}) if driver_node_id else None
+
+
 def needs_node_check(s: Situation) -> bool:
     """Whether the node table may still turn the ended attempt's failure into a preemption."""
     return s.ended in ("FAILED", "STALLED") and not s.preempted
