@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobs.client import errors
-from jobs.head import capacity_probe, node_end, node_events, progress, run_gauges
+from jobs.head import capacity_probe, node_end, node_events, progress, restart_policy, run_gauges
 from jobs.head.capacity_probe import Probed
 
 
@@ -29,8 +29,9 @@ class Probes:
     log_size: Callable[[str], int]
     # Training steps an attempt completed, read from its log (jobs/head/progress.py).
     steps: Callable[[str], int] = lambda _job_id: 0
-    # The nodes that hosted an attempt's actors and tasks (Ray's state API by job id); None
-    # when unknown, and the judgement falls back to any node that could have hosted them.
+    # The nodes that hosted an attempt's actors and tasks (Ray's state API by job id), or its
+    # driver's node when it never called ray.init (restart_policy.attempt_hosts); None when
+    # unknown, and the judgement falls back to any node that could have hosted them.
     hosts: Callable[[str], frozenset[str] | None] = lambda _job_id: None
     # Which nodes answer now and the GPUs free on them (jobs/head/capacity_probe.py); None: no
     # probe, and the restart policy waits the settle time instead.
@@ -102,8 +103,9 @@ def from_ray(client: Any, dashboard: str, ctx: Any) -> Probes:
             publishers[run].refresh()
 
     def hosts(job_id: str) -> frozenset[str] | None:
-        ray_job_id = client.get_job_info(job_id).job_id
-        return node_events.hosts(dashboard, ray_job_id) if ray_job_id else None
+        info = client.get_job_info(job_id)
+        found = node_events.hosts(dashboard, info.job_id) if info.job_id else None
+        return restart_policy.attempt_hosts(info.job_id, info.driver_node_id, found)
 
     return Probes(
         nodes=lambda: node_events.fetch(dashboard),

@@ -6,11 +6,11 @@ the GPUs the cluster reports and for how long they have been stable, whether a n
 checkpoint appeared) and asks `decide` what to do; it never decides anything itself. The
 smaller decisions on the way are here too, as pure functions of the facts passed in: what an
 ended attempt's facts mean (progress, a stop before flex-start nodes end, the window in which a
-node death is its cause, which budget it spends), how long the cluster has been settled and
-whether the hosts answered (`with_cluster`), which waits are one wait for capacity and when
-each is said (`wait_note`), and where a re-armed supervisor finds the run's last attempt
-(`restored`). Why the rules are what they are (reference
-grpo-jobs-and-ray.md §8, "Capacity after a spot preemption"): NeMo RL gives up on placement
+node death is its cause, which budget it spends), where an ended attempt ran
+(`attempt_hosts`), how long the cluster has been settled and whether those hosts answered
+(`with_cluster`), which waits are one wait for capacity and when each is said (`wait_note`), and
+where a re-armed supervisor finds the run's last attempt (`restored`). Why the rules are what
+they are (reference grpo-jobs-and-ray.md §8, "Capacity after a spot preemption"): NeMo RL gives up on placement
 groups after about a minute and veRL at once when GPUs are missing, while a replacement spot
 node takes minutes, so a resubmit before the GPUs are back burns a restart; and a failure with
 every GPU present and no new checkpoint since the previous attempt is a crash in the code or
@@ -21,9 +21,10 @@ a lost node's GPUs in its totals for up to ~50 s); preemptions spend their own b
 
 Settle by probing, so no failure waits out Ray's late marking of a lost node: when the supervisor
 could probe the nodes (jobs/head/capacity_probe.py), a failure is judged as soon as every node that
-hosted the attempt answers (none was lost, so it was not a preemption), and the next attempt is
-submitted as soon as the GPUs it needs are free on nodes that answered: a lost node Ray has not
-marked dead yet does not answer, so its GPUs are not counted. The settle time is then only a
+hosted the attempt answers (none was lost, so it was not a preemption; one that failed before
+`ray.init` ran on its driver's node alone), and the next attempt is submitted as soon as the GPUs
+it needs are free on nodes that answered: a lost node Ray has not marked dead yet does not
+answer, so its GPUs are not counted. The settle time is then only a
 back-off between attempts that died before their first training step (a crash loop at start-up).
 Without a probe, every restart after a failure waits until the capacity has been stable for the
 settle time, and a failure is judged only after it.
@@ -299,6 +300,21 @@ def own_progress(new_ckpt: bool | None, steps_completed: int) -> bool | None:
 def progressed(own: bool | None, prev_progressed: bool | None) -> bool | None:
     """`Situation.progressed`: this attempt's progress, or the previous failure's."""
     return None if own is None else own or prev_progressed is True
+
+
+def attempt_hosts(
+    ray_job_id: str | None, driver_node_id: str | None, found: frozenset[str] | None
+) -> frozenset[str] | None:
+    """Where an ended attempt ran (None: unknown). With a Ray job id, the nodes its actors and
+    tasks ran on, as Ray's state API `found` them. Without one its driver never called
+    `ray.init` (a script failing early, a recipe's staging step, the watchdog's stop before it),
+    so nothing ran outside the driver: its node alone, which Ray's job record names even then
+    (`driver_node_id`, set once the driver starts). Unknown hosts wait out the settle time;
+    known ones that answer a probe let the failure be judged at once (an unreachable Hub once
+    held an 8-GPU run for 61 s this way)."""
+    if ray_job_id:
+        return found
+    return frozenset({driver_node_id}) if driver_node_id else None
 
 
 def needs_node_check(s: Situation) -> bool:

@@ -2,12 +2,15 @@
 
 The attempt exits as jobs/staging/ensure.py does when the Hub does not answer
 (`HUB_UNREACHABLE_EXIT`); the real supervisor gives the run up after that one attempt, with its
-reason, though restarts are left: no second GPU start into the same wall, no "crash".
+reason, though restarts are left: no second GPU start into the same wall, no "crash". The settle
+time is its production 60 s: the attempt fails before `ray.init`, and the give-up still comes at
+once, when the node its driver ran on answers the probe.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 
@@ -23,7 +26,7 @@ pytestmark = pytest.mark.ray
 
 @pytest.fixture(autouse=True)
 def fast_supervisor(monkeypatch) -> None:
-    for k, v in {"JOBS_SUPERVISOR_POLL_S": "0.5", "JOBS_SUPERVISOR_SETTLE_S": "1"}.items():
+    for k, v in {"JOBS_SUPERVISOR_POLL_S": "0.5", "JOBS_SUPERVISOR_SETTLE_S": "60"}.items():
         monkeypatch.setenv(k, v)  # forwarded to the supervisor job at hand-off
 
 
@@ -51,3 +54,6 @@ def test_an_attempt_that_cannot_stage_ends_the_run_after_one_try(ray_url, ray_cl
     assert [r["submission_id"] for r in recs if r["event"] == ev.SUBMITTED] == [f"{run}-a1"]
     [ended] = [r for r in recs if r["event"] == ev.ATTEMPT_ENDED]
     assert ended["exit_code"] == HUB_UNREACHABLE_EXIT
+    # Recorded at once after the end (it waited the whole settle, 60 s).
+    gave_up_at = datetime.strptime(end["t"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert gave_up_at.timestamp() - ended["ended_ms"] / 1000 <= 15.0, recs

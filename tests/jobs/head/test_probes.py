@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from jobs.client.types import JobStatus
-from jobs.head import progress
+from jobs.head import node_events, progress
 from jobs.head.probes import from_ray, job_alive
 
 
@@ -48,6 +48,44 @@ def test_a_remote_drivers_log_comes_from_the_jobs_api_its_size_at_most_every_10_
     assert probes.steps("r-a1") == 1
     assert api.fetched == 2
     assert not probes.stopped_for_node_end("r-a1")
+
+
+class InfoAPI:
+    """A job record as Ray's Jobs API gives it (`GET /api/jobs/{id}`)."""
+
+    def __init__(self, **record: object) -> None:
+        self.record = record
+
+    def get_job_info(self, _sid: str) -> SimpleNamespace:
+        return SimpleNamespace(**self.record)
+
+
+def test_the_hosts_of_an_attempt_that_never_called_ray_init_are_its_drivers_node(
+    tmp_path, monkeypatch
+):
+    def state_api(*_args: object) -> frozenset[str]:
+        raise AssertionError("no Ray job id to ask Ray's state API about")
+
+    monkeypatch.setattr(node_events, "hosts", state_api)
+    api = InfoAPI(job_id=None, driver_node_id="head-node")
+    assert from_ray(api, "http://head:8265", _ctx(tmp_path)).hosts("r-a1") == {"head-node"}
+    pending = InfoAPI(job_id=None, driver_node_id=None)  # the driver never started
+    assert from_ray(pending, "http://head:8265", _ctx(tmp_path)).hosts("r-a1") is None
+
+
+def test_the_hosts_of_an_attempt_with_a_ray_job_id_are_where_its_actors_and_tasks_ran(
+    tmp_path, monkeypatch
+):
+    asked: list[str] = []
+
+    def state_api(_dashboard: str, ray_job_id: str) -> frozenset[str]:
+        asked.append(ray_job_id)
+        return frozenset({"gpu-1"})
+
+    monkeypatch.setattr(node_events, "hosts", state_api)
+    api = InfoAPI(job_id="02000000", driver_node_id="head-node")
+    assert from_ray(api, "http://head:8265", _ctx(tmp_path)).hosts("r-a1") == {"gpu-1"}
+    assert asked == ["02000000"]
 
 
 class StatusAPI:

@@ -489,6 +489,37 @@ def test_the_hosts_answered_only_when_every_one_of_them_answered_a_probe():
     assert not answered()  # no probe
 
 
+def test_an_attempt_without_a_ray_job_id_ran_on_its_drivers_node_alone():
+    from jobs.head.restart_policy import attempt_hosts
+
+    found = frozenset({"gpu-1", "gpu-2"})
+    assert attempt_hosts("02000000", "head", found) == found  # its actors and tasks
+    assert attempt_hosts("02000000", "head", None) is None  # Ray's state API could not say
+    # Its driver never called ray.init: nothing ran outside the driver's node.
+    assert attempt_hosts(None, "head", None) == frozenset({"head"})
+    assert attempt_hosts("", "gpu-1", None) == frozenset({"gpu-1"})
+    assert attempt_hosts(None, None, None) is None  # the driver never started
+
+
+def test_a_failure_before_ray_init_is_judged_once_its_drivers_node_answers():
+    """No settle wait: the next attempt of a run needing no GPUs goes at once (it waited 60 s)."""
+    from jobs.head.restart_policy import ClusterNow, attempt_hosts, with_cluster
+
+    hosts = attempt_hosts(None, "head", None)
+    base = _ended(gpus_needed=0, gpus_at_end=0.0, progressed=None, settle_s=60.0)
+
+    def decided(answering: frozenset[str]) -> Reason:
+        now = ClusterNow(
+            gpus=0.0, stable_s=0.0, since_end_s=1.0, gpus_free=0.0, answering=answering, hosts=hosts
+        )
+        return decide(
+            with_cluster(base, now, settle_s=60.0, stop_requested=False, waited_s=0)
+        ).reason
+
+    assert decided(frozenset({"head", "gpu-1"})) == Reason.CAPACITY
+    assert decided(frozenset({"gpu-1"})) == Reason.SETTLING  # its node did not answer
+
+
 def test_missing_then_busy_gpus_are_one_capacity_wait_said_once_and_again_periodically():
     from jobs.head.restart_policy import Note, is_capacity_wait, wait_note
 
