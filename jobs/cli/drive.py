@@ -17,8 +17,12 @@ from jobs.runs.plan import Submission
 from jobs.runs.start import Started, start
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from components.stack_outputs import StackOutputs
     from jobs.recipes.catalogue import Recipe
     from jobs.runs import save_choice
+    from jobs.runs.supervision import Supervision
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,30 @@ class Submitting:
             follow_logs=follow_logs,
         )
         return cls(follow_logs, max_restarts, as_json, addr, stack_name, supervision)
+
+    def defaults_on(
+        self,
+        outputs: StackOutputs | None,
+        stack: str | None,
+        gpus_needed: int,
+        framework: str = "",
+        notes: Sequence[str] = (),
+    ) -> Supervision:
+        """The supervision this run gets on the stack's GPUs (`supervision_defaults`), said on
+        stderr after `notes` (the plan's), one line a note."""
+        from jobs.runs.supervision import supervision_defaults
+
+        chosen = supervision_defaults(
+            outputs,
+            stack or "",
+            self.supervision,
+            self.max_restarts,
+            gpus_needed,
+            framework=framework,
+        )
+        for note in [*notes, *chosen.notes]:
+            err().print(note, markup=False)
+        return chosen
 
 
 @dataclass(frozen=True)
@@ -181,18 +209,23 @@ def report_run(
     return int(ExitCode.OK if succeeded else ExitCode.JOB_FAILED)
 
 
-def _follow_supervised(
-    dashboard: Dashboard, where: address.Where, started: Started, as_json: bool
+def follow_supervised(
+    dashboard: Dashboard,
+    where: address.Where,
+    run: str,
+    sid: str,
+    as_json: bool,
+    detached_note: str = "",
 ) -> int:
-    run, sid = started.run, started.supervisor or ""
+    """Follow supervisor `sid`'s run to its end and report it; Ctrl-C detaches (the supervisor
+    keeps driving the run) and says how to stop it. Returns the exit code."""
     try:
         done, recs = handoff.follow_run(
             dashboard, run, sid, opt.watcher(dashboard, where), ConsoleReporter(), to_stderr=as_json
         )
     except KeyboardInterrupt as stop:
         err().print(
-            f"detached; the supervisor {sid} keeps driving run {run}, restarts "
-            "included. Stop it with: "
+            f"detached; the supervisor {sid} keeps driving run {run}{detached_note}. Stop it with: "
             f"{commands.command('stop', run, where=opt.where_flags(where))}",
             markup=False,
         )
@@ -253,7 +286,14 @@ def drive(
     if not asked.follow_logs:
         return _announce(started, where, asked.as_json)
     if started.supervisor is not None:
-        return _follow_supervised(dashboard, where, started, asked.as_json)
+        return follow_supervised(
+            dashboard,
+            where,
+            started.run,
+            started.supervisor or "",
+            asked.as_json,
+            ", restarts included",
+        )
     return _follow_attempt(dashboard, where, started, asked.as_json)
 
 

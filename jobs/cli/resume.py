@@ -17,7 +17,6 @@ from jobs.cli.drive import (
 from jobs.common.errors import UsageError
 from jobs.runs import address, handoff, plan, state
 from jobs.runs.address import Dashboard
-from jobs.runs.supervision import supervision_defaults
 
 
 def resume(run: str, asked: SubmitOptions) -> int:
@@ -59,16 +58,9 @@ def resume(run: str, asked: SubmitOptions) -> int:
         if outputs is None and asked.framework is None:
             check_ray_version(resumed.recipe, dashboard, where)
         # A resume on spot or flex-start GPUs is supervised by default too, as a new run is.
-        chosen = supervision_defaults(
-            outputs,
-            where.stack or "",
-            submitting.supervision,
-            submitting.max_restarts,
-            planned.gpus_needed,
-            framework=resumed.recipe.framework,
+        chosen = submitting.defaults_on(
+            outputs, where.stack, planned.gpus_needed, resumed.recipe.framework, planned.notes
         )
-        for note in [*planned.notes, *chosen.notes]:
-            err().print(note, markup=False)
         after = resumed.after
         sub = plan.for_attempt(planned.submission, resumed.next_attempt)
         if asked.dry_run:
@@ -110,15 +102,7 @@ def _resume_command(
     submitting = asked.submitting
     nxt = resume_command.next_attempt(dashboard, found, opt.where_flags(where))
     # A command has no save to ask for before a node ends: no framework.
-    chosen = supervision_defaults(
-        where.outputs(),
-        where.stack or "",
-        submitting.supervision,
-        submitting.max_restarts,
-        nxt.gpus,
-    )
-    for line in chosen.notes:
-        err().print(line, markup=False)
+    chosen = submitting.defaults_on(where.outputs(), where.stack, nxt.gpus)
     saves = f", saving to {nxt.checkpoint_dir}" if nxt.checkpoint_dir else ""
     if asked.dry_run:
         err().print(

@@ -23,7 +23,6 @@ from jobs.cli.drive import (
 from jobs.common import commands
 from jobs.common.errors import UsageError
 from jobs.runs import address, handoff, plan
-from jobs.runs.supervision import supervision_defaults
 
 # The recipe machinery is imported in the functions that plan a recipe run, so the commands that
 # import this module start without it (tests/jobs/cli/test_startup.py).
@@ -219,16 +218,9 @@ def _submit_new(ask: Ask, asked: SubmitOptions) -> int:
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
     # Planned (size, overrides, payload checked) before the port-forward: a refusal costs nothing.
     planned = plan_recipe(ask, Place(where.stack, outputs, source))
-    chosen = supervision_defaults(
-        outputs,
-        where.stack or "",
-        submitting.supervision,
-        submitting.max_restarts,
-        planned.gpus_needed,
-        framework=ask.recipe.framework,
+    chosen = submitting.defaults_on(
+        outputs, where.stack, planned.gpus_needed, ask.recipe.framework, planned.notes
     )
-    for note in [*planned.notes, *chosen.notes]:
-        err().print(note, markup=False)
     with address.reach(where, spinner=opt.spinner) as dashboard:
         if outputs is None and asked.framework is None:
             check_ray_version(ask.recipe, dashboard, where)
