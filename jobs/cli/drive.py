@@ -4,7 +4,7 @@ once it starts, following it to its end, and a dry run's view."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from jobs.cli import options as opt
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from components.stack_outputs import StackOutputs
     from jobs.recipes.catalogue import Recipe
     from jobs.runs import save_choice
+    from jobs.runs.recipe_run import Planned
     from jobs.runs.supervision import Supervision
 
 
@@ -115,6 +116,21 @@ class Attempt:
     checkpoint_dir: str = ""
     stall_default_s: float = 0.0
     check_name_free: bool = True
+
+
+def recipe_attempt(
+    dashboard: Dashboard, planned: Planned, options: handoff.Options, check_name_free: bool = True
+) -> Attempt:
+    """A recipe run's attempt as planned (its GPUs, checkpoint dir and kept checkpoints, the
+    recipes' stall default) under `options`; says first when the cluster lacks its GPUs."""
+    warn_if_short(dashboard, planned.gpus_needed, options.request_gpus)
+    return Attempt(
+        replace(options, keep=planned.keep),
+        gpus=planned.gpus_needed,
+        checkpoint_dir=planned.checkpoint_dir,
+        stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
+        check_name_free=check_name_free,
+    )
 
 
 def _started_line(started: Started, attempt: int, max_restarts: int, gpus: int) -> str:

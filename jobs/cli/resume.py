@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from jobs.cli import options as opt
 from jobs.cli.console import err
 from jobs.cli.drive import (
@@ -12,10 +10,10 @@ from jobs.cli.drive import (
     check_ray_version,
     drive,
     print_dry_run,
-    warn_if_short,
+    recipe_attempt,
 )
 from jobs.common.errors import UsageError
-from jobs.runs import address, handoff, plan, state
+from jobs.runs import address, plan, state
 from jobs.runs.address import Dashboard
 
 
@@ -79,14 +77,7 @@ def resume(run: str, asked: SubmitOptions) -> int:
             f"from {planned.checkpoint_dir}",
             markup=False,
         )
-        warn_if_short(dashboard, planned.gpus_needed, chosen.options.request_gpus)
-        attempt = Attempt(
-            replace(chosen.options, keep=planned.keep),
-            gpus=planned.gpus_needed,
-            checkpoint_dir=planned.checkpoint_dir,
-            stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
-            check_name_free=False,
-        )
+        attempt = recipe_attempt(dashboard, planned, chosen.options, check_name_free=False)
         return drive(dashboard, where, sub, submitting, attempt)
 
 
