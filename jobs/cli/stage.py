@@ -104,7 +104,12 @@ def stage_cmd(
     outputs = where.outputs()
     with address.reach(where, spinner=opt.spinner) as dashboard:
         job_id, ask = staging.submit(
-            dashboard, target, revision, convert, gpus, hf_home, outputs, where.stack
+            dashboard,
+            target,
+            where.stack,
+            lambda number: staging.ask(
+                target, revision, convert, gpus, hf_home, outputs, where.stack, number
+            ),
         )
         what = " and its Megatron conversion" if ask.convert else ""
         err().print(f"submitted {job_id}: {ask.target.model}@{revision}{what}", markup=False)
