@@ -189,12 +189,7 @@ def _announce(started: Started, where: address.Where, as_json: bool) -> int:
             }
         )
     else:
-        out().print(job_id, markup=False)
-        err().print(
-            f"follow: {commands.command('logs', job_id, '--follow', where=flags)}\n"
-            f"stop:   {opt.stop_hint(job_id, where)}",
-            markup=False,
-        )
+        opt.print_submitted(job_id, where, with_stop=True)
     return int(ExitCode.OK)
 
 
