@@ -172,6 +172,19 @@ class CostSettings(Settings):
 _BILLING_ACCOUNT = re.compile(r"^[0-9A-F]{6}-[0-9A-F]{6}-[0-9A-F]{6}$")
 # What a notification e-mail address must look like: one @, no spaces, a dotted domain.
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def _email_list(value: list[str]) -> list[str]:
+    """`value` when every entry is an e-mail address and none repeats; ValueError saying which
+    are not."""
+    bad = [e for e in value if not _EMAIL.match(e)]
+    if bad:
+        raise ValueError(f"must be e-mail addresses (name@example.com); not {bad}")
+    if len(set(value)) != len(value):
+        raise ValueError("must not repeat an address")
+    return value
+
+
 # A budget takes at most five monitoring notification channels (pulumi-gcp 10.2
 # billing BudgetAllUpdatesRuleArgs.monitoring_notification_channels: "A maximum of 5").
 MAX_BUDGET_EMAILS = 5
@@ -219,12 +232,7 @@ class BudgetSettings(Settings):
     @field_validator("emails")
     @classmethod
     def _emails(cls, value: list[str]) -> list[str]:
-        bad = [e for e in value if not _EMAIL.match(e)]
-        if bad:
-            raise ValueError(f"must be e-mail addresses (name@example.com); not {bad}")
-        if len(set(value)) != len(value):
-            raise ValueError("must not repeat an address")
-        return value
+        return _email_list(value)
 
 
 # How many e-mail channels the stack's alerts send to: a handful of people or lists, not a roster.
@@ -247,12 +255,7 @@ class MonitoringSettings(Settings):
     @field_validator("alert_emails")
     @classmethod
     def _alert_emails(cls, value: list[str]) -> list[str]:
-        bad = [e for e in value if not _EMAIL.match(e)]
-        if bad:
-            raise ValueError(f"must be e-mail addresses (name@example.com); not {bad}")
-        if len(set(value)) != len(value):
-            raise ValueError("must not repeat an address")
-        return value
+        return _email_list(value)
 
     @property
     def alerts_on(self) -> bool:

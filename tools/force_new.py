@@ -208,6 +208,19 @@ NODE_CONFIG: tuple[ForceNew, ...] = (
 )
 
 
+# The IAM member schema (tpgiamresource/resource_iam_member.go) is one generic resource in the
+# provider, behind the project's and the service account's IAM members alike: listed once, spread
+# into both beside each one's own parent field.
+IAM_MEMBER: tuple[ForceNew, ...] = (
+    ForceNew("role", "value", "../tpgiamresource/resource_iam_member.go", 67),
+    ForceNew("member", "value", "../tpgiamresource/resource_iam_member.go", 72),
+    ForceNew("condition", "block", "../tpgiamresource/resource_iam_member.go", 80),
+    ForceNew("condition.expression", "value", "../tpgiamresource/resource_iam_member.go", 86),
+    ForceNew("condition.title", "value", "../tpgiamresource/resource_iam_member.go", 91),
+    ForceNew("condition.description", "value", "../tpgiamresource/resource_iam_member.go", 96),
+)
+
+
 FORCE_NEW: dict[str, tuple[ForceNew, ...]] = {
     "gcp:compute/network:Network": (
         ForceNew("name", "value", "compute/resource_compute_network.go", 143),
@@ -529,21 +542,11 @@ FORCE_NEW: dict[str, tuple[ForceNew, ...]] = {
         ),
     ),
     "gcp:projects/iAMMember:IAMMember": (
-        ForceNew("role", "value", "../tpgiamresource/resource_iam_member.go", 67),
-        ForceNew("member", "value", "../tpgiamresource/resource_iam_member.go", 72),
-        ForceNew("condition", "block", "../tpgiamresource/resource_iam_member.go", 80),
-        ForceNew("condition.expression", "value", "../tpgiamresource/resource_iam_member.go", 86),
-        ForceNew("condition.title", "value", "../tpgiamresource/resource_iam_member.go", 91),
-        ForceNew("condition.description", "value", "../tpgiamresource/resource_iam_member.go", 96),
+        *IAM_MEMBER,
         ForceNew("project", "value", "resourcemanager/iam_project.go", 38),
     ),
     "gcp:serviceaccount/iAMMember:IAMMember": (
-        ForceNew("role", "value", "../tpgiamresource/resource_iam_member.go", 67),
-        ForceNew("member", "value", "../tpgiamresource/resource_iam_member.go", 72),
-        ForceNew("condition", "block", "../tpgiamresource/resource_iam_member.go", 80),
-        ForceNew("condition.expression", "value", "../tpgiamresource/resource_iam_member.go", 86),
-        ForceNew("condition.title", "value", "../tpgiamresource/resource_iam_member.go", 91),
-        ForceNew("condition.description", "value", "../tpgiamresource/resource_iam_member.go", 96),
+        *IAM_MEMBER,
         ForceNew("serviceAccountId", "value", "resourcemanager/iam_service_account.go", 40),
     ),
 }

@@ -4,7 +4,7 @@ once it starts, following it to its end, and a dry run's view."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from jobs.cli import options as opt
@@ -17,8 +17,13 @@ from jobs.runs.plan import Submission
 from jobs.runs.start import Started, start
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from components.stack_outputs import StackOutputs
     from jobs.recipes.catalogue import Recipe
     from jobs.runs import save_choice
+    from jobs.runs.recipe_run import Planned
+    from jobs.runs.supervision import Supervision
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,30 @@ class Submitting:
         )
         return cls(follow_logs, max_restarts, as_json, addr, stack_name, supervision)
 
+    def defaults_on(
+        self,
+        outputs: StackOutputs | None,
+        stack: str | None,
+        gpus_needed: int,
+        framework: str = "",
+        notes: Sequence[str] = (),
+    ) -> Supervision:
+        """The supervision this run gets on the stack's GPUs (`supervision_defaults`), said on
+        stderr after `notes` (the plan's), one line a note."""
+        from jobs.runs.supervision import supervision_defaults
+
+        chosen = supervision_defaults(
+            outputs,
+            stack or "",
+            self.supervision,
+            self.max_restarts,
+            gpus_needed,
+            framework=framework,
+        )
+        for note in [*notes, *chosen.notes]:
+            err().print(note, markup=False)
+        return chosen
+
 
 @dataclass(frozen=True)
 class SubmitOptions:
@@ -87,6 +116,21 @@ class Attempt:
     checkpoint_dir: str = ""
     stall_default_s: float = 0.0
     check_name_free: bool = True
+
+
+def recipe_attempt(
+    dashboard: Dashboard, planned: Planned, options: handoff.Options, check_name_free: bool = True
+) -> Attempt:
+    """A recipe run's attempt as planned (its GPUs, checkpoint dir and kept checkpoints, the
+    recipes' stall default) under `options`; says first when the cluster lacks its GPUs."""
+    warn_if_short(dashboard, planned.gpus_needed, options.request_gpus)
+    return Attempt(
+        replace(options, keep=planned.keep),
+        gpus=planned.gpus_needed,
+        checkpoint_dir=planned.checkpoint_dir,
+        stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
+        check_name_free=check_name_free,
+    )
 
 
 def _started_line(started: Started, attempt: int, max_restarts: int, gpus: int) -> str:
@@ -145,12 +189,7 @@ def _announce(started: Started, where: address.Where, as_json: bool) -> int:
             }
         )
     else:
-        out().print(job_id, markup=False)
-        err().print(
-            f"follow: {commands.command('logs', job_id, '--follow', where=flags)}\n"
-            f"stop:   {opt.stop_hint(job_id, where)}",
-            markup=False,
-        )
+        opt.print_submitted(job_id, where, with_stop=True)
     return int(ExitCode.OK)
 
 
@@ -181,18 +220,23 @@ def report_run(
     return int(ExitCode.OK if succeeded else ExitCode.JOB_FAILED)
 
 
-def _follow_supervised(
-    dashboard: Dashboard, where: address.Where, started: Started, as_json: bool
+def follow_supervised(
+    dashboard: Dashboard,
+    where: address.Where,
+    run: str,
+    sid: str,
+    as_json: bool,
+    detached_note: str = "",
 ) -> int:
-    run, sid = started.run, started.supervisor or ""
+    """Follow supervisor `sid`'s run to its end and report it; Ctrl-C detaches (the supervisor
+    keeps driving the run) and says how to stop it. Returns the exit code."""
     try:
         done, recs = handoff.follow_run(
             dashboard, run, sid, opt.watcher(dashboard, where), ConsoleReporter(), to_stderr=as_json
         )
     except KeyboardInterrupt as stop:
         err().print(
-            f"detached; the supervisor {sid} keeps driving run {run}, restarts "
-            "included. Stop it with: "
+            f"detached; the supervisor {sid} keeps driving run {run}{detached_note}. Stop it with: "
             f"{commands.command('stop', run, where=opt.where_flags(where))}",
             markup=False,
         )
@@ -253,7 +297,14 @@ def drive(
     if not asked.follow_logs:
         return _announce(started, where, asked.as_json)
     if started.supervisor is not None:
-        return _follow_supervised(dashboard, where, started, asked.as_json)
+        return follow_supervised(
+            dashboard,
+            where,
+            started.run,
+            started.supervisor or "",
+            asked.as_json,
+            ", restarts included",
+        )
     return _follow_attempt(dashboard, where, started, asked.as_json)
 
 

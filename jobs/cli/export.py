@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from jobs.cli import options as opt
-from jobs.cli.console import emit_json, err, handled, out
+from jobs.cli.console import emit_json, err, handled
 from jobs.cli.drive import print_dry_run
-from jobs.common import commands
 from jobs.common.errors import ExitCode
 from jobs.runs import address, follow, plan
 from jobs.runs.address import Dashboard
@@ -104,12 +103,7 @@ def export_cmd(
                     }
                 )
             else:
-                out().print(job_id, markup=False)
-                err().print(
-                    f"follow: "
-                    f"{commands.command('logs', job_id, '--follow', where=opt.where_flags(where))}",
-                    markup=False,
-                )
+                opt.print_submitted(job_id, where)
             return
         status = opt.follow_or_detach(dashboard, where, job_id, to_stderr=as_json)
     if as_json:

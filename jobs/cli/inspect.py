@@ -10,8 +10,8 @@ from typing import Annotated, Any
 import typer
 
 from jobs.cli import options as opt
-from jobs.cli.console import ConsoleReporter, detached, emit_json, err, handled, out
-from jobs.cli.drive import report_run
+from jobs.cli.console import detached, emit_json, err, handled, out
+from jobs.cli.drive import follow_supervised
 from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
 from jobs.common.redact import redact
@@ -244,18 +244,7 @@ def _supervised_logs(
         _write_attempt_logs(cluster, list(found.attempts or found.supervisors))
         raise typer.Exit(int(ExitCode.OK))
     sid = found.supervisors[-1].submission_id or ""
-    try:
-        done, recs = handoff.follow_run(
-            cluster, run, sid, opt.watcher(cluster, where), ConsoleReporter(), to_stderr=False
-        )
-    except KeyboardInterrupt as stop:
-        err().print(
-            f"detached; the supervisor {sid} keeps driving run {run}. Stop it with: "
-            f"{commands.command('stop', run, where=opt.where_flags(where))}",
-            markup=False,
-        )
-        raise typer.Exit(detached(stop)) from None
-    raise typer.Exit(report_run(run, sid, done, recs, as_json=False))
+    raise typer.Exit(follow_supervised(cluster, where, run, sid, as_json=False))
 
 
 @app.command("stop")

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from components.contract import RUNS_ROOT
-from jobs.cli.console import ConsoleReporter, detached, err
+from jobs.cli.console import ConsoleReporter, detached, err, out
 from jobs.common import commands
 from jobs.common.errors import UsageError
 from jobs.recipes.reward_placement import ALLOW_FLAG
@@ -171,6 +171,15 @@ def watcher(dashboard: address.Dashboard, where: address.Where) -> follow.Watche
 
 def stop_hint(job_id: str, where: address.Where) -> str:
     return commands.command("stop", job_id, where=where_flags(where))
+
+
+def print_submitted(job_id: str, where: address.Where, with_stop: bool = False) -> None:
+    """A submitted job's id on stdout, and on stderr how to follow it (and, `with_stop`, stop it)."""
+    out().print(job_id, markup=False)
+    hints = f"follow: {commands.command('logs', job_id, '--follow', where=where_flags(where))}"
+    if with_stop:
+        hints += f"\nstop:   {stop_hint(job_id, where)}"
+    err().print(hints, markup=False)
 
 
 def supervision(

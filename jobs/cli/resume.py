@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from jobs.cli import options as opt
 from jobs.cli.console import err
 from jobs.cli.drive import (
@@ -12,12 +10,11 @@ from jobs.cli.drive import (
     check_ray_version,
     drive,
     print_dry_run,
-    warn_if_short,
+    recipe_attempt,
 )
 from jobs.common.errors import UsageError
-from jobs.runs import address, handoff, plan, state
+from jobs.runs import address, plan, state
 from jobs.runs.address import Dashboard
-from jobs.runs.supervision import supervision_defaults
 
 
 def resume(run: str, asked: SubmitOptions) -> int:
@@ -59,16 +56,9 @@ def resume(run: str, asked: SubmitOptions) -> int:
         if outputs is None and asked.framework is None:
             check_ray_version(resumed.recipe, dashboard, where)
         # A resume on spot or flex-start GPUs is supervised by default too, as a new run is.
-        chosen = supervision_defaults(
-            outputs,
-            where.stack or "",
-            submitting.supervision,
-            submitting.max_restarts,
-            planned.gpus_needed,
-            framework=resumed.recipe.framework,
+        chosen = submitting.defaults_on(
+            outputs, where.stack, planned.gpus_needed, resumed.recipe.framework, planned.notes
         )
-        for note in [*planned.notes, *chosen.notes]:
-            err().print(note, markup=False)
         after = resumed.after
         sub = plan.for_attempt(planned.submission, resumed.next_attempt)
         if asked.dry_run:
@@ -87,14 +77,7 @@ def resume(run: str, asked: SubmitOptions) -> int:
             f"from {planned.checkpoint_dir}",
             markup=False,
         )
-        warn_if_short(dashboard, planned.gpus_needed, chosen.options.request_gpus)
-        attempt = Attempt(
-            replace(chosen.options, keep=planned.keep),
-            gpus=planned.gpus_needed,
-            checkpoint_dir=planned.checkpoint_dir,
-            stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
-            check_name_free=False,
-        )
+        attempt = recipe_attempt(dashboard, planned, chosen.options, check_name_free=False)
         return drive(dashboard, where, sub, submitting, attempt)
 
 
@@ -110,15 +93,7 @@ def _resume_command(
     submitting = asked.submitting
     nxt = resume_command.next_attempt(dashboard, found, opt.where_flags(where))
     # A command has no save to ask for before a node ends: no framework.
-    chosen = supervision_defaults(
-        where.outputs(),
-        where.stack or "",
-        submitting.supervision,
-        submitting.max_restarts,
-        nxt.gpus,
-    )
-    for line in chosen.notes:
-        err().print(line, markup=False)
+    chosen = submitting.defaults_on(where.outputs(), where.stack, nxt.gpus)
     saves = f", saving to {nxt.checkpoint_dir}" if nxt.checkpoint_dir else ""
     if asked.dry_run:
         err().print(

@@ -10,11 +10,10 @@ import typer
 
 from components.contract import RUNS_ROOT
 from jobs.cli import options as opt
-from jobs.cli.console import err, handled
+from jobs.cli.console import handled
 from jobs.cli.drive import Attempt, Submitting, drive
 from jobs.common.errors import UsageError
 from jobs.runs import address, plan
-from jobs.runs.supervision import supervision_defaults
 
 app = typer.Typer()
 
@@ -168,15 +167,7 @@ def _run(asked: RunOptions) -> int:
     )
     where = address.choose(submitting.addr, submitting.stack_name)
     # A command has no save to ask for before a node ends: no framework.
-    chosen = supervision_defaults(
-        where.outputs(),
-        where.stack or "",
-        submitting.supervision,
-        submitting.max_restarts,
-        asked.gpus_needed,
-    )
-    for note in chosen.notes:
-        err().print(note, markup=False)
+    chosen = submitting.defaults_on(where.outputs(), where.stack, asked.gpus_needed)
     with address.reach(where, spinner=opt.spinner) as dashboard:
         attempt = Attempt(
             chosen.options,

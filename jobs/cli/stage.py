@@ -8,7 +8,6 @@ import typer
 
 from jobs.cli import options as opt
 from jobs.cli.console import emit_json, err, handled, out
-from jobs.common import commands
 from jobs.common.errors import ExitCode
 
 app = typer.Typer()
@@ -105,7 +104,12 @@ def stage_cmd(
     outputs = where.outputs()
     with address.reach(where, spinner=opt.spinner) as dashboard:
         job_id, ask = staging.submit(
-            dashboard, target, revision, convert, gpus, hf_home, outputs, where.stack
+            dashboard,
+            target,
+            where.stack,
+            lambda number: staging.ask(
+                target, revision, convert, gpus, hf_home, outputs, where.stack, number
+            ),
         )
         what = " and its Megatron conversion" if ask.convert else ""
         err().print(f"submitted {job_id}: {ask.target.model}@{revision}{what}", markup=False)
@@ -113,12 +117,7 @@ def stage_cmd(
             if as_json:
                 emit_json({"submission_id": job_id, "status": "SUBMITTED"})
             else:
-                out().print(job_id, markup=False)
-                err().print(
-                    "follow: "
-                    + commands.command("logs", job_id, "--follow", where=opt.where_flags(where)),
-                    markup=False,
-                )
+                opt.print_submitted(job_id, where)
             return
         status = opt.follow_or_detach(
             dashboard,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -12,18 +11,16 @@ from jobs.cli import options as opt
 from jobs.cli import resume
 from jobs.cli.console import err, handled
 from jobs.cli.drive import (
-    Attempt,
     SubmitOptions,
     Submitting,
     check_ray_version,
     drive,
     print_dry_run,
-    warn_if_short,
+    recipe_attempt,
 )
 from jobs.common import commands
 from jobs.common.errors import UsageError
-from jobs.runs import address, handoff, plan
-from jobs.runs.supervision import supervision_defaults
+from jobs.runs import address, plan
 
 # The recipe machinery is imported in the functions that plan a recipe run, so the commands that
 # import this module start without it (tests/jobs/cli/test_startup.py).
@@ -219,25 +216,12 @@ def _submit_new(ask: Ask, asked: SubmitOptions) -> int:
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
     # Planned (size, overrides, payload checked) before the port-forward: a refusal costs nothing.
     planned = plan_recipe(ask, Place(where.stack, outputs, source))
-    chosen = supervision_defaults(
-        outputs,
-        where.stack or "",
-        submitting.supervision,
-        submitting.max_restarts,
-        planned.gpus_needed,
-        framework=ask.recipe.framework,
+    chosen = submitting.defaults_on(
+        outputs, where.stack, planned.gpus_needed, ask.recipe.framework, planned.notes
     )
-    for note in [*planned.notes, *chosen.notes]:
-        err().print(note, markup=False)
     with address.reach(where, spinner=opt.spinner) as dashboard:
         if outputs is None and asked.framework is None:
             check_ray_version(ask.recipe, dashboard, where)
-        warn_if_short(dashboard, planned.gpus_needed, chosen.options.request_gpus)
-        attempt = Attempt(
-            replace(chosen.options, keep=planned.keep),
-            gpus=planned.gpus_needed,
-            checkpoint_dir=planned.checkpoint_dir,
-            stall_default_s=handoff.RECIPE_STALL_TIMEOUT_S,
-        )
+        attempt = recipe_attempt(dashboard, planned, chosen.options)
         code = drive(dashboard, where, planned.submission, submitting, attempt)
     return code

@@ -103,14 +103,7 @@ class JobsAPI:
         """`GET /api/v0/nodes?limit=10000&detail=1`: every node Ray's node table holds, alive and
         dead, with `start_time_ms` / `end_time_ms` (the state API, Ray 2.60
         dashboard/state_aggregator.py `list_nodes`; jobs/head/node_events.py reads the same)."""
-        answer = self._request("GET", "/api/v0/nodes?limit=10000&detail=1")
-        try:
-            rows = answer["data"]["result"]["result"]
-        except (KeyError, TypeError) as e:
-            raise ValueError(f"not a node listing: {str(answer)[:200]}") from e
-        if not isinstance(rows, list):
-            raise ValueError(f"not a node listing: {str(answer)[:200]}")
-        return [r for r in rows if isinstance(r, dict)]
+        return node_rows(self._request("GET", "/api/v0/nodes?limit=10000&detail=1"))
 
     def get_version(self) -> dict[str, Any]:
         """`GET /api/version`: {"version", "ray_version", "ray_commit", ...} (job_head.py L345)."""
@@ -207,3 +200,14 @@ class JobsAPI:
                         break
                     elif msg.type == aiohttp.WSMsgType.ERROR:
                         raise RuntimeError(f"WebSocket error for job {job_id}: {ws.exception()}")
+
+
+def node_rows(answer: Any) -> list[dict[str, Any]]:
+    """The node rows of a state API answer (`GET /api/v0/nodes`); ValueError when it is not one."""
+    try:
+        rows = answer["data"]["result"]["result"]
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"not a node listing: {str(answer)[:200]}") from e
+    if not isinstance(rows, list):
+        raise ValueError(f"not a node listing: {str(answer)[:200]}")
+    return [r for r in rows if isinstance(r, dict)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.client
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from jobs.client import errors
 from jobs.client.types import JobStatus
@@ -23,31 +24,21 @@ class LeaseLost(Exception):
     """Another supervisor holds a newer lease on the run."""
 
 
+@dataclass(eq=False)
 class LeaseKeeper:
     """One supervisor's lease on its run; `lost` is set once another supervisor took it."""
 
-    def __init__(
-        self,
-        store: RunStore,
-        own_id: str,
-        lease_s: float,
-        clock: Clock,
-        stopping: threading.Event,
-        lost: threading.Event,
-        *,
-        in_thread: bool = True,
-    ) -> None:
-        self.store = store
-        self.own_id = own_id
-        self.lease_s = lease_s
-        self.clock = clock
-        self.stopping = stopping
-        self.lost = lost
-        # Production renews the lease from a thread, so a blocking call cannot let it lapse; the
-        # simulation renews it where its simulated time passes (`renew_if_due`).
-        self.in_thread = in_thread
-        self.lease: Lease | None = None
-        self._renewed_at = 0.0
+    store: RunStore
+    own_id: str
+    lease_s: float
+    clock: Clock
+    stopping: threading.Event
+    lost: threading.Event
+    # Production renews the lease from a thread, so a blocking call cannot let it lapse; the
+    # simulation renews it where its simulated time passes (`renew_if_due`).
+    in_thread: bool = field(default=True, kw_only=True)
+    lease: Lease | None = field(default=None, init=False)
+    _renewed_at: float = field(default=0.0, init=False)
 
     def take(
         self,

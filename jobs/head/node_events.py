@@ -8,7 +8,7 @@ ray_config_def.h) and `state_message` built from the GCS death info ("Unexpected
 health check failed ...", "Terminated due to preemption" for an autoscaler drain;
 dashboard/utils.py `compose_state_message`). A preemption is told from a crash by this table,
 never by the GPU count at one instant.
-Standard library only: it runs in the supervisor and the re-armer on the head.
+Standard library and jobs.client only: it runs in the supervisor and the re-armer on the head.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
+
+from jobs.client.api import node_rows
 
 # The state API caps a listing at 10000 by default (ray.util.state DEFAULT_LIMIT is 100).
 _LIMIT = 10000
@@ -44,13 +46,7 @@ def fetch(dashboard_url: str, timeout_s: float = 10.0) -> list[dict[str, Any]]:
 
 def parse(payload: Any) -> list[dict[str, Any]]:
     """The node rows of a state API answer; ValueError when it is not one."""
-    try:
-        rows = payload["data"]["result"]["result"]
-    except (KeyError, TypeError) as e:
-        raise ValueError(f"not a node listing: {str(payload)[:200]}") from e
-    if not isinstance(rows, list):
-        raise ValueError(f"not a node listing: {str(payload)[:200]}")
-    return [r for r in rows if isinstance(r, dict)]
+    return node_rows(payload)
 
 
 def _gpus(node: dict[str, Any]) -> float:

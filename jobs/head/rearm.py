@@ -20,6 +20,7 @@ import argparse
 import os
 import sys
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,21 +50,14 @@ def _supervisor_env(store: RunStore) -> dict[str, Any]:
     return runtime_env
 
 
+@dataclass(eq=False)
 class Rearmer:
-    def __init__(
-        self,
-        client: Any,
-        root: str,
-        write: Any = print,
-        clock: Clock = REAL,
-        files: Files = LOCAL,
-    ) -> None:
-        self.client = client
-        self.root = root
-        self._write = write
-        self.clock = clock
-        self.files = files
-        self._stores: dict[str, RunStore] = {}
+    client: Any
+    root: str
+    write: Any = print
+    clock: Clock = REAL
+    files: Files = LOCAL
+    _stores: dict[str, RunStore] = field(default_factory=dict, init=False)
 
     def store(self, run: str) -> RunStore:
         store = self._stores.get(run)
@@ -182,10 +176,10 @@ class Rearmer:
             try:
                 sid = act(run)
             except (RuntimeError, OSError, ValueError) as e:
-                self._write(f"rearm: {run}: {type(e).__name__}: {e}")
+                self.write(f"rearm: {run}: {type(e).__name__}: {e}")
                 continue
             if sid:
-                self._write(f"rearm: {run} {done} {sid}")
+                self.write(f"rearm: {run} {done} {sid}")
                 submitted.append(sid)
         return submitted
 

@@ -9,6 +9,7 @@ is jobs/head/scale_up.py's. Standard library and Ray only: this runs on the Ray 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from jobs.head import events as ev
@@ -16,21 +17,15 @@ from jobs.head import scale_up
 from jobs.head.protocol import Spec
 
 
+@dataclass(eq=False)
 class RunGpus:
     """The run's GPU request as its supervisor makes and releases it."""
 
-    def __init__(
-        self,
-        requests: scale_up.Requests,
-        spec: Spec,
-        own_id: str,
-        record: Callable[..., None],
-    ) -> None:
-        self.requests = requests
-        self.spec = spec
-        self.own_id = own_id
-        self.record = record
-        self._asked = False
+    requests: scale_up.Requests
+    spec: Spec
+    own_id: str
+    record: Callable[..., None]
+    _asked: bool = field(default=False, init=False)
 
     def ask(self) -> None:
         """Ask Ray's autoscaler for the run's GPU nodes, once per supervisor (the request

@@ -22,14 +22,11 @@ from jobs.head.run_store import RunStore
 
 def request_stop(store: RunStore, by: str) -> None:
     """Record the user's stop in the run's record (appended and fsynced before it returns)."""
-    store.append(
-        ev.record(
-            ev.STOP_REQUESTED,
-            store.run,
-            f"stop requested by the user ({by}); the run is never re-armed after this",
-            at=store.clock.time(),
-            requested_by=by,
-        )
+    _append_stop(
+        store,
+        ev.STOP_REQUESTED,
+        by,
+        f"stop requested by the user ({by}); the run is never re-armed after this",
     )
 
 
@@ -42,18 +39,17 @@ def record_stop(store: RunStore, by: str, drop_gpu_request: Callable[[str], None
         request_stop(store, by)
     if store.alive(store.lease()):
         return
-    store.append(
-        ev.record(
-            ev.STOPPED,
-            store.run,
-            f"stopped by the user ({by}) while no supervisor held the run",
-            at=store.clock.time(),
-            requested_by=by,
-        )
+    _append_stop(
+        store, ev.STOPPED, by, f"stopped by the user ({by}) while no supervisor held the run"
     )
     spec = store.spec()
     if spec is not None and spec.get("request_gpus"):
         drop_gpu_request(store.run)
+
+
+def _append_stop(store: RunStore, kind: str, by: str, message: str) -> None:
+    """One record of the user's stop, naming who asked (`by`)."""
+    store.append(ev.record(kind, store.run, message, at=store.clock.time(), requested_by=by))
 
 
 def _drop_gpu_request(run: str) -> None:

@@ -363,23 +363,25 @@ def _seccomp_pipe() -> int:
     return r
 
 
-def run_box(
-    spec: BoxSpec, stdin: int, stdout: int, stderr: int, uid: int | None, init: str
-) -> BoxExit:
-    """Runs one box to its end (or its wall backstop) and returns how it ended, with the box's CPU time."""
+def _spawn(
+    command: Callable[[int, int], list[str]], stdio: tuple[int, int, int], *more_fds: int
+) -> tuple[subprocess.Popen[bytes], int, float]:
+    """Starts a box from `command(seccomp_fd, report_w)` with the filter's pipe, the report's
+    write end and `more_fds` handed to it; this process's copies of the first two are closed.
+    Returns the process, the report's read end and the monotonic time it was started at."""
     seccomp_fd = _seccomp_pipe()
     report_r, report_w = os.pipe()
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
-            box_command(spec, uid, init, seccomp_fd, report_w),
+            command(seccomp_fd, report_w),
             env={},
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
+            stdin=stdio[0],
+            stdout=stdio[1],
+            stderr=stdio[2],
             start_new_session=True,
             close_fds=True,
-            pass_fds=(seccomp_fd, report_w),
+            pass_fds=(seccomp_fd, report_w, *more_fds),
         )
     except BaseException:
         os.close(report_r)
@@ -387,6 +389,17 @@ def run_box(
     finally:
         os.close(seccomp_fd)
         os.close(report_w)
+    return proc, report_r, start
+
+
+def run_box(
+    spec: BoxSpec, stdin: int, stdout: int, stderr: int, uid: int | None, init: str
+) -> BoxExit:
+    """Runs one box to its end (or its wall backstop) and returns how it ended, with the box's CPU time."""
+    proc, report_r, start = _spawn(
+        lambda seccomp_fd, report_w: box_command(spec, uid, init, seccomp_fd, report_w),
+        (stdin, stdout, stderr),
+    )
     deadline = start + spec.wall_s
     timed_out = not _wait_until(proc, deadline)
     if timed_out:
@@ -468,26 +481,16 @@ def run_tests(
     `folder/out.<i>` (opened by boxinit, never by the program), each under `spec`'s limits and
     `test_wall_s`. Returns the tests that ended, in order: a box killed at its backstop, or when
     `stop()` turned true (a run's deadline, a client gone), reports fewer than `tests`."""
-    seccomp_fd = _seccomp_pipe()
-    report_r, report_w = os.pipe()
     dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        proc = subprocess.Popen(
-            box_command(spec, uid, init, seccomp_fd, report_w, tests, dir_fd, test_wall_s),
-            env={},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=(seccomp_fd, report_w, dir_fd),
+        proc, report_r, _ = _spawn(
+            lambda seccomp_fd, report_w: box_command(
+                spec, uid, init, seccomp_fd, report_w, tests, dir_fd, test_wall_s
+            ),
+            (subprocess.DEVNULL, subprocess.DEVNULL, subprocess.DEVNULL),
+            dir_fd,
         )
-    except BaseException:
-        os.close(report_r)
-        raise
     finally:
-        os.close(seccomp_fd)
-        os.close(report_w)
         os.close(dir_fd)
     deadline = time.monotonic() + spec.wall_s
     while not _wait_until(proc, min(deadline, time.monotonic() + 0.2)):

@@ -27,6 +27,8 @@ from jobs.runs.plan import JOBS_PACKAGE, jobs_commit
 from jobs.staging import layout
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from components.stack_outputs import StackOutputs
 
 # Forwarded when the caller sets it: a Hub mirror or proxy the cluster reaches too.
@@ -171,20 +173,14 @@ def ask(
 
 
 def submit(
-    dashboard: Dashboard,
-    name: str,
-    revision: str,
-    convert: bool | None,
-    gpus: int | None,
-    hf_home: str | None,
-    outputs: StackOutputs | None,
-    stack: str | None,
+    dashboard: Dashboard, name: str, stack: str | None, ask_numbered: Callable[[int], Ask]
 ) -> tuple[str, Ask]:
-    """Send the next stage job of NAME's model; two stages of one model racing for the same
-    number collide, and the loser is told so."""
+    """Send the next stage job of NAME's model, as `ask_numbered` (`ask` but for the job's
+    number) asks; two stages of one model racing for the same number collide, and the loser is
+    told so."""
     model = target_of(name).model  # a bad NAME is refused before the cluster is asked
     number = next_number([j.submission_id or "" for j in dashboard.jobs()], model)
-    the_ask = ask(name, revision, convert, gpus, hf_home, outputs, stack, number)
+    the_ask = ask_numbered(number)
     sub = for_stage(the_ask, stack)
     try:
         return dashboard.submit(sub), the_ask
