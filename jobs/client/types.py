@@ -50,7 +50,8 @@ class JobDetails(BaseModel):
     driver_exit_code: int | None = None
     # The node the entrypoint runs on, set once the driver starts, even when it never calls
     # ray.init (then `job_id` stays None): Ray 2.60 dashboard/modules/job/pydantic_models.py
-    # L102-105 (JobDetails), common.py L127-129 (JobInfo).
+    # L102-105 (JobDetails), common.py L127-129 (JobInfo); the images' Ray has it too (2.46.0 and
+    # 2.48.0: pydantic_models.py L97, common.py L107, read from their PyPI wheels).
     driver_node_id: str | None = None
     # What the job was submitted with (a `run` run's next attempt is sent with the same). Ray's
     # job record does not give the driver's reservations back: `run` records them in metadata.
