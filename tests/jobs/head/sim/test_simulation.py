@@ -28,8 +28,8 @@ from tests.jobs.head.sim.world import (
     simulate,
 )
 
-# Seeds per run of the suite (issue 24: thousands of schedules in the fast tests), swept in
-# chunks so that `make test-fast`'s two workers share them: `SIM_SCHEDULES=50000` for a long hunt.
+# Seeds per run of the suite, swept in chunks that two workers share: `make test` sweeps 5,000,
+# `make test-fast` the first 1,000, `SIM_SCHEDULES=50000` for a long hunt.
 SCHEDULES = int(os.environ.get("SIM_SCHEDULES", "5000"))
 CHUNK = 250
 SEED_BASE = int(os.environ.get("SIM_SEED_BASE", "0"))
