@@ -7,19 +7,23 @@ from typing import TypedDict
 from components.config import StackConfig
 
 
-class Placement(TypedDict):
-    """The project, region, zone and name prefix: the fields every GCP builder's args copy first."""
+class Location(TypedDict):
+    """The project, region and zone, which the cluster's, the networks' and the pools' args copy."""
 
     project: str
     region: str
     zone: str
+
+
+class Placement(Location):
+    """The location and the name prefix, for the builders that name their resources after it."""
+
     name_prefix: str
 
 
+def location(config: StackConfig) -> Location:
+    return Location(project=config.project, region=config.region, zone=config.zone)
+
+
 def placement(config: StackConfig) -> Placement:
-    return Placement(
-        project=config.project,
-        region=config.region,
-        zone=config.zone,
-        name_prefix=config.name_prefix,
-    )
+    return Placement(**location(config), name_prefix=config.name_prefix)
