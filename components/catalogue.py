@@ -96,33 +96,49 @@ CAPACITY_MODES: dict[str, CapacityMode] = {
     )
 }
 
+
+def _eight_gpu_rdma_machine(
+    machine_type: str,
+    accelerator_type: str,
+    worker_memory_gib: int,
+    nccl_tuner_config: str,
+    min_gke_version_for_rdma: str,
+) -> MachineSpec:
+    """An A4 / A3 Ultra machine: both boot from Hyperdisk, leave 200 CPUs and 250 GiB of /dev/shm
+    to a Ray worker and bundle 32 Local SSDs; they differ in GPU, memory, tuner and GKE floor."""
+    return MachineSpec(
+        machine_type=machine_type,
+        accelerator_type=accelerator_type,
+        gpus_per_node=8,
+        boot_disk_type="hyperdisk-balanced",
+        boot_disk_size_gb=200,
+        worker_cpu=200,
+        worker_memory_gib=worker_memory_gib,
+        shm_size_gib=250,
+        nccl_tuner_config=nccl_tuner_config,
+        min_gke_version_for_rdma=min_gke_version_for_rdma,
+        local_ssd_count=32,
+    )
+
+
 MACHINES: dict[str, MachineSpec] = {
-    "a4-highgpu-8g": MachineSpec(
-        machine_type="a4-highgpu-8g",
-        accelerator_type="nvidia-b200",
-        gpus_per_node=8,
-        boot_disk_type="hyperdisk-balanced",
-        boot_disk_size_gb=200,
-        worker_cpu=200,
-        worker_memory_gib=2800,
-        shm_size_gib=250,
-        nccl_tuner_config=f"{GIB_MOUNT_PATH}/configs/tuner_config_a4.txtpb",
-        min_gke_version_for_rdma="1.32.2-gke.1475000",
-        local_ssd_count=32,
-    ),
-    "a3-ultragpu-8g": MachineSpec(
-        machine_type="a3-ultragpu-8g",
-        accelerator_type="nvidia-h200-141gb",
-        gpus_per_node=8,
-        boot_disk_type="hyperdisk-balanced",
-        boot_disk_size_gb=200,
-        worker_cpu=200,
-        worker_memory_gib=2400,
-        shm_size_gib=250,
-        nccl_tuner_config=f"{GIB_MOUNT_PATH}/configs/tuner_config_a3u.txtpb",
-        min_gke_version_for_rdma="1.31.4-gke.1183000",
-        local_ssd_count=32,
-    ),
+    machine.machine_type: machine
+    for machine in (
+        _eight_gpu_rdma_machine(
+            machine_type="a4-highgpu-8g",
+            accelerator_type="nvidia-b200",
+            worker_memory_gib=2800,
+            nccl_tuner_config=f"{GIB_MOUNT_PATH}/configs/tuner_config_a4.txtpb",
+            min_gke_version_for_rdma="1.32.2-gke.1475000",
+        ),
+        _eight_gpu_rdma_machine(
+            machine_type="a3-ultragpu-8g",
+            accelerator_type="nvidia-h200-141gb",
+            worker_memory_gib=2400,
+            nccl_tuner_config=f"{GIB_MOUNT_PATH}/configs/tuner_config_a3u.txtpb",
+            min_gke_version_for_rdma="1.31.4-gke.1183000",
+        ),
+    )
 }
 
 # The gIB NCCL plugin image installed on RDMA GPU nodes; one pin per machine type so an

@@ -33,7 +33,7 @@ from components.catalogue import (
 from components.contract import Framework
 from components.maintenance import MaintenanceSettings
 from components.rewards_config import RewardsSettings
-from components.rules import NAMESPACE, ConfigError, Settings, describe_error, rule
+from components.rules import NAMESPACE, ConfigError, Settings, describe_error, matching, rule
 
 _GCP_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _PROJECT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
@@ -100,12 +100,14 @@ class GpuSettings(Settings):
     @field_validator("reservation")
     @classmethod
     def _reservation_name(cls, value: str | None) -> str | None:
-        if value is not None and not _RESERVATION.match(value):
-            raise ValueError(
-                "must be a reservation name, or projects/<project>/reservations/<name>"
-                "[/reservationBlocks/<block>]"
-            )
-        return value
+        if value is None:
+            return value
+        return matching(
+            _RESERVATION,
+            value,
+            "must be a reservation name, or projects/<project>/reservations/<name>"
+            "[/reservationBlocks/<block>]",
+        )
 
     @model_validator(mode="after")
     def _reservation_only_for_reservation(self) -> GpuSettings:
@@ -291,9 +293,7 @@ class LustreSettings(Settings):
     def _filesystem_name(cls, value: str) -> str:
         # Lustre API: "eight characters or less and can only contain letters and numbers";
         # the CSI reference adds "beginning with an alphabetic character".
-        if not _FILESYSTEM.match(value):
-            raise ValueError("must be 1-8 letters or digits, starting with a letter")
-        return value
+        return matching(_FILESYSTEM, value, "must be 1-8 letters or digits, starting with a letter")
 
 
 class AuthorizedNetwork(Settings):
@@ -412,9 +412,9 @@ class ClusterSettings(Settings):
     @field_validator("system_machine_type")
     @classmethod
     def _machine_name(cls, value: str) -> str:
-        if not _GCP_NAME.match(value):
-            raise ValueError("must be a Compute Engine machine type such as n2-standard-16")
-        return value
+        return matching(
+            _GCP_NAME, value, "must be a Compute Engine machine type such as n2-standard-16"
+        )
 
 
 # Every GKE version a feature of the stack needs, with the feature: the cluster's minimum version
@@ -480,18 +480,16 @@ class StackConfig(Settings):
     @field_validator("project")
     @classmethod
     def _project_id(cls, value: str) -> str:
-        if not _PROJECT_ID.match(value):
-            raise ValueError(
-                "must be a GCP project id: 6-30 lowercase letters, digits or '-', starting with a letter"
-            )
-        return value
+        return matching(
+            _PROJECT_ID,
+            value,
+            "must be a GCP project id: 6-30 lowercase letters, digits or '-', starting with a letter",
+        )
 
     @field_validator("region")
     @classmethod
     def _region(cls, value: str) -> str:
-        if not _REGION.match(value):
-            raise ValueError("must be a GCP region such as us-east1")
-        return value
+        return matching(_REGION, value, "must be a GCP region such as us-east1")
 
     @field_validator("zone")
     @classmethod

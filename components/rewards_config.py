@@ -24,7 +24,7 @@ import re
 from pydantic import Field, field_validator, model_validator
 
 from components.capacity import executor_pods_per_node
-from components.rules import Settings, rule
+from components.rules import Settings, matching, rule
 
 # The executor pod's size (components/k8s/sandbox.py SandboxServiceInputs defaults: cpu "4",
 # memory "8Gi"); capacity is checked against these.
@@ -76,12 +76,14 @@ class CodeSandboxSettings(Settings):
     @field_validator("image")
     @classmethod
     def _image(cls, value: str | None) -> str | None:
-        if value is not None and not _IMAGE.match(value):
-            raise ValueError(
-                "must be a container image reference such as "
-                "us-docker.pkg.dev/PROJECT/REPO/code-sandbox:TAG (digest form preferred)"
-            )
-        return value
+        if value is None:
+            return value
+        return matching(
+            _IMAGE,
+            value,
+            "must be a container image reference such as "
+            "us-docker.pkg.dev/PROJECT/REPO/code-sandbox:TAG (digest form preferred)",
+        )
 
     @model_validator(mode="after")
     def _usable_when_enabled(self) -> CodeSandboxSettings:

@@ -1,4 +1,4 @@
-"""The one base model and rule error every settings block of the stack config shares, and how an error reads (pure pydantic).
+"""The one base model, pattern check and rule error every settings block of the stack config shares, and how an error reads (pure pydantic).
 
 `config.py`, `maintenance.py` and `rewards_config.py` validate their blocks with these, so the
 formatter (`describe_error`) reads every cross-field violation in one shape and names it by the key
@@ -7,6 +7,7 @@ the user writes in the stack file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,14 @@ def rule(field: str, value: Any, allowed: str) -> PydanticCustomError:
     return PydanticCustomError(
         "config_rule", "{allowed}", {"field": field, "value": value, "allowed": allowed}
     )
+
+
+def matching(pattern: re.Pattern[str], value: str, must_be: str) -> str:
+    """A field validator's pattern check: `value` when `pattern` matches it, else the field's
+    error, which reads `must_be`."""
+    if not pattern.match(value):
+        raise ValueError(must_be)
+    return value
 
 
 class Settings(BaseModel):

@@ -18,6 +18,7 @@ from components.capacity import MAX_PODS_PER_NODE
 from components.config import AuthorizedNetwork, ClusterSettings, StackConfig
 from components.contract import NODE_ROLE_LABEL, get_credentials_command
 from components.gcp.network import PODS_RANGE_NAME, SERVICES_RANGE_NAME
+from components.gcp.placement import placement
 from components.maintenance import (
     MaintenanceSettings,
     active_exclusions,
@@ -60,10 +61,7 @@ class GkeClusterArgs:
         cls, config: StackConfig, network: gcp.compute.Network, subnetwork: gcp.compute.Subnetwork
     ) -> GkeClusterArgs:
         return cls(
-            project=config.project,
-            region=config.region,
-            zone=config.zone,
-            name_prefix=config.name_prefix,
+            **placement(config),
             cluster_name=config.cluster_name,
             control_plane_cidr=config.network.control_plane_cidr,
             authorized_networks=tuple(config.authorized_networks),

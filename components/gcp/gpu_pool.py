@@ -17,6 +17,7 @@ from components.config import GpuSettings, StackConfig
 from components.contract import NODE_ROLE_LABEL
 from components.gcp.cluster import IN_PLACE_UPGRADE, PoolPlace, node_pool_args, node_security
 from components.gcp.network import GpuNics
+from components.gcp.placement import location
 
 GPU_POOL_NAME = "gpu"
 # Inputs whose change would replace the pool but that never need to change on their own:
@@ -65,9 +66,7 @@ class GpuNodePoolArgs:
         nics: GpuNics,
     ) -> GpuNodePoolArgs:
         return cls(
-            project=config.project,
-            region=config.region,
-            zone=config.zone,
+            **location(config),
             gpu=config.gpu,
             cluster=cluster,
             service_account=service_account,

@@ -15,6 +15,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config import NetworkSettings, StackConfig
+from components.gcp.placement import placement
 
 # Jumbo frames: Managed Lustre docs measure ~10% more throughput at 8896, and 8896 is the
 # RDMA network profile's required MTU (RDMA network profiles doc).
@@ -40,10 +41,7 @@ class NetworkArgs:
     @classmethod
     def for_stack(cls, config: StackConfig) -> NetworkArgs:
         return cls(
-            project=config.project,
-            region=config.region,
-            zone=config.zone,
-            name_prefix=config.name_prefix,
+            **placement(config),
             ranges=config.network,
             keep_main_network=config.lustre.protect,
         )

@@ -11,6 +11,7 @@ import pulumi_gcp as gcp
 from components.config import StackConfig
 from components.contract import CODE_SANDBOX, NODE_ROLE_LABEL
 from components.gcp.cluster import IN_PLACE_UPGRADE, PoolPlace, node_pool_args, node_security
+from components.gcp.placement import location
 from components.rewards_config import CodeSandboxSettings
 
 SANDBOX_POOL_NAME = CODE_SANDBOX
@@ -65,9 +66,7 @@ class SandboxNodePoolArgs:
         cls, config: StackConfig, cluster: gcp.container.Cluster, service_account: pulumi.Input[str]
     ) -> SandboxNodePoolArgs:
         return cls(
-            project=config.project,
-            region=config.region,
-            zone=config.zone,
+            **location(config),
             sandbox=config.rewards.code_sandbox,
             cluster=cluster,
             service_account=service_account,

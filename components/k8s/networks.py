@@ -57,25 +57,29 @@ def device_networks(
     ]
 
 
-def param_set_manifest(network: DeviceNetwork) -> dict[str, Any]:
+def _named_after(network: DeviceNetwork, kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A networking.gke.io object of this kind that bears its device network's name."""
     return {
         "apiVersion": API_VERSION,
-        "kind": "GKENetworkParamSet",
+        "kind": kind,
         "metadata": {"name": network.name},
-        "spec": {
-            "vpc": network.vpc,
-            "vpcSubnet": network.subnet,
-            "deviceMode": network.device_mode,
-        },
+        "spec": spec,
     }
 
 
+def param_set_manifest(network: DeviceNetwork) -> dict[str, Any]:
+    return _named_after(
+        network,
+        "GKENetworkParamSet",
+        {"vpc": network.vpc, "vpcSubnet": network.subnet, "deviceMode": network.device_mode},
+    )
+
+
 def network_manifest(network: DeviceNetwork) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "Network",
-        "metadata": {"name": network.name},
-        "spec": {
+    return _named_after(
+        network,
+        "Network",
+        {
             "type": "Device",
             "parametersRef": {
                 "group": "networking.gke.io",
@@ -83,7 +87,7 @@ def network_manifest(network: DeviceNetwork) -> dict[str, Any]:
                 "name": network.name,
             },
         },
-    }
+    )
 
 
 def pod_interfaces() -> list[dict[str, str]]:

@@ -174,6 +174,13 @@ def _meta(inputs: SandboxServiceInputs, name: str | None = None) -> dict[str, An
     }
 
 
+def _service_object(
+    inputs: SandboxServiceInputs, api_version: str, kind: str, spec: dict[str, Any]
+) -> dict[str, Any]:
+    """One of the sandbox service's objects: its name, namespace and labels, with this spec."""
+    return {"apiVersion": api_version, "kind": kind, "metadata": _meta(inputs), "spec": spec}
+
+
 def config_map_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -273,11 +280,11 @@ def deployment_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
             {"name": "code", "configMap": {"name": f"{inputs.name}-code"}},
         ],
     }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": _meta(inputs),
-        "spec": {
+    return _service_object(
+        inputs,
+        "apps/v1",
+        "Deployment",
+        {
             "replicas": inputs.replicas,
             "selector": {"matchLabels": inputs.selector},
             "template": {
@@ -288,27 +295,27 @@ def deployment_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
                 "spec": pod_spec,
             },
         },
-    }
+    )
 
 
 def service_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _meta(inputs),
-        "spec": {
+    return _service_object(
+        inputs,
+        "v1",
+        "Service",
+        {
             "selector": inputs.selector,
             "ports": [{"name": "http", "port": PORT, "targetPort": "http"}],
         },
-    }
+    )
 
 
 def network_policy_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": _meta(inputs),
-        "spec": {
+    return _service_object(
+        inputs,
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        {
             "podSelector": {"matchLabels": inputs.selector},
             # Egress listed with no rule: every outbound connection is denied, DNS included.
             "policyTypes": ["Ingress", "Egress"],
@@ -322,7 +329,7 @@ def network_policy_manifest(inputs: SandboxServiceInputs) -> dict[str, Any]:
             ],
             "egress": [],
         },
-    }
+    )
 
 
 def manifests(inputs: SandboxServiceInputs) -> list[dict[str, Any]]:
