@@ -3,7 +3,10 @@ once it starts, following it to its end, and a dry run's view."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +89,54 @@ class Submitting:
         for note in [*notes, *chosen.notes]:
             err().print(note, markup=False)
         return chosen
+
+
+# The flags every command that submits a run shares, as (parameter, option, default), in their
+# order on its --help: the supervision flags stand where the command has its `submitting`
+# parameter, the output and reach flags come last.
+_SUPERVISION_FLAGS: tuple[tuple[str, object, object], ...] = (
+    ("follow_logs", opt.FollowOpt, False),
+    ("wait", opt.WaitOpt, None),
+    ("max_restarts", opt.RestartsOpt, 0),
+    ("max_preemptions", opt.PreemptionsOpt, None),
+    ("stall_timeout", opt.StallOpt, None),
+    ("capacity_deadline", opt.DeadlineOpt, None),
+    ("runs_root", opt.RunsRootOpt, None),
+)
+_REACH_FLAGS: tuple[tuple[str, object, object], ...] = (
+    ("as_json", opt.JsonOpt, False),
+    ("addr", opt.AddressOpt, None),
+    ("stack_name", opt.StackOpt, None),
+)
+
+
+def takes_submitting(command: Callable[..., None]) -> Callable[..., None]:
+    """`command` with its keyword-only `submitting` parameter filled from the flags every
+    submitting command shares: typer sees those flags in its place (and --json, --address and
+    --stack last), and `command` gets them checked, as one `Submitting`."""
+    own = inspect.signature(command, eval_str=True)
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=hint, default=default)
+        for name, hint, default in _SUPERVISION_FLAGS
+    ]
+    params: list[inspect.Parameter] = []
+    for param in own.parameters.values():
+        params += shared if param.name == "submitting" else [param]
+    params += [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=hint, default=default)
+        for name, hint, default in _REACH_FLAGS
+    ]
+    names = [name for name, _, _ in (*_SUPERVISION_FLAGS, *_REACH_FLAGS)]
+
+    @functools.wraps(command)
+    def with_submitting(*args: Any, **kwargs: Any) -> None:
+        flags = {name: kwargs.pop(name) for name in names}
+        command(*args, submitting=Submitting.checked(**flags), **kwargs)
+
+    # typer reads a command's flags from its signature (inspect.signature honours __signature__).
+    with_submitting.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+    with_submitting.__annotations__ = {p.name: p.annotation for p in params}
+    return with_submitting
 
 
 @dataclass(frozen=True)

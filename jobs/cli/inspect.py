@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from jobs.cli import options as opt
-from jobs.cli.console import detached, emit_json, err, handled, out
+from jobs.cli.console import emit_json, err, handled, out
 from jobs.cli.drive import follow_supervised
 from jobs.common import commands
 from jobs.common.errors import ExitCode, UsageError
@@ -206,14 +206,7 @@ def logs_cmd(
             else:
                 sys.stdout.write(redact(cluster.logs(job_id)))
             return
-        try:
-            status = opt.watcher(cluster, where).follow(job_id)
-        except KeyboardInterrupt as stop:
-            err().print(
-                f"detached; {job_id} keeps running. Stop it with: {opt.stop_hint(job_id, where)}",
-                markup=False,
-            )
-            raise typer.Exit(detached(stop)) from None
+        status = opt.follow_or_detach(cluster, where, job_id, to_stderr=False)
     raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))
 
 

@@ -11,7 +11,7 @@ import typer
 from components.contract import RUNS_ROOT
 from jobs.cli import options as opt
 from jobs.cli.console import handled
-from jobs.cli.drive import Attempt, Submitting, drive
+from jobs.cli.drive import Attempt, Submitting, drive, takes_submitting
 from jobs.common.errors import UsageError
 from jobs.runs import address, plan
 
@@ -40,6 +40,7 @@ class RunOptions:
 
 @app.command("run", context_settings={"allow_interspersed_args": False})
 @handled
+@takes_submitting
 def run_cmd(
     command: Annotated[
         list[str],
@@ -54,13 +55,8 @@ def run_cmd(
         ),
     ] = None,
     name: opt.NameOpt = None,
-    follow_logs: opt.FollowOpt = False,
-    wait: opt.WaitOpt = None,
-    max_restarts: opt.RestartsOpt = 0,
-    max_preemptions: opt.PreemptionsOpt = None,
-    stall_timeout: opt.StallOpt = None,
-    capacity_deadline: opt.DeadlineOpt = None,
-    runs_root: opt.RunsRootOpt = None,
+    *,
+    submitting: Submitting,
     gpus: Annotated[
         int,
         typer.Option(
@@ -106,26 +102,11 @@ def run_cmd(
             help=f"Where the command checkpoints, as seen on the Ray head (e.g. {RUNS_ROOT}/RUN/checkpoints): a new entry there since the previous attempt tells a crash from progress.",
         ),
     ] = "",
-    as_json: opt.JsonOpt = False,
-    addr: opt.AddressOpt = None,
-    stack_name: opt.StackOpt = None,
 ) -> None:
     """Run any command on the cluster.
 
     For example `rl-jobs run --stack dev --gpus 1 -- nvidia-smi` runs nvidia-smi on a GPU
     node, with one GPU."""
-    submitting = Submitting.checked(
-        follow_logs=follow_logs,
-        wait=wait,
-        max_restarts=max_restarts,
-        max_preemptions=max_preemptions,
-        stall_timeout=stall_timeout,
-        capacity_deadline=capacity_deadline,
-        runs_root=runs_root,
-        as_json=as_json,
-        addr=addr,
-        stack_name=stack_name,
-    )
     asked = RunOptions(
         submitting,
         tuple(command),

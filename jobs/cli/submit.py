@@ -17,6 +17,7 @@ from jobs.cli.drive import (
     drive,
     print_dry_run,
     recipe_attempt,
+    takes_submitting,
 )
 from jobs.common import commands
 from jobs.common.errors import UsageError
@@ -32,6 +33,7 @@ app = typer.Typer()
 
 @app.command("submit")
 @handled
+@takes_submitting
 def submit_cmd(
     recipe_name: Annotated[
         str | None,
@@ -82,13 +84,8 @@ def submit_cmd(
             help="Continue a FAILED or STOPPED run: submit its next attempt with the recipe, overrides, size and checkpoint dir recorded in its metadata.",
         ),
     ] = None,
-    follow_logs: opt.FollowOpt = False,
-    wait: opt.WaitOpt = None,
-    max_restarts: opt.RestartsOpt = 0,
-    max_preemptions: opt.PreemptionsOpt = None,
-    stall_timeout: opt.StallOpt = None,
-    capacity_deadline: opt.DeadlineOpt = None,
-    runs_root: opt.RunsRootOpt = None,
+    *,
+    submitting: Submitting,
     checkpoint_every: opt.CheckpointEveryOpt = None,
     dry_run: Annotated[
         bool,
@@ -105,9 +102,6 @@ def submit_cmd(
         ),
     ] = False,
     allow_unsandboxed: opt.UnsandboxedOpt = False,
-    as_json: opt.JsonOpt = False,
-    addr: opt.AddressOpt = None,
-    stack_name: opt.StackOpt = None,
 ) -> None:
     """Submit a recipe as a run, or --resume a run.
 
@@ -115,18 +109,6 @@ def submit_cmd(
     # Start-up time: the recipe machinery only when this command runs.
     from jobs.runs import save_choice
 
-    submitting = Submitting.checked(
-        follow_logs=follow_logs,
-        wait=wait,
-        max_restarts=max_restarts,
-        max_preemptions=max_preemptions,
-        stall_timeout=stall_timeout,
-        capacity_deadline=capacity_deadline,
-        runs_root=runs_root,
-        as_json=as_json,
-        addr=addr,
-        stack_name=stack_name,
-    )
     every = save_choice.parse_flag(checkpoint_every)
     if framework is not None and framework not in FRAMEWORK_NAMES:
         raise UsageError(

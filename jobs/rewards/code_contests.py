@@ -26,6 +26,7 @@ its wall backstop, plus `queue_margin_s` to wait for a busy executor.
 from __future__ import annotations
 
 import http.client
+import inspect
 import json
 import logging
 import math
@@ -361,6 +362,14 @@ def judge_solution(
         return _fault(f"internal error: {type(e).__name__}: {e}")
 
 
+# What a caller may ask of the judge: `judge_solution`'s keywords, with their defaults there.
+_JUDGE_OPTIONS = frozenset(
+    name
+    for name, param in inspect.signature(judge_solution).parameters.items()
+    if param.kind is inspect.Parameter.KEYWORD_ONLY
+)
+
+
 def _fault(reason: str) -> Verdict:
     log.warning("code_contests reward: scored %s: %s", FAULT, reason[:1000])
     return Verdict(FAULT, f"fault: {reason}")
@@ -429,24 +438,11 @@ def compute_score(
     solution_str: str,
     ground_truth: Any,
     extra_info: Any = None,
-    *,
-    binary: bool = False,
-    max_tests: int = 100,
-    seed: int = 0,
-    sandbox_url: str | None = None,
-    queue_margin_s: float = QUEUE_MARGIN_S,
-    budget_s: float | None = None,
-    **_: Any,
+    **options: Any,
 ) -> float:
     """veRL custom reward: -1 no code, -0.5 compile error, else pass ratio (1/0 when `binary`);
-    FAULT (0) with a logged reason when the sandbox or the data fails. Never raises."""
-    return judge_solution(
-        solution_str,
-        ground_truth,
-        binary=binary,
-        max_tests=max_tests,
-        seed=seed,
-        sandbox_url=sandbox_url,
-        queue_margin_s=queue_margin_s,
-        budget_s=budget_s,
-    ).score
+    FAULT (0) with a logged reason when the sandbox or the data fails. Never raises.
+    `options` are veRL's reward_kwargs: those `judge_solution` takes reach it, any other is
+    ignored."""
+    judging = {name: value for name, value in options.items() if name in _JUDGE_OPTIONS}
+    return judge_solution(solution_str, ground_truth, **judging).score

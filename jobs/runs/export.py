@@ -21,8 +21,8 @@ from jobs.head import protocol
 from jobs.recipes import compose, overrides
 from jobs.recipes.catalogue import PAYLOADS, RECIPES, Recipe, RunContext
 from jobs.runs import listing, plan, workdir
-from jobs.runs.metadata import SUBMITTED_BY, ExportRun, RecipeRun
-from jobs.runs.plan import JOBS_PACKAGE, jobs_commit
+from jobs.runs.metadata import ExportRun, RecipeRun
+from jobs.runs.plan import JOBS_PACKAGE, provenance
 
 PAYLOAD = PAYLOADS / "export"
 SCRIPT = "export_checkpoint.py"
@@ -108,10 +108,7 @@ def for_run(
     }
     meta = ExportRun(
         run=recorded.run,
-        stack=stack or "",
-        git_commit=commit,
-        jobs_commit=jobs_commit(),
-        submitted_by=SUBMITTED_BY,
+        **provenance(stack, commit),
         recipe=recipe.name,
         framework=recipe.framework,
         backend=backend_name,

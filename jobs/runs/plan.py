@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import jobs
 
@@ -94,6 +94,26 @@ def jobs_commit() -> str:
     return git_commit(JOBS_REPO)
 
 
+class Provenance(TypedDict):
+    """Where a submitted job comes from, as every job's metadata records it: the stack, the
+    caller's commit, the rl-on-gke commit that rendered it, and the tool that submitted it."""
+
+    stack: str
+    git_commit: str
+    jobs_commit: str
+    submitted_by: str
+
+
+def provenance(stack: str | None, commit: str) -> Provenance:
+    """The job's `Provenance` on `stack` ("" for a bare address), from the caller's `commit`."""
+    return Provenance(
+        stack=stack or "",
+        git_commit=commit,
+        jobs_commit=jobs_commit(),
+        submitted_by=SUBMITTED_BY,
+    )
+
+
 def for_recipe(
     recipe: Recipe,
     run: str,
@@ -139,10 +159,7 @@ def for_recipe(
     meta = RecipeRun(
         run=run,
         attempt=1,
-        stack=stack or "",
-        git_commit=commit,
-        jobs_commit=jobs_commit(),
-        submitted_by=SUBMITTED_BY,
+        **provenance(stack, commit),
         recipe=recipe.name,
         framework=recipe.framework,
         framework_version=recipe.spec.version,
@@ -276,10 +293,7 @@ def for_command(
             run=run,
             attempt=1,
             kind=COMMAND,
-            stack=stack or "",
-            git_commit=commit,
-            jobs_commit=jobs_commit(),
-            submitted_by=SUBMITTED_BY,
+            **provenance(stack, commit),
             checkpoint_dir=checkpoint_dir,
             reserve=reserve.to_json(),
         ).to_ray(),

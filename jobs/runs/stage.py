@@ -22,8 +22,8 @@ from jobs.common.errors import UsageError
 from jobs.recipes import compose
 from jobs.recipes.catalogue import RECIPES, Recipe
 from jobs.runs import plan, workdir
-from jobs.runs.metadata import SUBMITTED_BY, StageRun
-from jobs.runs.plan import JOBS_PACKAGE, jobs_commit
+from jobs.runs.metadata import StageRun
+from jobs.runs.plan import JOBS_PACKAGE, provenance
 from jobs.staging import layout
 
 if TYPE_CHECKING:
@@ -131,10 +131,7 @@ def for_stage(ask: Ask, stack: str | None) -> Submission:
     workdir.check(JOBS_PACKAGE)
     meta = StageRun(
         run=stage_run(t.model),
-        stack=stack or "",
-        git_commit=plan.git_commit(),
-        jobs_commit=jobs_commit(),
-        submitted_by=SUBMITTED_BY,
+        **provenance(stack, plan.git_commit()),
         model=t.model,
         revision=ask.revision,
         convert=ask.convert,
