@@ -247,11 +247,21 @@ def follow_supervised(
 
 
 def _follow_attempt(
-    dashboard: Dashboard, where: address.Where, started: Started, as_json: bool
+    dashboard: Dashboard,
+    where: address.Where,
+    started: Started,
+    as_json: bool,
+    with_logs: bool = True,
 ) -> int:
+    """The unsupervised attempt to its end: its log streamed (--follow), or only waited for
+    (--wait, as `ray job submit` waits by default); the exit code is the job's."""
     job_id = started.submission_id
+    watcher = opt.watcher(dashboard, where)
     try:
-        status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
+        if with_logs:
+            status = watcher.follow(job_id, to_stderr=as_json)
+        else:
+            status = watcher.wait_for(job_id, follow.terminal, "waiting for its end")
     except KeyboardInterrupt as stop:
         err().print(
             f"detached; {job_id} keeps running. Stop it with: {opt.stop_hint(job_id, where)}",
@@ -295,6 +305,8 @@ def drive(
     )
     err().print(_started_line(started, sub.attempt, asked.max_restarts, attempt.gpus), markup=False)
     if not asked.follow_logs:
+        if started.supervisor is None and asked.supervision.wait_armed:
+            return _follow_attempt(dashboard, where, started, asked.as_json, with_logs=False)
         return _announce(started, where, asked.as_json)
     if started.supervisor is not None:
         return follow_supervised(
