@@ -93,6 +93,8 @@ def read_every_way(url: str, root: Path, run: str, report: Path) -> dict[str, tu
         "report": ("report", run, "--address", url, "--out", str(report)),
         "status --runs-root": ("status", run, "--runs-root", str(root)),
         "list": ("list", "--address", url),
+        "list --json": ("list", "--json", "--address", url),
+        "status --runs-root --json": ("status", run, "--json", "--runs-root", str(root)),
     }.items():
         code, out, err = cli(*args)
         seen[label] = (code, out + err)
@@ -127,6 +129,10 @@ def test_an_attempt_whose_log_died_with_its_node_leaves_the_run_readable(head, t
         for label in ("status", "logs", "logs --tail", "report"):
             assert f"{run}-a1" in during[label][1], (label, during[label][1])
             assert "lost with its node" in during[label][1], (label, during[label][1])
+        # About to restart, never FAILED: the cluster's list and the runs root agree.
+        row = next(r for r in json.loads(during["list --json"][1]) if r["run"] == run)
+        assert row["status"] == "WAITING", row
+        assert json.loads(during["status --runs-root --json"][1])["status"] == "WAITING"
         view = json.loads(during["status --json"][1])
         assert list(view["unreadable_logs"]) == [f"{run}-a1"]
         assert "lost with its node" in view["unreadable_logs"][f"{run}-a1"]
