@@ -97,16 +97,3 @@ def attempts(jobs: list[JobDetails], run: str) -> list[JobDetails]:
     """The attempts of the run named `run`, first to last."""
     found = [j for j in jobs if run_of(j) == run and attempt_of(j) is not None]
     return sorted(found, key=lambda j: attempt_of(j) or 0)
-
-
-def latest_attempt(cluster: Dashboard, run: str, where: str = "") -> JobDetails:
-    """The highest-numbered attempt of the run named `run` (its metadata `run`)."""
-    attempts = [j for j in cluster.jobs() if run_of(j) == run and attempt_of(j) is not None]
-    if not attempts:
-        raise UsageError(
-            f"no run named {run!r} on this cluster",
-            f"list runs with `{commands.command('list', where=where)}` (a run "
-            "name has no -aN "
-            "suffix)",
-        )
-    return max(attempts, key=lambda j: attempt_of(j) or 0)
