@@ -21,8 +21,8 @@ SinceOpt = Annotated[
     str | None,
     typer.Option(
         "--since",
-        metavar="DURATION",
-        help="Only the last hours or days, e.g. 36h or 7d (default: all the Ray head remembers).",
+        metavar="T",
+        help="Only since T, as `list` takes it: a time ago (36h, 30m, 7d) or a date (2026-12-01T08:00, UTC) (default: all the Ray head remembers).",
     ),
 ]
 PriceOpt = Annotated[

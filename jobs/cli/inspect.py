@@ -96,7 +96,7 @@ def status_cmd(
             first, error = listing.why_it_ended(view[key])
             shown.print(f"{key:>16}: {first}", markup=False)
             if error is not None:
-                shown.print(f"{'error':>16}: {error}", markup=False)
+                shown.print("{:>16}: {}".format(*listing.labelled(error)), markup=False)
                 more = commands.command("logs", view.get("run") or ident, "--tail 50", where=flags)
                 shown.print(f"{'':>16}  (the log's end: {more})", markup=False)
         elif view.get(key) not in ("", None):

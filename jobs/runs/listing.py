@@ -75,6 +75,18 @@ def why_it_ended(message: str) -> tuple[str, str | None]:
     return first, (errors[-1] if errors else lines[-1]).strip()[:300]
 
 
+_SAYS_ERROR = re.compile(r"^error:\s*", re.IGNORECASE)
+
+
+def labelled(line: str) -> tuple[str, str]:
+    """The line `why_it_ended` found, as `status` shows it: under `error` an error line (one
+    that says "error: ..." itself without its own prefix, so it never reads `error: error:`),
+    under `log's end` a plain last line, which is no error."""
+    if said := _SAYS_ERROR.match(line):
+        return "error", line[said.end() :] or line
+    return ("error" if _ERROR_LINE.match(line) else "log's end"), line
+
+
 def find(
     cluster: Dashboard, ident: str, where: str = "", jobs: list[JobDetails] | None = None
 ) -> JobDetails:
