@@ -3,7 +3,6 @@ once it starts, following it to its end, and a dry run's view."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +10,7 @@ from jobs.cli import options as opt
 from jobs.cli.console import ConsoleReporter, detached, emit_json, err, out
 from jobs.common import commands
 from jobs.common.errors import ExitCode
+from jobs.common.redact import redact
 from jobs.runs import address, follow, handoff
 from jobs.runs.address import Dashboard
 from jobs.runs.plan import Submission
@@ -325,9 +325,35 @@ def print_dry_run(sub: Submission, as_json: bool, notes: list[str]) -> None:
     if as_json:
         emit_json(view)
         return
-    out().print_json(json.dumps(view, default=str))
+    for line in dry_run_lines(sub):
+        out().print(line, markup=False)
     for note in notes:
         err().print(note, markup=False)
+
+
+def dry_run_lines(sub: Submission) -> list[str]:
+    """What a dry run would send, for a person (it printed the raw JSON that --json prints):
+    the id, the command, what it reserves, where its code comes from, its environment's names
+    (their values with --json) and its metadata."""
+    env = sub.runtime_env
+    reserves = [
+        f"{value:g} {what}"
+        for what, value in (("CPU", sub.entrypoint_num_cpus), ("GPU", sub.entrypoint_num_gpus))
+        if value
+    ] + [f"{value:g} {name}" for name, value in (sub.entrypoint_resources or {}).items()]
+    env_vars = env.get("env_vars")
+    lines = [
+        f"would submit {sub.submission_id}",
+        f"  {'entrypoint:':<12} {sub.entrypoint}",
+        f"  {'reserves:':<12} {', '.join(reserves) or 'nothing (the driver runs on the head)'}",
+    ]
+    for key in ("working_dir", "py_modules", "pip", "uv", "conda", "image_uri"):
+        if env.get(key):
+            lines.append(f"  {key + ':':<12} {env[key]}")
+    if isinstance(env_vars, dict) and env_vars:
+        lines.append(f"  {'env vars:':<12} {', '.join(sorted(env_vars))} (values: --json)")
+    lines.append(f"  {'metadata:':<12} {', '.join(f'{k}={v}' for k, v in sub.metadata.items())}")
+    return [redact(line) for line in lines]
 
 
 def warn_if_short(dashboard: Dashboard, needed: int, on_request: bool = False) -> None:
