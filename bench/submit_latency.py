@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -173,6 +174,7 @@ def main() -> int:
 
 # Ray's command each of ours is timed against.
 RAY_EQUIVALENT = {
+    "stop": "stop",
     "status": "status",
     "logs": "logs",
     "list": "list",
@@ -191,6 +193,34 @@ def _until_armed_or_ended(client: JobSubmissionClient, sid: str, timeout_s: floa
             return
         time.sleep(0.1)
     raise RuntimeError(f"{sid} neither took its run nor ended within {timeout_s:.0f} s")
+
+
+def _stops_side_by_side(
+    client: JobSubmissionClient,
+    env: dict[str, str],
+    url: str,
+    jobs_cli: list[str],
+    ray_cli: list[str],
+    reps: int,
+) -> tuple[list[float], list[float]]:
+    """`stop JOB` of a RUNNING job, ours and `ray job stop` (both return once it stopped)."""
+    ours_s: list[float] = []
+    rays_s: list[float] = []
+    for i in range(reps):
+        mine, theirs = f"stop-{uuid.uuid4().hex[:6]}", f"raystop-{uuid.uuid4().hex[:6]}"
+        for sid in (mine, theirs):
+            client.submit_job(entrypoint=shlex.join(ENTRY), submission_id=sid)
+        for sid in (mine, theirs):
+            until_running(client, sid, time.perf_counter())
+        pair = [
+            (ours_s, [*jobs_cli, "stop", mine, "--address", url]),
+            (rays_s, [*ray_cli, "stop", theirs, "--address", url]),
+        ]
+        for into, args in pair if i % 2 else pair[::-1]:
+            into.append(timed(args, env))
+        for sid in (mine, theirs):
+            until_terminal(client, sid)
+    return ours_s, rays_s
 
 
 def _commands_side_by_side(
@@ -212,6 +242,7 @@ def _commands_side_by_side(
             for into, args in pair if i % 2 else pair[::-1]:
                 into.append(timed(args, env))
         out[name] = (ours_s, rays_s)
+    out["stop"] = _stops_side_by_side(client, env, url, jobs_cli, ray_cli, reps)
     # The supervised hand-off: waiting for the supervisor to take the run (--wait; what the
     # default does on a cluster where no supervisor of this code has taken a run yet), the
     # default once one has (the --wait ones before it have), and returning at submit

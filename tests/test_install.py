@@ -59,11 +59,11 @@ def test_the_console_script_runs_this_checkout(tmp_path):
     assert Path(where.stdout.strip()).resolve() == (REPO / "jobs" / "__init__.py").resolve()
 
 
-def _usage_line(argv: list[str], tmp_path: Path) -> str:
+def _usage_line(argv: list[str], tmp_path: Path, path: str) -> str:
     done = subprocess.run(
         [*argv, "--help"],
         cwd=tmp_path,
-        env=_outside(tmp_path),
+        env={**_outside(tmp_path), "PATH": path},
         capture_output=True,
         text=True,
         timeout=120,
@@ -73,10 +73,16 @@ def _usage_line(argv: list[str], tmp_path: Path) -> str:
 
 
 def test_the_program_is_spelled_as_the_user_started_it(tmp_path):
-    # A hint is pasted back into a shell: `rl-jobs` outside the venv's python, `python -m jobs`
-    # where that is what the person typed (issue 29 item 6).
-    script = str(Path(sys.executable).parent / "rl-jobs")
-    assert _usage_line([script], tmp_path).startswith("Usage: rl-jobs ")
-    assert _usage_line([sys.executable, "-m", "jobs"], tmp_path).startswith(
-        "Usage: python -m jobs "
+    # A hint is pasted back into a shell: spelled as that shell finds the program again, by
+    # name where PATH leads to it, else by its full path.
+    bin_dir = str(Path(sys.executable).parent)
+    script = str(Path(bin_dir) / "rl-jobs")
+    on_path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    off_path = os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != bin_dir
     )
+    assert _usage_line([script], tmp_path, on_path).startswith("Usage: rl-jobs ")
+    assert _usage_line([script], tmp_path, off_path).startswith(f"Usage: {script} ")
+    module = [sys.executable, "-m", "jobs"]
+    assert _usage_line(module, tmp_path, on_path).startswith("Usage: python -m jobs ")
+    assert _usage_line(module, tmp_path, off_path).startswith(f"Usage: {sys.executable} -m jobs ")

@@ -11,6 +11,7 @@ from jobs.cli import options as opt
 from jobs.cli.console import emit_json, handled, out
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
     from rich.table import Table
 
     from jobs.runs import cost
@@ -21,8 +22,8 @@ SinceOpt = Annotated[
     str | None,
     typer.Option(
         "--since",
-        metavar="DURATION",
-        help="Only the last hours or days, e.g. 36h or 7d (default: all the Ray head remembers).",
+        metavar="T",
+        help="Only since T, as `list` takes it: a time ago (36h, 30m, 7d) or a date (2026-12-01T08:00, UTC) (default: all the Ray head remembers).",
     ),
 ]
 PriceOpt = Annotated[
@@ -43,6 +44,45 @@ def _hours(value: float | None) -> str:
     return "?" if value is None else f"{value:,.2f}"
 
 
+# The table's columns besides the run's name need about this many columns to read whole.
+_OTHER_COLUMNS = 52
+
+
+def cost_view(report: cost.CostReport, width: int) -> RenderableType:
+    """The table where every run's name fits beside its figures; else one block per run, its
+    name on a line of its own (a 63-character name left the table's other columns one letter
+    wide at 80 columns, its header a letter per line)."""
+    longest = max((len(r.run) for r in report.runs), default=0)
+    if longest + _OTHER_COLUMNS <= width:
+        return cost_table(report)
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.text import Text
+
+    lines: list[RenderableType] = [Text("GPU node-hours and cost", style="bold")]
+    for r in report.runs:
+        lines.append(Text(r.run))
+        figures = f"recipe {r.recipe or '-'}  {_hours(r.node_hours)} node-h  "
+        figures += _money(report.usd(r.node_hours))
+        lines.append(Padding(Text(figures), (0, 0, 0, 2)))
+        lines.append(Padding(Text(_attempts(r)), (0, 0, 0, 4)))
+    for label, hours in (
+        ("idle (GPU nodes alive, no run)", report.idle_node_hours),
+        ("total", report.total_node_hours),
+    ):
+        lines.append(Text(f"{label}: {_hours(hours)} node-h  {_money(report.usd(hours))}"))
+    lines.append(Text(f"price: {report.price_source}"))
+    return Group(*lines)
+
+
+def _attempts(r: cost.RunUsage) -> str:
+    return ", ".join(
+        f"a{a.attempt} {a.status} {'?' if a.nodes is None else a.nodes}x"
+        f"{a.interval.hours if a.interval else 0:.2f}h"
+        for a in r.attempts
+    )
+
+
 def cost_table(report: cost.CostReport) -> Table:
     from rich.table import Table  # lazy, for start-up time: only `cost` draws it
 
@@ -50,13 +90,12 @@ def cost_table(report: cost.CostReport) -> Table:
     for col in ("run", "recipe", "attempts", "node-hours", "cost"):
         table.add_column(col, no_wrap=col == "run", overflow="fold")
     for r in report.runs:
-        attempts = ", ".join(
-            f"a{a.attempt} {a.status} {'?' if a.nodes is None else a.nodes}x"
-            f"{a.interval.hours if a.interval else 0:.2f}h"
-            for a in r.attempts
-        )
         table.add_row(
-            r.run, r.recipe or "-", attempts, _hours(r.node_hours), _money(report.usd(r.node_hours))
+            r.run,
+            r.recipe or "-",
+            _attempts(r),
+            _hours(r.node_hours),
+            _money(report.usd(r.node_hours)),
         )
     table.add_section()
     table.add_row(
@@ -99,4 +138,4 @@ def cost_cmd(
     if as_json:
         emit_json(report.view())
         return
-    out().print(cost_table(report), soft_wrap=False)
+    out().print(cost_view(report, out().width), soft_wrap=False)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -14,6 +13,7 @@ from jobs.cli import options as opt
 from jobs.cli.console import ConsoleReporter, detached, emit_json, err, out
 from jobs.common import commands
 from jobs.common.errors import ExitCode
+from jobs.common.redact import redact
 from jobs.runs import address, follow, handoff
 from jobs.runs.address import Dashboard
 from jobs.runs.plan import Submission
@@ -298,11 +298,21 @@ def follow_supervised(
 
 
 def _follow_attempt(
-    dashboard: Dashboard, where: address.Where, started: Started, as_json: bool
+    dashboard: Dashboard,
+    where: address.Where,
+    started: Started,
+    as_json: bool,
+    with_logs: bool = True,
 ) -> int:
+    """The unsupervised attempt to its end: its log streamed (--follow), or only waited for
+    (--wait, as `ray job submit` waits by default); the exit code is the job's."""
     job_id = started.submission_id
+    watcher = opt.watcher(dashboard, where)
     try:
-        status = opt.watcher(dashboard, where).follow(job_id, to_stderr=as_json)
+        if with_logs:
+            status = watcher.follow(job_id, to_stderr=as_json)
+        else:
+            status = watcher.wait_for(job_id, follow.terminal, "waiting for its end")
     except KeyboardInterrupt as stop:
         err().print(
             f"detached; {job_id} keeps running. Stop it with: {opt.stop_hint(job_id, where)}",
@@ -346,6 +356,8 @@ def drive(
     )
     err().print(_started_line(started, sub.attempt, asked.max_restarts, attempt.gpus), markup=False)
     if not asked.follow_logs:
+        if started.supervisor is None and asked.supervision.wait_armed:
+            return _follow_attempt(dashboard, where, started, asked.as_json, with_logs=False)
         return _announce(started, where, asked.as_json)
     if started.supervisor is not None:
         return follow_supervised(
@@ -364,9 +376,35 @@ def print_dry_run(sub: Submission, as_json: bool, notes: list[str]) -> None:
     if as_json:
         emit_json(view)
         return
-    out().print_json(json.dumps(view, default=str))
+    for line in dry_run_lines(sub):
+        out().print(line, markup=False)
     for note in notes:
         err().print(note, markup=False)
+
+
+def dry_run_lines(sub: Submission) -> list[str]:
+    """What a dry run would send, for a person (it printed the raw JSON that --json prints):
+    the id, the command, what it reserves, where its code comes from, its environment's names
+    (their values with --json) and its metadata."""
+    env = sub.runtime_env
+    reserves = [
+        f"{value:g} {what}"
+        for what, value in (("CPU", sub.entrypoint_num_cpus), ("GPU", sub.entrypoint_num_gpus))
+        if value
+    ] + [f"{value:g} {name}" for name, value in (sub.entrypoint_resources or {}).items()]
+    env_vars = env.get("env_vars")
+    lines = [
+        f"would submit {sub.submission_id}",
+        f"  {'entrypoint:':<12} {sub.entrypoint}",
+        f"  {'reserves:':<12} {', '.join(reserves) or 'nothing (the driver runs on the head)'}",
+    ]
+    for key in ("working_dir", "py_modules", "pip", "uv", "conda", "image_uri"):
+        if env.get(key):
+            lines.append(f"  {key + ':':<12} {env[key]}")
+    if isinstance(env_vars, dict) and env_vars:
+        lines.append(f"  {'env vars:':<12} {', '.join(sorted(env_vars))} (values: --json)")
+    lines.append(f"  {'metadata:':<12} {', '.join(f'{k}={v}' for k, v in sub.metadata.items())}")
+    return [redact(line) for line in lines]
 
 
 def warn_if_short(dashboard: Dashboard, needed: int, on_request: bool = False) -> None:

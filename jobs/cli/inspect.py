@@ -17,6 +17,7 @@ from jobs.common.errors import ExitCode, UsageError
 from jobs.common.redact import redact
 from jobs.runs import address, follow, handoff, listing, state
 from jobs.runs.address import Dashboard
+from jobs.runs.attempt_logs import AttemptLogs
 from jobs.runs.listing import JobDetails
 
 app = typer.Typer()
@@ -62,9 +63,9 @@ def status_cmd(
         else:
             view = listing.describe(listing.find(cluster, ident, flags, jobs_))
         if found is not None:
-            spent, curves = run_goodput.of_run(
-                found.attempts, view.get("history") or [], cluster.logs
-            )
+            logs = AttemptLogs(cluster.logs)
+            spent, curves = run_goodput.of_run(found.attempts, view.get("history") or [], logs)
+            view["unreadable_logs"] = logs.unreadable
             view["progress"] = metrics.progress(curves)
             view["goodput"] = goodput.priced(spent.as_json(), outputs)
             view["save_period"] = run_goodput.save_advice(
@@ -95,7 +96,7 @@ def status_cmd(
             first, error = listing.why_it_ended(view[key])
             shown.print(f"{key:>16}: {first}", markup=False)
             if error is not None:
-                shown.print(f"{'error':>16}: {error}", markup=False)
+                shown.print("{:>16}: {}".format(*listing.labelled(error)), markup=False)
                 more = commands.command("logs", view.get("run") or ident, "--tail 50", where=flags)
                 shown.print(f"{'':>16}  (the log's end: {more})", markup=False)
         elif view.get(key) not in ("", None):
@@ -113,9 +114,12 @@ def status_cmd(
 
 
 def _print_how_it_goes(shown: Any, view: dict[str, Any]) -> None:
-    """status's lines on the run's progress, its goodput, its save period and what to do next."""
+    """status's lines on the attempts whose log is gone, the run's progress, its goodput, its
+    save period and what to do next."""
     from jobs.runs import goodput, metrics, save_period  # lazy: status only
 
+    for n, why in enumerate((view.get("unreadable_logs") or {}).values()):
+        shown.print(f"{'logs' if n == 0 else '':>16}{':' if n == 0 else ' '} {why}", markup=False)
     if view.get("progress"):
         shown.print(f"{'progress':>16}: {metrics.progress_line(view['progress'])}", markup=False)
         if spark := view["progress"].get("reward_sparkline"):
@@ -183,8 +187,10 @@ def logs_cmd(
     if tail is not None:
         with opt.reach(addr, stack_name) as (cluster, where):
             job = listing.find(cluster, ident, opt.where_flags(where))
-            lines = cluster.logs(job.submission_id or ident).splitlines(keepends=True)
+            logs = AttemptLogs(cluster.logs)
+            lines = logs(job.submission_id or ident).splitlines(keepends=True)
             sys.stdout.write(redact("".join(lines[-tail:])))
+        _say_unreadable(logs.unreadable)
         return
     if runs_root and not follow_logs and record_view.has_record(runs_root, ident):
         # The supervisor's decisions from the run's record: readable without the head.
@@ -204,7 +210,9 @@ def logs_cmd(
             if len(tried) > 1:  # a run resumed by hand: every attempt, each under a header
                 _write_attempt_logs(cluster, tried)
             else:
-                sys.stdout.write(redact(cluster.logs(job_id)))
+                logs = AttemptLogs(cluster.logs)
+                sys.stdout.write(redact(logs(job_id)))
+                _say_unreadable(logs.unreadable)
             return
         status = opt.follow_or_detach(cluster, where, job_id, to_stderr=False)
     raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))
@@ -213,11 +221,20 @@ def logs_cmd(
 def _write_attempt_logs(cluster: Dashboard, tried: list[JobDetails]) -> None:
     """Each attempt's whole log under a `==> ID (STATUS) <==` header, first to last: the
     failed ones are the ones a user needs."""
+    logs = AttemptLogs(cluster.logs)
     for job in tried:
         job_id = job.submission_id or ""
         sys.stdout.write(f"==> {job_id} ({job.status.value}) <==\n")
-        text = redact(cluster.logs(job_id))
+        text = redact(logs(job_id))
+        if job_id in logs.unreadable:
+            text = f"({logs.unreadable[job_id]})\n"
         sys.stdout.write(text if text.endswith("\n") or not text else f"{text}\n")
+
+
+def _say_unreadable(unreadable: dict[str, str]) -> None:
+    """The attempts whose log Ray could not give, said on stderr: the command still answers."""
+    for why in unreadable.values():
+        err().print(why, markup=False)
 
 
 def _supervised_logs(

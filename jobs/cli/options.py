@@ -45,7 +45,7 @@ WaitOpt = Annotated[
     typer.Option(
         "--wait/--no-wait",
         show_default=False,
-        help="Supervised: --wait returns once the supervisor has taken the run, so one that cannot start fails this command; --no-wait returns once it is submitted, as `ray job submit --no-wait` does (`status RUN` then says whether it took the run). Default: wait unless a supervisor of this same code already took a run under the same runs root on this cluster.",
+        help="Supervised: --wait returns once the supervisor has taken the run, so one that cannot start fails this command; --no-wait returns once it is submitted, as `ray job submit --no-wait` does (`status RUN` then says whether it took the run). Default: wait unless a supervisor of this same code already took a run under the same runs root on this cluster. Unsupervised: --wait waits for the job's end without printing its log, and exits with its status (1 when it failed or was stopped).",
     ),
 ]
 TailOpt = Annotated[

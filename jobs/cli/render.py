@@ -53,12 +53,17 @@ def runs(views: list[dict[str, Any]]) -> RenderableType:
     blocks: list[RenderableType] = []
     for r in views:
         head = Text(r["run"], style="bold")
-        head.append(f"  {r['status']}" + (f"  recipe {r['recipe']}" if r["recipe"] else ""))
-        if step := list_progress.step_text(r.get("step"), r.get("of")):
-            head.append(f"  {step}")
-        if r.get("duration_s") is not None:
-            head.append(f"  {list_progress.human_duration(r['duration_s'])}")
+        head.append(f"  {r['status']}")
         blocks.append(head)
+        # Details on an indented line of their own: wrapped after a 63-character name, a
+        # recipe at the line's start read as a second run.
+        details = [f"recipe {r['recipe']}"] if r["recipe"] else []
+        if step := list_progress.step_text(r.get("step"), r.get("of")):
+            details.append(step)
+        if r.get("duration_s") is not None:
+            details.append(list_progress.human_duration(r["duration_s"]))
+        if details:
+            blocks.append(_indented("  ".join(details)))
         if r["attempts"]:
             table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
             for col in ("submission id", "status"):

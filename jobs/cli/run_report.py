@@ -61,8 +61,11 @@ def report_cmd(
                 "curves": {m: len(report.curves.series(m)) for m in curves},
                 "attempts": len(report.attempts),
                 "goodput": report.goodput,
+                "unreadable_logs": report.unreadable_logs,
             }
         )
         return
     shown = ", ".join(curves) if curves else "no step lines yet"
     out().print(f"wrote {target} ({len(report.attempts)} attempt(s); {shown})", markup=False)
+    for why in report.unreadable_logs.values():
+        out().print(why, markup=False)

@@ -24,6 +24,21 @@ class AlreadySubmitted(UsageError):
     """The submission id exists on the cluster (jobs.client.errors.is_duplicate)."""
 
 
+class LogUnreadable(JobsError):
+    """Ray could not read a job's log from its driver's node. Ray keeps a job's log on the node
+    its driver ran on and the dashboard asks that node's agent for it, answering HTTP 500 with
+    the traceback when it cannot (job_head.py `get_job_logs`, Ray 2.46/2.48/2.60)."""
+
+    def __init__(self, job_id: str, message: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+
+
+class LogLost(LogUnreadable):
+    """The job's log went with its driver's node (a reclaimed spot VM): Ray's node table holds
+    that node DEAD, and nothing on the cluster has the log any more."""
+
+
 def meaningful_line(text: str) -> str:
     """The line of an error body that says what went wrong: a dashboard 500 carries a
     Python traceback whose first line is "Traceback (most recent call last):" and whose last
@@ -241,8 +256,36 @@ class Dashboard:
             return self.api.list_jobs()
 
     def logs(self, job_id: str) -> str:
-        with _translated(f"read the logs of {job_id}"):
+        """The job's whole log; LogUnreadable (LogLost when its node is dead) where Ray answers
+        500 because the driver's node cannot serve it."""
+        what = f"read the logs of {job_id}"
+        try:
             return self.api.get_job_logs(job_id)
+        except Exception as e:  # sorted below, as _translated does
+            if errors.http_status(e) == 500 and not errors.is_duplicate(e):
+                raise self._unreadable(job_id, e) from None
+            _translate(what, e)
+            raise
+
+    def _unreadable(self, job_id: str, e: Exception) -> JobsError:
+        """Why the driver's node could not give the log: gone with its node, or not answering
+        (Ray holds a hard-lost node ALIVE for up to ~50 s before it marks it DEAD)."""
+        reason = meaningful_line(redact(errors.body(e))) or "HTTP 500 with no reason given"
+        try:
+            node_id = self.api.get_job_info(job_id).driver_node_id
+            nodes = self.api.list_nodes() if node_id else []
+        except (RuntimeError, OSError, ValueError, http.client.HTTPException):
+            return LogUnreadable(job_id, f"Ray could not read the log of {job_id}: {reason}")
+        node = next((n for n in nodes if n.get("node_id") == node_id), None)
+        if node_id and (node is None or node.get("state") == "DEAD"):
+            return LogLost(
+                job_id,
+                f"the log of {job_id} was lost with its node {node_id[:12]} (Ray keeps a "
+                "job's log on its driver's node)",
+            )
+        return LogUnreadable(
+            job_id, f"Ray could not read the log of {job_id} from its driver's node: {reason}"
+        )
 
     def stop(self, job_id: str) -> bool:
         with _translated(f"stop {job_id}"):

@@ -63,7 +63,7 @@ def record_end(
         **({"saved_for_node_end": True} if for_node_end else {}),
     )
     state.watching = False
-    _keep_progress(sup, job_id)
+    keep_progress(sup, job_id)
     state.situation = Situation(
         ended=policy.policy_end(ended, for_node_end),  # type: ignore[arg-type]
         restarts_used=state.restarts,
@@ -107,14 +107,15 @@ def _end_message(
     return f"{job_id} {ended}{why}{capacity}; {ckpt}"
 
 
-def _keep_progress(sup: SupervisorPort, job_id: str) -> None:
-    """The attempt's step lines beside its record, for its goodput after the head is gone;
-    best effort: the record itself is what the run needs."""
+def keep_progress(sup: SupervisorPort, job_id: str) -> None:
+    """The attempt's step lines beside its record, for its goodput after the head is gone, and
+    while it runs: a spot reclaim takes the log of a driver on a GPU node with the node, so what
+    is kept at the end alone would be nothing. Best effort: the record is what the run needs."""
     if sup.store is None:
         return
     try:
         lines = sup.probes.progress_lines(job_id)
-        if lines:
+        if lines and lines != sup.store.progress(job_id):
             sup.store.keep_progress(job_id, lines)
     except (OSError, RuntimeError, ValueError, http.client.HTTPException):
         pass

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jobs.client.types import JobStatus
-from jobs.head import checkpoints, stall
+from jobs.head import attempt_end, checkpoints, stall
 from jobs.head import events as ev
 from jobs.head.run_state import RunState
 
@@ -55,6 +55,7 @@ class AttemptWatch:
                 reread = sup.clock.monotonic() - published_at >= sup.config.gauges_s
                 if reread:
                     published_at = sup.clock.monotonic()
+                    attempt_end.keep_progress(sup, job_id)
                 sup.cluster.set_gauges(job_id, reread)
             if status == JobStatus.PENDING:
                 # Not started: its driver waits for resources (GPU nodes scaling up, an image

@@ -209,5 +209,15 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def run(argv: list[str]) -> int:
+    """`main`, ended by Ctrl-C (a person trying the re-armer in a terminal) with one line and
+    exit 130, not a traceback that reads as a crash."""
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        print("rearm: interrupted; runs stay as recorded (start it again to go on)", flush=True)
+        return 130
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run(sys.argv[1:]))

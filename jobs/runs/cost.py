@@ -21,13 +21,13 @@ jobs/head/node_events.py), and contacts nothing.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jobs.client.types import JobDetails
 from jobs.common.errors import UsageError
+from jobs.runs import list_filter
 from jobs.runs.listing import attempt_of, metadata_of, run_of
 
 if TYPE_CHECKING:
@@ -248,7 +248,6 @@ def report(
     )
 
 
-_SINCE = re.compile(r"^(?P<n>[0-9]+(?:\.[0-9]+)?)(?P<unit>[hd])$")
 NO_PRICE = (
     "no price: the stack was deployed by an older version of this program, which did not export"
     " prices (`pulumi up` with this version exports them), and --node-hour-usd is not given"
@@ -256,17 +255,17 @@ NO_PRICE = (
 
 
 def period_since(since: str | None, now_ms: int) -> Interval:
-    """`--since 36h` / `7d` -> [now - that, now]; None -> everything the head remembers."""
+    """`--since` as `list` takes it (`36h`, `30m`, `7d` ago, or a UTC date/time) -> [then, now];
+    None -> everything the head remembers."""
     if since is None:
         return Interval(0, now_ms)
-    match = _SINCE.match(since.strip())
-    if not match or float(match["n"]) <= 0:
+    start = list_filter.since_ms(since, now_ms / 1000)
+    if start >= now_ms:
         raise UsageError(
-            f"--since {since!r} is not a duration",
-            "give hours or days, e.g. --since 36h or --since 7d",
+            f"--since {since!r} is not in the past",
+            "give a time ago (e.g. --since 36h) or an earlier date",
         )
-    hours = float(match["n"]) * (24 if match["unit"] == "d" else 1)
-    return Interval(max(0, now_ms - int(hours * MS_PER_HOUR)), now_ms)
+    return Interval(max(0, start), now_ms)
 
 
 def price_of(outputs: StackOutputs | None, override_usd: float | None) -> tuple[float | None, str]:

@@ -14,13 +14,13 @@ import shlex
 
 from components.contract import HF_HOME_ENV, HF_HOME_PATH, RUNS_ROOT
 from jobs.client.dashboard import AlreadySubmitted, Dashboard
-from jobs.client.types import Submission
+from jobs.client.types import JobDetails, Submission
 from jobs.common import commands
 from jobs.common.errors import UsageError
 from jobs.head import protocol
 from jobs.recipes import compose, overrides
 from jobs.recipes.catalogue import PAYLOADS, RECIPES, Recipe, RunContext
-from jobs.runs import listing, plan, workdir
+from jobs.runs import listing, plan, state, workdir
 from jobs.runs.metadata import ExportRun, RecipeRun
 from jobs.runs.plan import JOBS_PACKAGE, provenance
 
@@ -125,6 +125,24 @@ def for_run(
     )
 
 
+def _latest_attempt(found: state.Run | None, run: str, where: str) -> JobDetails:
+    """The run's latest attempt; a run that never sent one (stopped or dead while it waited for
+    GPUs) exists, as `list` and `status` show it, but has nothing to export."""
+    if found is None:
+        raise UsageError(
+            f"no run named {run!r} on this cluster",
+            f"list runs with `{commands.command('list', where=where)}` (a run name has no -aN "
+            "suffix)",
+        )
+    if found.latest is None:
+        raise UsageError(
+            f"run {run} never started an attempt ({found.status}): nothing was trained, so it "
+            "has no checkpoint to export",
+            f"see its story with {commands.command('status', run, where=where)}",
+        )
+    return found.latest
+
+
 def prepare(
     dashboard: Dashboard,
     run: str,
@@ -135,7 +153,8 @@ def prepare(
 ) -> tuple[Submission, Recipe]:
     """The export job of `run`, once its latest attempt is known to have ended: a checkpoint
     still being written may be half-written."""
-    latest = listing.latest_attempt(dashboard, run, where)
+    jobs_ = dashboard.jobs()
+    latest = _latest_attempt(state.find(jobs_, run), run, where)
     job_id = latest.submission_id or run
     kind = listing.metadata_of(latest).kind
     if kind != protocol.RECIPE:
@@ -159,7 +178,7 @@ def prepare(
             "export with the rl-on-gke commit in its jobs_commit metadata",
         )
     recipe = RECIPES[recorded.recipe]
-    number = next_number([j.submission_id or "" for j in dashboard.jobs()], run)
+    number = next_number([j.submission_id or "" for j in jobs_], run)
     sub = for_run(
         recipe,
         recorded,

@@ -261,6 +261,9 @@ def lines_of(as_json: Mapping[str, Any] | None) -> list[str]:
         return []
     amounts = as_json["gpu_hours"] or {b: s / 3600 for b, s in as_json["seconds"].items()}
     unit = "GPU-h" if as_json["gpu_hours"] else "h"
+    if sum(amounts.values()) < 1.0:  # a short run read 0.00 in every bucket: minutes instead
+        amounts = {b: h * 60 for b, h in amounts.items()}
+        unit = "GPU-min" if as_json["gpu_hours"] else "min"
     total = sum(amounts.values())
     head = f"{as_json['percent']:.0f}% productive of {total:.2f} {unit}"
     if as_json.get("cost_usd") is not None:

@@ -75,6 +75,18 @@ def why_it_ended(message: str) -> tuple[str, str | None]:
     return first, (errors[-1] if errors else lines[-1]).strip()[:300]
 
 
+_SAYS_ERROR = re.compile(r"^error:\s*", re.IGNORECASE)
+
+
+def labelled(line: str) -> tuple[str, str]:
+    """The line `why_it_ended` found, as `status` shows it: under `error` an error line (one
+    that says "error: ..." itself without its own prefix, so it never reads `error: error:`),
+    under `log's end` a plain last line, which is no error."""
+    if said := _SAYS_ERROR.match(line):
+        return "error", line[said.end() :] or line
+    return ("error" if _ERROR_LINE.match(line) else "log's end"), line
+
+
 def find(
     cluster: Dashboard, ident: str, where: str = "", jobs: list[JobDetails] | None = None
 ) -> JobDetails:
@@ -97,16 +109,3 @@ def attempts(jobs: list[JobDetails], run: str) -> list[JobDetails]:
     """The attempts of the run named `run`, first to last."""
     found = [j for j in jobs if run_of(j) == run and attempt_of(j) is not None]
     return sorted(found, key=lambda j: attempt_of(j) or 0)
-
-
-def latest_attempt(cluster: Dashboard, run: str, where: str = "") -> JobDetails:
-    """The highest-numbered attempt of the run named `run` (its metadata `run`)."""
-    attempts = [j for j in cluster.jobs() if run_of(j) == run and attempt_of(j) is not None]
-    if not attempts:
-        raise UsageError(
-            f"no run named {run!r} on this cluster",
-            f"list runs with `{commands.command('list', where=where)}` (a run "
-            "name has no -aN "
-            "suffix)",
-        )
-    return max(attempts, key=lambda j: attempt_of(j) or 0)

@@ -78,7 +78,8 @@ def progress_line(p: dict[str, Any] | None) -> str:
     if p.get("seconds_per_step") is not None:
         parts.append(f"{p['seconds_per_step']:.3g} s/step")
     if p.get("eta_s") is not None:
-        parts.append(f"ETA {p['eta_s'] / 60:.0f} min")
+        eta_s = p["eta_s"]  # under 90 s in seconds: "ETA 0 min" read as done
+        parts.append(f"ETA {eta_s:.0f} s" if eta_s < 90 else f"ETA {eta_s / 60:.0f} min")
     return ", ".join(parts)
 
 

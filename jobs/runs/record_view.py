@@ -69,9 +69,10 @@ def view(root: str | Path, run: str, now: float | None = None) -> dict[str, Any]
         state = {run_events.FINISHED: "SUCCEEDED", run_events.STOPPED: "STOPPED"}.get(
             final["event"], "GAVE_UP"
         )
-    elif alive and not any(r.get("event") == run_events.SUBMITTED for r in run_events.life(recs)):
-        # A live supervisor that has not sent this life's first attempt: waiting for its GPUs,
-        # as the cluster's view says it (jobs/runs/state.py WAITING).
+    elif alive and _between_attempts(recs, attempts):
+        # A live supervisor that has not sent this life's first attempt (waiting for its GPUs),
+        # or whose latest attempt ended (settling, waiting for GPUs after a preemption), as the
+        # cluster's view says it (jobs/runs/state.py WAITING).
         state = WAITING
     elif alive:
         state = "SUPERVISED"
@@ -91,6 +92,14 @@ def view(root: str | Path, run: str, now: float | None = None) -> dict[str, Any]
         "history": recs,
         "record": str(store.dir),
     }
+
+
+def _between_attempts(recs: list[dict[str, Any]], attempts: dict[str, dict[str, Any]]) -> bool:
+    """No attempt of this life sent yet, or the latest one ended without success."""
+    if not any(r.get("event") == run_events.SUBMITTED for r in run_events.life(recs)):
+        return True
+    latest = list(attempts.values())[-1] if attempts else None
+    return latest is not None and latest.get("status") in ("FAILED", "STOPPED")
 
 
 def with_goodput(v: dict[str, Any], root: str | Path, outputs: Any | None = None) -> dict[str, Any]:

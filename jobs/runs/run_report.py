@@ -21,6 +21,7 @@ from jobs.client.types import JobDetails
 from jobs.common.redact import redact
 from jobs.head import events as ev
 from jobs.runs import goodput, handoff, listing, metrics, run_goodput
+from jobs.runs.attempt_logs import AttemptLogs
 from jobs.runs.metadata import RecipeRun
 
 MS_PER_HOUR = 3_600_000
@@ -59,6 +60,8 @@ class RunReport:
     goodput: dict[str, Any] | None = None  # goodput.Goodput.as_json() of the run's life
     # The supervisors' records (jobs/head/events.py), drawn on the timeline's own row.
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    # Attempts whose log Ray could not give (gone with their node): submission id -> why.
+    unreadable_logs: dict[str, str] = field(default_factory=dict)
 
     @property
     def gpu_hours(self) -> float | None:
@@ -118,13 +121,7 @@ def gather(cluster: Dashboard, run: str, where: str = "") -> RunReport:
         framework=recorded.framework if recorded else "",
         now_ms=int(time.time() * 1000),
     )
-    read: dict[str, str] = {}
-
-    def logs(sid: str) -> str:  # each attempt's log fetched once: curves, goodput and saves
-        if sid not in read:
-            read[sid] = cluster.logs(sid)
-        return read[sid]
-
+    logs = AttemptLogs(cluster.logs)  # each attempt's log fetched once: curves, goodput, saves
     for attempt in tried:
         shown = _attempt(attempt)
         if shown.start_ms is not None:
@@ -137,6 +134,7 @@ def gather(cluster: Dashboard, run: str, where: str = "") -> RunReport:
     report.decisions = records
     spent, report.curves = run_goodput.of_run(tried, records, logs, report.now_ms)
     report.goodput = spent.as_json()
+    report.unreadable_logs = logs.unreadable
     return report
 
 
@@ -327,7 +325,7 @@ def _attempt_table(report: RunReport) -> str:
                 _when(a.end_ms),
                 f"{a.hours(report.now_ms):.2f}",
                 "?" if a.gpus is None else a.gpus,
-                a.message,
+                "; ".join(m for m in (a.message, report.unreadable_logs.get(a.submission_id)) if m),
             )
         )
         + "</tr>"

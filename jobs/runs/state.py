@@ -21,7 +21,9 @@ from jobs.head import protocol
 from jobs.runs import listing
 from jobs.runs.metadata import RecipeRun
 
-WAITING = "WAITING"  # a live supervisor that has not sent attempt 1 yet (waiting for GPUs)
+# A live supervisor that has not sent the next attempt yet: attempt 1 (waiting for GPUs), or the
+# one after an attempt that failed or was stopped (settling, waiting for GPUs after a preemption).
+WAITING = "WAITING"
 # Every status a run shows in `list` (`list --status` takes these).
 STATUSES = (*(s.value for s in JobStatus), WAITING)
 
@@ -46,14 +48,23 @@ class Run:
 
     @property
     def status(self) -> str:
-        """The latest attempt's status; WAITING while a live supervisor has not sent one; else
-        the last supervisor's (a supervisor that died before attempt 1: FAILED)."""
+        """The latest attempt's status; WAITING while a live supervisor has not sent one or is
+        about to send the next (its latest ended without success); else the last supervisor's
+        (a supervisor that died before attempt 1: FAILED)."""
         if self.latest is not None:
+            ended = self.latest.status.is_terminal()
+            if ended and self.latest.status != JobStatus.SUCCEEDED and self._restarting:
+                return WAITING
             return self.latest.status.value
         if self.live_supervisor is not None:
             return WAITING
         last = (self.supervisors or self.others)[-1]
         return last.status.value
+
+    @property
+    def _restarting(self) -> bool:
+        """A live supervisor holds the run and no stop of the user's was recorded."""
+        return self.live_supervisor is not None and not self.stop_recorded
 
     def attempt_metadata(self) -> Mapping[str, str]:
         """What the run's latest attempt records, or what its supervisor would have sent as

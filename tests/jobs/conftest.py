@@ -42,7 +42,10 @@ def ray_client(ray_url: str) -> JobSubmissionClient:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
+    """This environment without a cluster address or debug output, the venv's bin first on PATH
+    as an activated venv has it: the CLI's hints then say `python -m jobs` as typed."""
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "JOBS_DEBUG")}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.update(extra)
     return env
 

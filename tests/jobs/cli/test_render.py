@@ -73,6 +73,10 @@ def test_list_fits_80_columns_and_never_cuts_a_63_character_run_name():
     assert any(f"{run}-a1" in line and "FAILED" in line for line in lines)
     assert any(f"{run}-a2" in line and "RUNNING" in line for line in lines)
     assert any(line.startswith(run) for line in lines)
+    # The recipe is a detail of the run, indented under it: never a line that reads as a run.
+    assert [line for line in lines if "nemo-rl-grpo-math-codelab" in line] == [
+        "  recipe nemo-rl-grpo-math-codelab"
+    ]
 
 
 @pytest.mark.parametrize("words", COMMANDS, ids=lambda w: " ".join(w) or "jobs")
@@ -95,3 +99,39 @@ def test_submit_and_run_help_state_flags_choices_and_the_default_name():
     assert "--gpus N" in run and "entrypoint_num_gpus" in run
     assert "--cpus N" in run and "--resource NAME=AMOUNT" in run
     assert "run --stack dev --gpus 1 -- nvidia-smi" in " ".join(run.split())
+
+
+def _cost_report(run: str):
+    from jobs.runs import cost
+
+    hour = cost.Interval(0, 3_600_000)
+    usage = cost.RunUsage(
+        run,
+        "nemo-rl-grpo-math",
+        [cost.AttemptUsage(f"{run}-a1", 1, "SUCCEEDED", 1, hour)],
+    )
+    return cost.CostReport(hour, [usage], 0.5, 40.0, "stack outputs")
+
+
+def test_cost_fits_80_columns_with_a_63_character_run_name():
+    """The table's header came out one letter a line beside a 63-character name."""
+    from jobs.cli.cost import cost_view
+
+    run = "r" * 63
+    console = Console(width=80, record=True, file=open("/dev/null", "w"))
+    console.print(cost_view(_cost_report(run), 80))
+    lines = [line.rstrip() for line in _lines(console.export_text())]
+    assert max(len(line) for line in lines) <= 80
+    assert run in lines
+    assert "  recipe nemo-rl-grpo-math  1.00 node-h  $40.00" in lines
+    assert "    a1 SUCCEEDED 1x1.00h" in lines
+    assert "total: 1.50 node-h  $60.00" in lines
+    assert all(len(line.strip()) > 1 for line in lines if line.strip())  # no letter a line
+
+
+def test_cost_keeps_its_table_where_the_names_fit():
+    from rich.table import Table
+
+    from jobs.cli.cost import cost_view
+
+    assert isinstance(cost_view(_cost_report("grpo-1"), 80), Table)

@@ -316,3 +316,21 @@ def test_a_run_whose_uploaded_code_is_gone_is_refused_by_name(ray_url, ray_clien
     assert f"run {run}'s uploaded code ({gone}) is no longer on this head" in done.stderr
     assert "--working-dir DIR" in done.stderr
     assert f"{run}-a2" not in {j.submission_id for j in ray_client.list_jobs()}
+
+
+@pytest.mark.parametrize(("exit_with", "code", "status"), [(0, 0, "SUCCEEDED"), (3, 1, "FAILED")])
+def test_run_wait_without_supervision_returns_at_the_jobs_end_with_its_status(
+    ray_url, ray_client, exit_with, code, status
+):
+    """`run --wait` of an unsupervised job returned at once with the job PENDING, the flag
+    silently ignored; it waits for the end, as `ray job submit` does by default."""
+    result = CliRunner().invoke(
+        app,
+        ["run", "--wait", "--json", "--address", ray_url, "--", "python", "-c",
+         f"import sys, time; time.sleep(2); sys.exit({exit_with})"],
+        env={"RAY_ADDRESS": None, "JOBS_DEBUG": None},
+    )  # fmt: skip
+    assert result.exit_code == code, result.stderr
+    view = json.loads(result.stdout)
+    assert view["status"] == status
+    assert ray_client.get_job_status(view["submission_id"]).value == status

@@ -92,6 +92,13 @@ def _waiting(c: Cluster, name: str) -> None:
     wait_until(lambda: "waiting" in c.events(name), 60, "the supervisor waits for GPUs")
 
 
+def _stopped_waiting(c: Cluster, name: str) -> None:
+    _waiting(c, name)
+    code, _, err = cli("stop", name, "--address", c.url)
+    assert code == 0, err
+    wait_until(lambda: c.job_ended(f"{name}-s1"), 60, "the supervisor stops")
+
+
 def _running(c: Cluster, name: str) -> None:
     c.run(name, "--max-restarts", "1")
     wait_until(lambda: c.job_status(f"{name}-a1") == "RUNNING", 120, "a1 runs")
@@ -151,6 +158,13 @@ STATES: list[tuple[str, Callable[[Cluster, str], None], tuple, tuple, bool]] = [
     ),
     ("gave up", _gave_up, ("FAILED", "SUCCEEDED", "gave_up"), ("GAVE_UP", "gave_up"), True),
     ("stopped", _stopped, ("STOPPED", "STOPPED", "stopped"), ("STOPPED", "stopped"), True),
+    (
+        "stopped before attempt 1",
+        _stopped_waiting,
+        ("STOPPED", "STOPPED", "stopped"),
+        ("STOPPED", "stopped"),
+        True,
+    ),
     ("resumed", _resumed, ("RUNNING", "RUNNING", None), ("SUPERVISED", None), False),
 ]
 
@@ -213,3 +227,13 @@ def test_every_command_reads_the_state_alike_from_ray_and_from_the_runs_root(
         assert code == 0, err
         assert cluster.status(name, *root_src)["status"] == from_root[0]
         assert cluster.status(name, *ray_src)["status"] == from_ray[0]
+
+
+def test_export_of_a_run_stopped_before_its_first_attempt_says_why_it_has_nothing(cluster):
+    """`export RUN` said "no run named" of a run that `list`, `status` and `checkpoints` show."""
+    name = f"state-noattempt-{uuid.uuid4().hex[:6]}"
+    _stopped_waiting(cluster, name)
+    code, _, err = cli("export", name, "--dry-run", "--address", cluster.url)
+    assert code == 2, err
+    assert err.startswith(f"error: run {name} never started an attempt (STOPPED)"), err
+    assert "no run named" not in err

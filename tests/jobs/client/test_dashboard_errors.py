@@ -74,3 +74,58 @@ def test_a_500_shows_the_exception_line_not_the_traceback_header():
     assert meaningful_line(
         "Request failed with status code 413: Maximum request body size 104857600 exceeded."
     ) == ("Request failed with status code 413: Maximum request body size 104857600 exceeded.")
+
+
+class _LogAPI:
+    """The three Jobs API calls a log read makes, answering as Ray does for a driver whose node
+    is `state` (job_head.py `get_job_logs` answers 500 with the agent's traceback)."""
+
+    def __init__(self, state: str | None, driver: str | None = "n" * 56) -> None:
+        self.state, self.driver = state, driver
+
+    def get_job_logs(self, job_id: str) -> str:
+        from jobs.client.api import JobsAPIError
+
+        raise JobsAPIError(
+            500,
+            'Traceback (most recent call last):\n  File "job_head.py", in get_job_logs\n'
+            "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 127.0.0.1:52365\n",
+        )
+
+    def get_job_info(self, job_id: str):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(driver_node_id=self.driver)
+
+    def list_nodes(self):
+        return [] if self.state is None else [{"node_id": "n" * 56, "state": self.state}]
+
+
+def _read(api: _LogAPI) -> JobsError:
+    from jobs.client.dashboard import Dashboard
+
+    cluster = Dashboard("http://127.0.0.1:1")
+    cluster.api = api  # type: ignore[assignment]
+    with pytest.raises(JobsError) as e:
+        cluster.logs("r-a1")
+    return e.value
+
+
+@pytest.mark.parametrize("state", ["DEAD", None])
+def test_a_log_whose_driver_node_is_gone_is_lost_with_it(state):
+    from jobs.client.dashboard import LogLost
+
+    err = _read(_LogAPI(state))
+    assert isinstance(err, LogLost)
+    assert err.message.startswith("the log of r-a1 was lost with its node nnnnnnnnnnnn")
+
+
+def test_a_log_whose_node_is_alive_is_unreadable_not_lost_and_says_why():
+    from jobs.client.dashboard import LogLost, LogUnreadable
+
+    err = _read(_LogAPI("ALIVE"))
+    assert isinstance(err, LogUnreadable) and not isinstance(err, LogLost)
+    assert err.message == (
+        "Ray could not read the log of r-a1 from its driver's node: "
+        "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 127.0.0.1:52365"
+    )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from jobs.head import events as ev
 from jobs.head.rearm import Rearmer
 from jobs.head.run_store import RunStore
@@ -90,3 +92,27 @@ def test_a_stopped_run_whose_supervisor_died_first_gets_its_stop_job_again(tmp_p
     assert kinds.count(ev.STOP_REQUESTED) == 1 and ev.outcome(store.events())["event"] == ev.STOPPED
     assert dropped == []  # this run's spec asked for no GPUs on request
     assert Rearmer(_Client(), str(tmp_path), write=lambda _: None).unended_stops() == []
+
+
+@pytest.mark.subprocess_cli
+def test_ctrl_c_ends_the_rearmer_with_one_line_and_no_traceback(tmp_path):
+    """Trying the re-armer in a terminal, Ctrl-C printed a Python traceback."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobs.head.rearm", "--address", "http://127.0.0.1:9",
+         "--runs-root", str(tmp_path), "--interval", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the first sweep has run (the address refuses)
+        assert first.startswith("rearm: "), first
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert "Traceback" not in rest and rest.startswith("rearm: interrupted"), rest

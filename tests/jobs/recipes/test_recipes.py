@@ -317,3 +317,14 @@ def test_every_attempt_stages_first_and_runs_offline():
         "python3 -m jobs.staging.ensure --model deepseek-ai/DeepSeek-R1-Distill-Qwen-7B "
         "--pin /lustre/runs/c/staged-model.json"
     )
+
+
+def test_a_dry_run_without_json_reads_as_lines_not_raw_json():
+    """A dry run printed the raw JSON that --json prints."""
+    human = runner.invoke(app, ["submit", "verl-grpo-gsm8k", "--dry-run", "--name", "d"])
+    assert human.exit_code == 0, human.stderr
+    lines = human.stdout.splitlines()
+    assert lines[0] == "would submit d-a1"
+    assert lines[1].startswith("  entrypoint:  python3 -m jobs.staging.ensure ")
+    assert any(line.startswith("  env vars:    ") and "HF_HOME" in line for line in lines)
+    assert not human.stdout.lstrip().startswith("{")

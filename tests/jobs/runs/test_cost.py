@@ -152,12 +152,14 @@ def test_the_price_comes_from_the_flag_else_the_stack_outputs() -> None:
         cost.price_of(outputs, 0.0)
 
 
-def test_since_takes_hours_or_days_and_refuses_anything_else() -> None:
+def test_since_takes_what_list_takes_and_refuses_anything_else() -> None:
+    """`cost` refused `--since 30m` that `list` accepts: one reading of --since for both."""
     now = T0 + 100 * H
     assert cost.period_since("36h", now) == cost.Interval(now - 36 * H, now)
     assert cost.period_since("2d", now) == cost.Interval(now - 48 * H, now)
+    assert cost.period_since("30m", now) == cost.Interval(now - H // 2, now)
     assert cost.period_since(None, now) == cost.Interval(0, now)
-    for bad in ("3 weeks", "0h", "-1d", "h"):
+    for bad in ("3 weeks", "0h", "-1d", "h", "2099-01-01"):
         with pytest.raises(UsageError, match="--since"):
             cost.period_since(bad, now)
 

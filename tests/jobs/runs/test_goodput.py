@@ -117,7 +117,10 @@ def test_step_lines_that_claim_more_than_the_attempt_lasted_are_scaled_into_it()
     assert g.seconds["productive"] + g.seconds["saves"] == pytest.approx(100.0)
     assert g.seconds["restart"] == pytest.approx(0.0)
     assert g.gpu_hours() is None
-    assert goodput.lines_of(g.as_json())[0] == "75% productive of 0.03 h"
+    # Under an hour in all: minutes (it read "0.03 h", and a shorter run 0.00 in every bucket).
+    head, buckets = goodput.lines_of(g.as_json())
+    assert head == "75% productive of 1.67 min"
+    assert buckets == "productive 1.25, saves 0.42"
 
 
 # NeMo RL v0.4.0 prints its timers as `  • name: Xs (P%)` after `  • Total step time: Xs`

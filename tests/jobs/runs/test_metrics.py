@@ -247,3 +247,9 @@ def test_saves_are_read_from_both_frameworks_lines_and_complete_once_a_later_ste
     )
     assert metrics.parse(verl).complete_saves() == [4]
     assert metrics.progress_line(metrics.progress(metrics.parse(verl))).count("checkpoint step 4")
+
+
+def test_an_eta_under_a_minute_and_a_half_is_said_in_seconds():
+    """`ETA 0 min` with 30 s left read as done."""
+    line = metrics.progress_line({"step": 9, "of": 10, "eta_s": 30.0})
+    assert line.endswith("ETA 30 s"), line

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobs.runs.listing import why_it_ended
+from jobs.runs.listing import labelled, why_it_ended
 
 # The message Ray 2.60 gives a failed job (ray/dashboard/modules/job/job_supervisor.py L448-455).
 HEAD = "Job entrypoint command failed with exit code 1, last available logs (truncated to 20,000 chars):"
@@ -39,3 +39,16 @@ def test_a_one_line_message_has_no_error_line() -> None:
 def test_a_huge_last_line_is_cut_to_a_line() -> None:
     _, error = why_it_ended(f"{HEAD}\nValueError: {'y' * 5000}")
     assert error is not None and len(error) == 300 and error.startswith("ValueError: y")
+
+
+def test_a_line_that_says_error_itself_is_labelled_once():
+    """`status` printed `error: error: ...` for a log that ended on "error: ..."."""
+    _, line = why_it_ended(f"{HEAD}\nloading\nerror: cannot reach the Hub")
+    assert labelled(line) == ("error", "cannot reach the Hub")
+
+
+def test_a_plain_last_line_is_the_logs_end_not_an_error():
+    _, line = why_it_ended(f"{HEAD}\nloading\nkilled by signal 9")
+    assert labelled(line) == ("log's end", "killed by signal 9")
+    _, line = why_it_ended(f"{HEAD}\n{TRACEBACK}")
+    assert labelled(line)[0] == "error"
