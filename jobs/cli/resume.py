@@ -91,7 +91,8 @@ def _with_runs_root_kept(found: state.Run, asked: SubmitOptions) -> SubmitOption
     from jobs.runs.resume import runs_root_kept
 
     supervision = asked.submitting.supervision
-    root, note = runs_root_kept(found, supervision.runs_root)
+    unsupervised = supervision.max_preemptions == 0 and asked.submitting.max_restarts == 0
+    root, note = runs_root_kept(found, supervision.runs_root, unsupervised)
     if note:
         err().print(note, markup=False)
     if root == supervision.runs_root:

@@ -164,17 +164,23 @@ def _has_checkpoint(dashboard: Dashboard, recorded: RecipeRun, watcher: follow.W
     return view.get("resume_step") is not None
 
 
-def runs_root_kept(found: Run, asked: str) -> tuple[str, str]:
+def runs_root_kept(found: Run, asked: str, unsupervised: bool = False) -> tuple[str, str]:
     """The runs root the next attempt is supervised under, and what the resume says of it: the
-    one the run's latest supervisor recorded unless --runs-root names another. A run refused for a
-    runs root missing on the head is then refused the same way while it is missing, never sent
-    without the records it asked for."""
+    one the run's latest supervisor recorded unless --runs-root names another, or none when the
+    resume is asked unsupervised (--max-preemptions 0, no restarts: a runs root is a supervisor's).
+    A run refused for a runs root missing on the head is then refused the same way while it is
+    missing, never sent without the records it asked for unless the user says so."""
     recorded = next(
         (spec.runs_root for s in reversed(found.supervisors) if (spec := state.spec_of(s))),
         "",
     )
     if not recorded or asked == recorded:
         return asked, ""
-    if not asked:
-        return recorded, f"keeping the runs root run {found.name} was started with: {recorded}"
-    return asked, f"runs root {asked} (run {found.name} was started with {recorded})"
+    if asked:
+        return asked, f"runs root {asked} (run {found.name} was started with {recorded})"
+    if unsupervised:
+        return "", (
+            f"run {found.name} was started with the runs root {recorded}: resumed unsupervised, "
+            "its next attempt keeps no record there"
+        )
+    return recorded, f"keeping the runs root run {found.name} was started with: {recorded}"
