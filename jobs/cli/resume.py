@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from jobs.cli import options as opt
 from jobs.cli.console import err
 from jobs.cli.drive import (
@@ -25,12 +27,14 @@ def resume(run: str, asked: SubmitOptions) -> int:
     from jobs.runs.recipe_run import Place
     from jobs.runs.resume import resume as resume_recipe_run
 
-    submitting = asked.submitting
-    where = address.choose(submitting.addr, submitting.stack_name)
+    where = address.choose(asked.submitting.addr, asked.submitting.stack_name)
     outputs = where.outputs()
     source = f"stack {where.stack}" if outputs is not None else where.describe().strip()
     with address.reach(where, spinner=opt.spinner) as dashboard:
         found = state.find(dashboard.jobs(), plan.check_run_name(run))
+        if found is not None:
+            asked = _with_runs_root_kept(found, asked)
+        submitting = asked.submitting
         if found is not None and found.kind == plan.COMMAND:
             if asked.sets or asked.nodes or asked.recipe_name:
                 raise UsageError(
@@ -51,6 +55,7 @@ def resume(run: str, asked: SubmitOptions) -> int:
             changes=overrides.parse(list(asked.sets)),
             nodes=asked.nodes,
             found=found,
+            watcher=opt.watcher(dashboard, where),
         )
         planned = resumed.planned
         if outputs is None and asked.framework is None:
@@ -79,6 +84,21 @@ def resume(run: str, asked: SubmitOptions) -> int:
         )
         attempt = recipe_attempt(dashboard, planned, chosen.options, check_name_free=False)
         return drive(dashboard, where, sub, submitting, attempt)
+
+
+def _with_runs_root_kept(found: state.Run, asked: SubmitOptions) -> SubmitOptions:
+    """`asked` with the runs root the run asked for kept (said on stderr when it decides)."""
+    from jobs.runs.resume import runs_root_kept
+
+    supervision = asked.submitting.supervision
+    unsupervised = supervision.max_preemptions == 0 and asked.submitting.max_restarts == 0
+    root, note = runs_root_kept(found, supervision.runs_root, unsupervised)
+    if note:
+        err().print(note, markup=False)
+    if root == supervision.runs_root:
+        return asked
+    submitting = replace(asked.submitting, supervision=replace(supervision, runs_root=root))
+    return replace(asked, submitting=submitting)
 
 
 def _resume_command(

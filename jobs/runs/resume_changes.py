@@ -16,9 +16,14 @@ where the next attempt could not load the run's checkpoints, with the reason:
 Everything else (learning rate, KL and loss settings, generation, batch sizes where the recipe's
 own fit rules accept them, the number of steps, logging, the save period) is the user's to change:
 the recipe's planner checks those exactly as for a new run.
+These refusals hold against a checkpoint only: a run that never saved one (it gave up at staging,
+say, on a Hugging Face Hub it could not reach) starts over, and may change its model or size; the
+resume says so.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from jobs.common.errors import UsageError
 from jobs.recipes.catalogue import Recipe
@@ -62,10 +67,37 @@ def _fixed_reason(recipe: Recipe, key: str) -> str | None:
 
 
 def check_changes(
-    run: str, recipe: Recipe, changes: list[Override], recorded_nodes: int, nodes: int | None
-) -> None:
+    run: str,
+    recipe: Recipe,
+    changes: list[Override],
+    recorded_nodes: int,
+    nodes: int | None,
+    saved: Callable[[], bool] = lambda: True,
+) -> str:
     """Refuse, naming each, the changes the run's checkpoints cannot load under; nothing is
-    submitted then."""
+    submitted then. `saved` says whether the run has a checkpoint a resume loads (asked only when
+    a change would be refused): without one, the changes are taken and the note returned says
+    the run starts over with them ("" when nothing was refused)."""
+    problems = _problems(run, recipe, changes, recorded_nodes, nodes)
+    if not problems:
+        return ""
+    if not saved():
+        taken = [f"--set {c}" for c in changes if _fixed_reason(recipe, c.key) is not None]
+        if nodes is not None and nodes != recorded_nodes:
+            taken.append(f"--nodes {nodes}")
+        return f"no checkpoint saved: run {run} starts over with {', '.join(taken)}"
+    raise UsageError(
+        f"run {run}'s checkpoints cannot load with "
+        + ("this change" if len(problems) == 1 else "these changes")
+        + ": "
+        + "; ".join(problems),
+        "resume without them, or start a new run (another --name) to change them",
+    )
+
+
+def _problems(
+    run: str, recipe: Recipe, changes: list[Override], recorded_nodes: int, nodes: int | None
+) -> list[str]:
     problems = [
         f"--set {c.key}: {why}"
         for c in changes
@@ -82,14 +114,7 @@ def check_changes(
                 f"--nodes {nodes}: a Megatron recipe's parallel layout stays as run {run}'s "
                 f"checkpoints were written ({recorded_nodes} node(s))"
             )
-    if problems:
-        raise UsageError(
-            f"run {run}'s checkpoints cannot load with "
-            + ("this change" if len(problems) == 1 else "these changes")
-            + ": "
-            + "; ".join(problems),
-            "resume without them, or start a new run (another --name) to change them",
-        )
+    return problems
 
 
 def merged(recorded: list[Override], changes: list[Override]) -> list[Override]:

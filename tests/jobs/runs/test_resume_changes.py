@@ -69,3 +69,24 @@ def test_a_changed_key_replaces_its_recorded_value_and_comes_last() -> None:
     recorded = parse(["a.b=1", "c=2"])
     assert [str(o) for o in merged(recorded, parse(["a.b=3"]))] == ["c=2", "a.b=3"]
     assert merged(recorded, []) == recorded
+
+
+def test_a_run_that_saved_no_checkpoint_may_change_its_model_and_size_and_is_told_so() -> None:
+    asked: list[bool] = []
+
+    def none_saved() -> bool:
+        asked.append(True)
+        return False
+
+    changes = parse(
+        ["actor_rollout_ref.model.path=/models/q", "actor_rollout_ref.actor.optim.lr=1"]
+    )
+    note = check_changes("r", VERL, changes, 1, 2, none_saved)
+    assert note == (
+        "no checkpoint saved: run r starts over with --set actor_rollout_ref.model.path=/models/q"
+        ", --nodes 2"
+    )
+    assert check_changes("r", VERL, parse(["trainer.total_epochs=2"]), 1, None, none_saved) == ""
+    assert len(asked) == 1  # the head is asked only when a change would be refused
+    with pytest.raises(UsageError):
+        check_changes("r", VERL, changes, 1, 2, lambda: True)
