@@ -121,7 +121,10 @@ def _print_how_it_goes(shown: Any, view: dict[str, Any]) -> None:
     for n, why in enumerate((view.get("unreadable_logs") or {}).values()):
         shown.print(f"{'logs' if n == 0 else '':>16}{':' if n == 0 else ' '} {why}", markup=False)
     if view.get("progress"):
-        shown.print(f"{'progress':>16}: {metrics.progress_line(view['progress'])}", markup=False)
+        # An ended run has nothing left to wait for: no ETA (it showed one after the end).
+        ended = view.get("outcome") is not None or view.get("status") in ("SUCCEEDED", "STOPPED")
+        progress = {k: v for k, v in view["progress"].items() if not (ended and k == "eta_s")}
+        shown.print(f"{'progress':>16}: {metrics.progress_line(progress)}", markup=False)
         if spark := view["progress"].get("reward_sparkline"):
             low, high = view["progress"]["reward_range"]
             shown.print(f"{'reward':>16}: {spark} ({low:.3g} to {high:.3g})", markup=False)

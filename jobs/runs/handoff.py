@@ -11,6 +11,7 @@ leaves (jobs/head/supervisor.py `other_supervisor`): two supervisors never drive
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -375,13 +376,20 @@ def request_stop(
     return sid, watcher.wait_for(sid, follow.terminal, "recording the stop")
 
 
+def next_small_job(jobs: list[JobDetails], run: str, suffix: str) -> int:
+    """The next N of the run's `RUN-<suffix>N` jobs: counted within the run (it counted the
+    cluster's jobs of that kind, so a run's first stop could be `RUN-stop4`), above any taken."""
+    taken = re.compile(rf"{re.escape(run)}-{re.escape(suffix)}(?P<n>[0-9]+)")
+    numbers = [int(m["n"]) for j in jobs if (m := taken.fullmatch(j.submission_id or ""))]
+    return 1 + max(numbers, default=0)
+
+
 def submit_on_head(
     cluster: Dashboard, run: str, kind: protocol.Kind, suffix: str, module: str
 ) -> str:
     """Submit `python -m MODULE...` as the run's next small job of `kind` on the head
     (`RUN-<suffix>N`, with our jobs package): the CLI's way to Lustre, which it never mounts."""
-    n = 1 + sum(1 for j in cluster.jobs() if listing.metadata_of(j).kind == kind)
-    sid = f"{run}-{suffix}{n}"
+    sid = f"{run}-{suffix}{next_small_job(cluster.jobs(), run, suffix)}"
     cluster.submit(
         Submission(
             submission_id=sid,

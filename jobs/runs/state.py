@@ -233,8 +233,8 @@ def next_steps(r: Run, outcome: dict[str, Any] | None, where: str) -> list[str]:
     latest = r.latest
     if (outcome or {}).get("event") == run_events.REFUSED:
         return [
-            "nothing ran: fix what the supervisor refused (above), then start the run again "
-            "with another --name (this one stays taken by the refused supervisor's job)"
+            "nothing ran: fix what the supervisor refused (above), then send the run again "
+            f"(its settings and runs root kept): {commands.command('submit', '--resume', name, where=where)}"
         ]
     if latest is not None and not latest.status.is_terminal():
         job_id = latest.submission_id or name

@@ -612,5 +612,7 @@ def test_a_run_preempted_twice_shows_both_interruptions_in_its_goodput(head, gpu
     for where in (["--address", head.dashboard_url], ["--runs-root", str(root)]):
         code, out, err = cli("list", *where)
         assert code == 0, err
-        line = next(t for t in out.splitlines() if t.startswith(run))
-        assert "SUCCEEDED" in line and "step 12" in line, out
+        lines = out.splitlines()
+        at = next(i for i, t in enumerate(lines) if t.startswith(run))
+        block = " ".join(lines[at : at + 2])  # the cluster's list: details on an indented line
+        assert "SUCCEEDED" in block and "step 12" in block, out

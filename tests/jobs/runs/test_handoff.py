@@ -625,3 +625,19 @@ def test_list_annotates_supervised_runs_from_the_listing_it_grouped_them_from():
     handoff.annotate(OneListing(), rows, [sup])  # type: ignore[arg-type]
     assert rows[0]["supervisor"]["last_event"]["message"] == "run r succeeded (r-a1)"
     assert rows[0]["supervisor"]["outcome"] == "finished"
+
+
+def test_a_runs_small_jobs_are_numbered_within_the_run_above_any_taken():
+    """A run's first stop was named `RUN-stop4` (the cluster's stops were counted)."""
+    from jobs.client.types import JobDetails
+    from jobs.runs.handoff import next_small_job
+
+    def job(sid: str) -> JobDetails:
+        return JobDetails(submission_id=sid, entrypoint="x", status="SUCCEEDED", type="SUBMISSION")
+
+    others = [job(f"other-stop{n}") for n in (1, 2, 3)]
+    assert next_small_job(others, "pre2", "stop") == 1
+    # an id an older numbering took is never reused
+    assert next_small_job([*others, job("pre2-stop4")], "pre2", "stop") == 5
+    assert next_small_job([job("pre2-ckpts1"), job("pre2-a1")], "pre2", "stop") == 1
+    assert next_small_job([job("pre2-x-stop1")], "pre2", "stop") == 1

@@ -76,6 +76,9 @@ CASES = [
     ("died before a1 (recipe)", [_sup(F, RECIPE_META)], None, "FAILED", True),
     # A `run` run is resumed as Ray recorded it (jobs/runs/resume_command.py; issue 29).
     ("died before a1 (command)", [_sup(F, COMMAND_META)], None, "FAILED", True),
+    # Refused by its supervisor (a runs root missing on the head): the resume sends it again
+    # with its settings and runs root once the cause is fixed (it said "another --name").
+    ("refused", [_sup(OK, COMMAND_META)], {"event": "refused"}, "SUCCEEDED", True),
     ("running", [_sup(R, RECIPE_META), _attempt(R, RECIPE_META)], None, "RUNNING", False),
     (
         "unsupervised, attempt running",
