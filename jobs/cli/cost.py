@@ -130,7 +130,7 @@ def cost_cmd(
 ) -> None:
     """Show GPU node-hours and cost per run, and idle GPU hours."""
     # Lazy: only this command uses them.
-    from jobs.runs import address, cost, handoff, run_goodput, state
+    from jobs.runs import address, cost, handoff, run_life, state
 
     now_ms = int(time.time() * 1000)
     period = cost.period_since(since, now_ms)
@@ -147,7 +147,7 @@ def cost_cmd(
             found = state.find(jobs, usage.run)
             if found is not None:
                 records = handoff.events(cluster, list(found.supervisors))
-                usage.gpu_hours = run_goodput.life_gpu_hours(found, records)
+                usage.gpu_hours = run_life.life_gpu_hours(found, records)
     if as_json:
         emit_json(report.view())
         return

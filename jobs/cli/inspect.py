@@ -381,7 +381,7 @@ def list_cmd(
     """List runs with their attempts, newest first."""
     # Lazy: filters, progress and the layout only when this command runs.
     from jobs.cli import render
-    from jobs.runs import list_filter, list_progress, run_goodput
+    from jobs.runs import list_filter, list_progress, run_life
 
     if runs_root:
         if status or since or limit:
@@ -405,7 +405,7 @@ def list_cmd(
         for r in runs:
             # The run's life as `status`'s goodput counts it (its total), not its jobs' span.
             found = state.find(jobs_, r["run"])
-            life = run_goodput.life(
+            life = run_life.life(
                 found.attempts if found else (),
                 records.get(r["run"], []),
                 found.ended if found else None,

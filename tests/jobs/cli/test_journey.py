@@ -317,6 +317,7 @@ def agree(phase: Phase, run: str, seen: dict[str, tuple[int, str]]) -> None:
         "status": _total_gpu_hours(status["goodput"]),
         "status --runs-root": _total_gpu_hours(status_root["goodput"]),
         "cost": costed["gpu_hours"],
+        "report": _total_gpu_hours(as_json["report --json"]["goodput"]),
     }
     assert None not in gpu_hours.values(), (where, gpu_hours)
     values = [float(v) for v in gpu_hours.values() if v is not None]
