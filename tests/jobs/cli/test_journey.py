@@ -238,6 +238,7 @@ class Life:
         """Every read command at this phase; each answers as documented."""
         seen: dict[str, tuple[int, str]] = {}
         out = self.tmp / "report.html"
+        began = time.monotonic()
         for label, template in READS.items():
             args = [
                 a.format(run=self.run, url=self.url, root=str(self.root), out=str(out))
@@ -251,7 +252,7 @@ class Life:
                 assert wrong not in text, f"{where}: {text}"
             seen[label] = (code, stdout)
         self.read_at[phase.name] = seen
-        agree(phase, self.run, seen)
+        agree(phase, self.run, seen, time.monotonic() - began)
         return seen
 
     def close(self) -> None:
@@ -271,8 +272,9 @@ def _total_gpu_hours(goodput: dict[str, Any]) -> float | None:
     return None if hours is None else sum(hours.values())
 
 
-def agree(phase: Phase, run: str, seen: dict[str, tuple[int, str]]) -> None:
-    """Every view of the run tells the same state, step, attempt count, duration and GPU-hours."""
+def agree(phase: Phase, run: str, seen: dict[str, tuple[int, str]], reading_s: float) -> None:
+    """Every view of the run tells the same state, step, attempt count, duration and GPU-hours;
+    `reading_s`: how long the reads took (a live run's life grows meanwhile)."""
     as_json = {k: json.loads(v[1]) for k, v in seen.items() if k.endswith("--json")}
     listed = _row(as_json["list --json"], run)
     listed_root = _row(as_json["list --runs-root --json"], run)
@@ -304,8 +306,10 @@ def agree(phase: Phase, run: str, seen: dict[str, tuple[int, str]]) -> None:
     }
     assert len(set(steps.values())) == 1, (where, steps)
     assert (None in steps.values()) == (phase.name in UNSTEPPED), (where, steps)
-    # The reads of one phase take a few seconds; a live run's life grows meanwhile.
-    slack = 12.0 if phase.status in ("RUNNING", state.WAITING, state.UNSUPERVISED) else 2.5
+    # Record times are whole seconds, Ray's milliseconds: 2.5 s apart at most; a live run's
+    # life grows while the phase is read (seconds on a quiet machine, more on a busy one).
+    live = phase.status in ("RUNNING", state.WAITING, state.UNSUPERVISED)
+    slack = 2.5 + (reading_s if live else 0.0)
     durations = {
         "list": listed["duration_s"],
         "list --runs-root": listed_root["duration_s"],
