@@ -15,6 +15,7 @@ from typing import Any
 
 from jobs.common.redact import redact
 from jobs.head import events as ev
+from jobs.head import progress
 from jobs.runs import goodput, list_progress, listing, metrics
 
 # A state's colour, as the timeline draws its attempts' bars.
@@ -59,7 +60,10 @@ def why_it_ended(message: str, status: str, cause: str) -> str:
     """One line on the attempt's end: the supervisor's cause, then the error Ray's message ends
     on (its first line when it names none)."""
     first, error = listing.why_it_ended(message) if message else ("", None)
-    said = listing.labelled(error)[1] if error else first
+    label, said = listing.labelled(progress.clean(error)) if error else ("", first)
+    if label and label != "error":
+        # The log's last line is no error (a step line): Ray's own words say how it ended.
+        said = first.split(", last available logs")[0]
     if status in ("RUNNING", "PENDING"):
         said = ""
     return "; ".join(p for p in (cause, said) if p)

@@ -180,10 +180,12 @@ def test_the_report_opens_offline_in_chromium_with_every_curve_drawn(
 
 
 # A probe added to a copy of the page (the report itself runs no script): how the browser laid
-# it out, written into the DOM that --dump-dom prints.
+# it out, written into the DOM that --dump-dom prints. Headless Chromium's window is never
+# narrower than 500 px, so the copy is shown in a 390-px frame (a phone's screen) of a wrapper
+# page; `srcdoc` gives the frame its parent's origin, so the probe can write there.
 _LAYOUT_PROBE = """<script>
 const story = document.getElementById("story").getBoundingClientRect();
-document.body.setAttribute("data-layout", JSON.stringify({
+parent.document.body.setAttribute("data-layout", JSON.stringify({
   scroll_width: document.documentElement.scrollWidth, width: window.innerWidth,
   story_top: story.top, story_bottom: story.bottom,
   first: document.body.firstElementChild.id,
@@ -204,9 +206,14 @@ def test_the_report_tells_the_story_first_and_fits_a_phones_width(
 
     out, summary = reported
     name = json.loads(summary)["run"]
-    page = tmp_path / "probed.html"
-    page.write_text(out.read_text().replace("</body>", _LAYOUT_PROBE + "</body>"))
-    shot = browser.open_offline(page, tmp_path, window=f"{PHONE[0]},{PHONE[1]}")
+    probed = out.read_text().replace("</body>", _LAYOUT_PROBE + "</body>")
+    page = tmp_path / "phone.html"
+    page.write_text(
+        '<!DOCTYPE html><html><body style="margin:0">'
+        f'<iframe width="{PHONE[0]}" height="{PHONE[1]}" style="border:0;display:block" '
+        f'srcdoc="{html_lib.escape(probed, quote=True)}"></iframe></body></html>'
+    )
+    shot = browser.open_offline(page, tmp_path, window=f"600,{PHONE[1]}")
     (tmp_path / "phone.png").write_bytes(shot.png)
     found = re.search(r'data-layout="([^"]*)"', shot.dom)
     assert found, shot.dom[:2000]
@@ -217,9 +224,10 @@ def test_the_report_tells_the_story_first_and_fits_a_phones_width(
     # The state's badge (SUCCEEDED, green) is drawn at the top of the screenshot.
     bands = browser.row_bands(shot.png, SUCCEEDED_RGB)
     assert bands and bands[0][0] < 150, bands
-    dom = Page(shot.dom)
-    story = shot.dom[shot.dom.index('id="story"') : shot.dom.index("How each attempt ended")]
+    # The page itself, as the frame shows it: the story, then each attempt's end.
+    text = out.read_text()
+    story = text[text.index('id="story"') : text.index("How each attempt ended")]
     assert "SUCCEEDED" in story and "goodput" in story and "step 8" in story, story
-    ends = [li for li in dom.all("li") if li.get("data-attempt")]
+    ends = [li for li in Page(text).all("li") if li.get("data-attempt")]
     assert [li["data-attempt"] for li in ends] == [f"{name}-a1", f"{name}-a2"]
-    assert shot.dom.count("<details>") == 2  # each attempt's log tail, folded
+    assert text.count("<details>") == 2  # each attempt's log tail, folded

@@ -23,6 +23,12 @@ def test_an_attempts_end_says_its_cause_then_the_error_it_ended_on():
     assert why.startswith("preempted; ") and "batch size 7 does not divide 64" in why
     assert "\n" not in why
     assert report_story.why_it_ended("Job is currently running.", "RUNNING", "") == ""
+    # A log that ends on a step line (Ray's colour codes and actor prefix) names no error:
+    # Ray's own words say how it ended.
+    stepped = RAY_FAILED.split("\n")[0] + "\n\x1b[36m(TaskRunner pid=7)\x1b[0m step:4 - x:1\n"
+    assert report_story.why_it_ended(stepped, "FAILED", "") == (
+        "Job entrypoint command failed with exit code 1"
+    )
 
 
 def test_each_end_is_one_line_with_its_log_folded_or_said_lost():
