@@ -45,7 +45,7 @@ def _hours(value: float | None) -> str:
 
 
 # The table's columns besides the run's name need about this many columns to read whole.
-_OTHER_COLUMNS = 52
+_OTHER_COLUMNS = 66
 
 
 def cost_view(report: cost.CostReport, width: int) -> RenderableType:
@@ -62,7 +62,8 @@ def cost_view(report: cost.CostReport, width: int) -> RenderableType:
     lines: list[RenderableType] = [Text("GPU node-hours and cost", style="bold")]
     for r in report.runs:
         lines.append(Text(r.run))
-        figures = f"recipe {r.recipe or '-'}  {_hours(r.node_hours)} node-h  "
+        figures = f"recipe {r.recipe or '-'}  {_hours(r.gpu_hours)} GPU-h (life)  "
+        figures += f"{_hours(r.node_hours)} node-h  "
         figures += _money(report.usd(r.node_hours))
         lines.append(Padding(Text(figures), (0, 0, 0, 2)))
         lines.append(Padding(Text(_attempts(r)), (0, 0, 0, 4)))
@@ -87,13 +88,14 @@ def cost_table(report: cost.CostReport) -> Table:
     from rich.table import Table  # lazy, for start-up time: only `cost` draws it
 
     table = Table(title="GPU node-hours and cost", caption=f"price: {report.price_source}")
-    for col in ("run", "recipe", "attempts", "node-hours", "cost"):
+    for col in ("run", "recipe", "attempts", "GPU-h (life)", "node-hours", "cost"):
         table.add_column(col, no_wrap=col == "run", overflow="fold")
     for r in report.runs:
         table.add_row(
             r.run,
             r.recipe or "-",
             _attempts(r),
+            _hours(r.gpu_hours),
             _hours(r.node_hours),
             _money(report.usd(r.node_hours)),
         )
@@ -102,11 +104,13 @@ def cost_table(report: cost.CostReport) -> Table:
         "idle",
         "",
         "GPU nodes alive, no run",
+        "",
         _hours(report.idle_node_hours),
         _money(report.usd(report.idle_node_hours)),
     )
     table.add_row(
         "total",
+        "",
         "",
         "",
         _hours(report.total_node_hours),
@@ -125,7 +129,8 @@ def cost_cmd(
     node_hour_usd: PriceOpt = None,
 ) -> None:
     """Show GPU node-hours and cost per run, and idle GPU hours."""
-    from jobs.runs import address, cost  # lazy: only this command uses them
+    # Lazy: only this command uses them.
+    from jobs.runs import address, cost, handoff, run_life, state
 
     now_ms = int(time.time() * 1000)
     period = cost.period_since(since, now_ms)
@@ -134,7 +139,15 @@ def cost_cmd(
     with address.reach(where, spinner=opt.spinner) as cluster:
         jobs = cluster.jobs()
         nodes = cluster.nodes()
-    report = cost.report(jobs, nodes, period, price, source)
+        report = cost.report(jobs, nodes, period, price, source)
+        for usage in report.runs:
+            # The run's GPU-hours over its life, from its attempts and its supervisors'
+            # records: the figure `status` gives (its goodput's total), for `run --gpus N`
+            # runs too, whose attempts record no node count.
+            found = state.find(jobs, usage.run)
+            if found is not None:
+                records = handoff.events(cluster, list(found.supervisors))
+                usage.gpu_hours = run_life.life_gpu_hours(found, records)
     if as_json:
         emit_json(report.view())
         return

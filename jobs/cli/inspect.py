@@ -37,7 +37,7 @@ def status_cmd(
     Exits 0 whatever the status: this reports, it does not judge."""
     # Imported here, not at the top: only `status` needs a run's records and goodput, and every
     # other command starts faster without them. The same holds for the lazy imports below.
-    from jobs.runs import goodput, metrics, record_view, run_goodput
+    from jobs.runs import record_view
 
     if runs_root:
         record_view.check_root(runs_root)
@@ -63,17 +63,7 @@ def status_cmd(
         else:
             view = listing.describe(listing.find(cluster, ident, flags, jobs_))
         if found is not None:
-            logs = AttemptLogs(cluster.logs)
-            spent, curves = run_goodput.of_run(found.attempts, view.get("history") or [], logs)
-            view["unreadable_logs"] = logs.unreadable
-            view["progress"] = metrics.progress(curves)
-            view["goodput"] = goodput.priced(spent.as_json(), outputs)
-            view["save_period"] = run_goodput.save_advice(
-                found.attempts, spent, curves, outputs.gpu_provisioning if outputs else None
-            )
-            # What will work next, by the rule `submit --resume` itself follows, so the advice
-            # never names a step that command would refuse.
-            view["next"] = state.next_steps(found, view.get("outcome"), flags)
+            _how_it_goes(view, found, AttemptLogs(cluster.logs), outputs, flags)
     if as_json:
         emit_json(view)
         return
@@ -111,6 +101,26 @@ def status_cmd(
         shown.print(f"{'history':>16}:", markup=False)
         handoff.print_story(lambda text: shown.print(f"  {text}", markup=False), view["history"])
     _print_how_it_goes(shown, view)
+
+
+def _how_it_goes(
+    view: dict[str, Any], found: state.Run, logs: AttemptLogs, outputs: Any, flags: str
+) -> None:
+    """The run's progress, goodput, save period and next steps into `view`, read from its
+    attempts' logs (those lost with their node listed in `unreadable_logs`)."""
+    from jobs.runs import goodput, metrics, run_goodput, run_step  # lazy: status only
+
+    history = view.get("history") or []
+    spent, curves = run_goodput.of_run(found.attempts, history, logs, found.ended)
+    view["unreadable_logs"] = logs.unreadable
+    view["progress"] = run_step.reached(metrics.progress(curves), history)
+    view["goodput"] = goodput.priced(spent.as_json(), outputs)
+    view["save_period"] = run_goodput.save_advice(
+        found.attempts, spent, curves, outputs.gpu_provisioning if outputs else None
+    )
+    # What will work next, by the rule `submit --resume` itself follows, so the advice never
+    # names a step that command would refuse.
+    view["next"] = state.next_steps(found, view.get("outcome"), flags)
 
 
 def _print_how_it_goes(shown: Any, view: dict[str, Any]) -> None:
@@ -161,6 +171,7 @@ def _supervised_view(found: state.Run, recs: list[dict[str, Any]]) -> dict[str, 
     latest = found.supervisors[-1]
     view["supervisor"] = {"submission_id": latest.submission_id, "status": latest.status.value}
     view["outcome"] = handoff.final_reason(recs)
+    view["status"] = state.shown_status(found, (view["outcome"] or {}).get("event"))
     view["history"] = recs
     return view
 
@@ -370,7 +381,7 @@ def list_cmd(
     """List runs with their attempts, newest first."""
     # Lazy: filters, progress and the layout only when this command runs.
     from jobs.cli import render
-    from jobs.runs import list_filter, list_progress
+    from jobs.runs import list_filter, list_progress, run_life
 
     if runs_root:
         if status or since or limit:
@@ -384,12 +395,22 @@ def list_cmd(
     after = list_filter.since_ms(since, time.time()) if since else None
     with opt.reach(addr, stack_name) as (cluster, _where):
         jobs_ = cluster.jobs()
-        runs = list_filter.apply(state.group(jobs_), wanted, after, limit)
+        runs = list_filter.apply(state.group(jobs_), None, after, None if wanted else limit)
         # The same listing: a second one costs a round trip that grows with the cluster's jobs.
-        handoff.annotate(cluster, runs, jobs_)
-        list_progress.with_steps(runs, cluster.logs)
+        # The records decide a supervised run's state, so --status filters after them.
+        records = handoff.annotate(cluster, runs, jobs_)
+        if wanted:
+            runs = list_filter.apply(runs, wanted, None, limit)
+        list_progress.with_steps(runs, cluster.logs, records)
         for r in runs:
-            r["duration_s"] = round(list_progress.duration_s(r.get("started"), r.get("ended")), 1)
+            # The run's life as `status`'s goodput counts it (its total), not its jobs' span.
+            found = state.find(jobs_, r["run"])
+            life = run_life.life(
+                found.attempts if found else (),
+                records.get(r["run"], []),
+                found.ended if found else None,
+            )
+            r["duration_s"] = round(life.total_s, 1)
     if as_json:
         emit_json(runs)
         return

@@ -39,7 +39,7 @@ def report_cmd(
     from jobs.runs import run_report  # lazy, for start-up time: only this command
 
     with opt.reach(addr, stack_name) as (cluster, where):
-        report = run_report.gather(cluster, run, opt.where_flags(where))
+        report = run_report.gather(cluster, run, opt.where_flags(where), where.outputs())
     target = out_file or Path(f"{report.run}-report.html")
     if target.is_dir():
         raise UsageError(

@@ -12,7 +12,7 @@ import http.client
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from jobs.head import checkpoints, node_events
+from jobs.head import checkpoints, node_events, progress
 from jobs.head import events as ev
 from jobs.head import restart_policy as policy
 from jobs.head.restart_policy import Situation
@@ -49,6 +49,7 @@ def record_end(
     state.own_progress = policy.own_progress(new_ckpt, stepped)
     gpus, _ = sup.cluster.observe()
     exit_code = None if for_node_end else _exit_code(sup, job_id, ended)
+    keep_progress(sup, job_id)
     sup.record(
         ev.ATTEMPT_ENDED,
         _end_message(sup, job_id, ended, for_node_end, exit_code, gpus, new_ckpt, stepped),
@@ -60,10 +61,10 @@ def record_end(
         steps_completed=stepped,
         ended_ms=state.ended_ms,
         exit_code=exit_code,
+        last_step=_last_step(sup, job_id),
         **({"saved_for_node_end": True} if for_node_end else {}),
     )
     state.watching = False
-    keep_progress(sup, job_id)
     state.situation = Situation(
         ended=policy.policy_end(ended, for_node_end),  # type: ignore[arg-type]
         restarts_used=state.restarts,
@@ -119,6 +120,18 @@ def keep_progress(sup: SupervisorPort, job_id: str) -> None:
             sup.store.keep_progress(job_id, lines)
     except (OSError, RuntimeError, ValueError, http.client.HTTPException):
         pass
+
+
+def _last_step(sup: SupervisorPort, job_id: str) -> int | None:
+    """The highest step the attempt logged, from its kept step lines (its log may have gone
+    with its node): on the record, so every view of the run tells the step it reached, the
+    cluster's too, when the attempt's own log cannot be read."""
+    try:
+        text = sup.store.progress(job_id) if sup.store is not None else ""
+        text = text or sup.probes.progress_lines(job_id)
+    except (OSError, RuntimeError, ValueError, http.client.HTTPException):
+        return None
+    return max(progress.steps_seen(text), default=None)
 
 
 def _exit_code(sup: SupervisorPort, job_id: str, ended: str) -> int | None:

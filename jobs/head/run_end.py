@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from jobs.head import attempt_end
 from jobs.head import events as ev
 from jobs.head.restart_policy import Reason
 from jobs.head.run_state import RunState
@@ -41,6 +42,9 @@ def stopped(sup: SupervisorPort, state: RunState | None) -> int:
                 said = f"; {current} stopped"
         except (RuntimeError, OSError, ValueError):
             pass
+        # Its step lines as they were at the stop: between two of the watch's rereads the runs
+        # root holds an older step, and the run's record must say where it stopped.
+        attempt_end.keep_progress(sup, current)
     _release_gpus(sup)  # before the final record: `list` shows the last one
     sup.record(
         ev.STOPPED,
@@ -54,6 +58,8 @@ def interrupted(sup: SupervisorPort, state: RunState | None) -> int:
     """SIGTERM without a stop request: leave the attempt running and the run to the
     re-armer (the lease is released on the way out), record why, and never call it an end."""
     current = state.current if state is not None else None
+    if current is not None:
+        attempt_end.keep_progress(sup, current)
     sup.record(
         ev.INTERRUPTED,
         "the supervisor was terminated without a stop request (the head pod going "

@@ -30,14 +30,20 @@ def request_stop(store: RunStore, by: str) -> None:
     )
 
 
-def record_stop(store: RunStore, by: str, drop_gpu_request: Callable[[str], None]) -> None:
+def record_stop(
+    store: RunStore,
+    by: str,
+    drop_gpu_request: Callable[[str], None],
+    supervisor_gone: bool = False,
+) -> None:
     """The user's stop on the record; with no supervisor holding the run (killed, or lost with
     its head) none will write its end or release its GPU request, and the caller stops its
     attempt next, so the request is the end (else a re-armer would take the run back) and the
-    GPU request is dropped."""
+    GPU request is dropped. `supervisor_gone`: Ray's job table shows no live supervisor of the
+    run, so a lease that has not lapsed yet (a supervisor killed a moment ago) is nobody's."""
     if not ev.stop_requested(store.events()):
         request_stop(store, by)
-    if store.alive(store.lease()):
+    if store.alive(store.lease()) and not supervisor_gone:
         return
     _append_stop(
         store, ev.STOPPED, by, f"stopped by the user ({by}) while no supervisor held the run"
@@ -72,6 +78,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("run", help="the run to stop")
     parser.add_argument("--runs-root", required=True, help="where the run's record lives")
     parser.add_argument("--by", default="rl-jobs stop", help="who asked (for the record)")
+    parser.add_argument(
+        "--supervisor-gone",
+        action="store_true",
+        help="no supervisor of the run is alive in Ray's job table: the stop is the run's end",
+    )
     args = parser.parse_args(argv)
     store = RunStore(args.runs_root, args.run)
     if store.spec() is None:
@@ -82,7 +93,7 @@ def main(argv: list[str]) -> int:
     if ended is not None:  # a finished run's record is never rewritten
         print(f"run {args.run} already ended: {ended.get('message', '')}", flush=True)
         return 0
-    record_stop(store, args.by, _drop_gpu_request)
+    record_stop(store, args.by, _drop_gpu_request, supervisor_gone=args.supervisor_gone)
     print(f"stop of {args.run} recorded in {store.dir}", flush=True)
     return 0
 

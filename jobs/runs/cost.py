@@ -70,6 +70,10 @@ class RunUsage:
     run: str
     recipe: str = ""
     attempts: list[AttemptUsage] = field(default_factory=list)
+    # The run's GPUs over its whole life, as `status`'s goodput counts them (jobs/runs/goodput.py:
+    # capacity waits and the supervisor's turns included, not clipped to the period); None when
+    # nothing says how many GPUs it has. Filled by the caller, which reads the run's records.
+    gpu_hours: float | None = None
 
     @property
     def node_hours(self) -> float | None:
@@ -204,6 +208,7 @@ class CostReport:
                     "recipe": r.recipe,
                     "node_hours": r2(r.node_hours),
                     "usd": r2(self.usd(r.node_hours)),
+                    "gpu_hours": r2(r.gpu_hours),
                     "attempts": [
                         {
                             "submission_id": a.submission_id,

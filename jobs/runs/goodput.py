@@ -188,8 +188,13 @@ def account(
     """Where the run's life went. `records` are the supervisor's records of the run's current
     life (ev.life), `attempts` its attempts in order; a live attempt ends at `now_ms`."""
     seconds = dict.fromkeys(BUCKETS, 0.0)
+    finals = sorted(at for at, mode in _modes(records) if mode == _ENDED)
     spans = sorted(
-        ((a, a.start_ms, min(a.end_ms or now_ms, now_ms)) for a in attempts if a.start_ms),
+        (
+            (a, a.start_ms, _clipped_end(a.start_ms, min(a.end_ms or now_ms, now_ms), finals))
+            for a in attempts
+            if a.start_ms
+        ),
         key=lambda s: s[1],
     )
     stamped = [m for m in (record_ms(r) for r in records) if m is not None]
@@ -220,6 +225,14 @@ def account(
         previous = attempt
     _split_gap(cursor, life_end, modes, seconds)
     return Goodput(seconds=seconds, gpus=gpus, interruptions=interruptions)
+
+
+def _clipped_end(start: int, end: int, finals: list[int]) -> int:
+    """An attempt's end within its life: a life ends at its final record (a user's stop is
+    recorded, then Ray's job ends a few seconds later), which the runs root's view reads as the
+    attempt's end too, so both sources tell the same life."""
+    after = [at for at in finals if at >= start]
+    return max(start, min(end, after[0])) if after else end
 
 
 def _attempt_buckets(attempt: AttemptTrace, done_before: int, wall: float) -> dict[str, float]:

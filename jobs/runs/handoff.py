@@ -27,7 +27,7 @@ from jobs.common.errors import NotFound, Unreachable, UsageError
 from jobs.common.redact import redact
 from jobs.head import events as run_events
 from jobs.head import protocol
-from jobs.runs import follow, listing
+from jobs.runs import follow, listing, state
 from jobs.runs.metadata import SUBMITTED_BY
 from jobs.runs.plan import jobs_commit
 from jobs.runs.report import Reporter
@@ -263,6 +263,14 @@ def _wait_armed(cluster: Dashboard, sid: str, where: str = "") -> None:
                         "on PATH (a local `ray start --head` from its virtualenv), or drop "
                         "--max-restarts to submit without a supervisor",
                     )
+                refusal = [e for e in run_events.parse(log) if e["event"] == run_events.REFUSED]
+                if refusal:
+                    # Its own record says why, once: the log's tail held that record, the same
+                    # reason on stderr and Ray's banner (a 900-character line).
+                    raise UsageError(
+                        f"the supervisor {sid} refused the run: {refusal[-1]['message']}",
+                        f"its log: {commands.command('logs', sid, where=where)}",
+                    )
                 tail = " | ".join(log.strip().splitlines()[-3:])
                 raise UsageError(
                     f"the supervisor {sid} ended {status.value} before it took the run: {tail}",
@@ -293,21 +301,28 @@ def story(
 
 def annotate(
     cluster: Dashboard, runs: list[dict[str, Any]], jobs_: list[JobDetails] | None = None
-) -> None:
+) -> dict[str, list[dict[str, Any]]]:
     """Add each supervised run's latest decision and its outcome (`finished`, `gave_up`,
     `stopped`, None while it is not over) to `list` rows (one log read per such run); `jobs_`:
-    the cluster's jobs the rows were grouped from, else they are listed again."""
+    the cluster's jobs the rows were grouped from, else they are listed again. Returns each
+    supervised run's records, by run."""
     all_jobs = cluster.jobs() if jobs_ is None else jobs_
+    read: dict[str, list[dict[str, Any]]] = {}
     for r in runs:
         if "supervisor" not in r:
             continue
         _, recs = story(cluster, r["run"], all_jobs)
+        read[r["run"]] = recs
         if recs:
             r["supervisor"]["last_event"] = recs[-1]
         final = final_reason(recs)
         # A supervisor that gave up ends its Ray job SUCCEEDED (it ended as designed): the
         # outcome says what became of the run.
         r["supervisor"]["outcome"] = final["event"] if final else None
+        found = state.find(all_jobs, r["run"])
+        if found is not None:
+            r["status"] = state.shown_status(found, r["supervisor"]["outcome"])
+    return read
 
 
 def _attempts(cluster: Dashboard, run: str) -> list[JobDetails]:
@@ -366,12 +381,23 @@ def _runs_root(sup: JobDetails) -> str:
 
 
 def request_stop(
-    cluster: Dashboard, run: str, runs_root: str, watcher: follow.Watcher
+    cluster: Dashboard,
+    run: str,
+    runs_root: str,
+    watcher: follow.Watcher,
+    supervisor_gone: bool = False,
 ) -> tuple[str, JobStatus]:
     """Record the user's stop in the run's record on the runs root (a small job on the head,
-    jobs/head/stop.py), so the SIGTERM that follows is final and no re-armer takes the run."""
+    jobs/head/stop.py), so the SIGTERM that follows is final and no re-armer takes the run.
+    `supervisor_gone`: no supervisor of the run is alive, so the stop is recorded as its end
+    (none would write it: the run read UNSUPERVISED, "the re-armer takes it back", for good)."""
+    gone = " --supervisor-gone" if supervisor_gone else ""
     sid = submit_on_head(
-        cluster, run, protocol.STOP, "stop", f"{protocol.STOP_MODULE} {run} --runs-root {runs_root}"
+        cluster,
+        run,
+        protocol.STOP,
+        "stop",
+        f"{protocol.STOP_MODULE} {run} --runs-root {runs_root}{gone}",
     )
     return sid, watcher.wait_for(sid, follow.terminal, "recording the stop")
 
@@ -420,8 +446,9 @@ def stop_run(
     roots = {r for s in sups if (not s.status.is_terminal() or not ended) and (r := _runs_root(s))}
     if runs_root:
         roots.add(runs_root)
+    gone = not any(not s.status.is_terminal() for s in sups)
     for root in sorted(roots):
-        sid, status = request_stop(cluster, run, root, watcher)
+        sid, status = request_stop(cluster, run, root, watcher, supervisor_gone=gone)
         if status != JobStatus.SUCCEEDED:
             raise UsageError(
                 f"could not record the stop of run {run} in {root} ({status.value}); "

@@ -3,31 +3,40 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from jobs.common.errors import JobsError
-from jobs.runs import metrics
+from jobs.runs import metrics, run_step
 
 # The latest attempts' logs are read at once: `list` stays one round trip long, not one per run.
 _READERS = 8
 
 
-def with_steps(rows: list[dict[str, Any]], logs: Callable[[str], str]) -> None:
-    """Add `step` (the last step the run's latest attempt logged, and `of` its total when the
-    framework prints one) to each row with an attempt; `logs(submission_id)` reads one log."""
+def with_steps(
+    rows: list[dict[str, Any]],
+    logs: Callable[[str], str],
+    records: Mapping[str, list[dict[str, Any]]] | None = None,
+) -> None:
+    """Add `step` (the last step the run logged, and `of` its total when the framework prints
+    one) to each row with an attempt: its latest attempt's log, or the step its supervisor
+    recorded at an earlier attempt's end when that is further (jobs/runs/run_step.py: a log lost
+    with its node, an attempt that has not logged a step yet); `logs(submission_id)` reads one
+    log, `records` are the supervised runs' records by run."""
 
     def step_of(row: dict[str, Any]) -> dict[str, Any] | None:
         numbered = [a for a in row["attempts"] if a.get("attempt")]
         if not numbered:
             return None
+        recs = (records or {}).get(row["run"], [])
         try:
-            return metrics.progress(metrics.parse(logs(numbered[-1]["submission_id"])))
+            logged = metrics.progress(metrics.parse(logs(numbered[-1]["submission_id"])))
         except (JobsError, OSError, RuntimeError, ValueError):
             # A log Ray cannot read (a job whose driver never started answers 500) shows no
             # step; it never fails the listing.
-            return None
+            logged = None
+        return run_step.reached(logged, recs)
 
     with ThreadPoolExecutor(max_workers=_READERS) as pool:
         for row, progress in zip(rows, pool.map(step_of, rows), strict=True):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -120,3 +121,28 @@ def _encode(values: Mapping[str, object]) -> dict[str, str]:
             continue
         out[key] = json.dumps(value) if isinstance(value, list) else str(value)
     return out
+
+
+@dataclass(frozen=True)
+class Reserve:
+    """What the command itself reserves on the cluster (Ray's entrypoint_num_cpus,
+    entrypoint_num_gpus and entrypoint_resources); none of it by default."""
+
+    cpus: float | None = None
+    gpus: float | None = None
+    resources: dict[str, float] | None = None
+
+    def to_json(self) -> str:
+        """The reservations as recorded in a `run` attempt's metadata; "" for none."""
+        given = {k: v for k, v in asdict(self).items() if v}
+        return json.dumps(given, sort_keys=True) if given else ""
+
+    @classmethod
+    def from_json(cls, text: str) -> Reserve:
+        try:
+            values = json.loads(text) if text else {}
+        except ValueError:
+            return cls()
+        if not isinstance(values, dict):
+            return cls()
+        return cls(**{k: values[k] for k in ("cpus", "gpus", "resources") if k in values})

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import shlex
 import subprocess
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
@@ -25,6 +23,7 @@ from jobs.head.protocol import attempt_id
 from jobs.recipes.overrides import TOKEN_HINT
 from jobs.runs import workdir
 from jobs.runs.metadata import SUBMITTED_BY, RecipeRun, RunMetadata
+from jobs.runs.metadata import Reserve as Reserve
 
 if TYPE_CHECKING:
     from jobs.recipes import prepare as validate
@@ -201,31 +200,6 @@ def staging_step(
     for spec in datasets:
         argv += ["--dataset", spec]
     return shlex.join([*argv, "--megatron"] if megatron else argv)
-
-
-@dataclass(frozen=True)
-class Reserve:
-    """What the command itself reserves on the cluster (Ray's entrypoint_num_cpus,
-    entrypoint_num_gpus and entrypoint_resources); none of it by default."""
-
-    cpus: float | None = None
-    gpus: float | None = None
-    resources: dict[str, float] | None = None
-
-    def to_json(self) -> str:
-        """The reservations as recorded in a `run` attempt's metadata; "" for none."""
-        given = {k: v for k, v in asdict(self).items() if v}
-        return json.dumps(given, sort_keys=True) if given else ""
-
-    @classmethod
-    def from_json(cls, text: str) -> Reserve:
-        try:
-            values = json.loads(text) if text else {}
-        except ValueError:
-            return cls()
-        if not isinstance(values, dict):
-            return cls()
-        return cls(**{k: values[k] for k in ("cpus", "gpus", "resources") if k in values})
 
 
 def parse_resources(items: list[str]) -> dict[str, float] | None:

@@ -16,10 +16,10 @@ from components.contract import RUNS_ROOT
 from jobs.common.errors import UsageError
 from jobs.head import events as run_events
 from jobs.head.run_store import RunStore, runs
-from jobs.runs import goodput, list_progress, metrics, run_goodput
+from jobs.runs import goodput, metrics, run_goodput, run_step
+from jobs.runs.state import UNSUPERVISED, WAITING
 
-UNSUPERVISED = "UNSUPERVISED"
-WAITING = "WAITING"
+RUNNING = "RUNNING"
 
 
 def check_root(root: str | Path) -> None:
@@ -66,8 +66,10 @@ def view(root: str | Path, run: str, now: float | None = None) -> dict[str, Any]
     lease = store.lease()
     alive = store.alive(lease) if now is None else lease is not None and lease.alive(now)
     if final is not None:
+        # The cluster's words (jobs/runs/state.py shown_status): a run that gave up is FAILED,
+        # its outcome says why.
         state = {run_events.FINISHED: "SUCCEEDED", run_events.STOPPED: "STOPPED"}.get(
-            final["event"], "GAVE_UP"
+            final["event"], "FAILED"
         )
     elif alive and _between_attempts(recs, attempts):
         # A live supervisor that has not sent this life's first attempt (waiting for its GPUs),
@@ -75,7 +77,7 @@ def view(root: str | Path, run: str, now: float | None = None) -> dict[str, Any]
         # cluster's view says it (jobs/runs/state.py WAITING).
         state = WAITING
     elif alive:
-        state = "SUPERVISED"
+        state = RUNNING  # its latest attempt, as the supervisor last recorded it
     else:
         state = UNSUPERVISED
     holder = lease.holder if lease else None
@@ -108,7 +110,7 @@ def with_goodput(v: dict[str, Any], root: str | Path, outputs: Any | None = None
     spent, curves = run_goodput.of_record(RunStore(root, v["run"]), v["history"])
     return {
         **v,
-        "progress": metrics.progress(curves),
+        "progress": run_step.reached(metrics.progress(curves), v["history"]),
         "goodput": goodput.priced(spent.as_json(), outputs),
     }
 
@@ -145,17 +147,8 @@ def listing(root: str | Path, now: float | None = None) -> list[dict[str, Any]]:
     logged (from the step lines kept beside the record) and its duration (the `list` rows)."""
     rows = []
     for run in runs(root):
-        v = view(root, run)
-        store = RunStore(root, run)
-        ended = [a for a in v["attempts"] if a["status"] != "RUNNING"]
-        progress = (
-            metrics.progress(metrics.parse(store.progress(ended[-1]["submission_id"])))
-            if ended
-            else None
-        )
-        stamps = [run_goodput.record_ms(r) for r in v["history"]]
-        known = [t for t in stamps if t]
-        over = v["outcome"] is not None
+        v = with_goodput(view(root, run, now), root)
+        progress = v["progress"]
         rows.append(
             {
                 "run": run,
@@ -166,12 +159,8 @@ def listing(root: str | Path, now: float | None = None) -> list[dict[str, Any]]:
                 "last_event": v["history"][-1] if v["history"] else None,
                 "step": progress["step"] if progress else None,
                 "of": progress.get("of") if progress else None,
-                "duration_s": round(
-                    list_progress.duration_s(
-                        min(known, default=None), max(known) if over and known else None, now
-                    ),
-                    1,
-                ),
+                # Its life as `status`'s goodput counts it (the cluster's `list` too).
+                "duration_s": round(sum(v["goodput"]["seconds"].values()), 1),
             }
         )
     return rows

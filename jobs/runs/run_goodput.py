@@ -14,27 +14,7 @@ from jobs.head.run_store import RunStore
 from jobs.recipes.overrides import parse
 from jobs.runs import goodput, metrics, save_period
 from jobs.runs.metadata import RecipeRun
-
-
-def trace(job: JobDetails, curves: metrics.Curves) -> goodput.AttemptTrace:
-    """One attempt as goodput reads it: Ray's start and end, the steps its log shows."""
-    recorded = RecipeRun.of_job(job.metadata)
-    framework = recorded.framework if recorded else ""
-    return goodput.AttemptTrace(
-        submission_id=job.submission_id or job.job_id or "",
-        start_ms=job.start_time,
-        end_ms=job.end_time,
-        steps=goodput.steps_of(curves.points, framework),
-    )
-
-
-def gpus_of(attempts: Sequence[JobDetails]) -> int | None:
-    """Nodes x GPUs per node of the run's latest attempt that recorded its size."""
-    for job in reversed(attempts):
-        recorded = RecipeRun.of_job(job.metadata)
-        if recorded is not None:
-            return recorded.nodes * recorded.gpus_per_node
-    return None
+from jobs.runs.run_life import gpus_of, trace
 
 
 def of_run(
@@ -52,7 +32,7 @@ def of_run(
         traces.append(trace(job, curves))
         merged.merge(curves)
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    return goodput.account(traces, records, now, gpus_of(attempts)), merged
+    return goodput.account(traces, records, now, gpus_of(attempts, records)), merged
 
 
 def save_advice(
@@ -133,5 +113,7 @@ def of_record(
             goodput.AttemptTrace(sid, start, end, goodput.steps_of(curves.points, framework))
         )
         merged.merge(curves)
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    # A run that is over lives until its final record, whenever it is read.
+    over = record_ms(final) if final else None
+    now = over or (int(time.time() * 1000) if now_ms is None else now_ms)
     return goodput.account(traces, records, now, gpus), merged

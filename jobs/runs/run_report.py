@@ -20,7 +20,7 @@ from jobs.client.dashboard import Dashboard
 from jobs.client.types import JobDetails
 from jobs.common.redact import redact
 from jobs.head import events as ev
-from jobs.runs import goodput, handoff, listing, metrics, run_goodput
+from jobs.runs import goodput, handoff, listing, metrics, report_story, run_goodput, run_step, state
 from jobs.runs.attempt_logs import AttemptLogs
 from jobs.runs.metadata import RecipeRun
 
@@ -62,14 +62,18 @@ class RunReport:
     decisions: list[dict[str, Any]] = field(default_factory=list)
     # Attempts whose log Ray could not give (gone with their node): submission id -> why.
     unreadable_logs: dict[str, str] = field(default_factory=dict)
+    # The run's state and the outcome's words, as `status` says them (jobs/runs/state.py).
+    status: str = ""
+    outcome: str = ""
+    progress: dict[str, Any] | None = None
+    ends: list[report_story.AttemptEnd] = field(default_factory=list)
 
     @property
     def gpu_hours(self) -> float | None:
-        """GPUs x hours over every attempt, from submission to end; None when an attempt
-        recorded no size (not submitted by `rl-jobs submit`)."""
-        if any(a.gpus is None for a in self.attempts):
-            return None
-        return sum((a.gpus or 0) * a.hours(self.now_ms) for a in self.attempts)
+        """The GPU-hours of the run's life, as `status` and `cost` count them (its goodput's
+        total); None when nothing says how many GPUs it has."""
+        hours = (self.goodput or {}).get("gpu_hours")
+        return None if hours is None else sum(hours.values())
 
 
 def wandb_configured(entrypoint: str, overrides: Sequence[str]) -> bool:
@@ -107,9 +111,10 @@ def save_times(curves: metrics.Curves, end_ms: int) -> list[tuple[int, int]]:
     ]
 
 
-def gather(cluster: Dashboard, run: str, where: str = "") -> RunReport:
+def gather(cluster: Dashboard, run: str, where: str = "", outputs: Any = None) -> RunReport:
     """The run named `run` (or the run of the attempt with that submission id), read from the
-    head: every attempt's record and log, curves merged in attempt order."""
+    head: every attempt's record and log, curves merged in attempt order; its cost priced by
+    the stack's `outputs` when given."""
     job = listing.find(cluster, run, where)
     name = listing.run_of(job)
     tried = listing.attempts(cluster.jobs(), name) or [job]
@@ -132,10 +137,38 @@ def gather(cluster: Dashboard, run: str, where: str = "") -> RunReport:
         report.wandb |= wandb_configured(attempt.entrypoint or "", meta.overrides if meta else [])
     _, records = handoff.story(cluster, name)
     report.decisions = records
-    spent, report.curves = run_goodput.of_run(tried, records, logs, report.now_ms)
-    report.goodput = spent.as_json()
+    found = state.find(cluster.jobs(), name)
+    ended = found.ended if found is not None else None
+    spent, report.curves = run_goodput.of_run(tried, records, logs, ended or report.now_ms)
+    report.goodput = goodput.priced(spent.as_json(), outputs)
     report.unreadable_logs = logs.unreadable
+    final = handoff.final_reason(records)
+    report.status = state.shown_status(found, (final or {}).get("event")) if found else ""
+    report.progress = run_step.reached(metrics.progress(report.curves), records)
+    report.ends = [_end(a, logs, records, report) for a in report.attempts]
+    report.outcome = final["message"] if final else (report.ends[-1].why if report.ends else "")
     return report
+
+
+def _end(
+    a: Attempt, logs: AttemptLogs, records: list[dict[str, Any]], report: RunReport
+) -> report_story.AttemptEnd:
+    """One attempt's end line: its cause, the step it reached, its log's tail (or why not)."""
+    lost = report.unreadable_logs.get(a.submission_id, "")
+    text = "" if lost or a.start_ms is None else logs(a.submission_id)
+    own = metrics.progress(metrics.parse(text)) if text else None
+    recorded = run_step.recorded(r for r in records if r.get("submission_id") == a.submission_id)
+    step = max((s for s in ((own or {}).get("step"), recorded) if s is not None), default=None)
+    cause = report_story.cause_of(records, a.submission_id)
+    return report_story.AttemptEnd(
+        submission_id=a.submission_id,
+        status=a.status,
+        seconds=None if a.start_ms is None else a.hours(report.now_ms) * 3600,
+        step=step,
+        why=report_story.why_it_ended(a.message, a.status, cause),
+        log_tail=None if lost else report_story.tail(text),
+        lost=lost,
+    )
 
 
 # ---- rendering (pure) ----
@@ -150,14 +183,23 @@ _STATUS_COLOUR = {
     "PENDING": "#f9a825",
 }
 
+# Readable on a phone (390 px wide): plots and the timeline shrink to the width, tables scroll
+# inside their box, a log's lines wrap; nothing makes the page wider than the screen.
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1360px}
-h1{font-size:22px}h2{font-size:15px;margin:0 0 4px}
+h1{font-size:22px;overflow-wrap:anywhere}h2{font-size:15px;margin:0 0 4px}
 .grid{display:flex;flex-wrap:wrap;gap:16px}
-figure.plot{margin:0;border:1px solid #ddd;border-radius:6px;padding:8px;background:#fff}
-svg text{font-size:11px;fill:#555}
-table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}
+figure.plot{margin:0;border:1px solid #ddd;border-radius:6px;padding:8px;background:#fff;max-width:100%;box-sizing:border-box}
+svg{max-width:100%;height:auto}svg text{font-size:11px;fill:#555}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+.scroll{overflow-x:auto;max-width:100%}
+.facts td{overflow-wrap:anywhere}
+.badge{color:#fff;font-weight:600;padding:4px 12px;border-radius:4px;display:inline-block}
+ol.ends{padding-left:20px;font-size:14px}ol.ends li{margin:0 0 8px;overflow-wrap:anywhere}
+.dot{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:6px}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;font-size:12px;background:#f5f5f5;padding:6px}
 .note{color:#666;font-size:13px}
+@media (max-width:600px){body{margin:10px}}
 """
 
 
@@ -383,7 +425,9 @@ def render(report: RunReport) -> str:
         "recipe": report.recipe or "-",
         "framework": report.framework or "-",
         "attempts": str(len(report.attempts)),
-        "GPU-hours": "? (an attempt recorded no size)" if gpu_hours is None else f"{gpu_hours:.2f}",
+        "GPU-hours (life)": "? (nothing says how many GPUs it has)"
+        if gpu_hours is None
+        else f"{gpu_hours:.2f}",
         "generated": _when(report.now_ms),
     }
     fact_rows = "".join(
@@ -395,13 +439,24 @@ def render(report: RunReport) -> str:
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(f'run {report.run}')}</title>"
         f"<style>{_STYLE}</style></head><body>"
-        f"<h1>Run {html.escape(report.run)}</h1>"
-        f"<table>{fact_rows}</table>{_wandb_html(report)}"
+        + report_story.summary_html(
+            report.run,
+            report.status,
+            report.outcome,
+            report.progress,
+            report.goodput,
+            report.ends,
+        )
+        + f'<h2 style="margin-top:16px">How each attempt ended</h2>'
+        f"{report_story.ends_html(report.ends)}"
+        f"{timeline_svg(report.attempts, report.now_ms, report.decisions)}"
         f'<h2 style="margin-top:16px">Curves</h2><div class="grid">{plots}</div>'
         f'<h2 style="margin-top:16px">Attempts</h2>'
-        f"{timeline_svg(report.attempts, report.now_ms, report.decisions)}{_attempt_table(report)}"
+        f'<div class="scroll">{_attempt_table(report)}</div>'
+        f'<div class="scroll"><table>{fact_rows}</table></div>{_wandb_html(report)}'
         f"{_goodput_html(report)}"
         # The numbers behind the plots, for a reader who wants them (not executed: JSON data).
         f'<script type="application/json" id="curves">{data}</script>'

@@ -24,8 +24,15 @@ from jobs.runs.metadata import RecipeRun
 # A live supervisor that has not sent the next attempt yet: attempt 1 (waiting for GPUs), or the
 # one after an attempt that failed or was stopped (settling, waiting for GPUs after a preemption).
 WAITING = "WAITING"
+# A supervised run that is not over and whose supervisor is gone (killed, or lost with its head):
+# its attempt may still run, nothing restarts it until a re-armer takes the run back.
+UNSUPERVISED = "UNSUPERVISED"
+# The states a run shows in every view, from the cluster and from the runs root alike (a run
+# that gave up is FAILED; its outcome says why). Ray's PENDING shows only on the cluster, for an
+# attempt that waits for its resources: the runs root cannot tell it from RUNNING.
+RUN_STATES = ("RUNNING", WAITING, "SUCCEEDED", "STOPPED", "FAILED", UNSUPERVISED)
 # Every status a run shows in `list` (`list --status` takes these).
-STATUSES = (*(s.value for s in JobStatus), WAITING)
+STATUSES = (*(s.value for s in JobStatus), WAITING, UNSUPERVISED)
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,27 @@ class Run:
         if not jobs_ or any(not j.status.is_terminal() for j in jobs_):
             return None
         return max((j.end_time or 0) for j in jobs_) or None
+
+
+# The run's state once its current life has a final record, whatever Ray's jobs say meanwhile (a
+# supervisor that gave up is still RUNNING for a moment after its record, then SUCCEEDED).
+_BY_OUTCOME = {
+    run_events.FINISHED: "SUCCEEDED",
+    run_events.GAVE_UP: "FAILED",
+    run_events.STOPPED: "STOPPED",
+}
+
+
+def shown_status(r: Run, outcome: str | None) -> str:
+    """The run's state as every view shows it, the runs root's included (jobs/runs/record_view.py):
+    by its current life's final record (`outcome`, its event) when it has one; UNSUPERVISED
+    when it was handed to a supervisor, is not over and none is alive (the re-armer takes it
+    back); else as `Run.status` reads Ray's jobs."""
+    if outcome in _BY_OUTCOME:
+        return _BY_OUTCOME[outcome]
+    if r.supervisors and r.live_supervisor is None and not r.stop_recorded:
+        return UNSUPERVISED
+    return r.status
 
 
 def spec_of(sup: JobDetails) -> protocol.Spec | None:

@@ -36,7 +36,7 @@ def chromium() -> str:
     return found
 
 
-def _args(profile: Path, net_log: Path) -> list[str]:
+def _args(profile: Path, net_log: Path, window: str = WINDOW) -> list[str]:
     return [
         chromium(),
         "--headless",
@@ -51,7 +51,7 @@ def _args(profile: Path, net_log: Path) -> list[str]:
         "--disable-extensions",
         "--host-resolver-rules=MAP * ~NOTFOUND",
         f"--log-net-log={net_log}",
-        f"--window-size={WINDOW}",
+        f"--window-size={window}",
         "--hide-scrollbars",
     ]
 
@@ -76,19 +76,20 @@ def _requested(net_log: Path) -> list[str]:
     return urls
 
 
-def open_offline(page: Path, tmp: Path) -> Shot:
-    """Screenshot and DOM of `page` as Chromium renders it with no network, and what it asked for."""
+def open_offline(page: Path, tmp: Path, window: str = WINDOW) -> Shot:
+    """Screenshot and DOM of `page` as Chromium renders it with no network, and what it asked
+    for; `window` is the window's "width,height" in CSS pixels (a phone's: "390,2400")."""
     uri = page.resolve().as_uri()
     shot, net = tmp / "shot.png", tmp / "net.json"
     subprocess.run(
-        [*_args(tmp / "profile-shot", net), f"--screenshot={shot}", uri],
+        [*_args(tmp / "profile-shot", net, window), f"--screenshot={shot}", uri],
         check=True,
         capture_output=True,
         timeout=TIMEOUT_S,
     )
     requests = _requested(net)
     dom = subprocess.run(
-        [*_args(tmp / "profile-dom", tmp / "net-dom.json"), "--dump-dom", uri],
+        [*_args(tmp / "profile-dom", tmp / "net-dom.json", window), "--dump-dom", uri],
         check=True,
         capture_output=True,
         text=True,

@@ -109,6 +109,7 @@ def _cost_report(run: str):
         run,
         "nemo-rl-grpo-math",
         [cost.AttemptUsage(f"{run}-a1", 1, "SUCCEEDED", 1, hour)],
+        gpu_hours=8.25,
     )
     return cost.CostReport(hour, [usage], 0.5, 40.0, "stack outputs")
 
@@ -123,7 +124,7 @@ def test_cost_fits_80_columns_with_a_63_character_run_name():
     lines = [line.rstrip() for line in _lines(console.export_text())]
     assert max(len(line) for line in lines) <= 80
     assert run in lines
-    assert "  recipe nemo-rl-grpo-math  1.00 node-h  $40.00" in lines
+    assert "  recipe nemo-rl-grpo-math  8.25 GPU-h (life)  1.00 node-h  $40.00" in lines
     assert "    a1 SUCCEEDED 1x1.00h" in lines
     assert "total: 1.50 node-h  $60.00" in lines
     assert all(len(line.strip()) > 1 for line in lines if line.strip())  # no letter a line

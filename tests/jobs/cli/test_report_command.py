@@ -177,3 +177,57 @@ def test_the_report_opens_offline_in_chromium_with_every_curve_drawn(
     bands = browser.row_bands(shot.png, browser.CURVE_RGB)
     assert len(bands) == 5, bands
     assert all(columns >= 400 for _, _, columns in bands), bands
+
+
+# A probe added to a copy of the page (the report itself runs no script): how the browser laid
+# it out, written into the DOM that --dump-dom prints. Headless Chromium's window is never
+# narrower than 500 px, so the copy is shown in a 390-px frame (a phone's screen) of a wrapper
+# page; `srcdoc` gives the frame its parent's origin, so the probe can write there.
+_LAYOUT_PROBE = """<script>
+const story = document.getElementById("story").getBoundingClientRect();
+parent.document.body.setAttribute("data-layout", JSON.stringify({
+  scroll_width: document.documentElement.scrollWidth, width: window.innerWidth,
+  story_top: story.top, story_bottom: story.bottom,
+  first: document.body.firstElementChild.id,
+}));
+</script>"""
+PHONE = (390, 2400)
+SUCCEEDED_RGB = (0x2E, 0x7D, 0x32)  # jobs/runs/report_story.py STATE_COLOUR
+
+
+@pytest.mark.browser
+def test_the_report_tells_the_story_first_and_fits_a_phones_width(
+    reported: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Issue 40: the report opened on its attempts' curves; the run's state, outcome, goodput
+    and each attempt's end come first now, on a 390-pixel-wide screen without sideways scroll."""
+    import html as html_lib
+    import re
+
+    out, summary = reported
+    name = json.loads(summary)["run"]
+    probed = out.read_text().replace("</body>", _LAYOUT_PROBE + "</body>")
+    page = tmp_path / "phone.html"
+    page.write_text(
+        '<!DOCTYPE html><html><body style="margin:0">'
+        f'<iframe width="{PHONE[0]}" height="{PHONE[1]}" style="border:0;display:block" '
+        f'srcdoc="{html_lib.escape(probed, quote=True)}"></iframe></body></html>'
+    )
+    shot = browser.open_offline(page, tmp_path, window=f"600,{PHONE[1]}")
+    (tmp_path / "phone.png").write_bytes(shot.png)
+    found = re.search(r'data-layout="([^"]*)"', shot.dom)
+    assert found, shot.dom[:2000]
+    layout = json.loads(html_lib.unescape(found[1]))
+    assert layout["width"] == PHONE[0], layout
+    assert layout["scroll_width"] <= layout["width"], layout  # nothing wider than the screen
+    assert layout["first"] == "story" and layout["story_top"] < 60, layout
+    # The state's badge (SUCCEEDED, green) is drawn at the top of the screenshot.
+    bands = browser.row_bands(shot.png, SUCCEEDED_RGB)
+    assert bands and bands[0][0] < 150, bands
+    # The page itself, as the frame shows it: the story, then each attempt's end.
+    text = out.read_text()
+    story = text[text.index('id="story"') : text.index("How each attempt ended")]
+    assert "SUCCEEDED" in story and "goodput" in story and "step 8" in story, story
+    ends = [li for li in Page(text).all("li") if li.get("data-attempt")]
+    assert [li["data-attempt"] for li in ends] == [f"{name}-a1", f"{name}-a2"]
+    assert text.count("<details>") == 2  # each attempt's log tail, folded

@@ -147,8 +147,14 @@ def _resumed(c: Cluster, name: str) -> None:
 # event); from the runs root: (the record's status, the outcome event); whether it is over.
 STATES: list[tuple[str, Callable[[Cluster, str], None], tuple, tuple, bool]] = [
     ("waiting", _waiting, ("WAITING", "RUNNING", None), ("WAITING", None), False),
-    ("running", _running, ("RUNNING", "RUNNING", None), ("SUPERVISED", None), False),
-    ("unsupervised", _unsupervised, ("RUNNING", "FAILED", None), ("UNSUPERVISED", None), False),
+    ("running", _running, ("RUNNING", "RUNNING", None), ("RUNNING", None), False),
+    (
+        "unsupervised",
+        _unsupervised,
+        ("UNSUPERVISED", "FAILED", None),
+        ("UNSUPERVISED", None),
+        False,
+    ),
     (
         "succeeded",
         _succeeded,
@@ -156,7 +162,7 @@ STATES: list[tuple[str, Callable[[Cluster, str], None], tuple, tuple, bool]] = [
         ("SUCCEEDED", "finished"),
         True,
     ),
-    ("gave up", _gave_up, ("FAILED", "SUCCEEDED", "gave_up"), ("GAVE_UP", "gave_up"), True),
+    ("gave up", _gave_up, ("FAILED", "SUCCEEDED", "gave_up"), ("FAILED", "gave_up"), True),
     ("stopped", _stopped, ("STOPPED", "STOPPED", "stopped"), ("STOPPED", "stopped"), True),
     (
         "stopped before attempt 1",
@@ -165,7 +171,7 @@ STATES: list[tuple[str, Callable[[Cluster, str], None], tuple, tuple, bool]] = [
         ("STOPPED", "stopped"),
         True,
     ),
-    ("resumed", _resumed, ("RUNNING", "RUNNING", None), ("SUPERVISED", None), False),
+    ("resumed", _resumed, ("RUNNING", "RUNNING", None), ("RUNNING", None), False),
 ]
 
 

@@ -75,3 +75,35 @@ def test_a_lost_lease_and_a_finished_run_are_recorded_as_the_last_word():
     assert lines[-1]["event"] == ev.LEFT and lines[-1]["reason"] == "lease_lost"
     assert run_end.ended(sup, ev.FINISHED, "run r succeeded", reason="succeeded") == 0
     assert lines[-1]["event"] == ev.FINISHED
+
+
+def test_a_users_stop_keeps_the_attempts_step_lines_as_they_were_at_the_stop(tmp_path):
+    """Issue 40 item 5: after `stop` at step 29 the runs root said step 6 (the lines kept at the
+    watch's last reread, up to 30 s old) and no progress of the stopped attempt was kept."""
+    from jobs.head import stop as stop_job
+    from jobs.head.run_store import RunStore
+
+    api = AttemptAPI(JobStatus.RUNNING)
+    sup, _ = _supervisor(api, runs_root=str(tmp_path))
+    store = RunStore(str(tmp_path), "r")
+    store.write_spec({"run": "r"})
+    stop_job.request_stop(store, "rl-jobs stop")
+    sup.store = store
+    log = "".join(f"step:{n} - critic/score/mean:0.5\n" for n in range(1, 30))
+    sup.probes.progress_lines = lambda _job_id: log
+    store.keep_progress("r-a2", "step:6 - critic/score/mean:0.5\n")  # the last reread's
+    run_end.stopped(sup, RunState(attempt=2, current="r-a2"))
+    assert api.stopped == ["r-a2"]
+    assert store.progress("r-a2").splitlines()[-1].startswith("step:29 ")
+
+
+def test_a_sigterm_without_a_stop_keeps_the_attempts_step_lines_for_the_re_armer(tmp_path):
+    from jobs.head.run_store import RunStore
+
+    sup, lines = _supervisor(AttemptAPI(JobStatus.RUNNING), runs_root=str(tmp_path))
+    store = RunStore(str(tmp_path), "r")
+    sup.store = store
+    sup.probes.progress_lines = lambda _job_id: "step:12 - critic/score/mean:0.5\n"
+    run_end.stopped(sup, RunState(attempt=1, current="r-a1"))
+    assert lines[-1]["event"] == ev.INTERRUPTED
+    assert store.progress("r-a1").startswith("step:12 ")

@@ -61,3 +61,13 @@ def test_a_stop_with_a_live_supervisor_leaves_the_release_to_it(tmp_path):
     dropped: list[str] = []
     stop.record_stop(store, "rl-jobs stop", dropped.append)
     assert dropped == []
+
+
+def test_a_stop_after_the_supervisor_died_ends_the_run_before_its_lease_lapses(tmp_path):
+    """Issue 40 item 6: a supervisor killed a moment before `stop` leaves a lease that has not
+    lapsed; the stop wrote only its request, and the run read UNSUPERVISED ("the re-armer takes
+    the run back") for good, though nothing would ever write its end."""
+    store = _store(tmp_path, 3600)
+    assert stop.main(["r", "--runs-root", str(tmp_path), "--supervisor-gone"]) == 0
+    assert _events(store)[-2:] == [ev.STOP_REQUESTED, ev.STOPPED]
+    assert ev.outcome(store.events())["event"] == ev.STOPPED

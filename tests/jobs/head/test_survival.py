@@ -333,7 +333,7 @@ def test_a_killed_supervisor_reads_unsupervised_and_is_re_armed_and_stop_ends_it
     assert "unsupervised" in human
     rearmer = _rearmer(head.dashboard_url, root)
     try:
-        wait_until(lambda: _status(root, run)["status"] == "SUPERVISED", 60, "re-armed")
+        wait_until(lambda: _status(root, run)["status"] == "RUNNING", 60, "re-armed")
         v = _status(root, run)
         assert v["supervisor"]["submission_id"] == f"{run}-s2"
         wait_until(

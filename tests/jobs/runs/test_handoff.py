@@ -159,6 +159,7 @@ def test_restarts_go_on_after_the_cli_is_killed_with_sigkill(ray_url, ray_client
 
     def attempts() -> list[tuple[int, str]]:
         done = cli("list", "--json", "--address", ray_url)
+        assert done.returncode == 0, done.stderr
         [group] = [r for r in json.loads(done.stdout) if r["run"] == run]
         return [(a["attempt"], a["status"]) for a in group["attempts"]]
 
@@ -222,7 +223,8 @@ def test_a_run_waits_for_its_gpus_and_a_stop_during_the_wait_resubmits_nothing(
         assert f"{back}-a1 FAILED" in human, human
         assert "the cluster has 0 GPUs (2 needed)" in human, human
         assert "waiting for 2 GPUs since " in human, human
-        assert _story(ray_url, back)["status"] == "FAILED"  # the latest attempt, a1
+        # About to restart: the run waits (its latest attempt a1 FAILED), as `list` says.
+        assert _story(ray_url, back)["status"] == "WAITING"
 
         halt = cli("stop", stopped, "--address", ray_url, "--json")
         assert halt.returncode == 0, halt.stderr
@@ -412,6 +414,12 @@ def test_a_runs_root_missing_on_the_head_is_refused_and_never_created(
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert f"the runs root {typo} does not exist on the Ray head" in done.stderr, done.stderr
+    # One line that says it once (it was 900 characters: the supervisor's record, the same
+    # reason on its stderr, and Ray's banner).
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: the supervisor {run}-s1 refused the run: the runs root")
+    assert line.count("does not exist on the Ray head") == 1 and "{" not in line, line
+    assert len(line) < 500, line
     assert not typo.exists() and not typo.parent.exists()
     assert f"{run}-a1" not in _ids(ray_client)
 

@@ -23,7 +23,7 @@ def test_attempts_causes_and_unsupervised_after_the_lease_lapses(tmp_path):
     _write(store, ev.PREEMPTED, attempt=1, submission_id="r-a1", message="node x died")
     _write(store, ev.SUBMITTED, attempt=2, submission_id="r-a2", supervisor="r-s1")
     v = record_view.view(tmp_path, "r")
-    assert v["status"] == "SUPERVISED" and lease is not None
+    assert v["status"] == "RUNNING" and lease is not None
     assert [(a["submission_id"], a["status"], a["cause"]) for a in v["attempts"]] == [
         ("r-a1", "FAILED", "preempted"),
         ("r-a2", "RUNNING", None),
@@ -41,7 +41,7 @@ def test_a_finished_run_is_not_unsupervised(tmp_path):
     store.release(store.acquire("r-s1", ttl_s=60))
     _write(store, ev.GAVE_UP, reason="crash", message="gave up: crash")
     v = record_view.view(tmp_path, "r")
-    assert v["status"] == "GAVE_UP" and v["outcome"]["reason"] == "crash"
+    assert v["status"] == "FAILED" and v["outcome"]["reason"] == "crash"
     assert [row["run"] for row in record_view.listing(tmp_path)] == ["r"]
 
 
@@ -54,4 +54,4 @@ def test_a_live_supervisor_before_its_first_attempt_is_waiting_as_the_cluster_sa
     _write(store, ev.WAITING, supervisor="r-s1")
     assert record_view.view(tmp_path, "r")["status"] == record_view.WAITING
     _write(store, ev.SUBMITTED, attempt=1, submission_id="r-a1", supervisor="r-s1")
-    assert record_view.view(tmp_path, "r")["status"] == "SUPERVISED"
+    assert record_view.view(tmp_path, "r")["status"] == "RUNNING"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.runs import metrics, run_report
+from jobs.runs import goodput, metrics, run_report
 from tests.jobs.html_page import Page
 from tests.jobs.runs.framework_lines import ray_actor_prefix, verl_step_line
 
@@ -60,8 +60,13 @@ def test_the_timeline_has_a_bar_per_attempt_and_gpu_hours_count_both() -> None:
         ("1", "FAILED"),
         ("2", "RUNNING"),
     ]
-    # 8 GPUs x (0.5 h + 1 h, the running one up to now)
-    assert report.gpu_hours == 8 * 1.5
+    # The run's life, as `status` and `cost` count it: 8 GPUs from a1's start to now (0.5 h of
+    # a1, the 0.33 h between the attempts, 1 h of a2 so far), not only the attempts' own time.
+    traces = [goodput.AttemptTrace(a.submission_id, a.start_ms, a.end_ms) for a in report.attempts]
+    report.goodput = goodput.account(traces, [], report.now_ms, 8).as_json()
+    assert report.gpu_hours == pytest.approx(8 * (5_600_000 / 3_600_000), abs=0.01)
+    report.goodput = goodput.account(traces, [], report.now_ms, None).as_json()
+    assert report.gpu_hours is None  # nothing says how many GPUs: never a guess
 
 
 def _at(ms: int) -> str:
