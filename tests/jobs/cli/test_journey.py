@@ -202,7 +202,14 @@ class Life:
 
     def node_up(self) -> None:
         self.node.start()
-        wait_gpus(self.url, 1)
+        try:
+            # A raylet's start takes seconds on a quiet machine, a minute or more on a busy one.
+            wait_gpus(self.url, 1, timeout=240)
+        except AssertionError as e:
+            tail = (
+                self.node.log.read_text(errors="replace")[-3000:] if self.node.log.exists() else ""
+            )
+            raise AssertionError(f"{e}; the GPU raylet's log ends:\n{tail}") from None
 
     def start(self, *extra: str) -> None:
         script = TRAINER.format(
