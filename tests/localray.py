@@ -35,6 +35,18 @@ from jobs.client.net import dashboard_answers
 START_TIMEOUT_S = 120.0
 
 
+# The GCS marks a raylet dead after missed health checks (Ray's defaults: 5 checks up to 10 s
+# apart): tests that kill a GPU raylet as a spot reclaim shorten that to a few seconds. Each check
+# may take 3 s to answer: with 1 s, a raylet on a machine busy with other suites (load 20) missed
+# three in a row and was declared dead while alive.
+FAST_HEALTH = {
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_timeout_ms": "3000",
+    "RAY_health_check_failure_threshold": "4",
+    "RAY_health_check_initial_delay_ms": "1000",
+}
+
+
 def _port_is_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:

@@ -48,13 +48,7 @@ FAST = dict(
     JOBS_SUPERVISOR_LEASE_S="3",
     JOBS_SUPERVISOR_GAUGES_S="1",
 )
-# The GCS marks a raylet dead after 3 missed checks 1 s apart (defaults: 5 of up to 10 s).
-FAST_HEALTH = {
-    "RAY_health_check_period_ms": "1000",
-    "RAY_health_check_timeout_ms": "1000",
-    "RAY_health_check_failure_threshold": "3",
-    "RAY_health_check_initial_delay_ms": "1000",
-}
+FAST_HEALTH = localray.FAST_HEALTH
 
 # Every read command, as the user types it ({run}, {url}, {root}, {out} filled per phase). The
 # runs-root forms read the record on shared storage, without the head.
@@ -202,7 +196,14 @@ class Life:
 
     def node_up(self) -> None:
         self.node.start()
-        wait_gpus(self.url, 1)
+        try:
+            # A raylet's start takes seconds on a quiet machine, a minute or more on a busy one.
+            wait_gpus(self.url, 1, timeout=240)
+        except AssertionError as e:
+            tail = (
+                self.node.log.read_text(errors="replace")[-3000:] if self.node.log.exists() else ""
+            )
+            raise AssertionError(f"{e}; the GPU raylet's log ends:\n{tail}") from None
 
     def start(self, *extra: str) -> None:
         script = TRAINER.format(

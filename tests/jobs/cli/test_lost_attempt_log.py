@@ -34,13 +34,7 @@ FAST = dict(
     JOBS_SUPERVISOR_LEASE_S="3",
     JOBS_SUPERVISOR_GAUGES_S="1",
 )
-# The GCS marks a raylet dead after 3 missed checks 1 s apart (defaults: 5 of up to 10 s).
-FAST_HEALTH = {
-    "RAY_health_check_period_ms": "1000",
-    "RAY_health_check_timeout_ms": "1000",
-    "RAY_health_check_failure_threshold": "3",
-    "RAY_health_check_initial_delay_ms": "1000",
-}
+FAST_HEALTH = localray.FAST_HEALTH
 
 
 @pytest.fixture(scope="module")
