@@ -137,9 +137,7 @@ class LiveObject:
         """A server-side apply of `config` by `manager` ([FM], [MS], [DF])."""
         applied = flatten(config, self.schema)
         live = flatten(self.object, self.schema)
-        conflicts = {
-            p for p, v in applied.items() if self._owners(p, manager) and live.get(p) != v
-        }
+        conflicts = {p for p, v in applied.items() if self._owners(p, manager) and live.get(p) != v}
         if conflicts and not force:
             owners = set().union(*(self._owners(p, manager) for p in conflicts))
             raise Conflict(conflicts, owners)
@@ -155,9 +153,7 @@ class LiveObject:
         # A field applied replaces whatever the live object held at or below it.
         for path in applied:
             merged = {
-                p: v
-                for p, v in merged.items()
-                if p[: len(path)] != path and path[: len(p)] != p
+                p: v for p, v in merged.items() if p[: len(path)] != path and path[: len(p)] != p
             }
         merged |= applied
         self.fields = flatten(with_defaults(unflatten(merged), self.schema), self.schema)

@@ -95,7 +95,9 @@ def test_an_up_after_the_autoscaler_acted_applies_without_conflict_and_restarts_
     obj = live.object
     group = obj["spec"]["workerGroupSpecs"][0]
     assert group["maxReplicas"] == after["spec"]["workerGroupSpecs"][0]["maxReplicas"]
-    if group["replicas"] != 3 or group.get("scaleStrategy") != {"workersToDelete": ["gpu-workers-x1"]}:
+    if group["replicas"] != 3 or group.get("scaleStrategy") != {
+        "workersToDelete": ["gpu-workers-x1"]
+    }:
         # The autoscaler's fields went back to the CRD's defaults: only with every pod recreated
         # (upgradeStrategy Recreate, and a head template the spec hash covers changed).
         assert obj["spec"]["upgradeStrategy"] == {"type": "Recreate"}
