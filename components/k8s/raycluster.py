@@ -319,8 +319,6 @@ def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                         "env": [*_common_env(inputs), *inputs.metrics_env],
                         "volumeMounts": _common_mounts(inputs),
                     },
-                    # After the Ray container: KubeRay takes containers[0] as Ray's.
-                    rearm_container(inputs),
                 ],
                 "volumes": [
                     _lustre_volume(inputs.lustre_claim),
@@ -332,8 +330,15 @@ def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
             },
         },
     }
-    if init_containers:
-        spec["template"]["spec"]["initContainers"] = init_containers
+    # The re-armer runs as a native sidecar (an init container with restartPolicy Always, after
+    # the package install it needs): the kubelet restarts it whatever the pod's restartPolicy,
+    # which KubeRay sets to Never under autoscaler v2 (kuberay v1.7.0 common/pod.go L278-280), so
+    # one that dies (an OOM kill, an error its loop does not catch) comes back
+    # (https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/, Kubernetes 1.29+).
+    spec["template"]["spec"]["initContainers"] = [
+        *init_containers,
+        {**rearm_container(inputs), "restartPolicy": "Always"},
+    ]
     return spec
 
 
