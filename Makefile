@@ -28,10 +28,12 @@ IMAGE_RAY_VERSIONS := 2.46.0 2.48.0
 IMAGE_RAY_VENVS := $(foreach v,$(IMAGE_RAY_VERSIONS),.venv-ray-$(v))
 venv-ray: $(addsuffix /.installed,$(IMAGE_RAY_VENVS))
 
-.venv-ray-%/.installed: requirements-ray-image.txt
+.venv-ray-%/.installed: requirements-ray-image.txt requirements-verl.txt
 	@echo "make venv-ray: creating .venv-ray-$* with Ray $* (a framework image's Ray)"
 	$(PYTHON) -m venv .venv-ray-$*
 	.venv-ray-$*/bin/pip install --quiet --disable-pip-version-check "ray[default]==$*" -r requirements-ray-image.txt
+	@# veRL's own metric lines feed the gauges test (tests/jobs/runs/framework_lines.py).
+	.venv-ray-$*/bin/pip install --quiet --disable-pip-version-check --no-deps -r requirements-verl.txt
 	@touch $@
 
 # The marker is rebuilt when a requirements file changes, so a pin bump reinstalls.
