@@ -398,13 +398,10 @@ def grafana_manifests(
         {"name": "providers", "mountPath": "/etc/grafana/provisioning/dashboards"},
         {"name": "data", "mountPath": "/var/lib/grafana"},
         {"name": "tmp", "mountPath": "/tmp"},
-    ] + [
-        {
-            "name": f"dash-{i}",
-            "mountPath": f"{DASHBOARDS_DIR}/{name}",
-            "subPath": name,
-        }
-        for i, name in enumerate(sorted(dashboard_files))
+        # One projected volume, no subPath: the kubelet refreshes projected ConfigMaps in a
+        # running pod but never a subPath mount (https://kubernetes.io/docs/concepts/
+        # configuration/configmap/#mounted-configmaps-are-updated-automatically).
+        {"name": "dashboards", "mountPath": DASHBOARDS_DIR},
     ]
     provisioning = f"{inputs.grafana}-provisioning"
     volumes = [
@@ -424,9 +421,15 @@ def grafana_manifests(
         },
         {"name": "data", "emptyDir": {"sizeLimit": "1Gi"}},
         {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
-    ] + [
-        {"name": f"dash-{i}", "configMap": {"name": dashboard_config_name(inputs, name)}}
-        for i, name in enumerate(sorted(dashboard_files))
+        {
+            "name": "dashboards",
+            "projected": {
+                "sources": [
+                    {"configMap": {"name": dashboard_config_name(inputs, name)}}
+                    for name in sorted(dashboard_files)
+                ]
+            },
+        },
     ]
     container = {
         "name": "grafana",
