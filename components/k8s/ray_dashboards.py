@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 # A label Ray 2.60 filters and groups its node panels by that neither 2.46 nor 2.48 emits (no such
 # string in their ray/ package). Its panels are the node CPU / memory / disk / GPU / network ones
@@ -44,15 +45,13 @@ def _without_label(text: str, label: str) -> str:
     return re.sub(rf"\s*\(\{{\{{{label}\}}\}}\)", "", text)
 
 
-def _selects_on(panel: dict[str, object], labels: frozenset[str]) -> bool:
+def _selects_on(panel: dict[str, Any], labels: frozenset[str]) -> bool:
     targets = panel.get("targets") or []
     exprs = [str(t.get("expr", "")) for t in targets if isinstance(t, dict)]
     return any(re.search(rf"\b{label}\b", e) for e in exprs for label in labels)
 
 
-def _filtered_panels(
-    panels: list[dict[str, object]], drop: frozenset[str]
-) -> list[dict[str, object]]:
+def _filtered_panels(panels: list[dict[str, Any]], drop: frozenset[str]) -> list[dict[str, Any]]:
     kept = []
     for panel in panels:
         if drop and _selects_on(panel, drop):
@@ -60,7 +59,7 @@ def _filtered_panels(
         inner = panel.get("panels")
         if isinstance(inner, list):
             panel["panels"] = _filtered_panels(inner, drop)
-        for target in panel.get("targets") or []:  # type: ignore[attr-defined]
+        for target in panel.get("targets") or []:
             for key in ("expr", "legendFormat"):
                 if isinstance(target.get(key), str):
                     for label in LABELS_THE_IMAGES_LACK:
