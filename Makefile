@@ -70,7 +70,7 @@ test: venv venv-image venv-ray browser
 HEAD_RAY_TESTS := tests/jobs/head/test_capacity_probe.py tests/jobs/head/test_node_events.py \
 	tests/jobs/head/test_run_gauges_supervised.py tests/jobs/head/test_early_failure_supervised.py \
 	tests/jobs/head/test_cannot_stage_supervised.py tests/jobs/head/test_node_end_supervised.py \
-	tests/jobs/head/test_survival.py
+	tests/jobs/head/test_survival.py tests/jobs/head/test_scale_up_supervised.py
 test-image-ray: venv-ray
 	@for v in $(IMAGE_RAY_VERSIONS); do \
 	  echo "make test: the head's real-Ray tests under Ray $$v"; \
