@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STACK ?= dev
 BASE ?= HEAD
 
-.PHONY: test test-fast lint format plan plan-diff venv venv-image browser clean
+.PHONY: test test-fast test-image-ray lint format plan plan-diff venv venv-image venv-ray browser clean
 
 venv: $(VENV)/.installed
 
@@ -18,6 +18,22 @@ $(IMAGE_VENV)/.installed: requirements-image.txt
 	@echo "make venv-image: creating $(IMAGE_VENV) with the NeMo RL image's staging libraries"
 	$(PYTHON) -m venv $(IMAGE_VENV)
 	$(IMAGE_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-image.txt
+	@touch $@
+
+# The code that ships to the Ray head (jobs/head: supervisor, re-armer, scale-up requests, node
+# events, gauges, stop) runs there under the framework image's Ray: 2.46.0 (NeMo RL v0.4.0) and
+# 2.48.0 (veRL 0.6.0), not .venv's. `make venv-ray` makes one venv per version, and `make test`
+# runs the head's real-Ray tests (HEAD_RAY_TESTS) under each of them as well.
+IMAGE_RAY_VERSIONS := 2.46.0 2.48.0
+IMAGE_RAY_VENVS := $(foreach v,$(IMAGE_RAY_VERSIONS),.venv-ray-$(v))
+venv-ray: $(addsuffix /.installed,$(IMAGE_RAY_VENVS))
+
+.venv-ray-%/.installed: requirements-ray-image.txt requirements-verl.txt
+	@echo "make venv-ray: creating .venv-ray-$* with Ray $* (a framework image's Ray)"
+	$(PYTHON) -m venv .venv-ray-$*
+	.venv-ray-$*/bin/pip install --quiet --disable-pip-version-check "ray[default]==$*" -r requirements-ray-image.txt
+	@# veRL's own metric lines feed the gauges test (tests/jobs/runs/framework_lines.py).
+	.venv-ray-$*/bin/pip install --quiet --disable-pip-version-check --no-deps -r requirements-verl.txt
 	@touch $@
 
 # The marker is rebuilt when a requirements file changes, so a pin bump reinstalls.
@@ -46,8 +62,20 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 # The whole suite on both cores: the slow seams mostly wait (a Ray head starting, a raylet dying,
 # a supervisor's poll), so two workers nearly halve the wall time; each worker starts its own
 # private Ray head on free loopback ports, and work stealing keeps both busy to the end.
-test: venv venv-image browser
+test: venv venv-image venv-ray browser
 	$(PYTEST) -q -n 2 --dist worksteal
+	@$(MAKE) --no-print-directory test-image-ray
+
+# The head's real-Ray tests under each image's Ray (see venv-ray).
+HEAD_RAY_TESTS := tests/jobs/head/test_capacity_probe.py tests/jobs/head/test_node_events.py \
+	tests/jobs/head/test_run_gauges_supervised.py tests/jobs/head/test_early_failure_supervised.py \
+	tests/jobs/head/test_cannot_stage_supervised.py tests/jobs/head/test_node_end_supervised.py \
+	tests/jobs/head/test_survival.py tests/jobs/head/test_scale_up_supervised.py
+test-image-ray: venv-ray
+	@for v in $(IMAGE_RAY_VERSIONS); do \
+	  echo "make test: the head's real-Ray tests under Ray $$v"; \
+	  PYTHONDONTWRITEBYTECODE= .venv-ray-$$v/bin/python -m pytest -q -n 2 --dist worksteal -m ray $(HEAD_RAY_TESTS) || exit 1; \
+	done
 
 # Debian's chromium for the report's browser tests (tools/install_browser.sh): installed when
 # missing where apt-get runs as root, as in CI; elsewhere those tests skip and say how.
@@ -81,4 +109,4 @@ plan-diff: venv
 	@$(BIN)/python -m tools.plan_diff --stack $(STACK) --base $(BASE)
 
 clean:
-	rm -rf $(VENV) $(IMAGE_VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(IMAGE_VENV) $(IMAGE_RAY_VENVS) .pytest_cache .hypothesis

@@ -153,7 +153,41 @@ def _ray_dashboard_not_exposed(args: ResourceValidationArgs, report: ReportViola
             )
 
 
+# Both written by components/k8s/raycluster.py (docs/deploy.md, "Who owns the RayCluster").
+PATCH_FORCE = "pulumi.com/patchForce"
+
+
+def _ray_cluster_changes_reach_the_head(
+    args: ResourceValidationArgs, report: ReportViolation
+) -> None:
+    """Without Recreate a spec change never reaches the running pods (kuberay v1.7.0
+    raycluster_controller.go L1462-1500); without patchForce an apply after Ray's autoscaler
+    wrote `replicas` fails on the worker list it then owns (server-side apply, atomic lists)."""
+    if args.resource_type != RAY_CLUSTER:
+        return
+    props = plain(args.props)
+    strategy = dig(props, "spec", "upgradeStrategy", "type")
+    if strategy is not UNKNOWN and strategy != "Recreate":
+        report(
+            f"spec.upgradeStrategy.type is {strategy!r}: set it to 'Recreate', or a change of the "
+            "RayCluster never reaches its running head and workers.",
+            None,
+        )
+    force = as_dict(dig(props, "metadata", "annotations")).get(PATCH_FORCE)
+    if force is not UNKNOWN and force != "true":
+        report(
+            f"metadata.annotations['{PATCH_FORCE}'] is {force!r}: set it to 'true', or the next "
+            "update after Ray's autoscaler wrote the worker count fails with a field conflict.",
+            None,
+        )
+
+
 POLICIES = [
+    ResourceValidationPolicy(
+        name="ray-cluster-changes-reach-the-head",
+        description="The RayCluster recreates its pods on a change and applies over the autoscaler's writes.",
+        validate=_ray_cluster_changes_reach_the_head,
+    ),
     StackValidationPolicy(
         name="ray-head-on-on-demand-cpu-pool",
         description="The Ray head is pinned (gke-nodepool selector) to a pool that is neither spot nor GPU.",

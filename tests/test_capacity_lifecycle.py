@@ -16,6 +16,11 @@ left. For every cell:
     keeps them), is what the doc's table says.
 
 Each distinct stack config is rendered once (cached), so unpark reuses create's rendering.
+
+Beside the six steps, the transitions of a running stack (issue 42): static <-> on-demand
+scaling, and a RayCluster change on a stack whose workers Ray's autoscaler has started. Every
+RayCluster update that makes KubeRay recreate its pods is a restart the gate asks a label for
+(`restart-ray`), and the update applies over the autoscaler's writes without a conflict.
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ from functools import cache
 from typing import Any
 
 import pytest
+import yaml
 
+from tests.components.k8s.ssa import LiveObject, crd_schema
 from tests.policy.adapter import run_policies
 from tests.test_sdk_inputs import args_class, unknown_keys
 from tools.plan import as_json
 from tools.plan_diff import PlanDiff, diff_plans, force_new_entries
-from tools.preview_gate import ALLOW_LABEL, verdict
+from tools.preview_gate import ALLOW_LABEL, RESTART_LABEL, ray_restarts, verdict
 from tools.render import ROOT, RenderedResource, Rendering, load_stack_file, masked, render
 
 pytestmark = pytest.mark.plan
@@ -41,6 +48,10 @@ STEPS = ("create", "grow", "park", "unpark", "change-machine-type", "destroy")
 PROJECT = "example-project"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 DESTROY_DOC = (ROOT / "docs" / "destroy.md").read_text()
+RAYCLUSTER_SCHEMA = crd_schema(
+    yaml.safe_load((ROOT / "tests/schemas/kuberay-v1.7.0/ray.io_rayclusters.yaml").read_text()),
+    "v1",
+)
 
 
 @dataclass(frozen=True)
@@ -109,9 +120,11 @@ EXPECTED: dict[str, Expected] = {
 MACHINE_CHANGE_REASONS = {"nodeConfig.guestAccelerators[].type"}
 
 
-def stack_config(mode: str, gpu: Gpu, *, protect: bool = False) -> dict[str, Any]:
+def stack_config(
+    mode: str, gpu: Gpu, *, protect: bool = False, extra: tuple[tuple[str, Any], ...] = ()
+) -> dict[str, Any]:
     """The dev stack file, in `mode`, asking for `gpu` (a reservation reserves one machine type,
-    so a reservation-mode stack names one per machine type)."""
+    so a reservation-mode stack names one per machine type), with `extra` gpu settings."""
     config, _ = load_stack_file("dev")
     config["gcp:project"] = PROJECT
     settings: dict[str, Any] = {
@@ -123,14 +136,16 @@ def stack_config(mode: str, gpu: Gpu, *, protect: bool = False) -> dict[str, Any
         settings["reservation"] = f"{gpu.machine_type}-reservation"
     if mode == "flex-start":
         settings["maxRunDurationHours"] = 24
-    config["rl-on-gke:gpu"] = settings
+    config["rl-on-gke:gpu"] = settings | dict(extra)
     config["rl-on-gke:lustre"] = {**config["rl-on-gke:lustre"], "protect": protect}
     return config
 
 
 @cache
-def _render(mode: str, gpu: Gpu, protect: bool = False) -> Rendering:
-    return render(stack_config(mode, gpu, protect=protect), stack="dev")
+def _render(
+    mode: str, gpu: Gpu, protect: bool = False, extra: tuple[tuple[str, Any], ...] = ()
+) -> Rendering:
+    return render(stack_config(mode, gpu, protect=protect, extra=extra), stack="dev")
 
 
 def rendering(mode: str, step: str) -> Rendering:
@@ -169,15 +184,17 @@ def preview_document(mode: str, step: str) -> dict[str, Any]:
     """`pulumi preview --json` of the step as Pulumi writes it without --show-replacement-steps
     (pkg/backend/display/json.go ShowPreviewDigest): one step per custom resource, `create` /
     `update` / `replace` (ONE step per replacement) / `delete` / `same`, a `changeSummary`."""
-    before = (
-        {r.urn: r for r in rendering(mode, PREVIOUS[step]).custom_resources()}
-        if step in PREVIOUS
-        else {}
+    return preview_between(
+        rendering(mode, PREVIOUS[step]) if step in PREVIOUS else None,
+        None if step == "destroy" else rendering(mode, step),
+        step_diff(mode, step),
     )
-    after = (
-        {} if step == "destroy" else {r.urn: r for r in rendering(mode, step).custom_resources()}
-    )
-    diff = step_diff(mode, step)
+
+
+def preview_between(old: Rendering | None, new: Rendering | None, diff: PlanDiff) -> dict[str, Any]:
+    """The preview of going from one rendering to the next (see `preview_document`)."""
+    before = {r.urn: r for r in old.custom_resources()} if old else {}
+    after = {r.urn: r for r in new.custom_resources()} if new else {}
     changed = {c.urn: c for c in diff.changed}
     steps: list[dict[str, Any]] = []
     for urn in sorted(before.keys() | after.keys()):
@@ -259,11 +276,23 @@ def test_each_step_of_each_mode(mode: str, step: str) -> None:
     document = preview_document(mode, step)
     replace_steps = [s["urn"].split("::")[-1] for s in document["steps"] if s["op"] == "replace"]
     assert sorted(replace_steps) == sorted(expected.replaced)  # one step per replaced resource
+    restarts = restarts_ray(mode, step)
+    assert ray_restarts(document) == ([RAY_CLUSTER] if restarts else [])
     passes, message = verdict(document, [])
-    assert passes is expected.gate_passes, message
-    assert verdict(document, [ALLOW_LABEL])[0] is True
+    assert passes is (expected.gate_passes and not restarts), message
+    assert verdict(document, [ALLOW_LABEL, RESTART_LABEL])[0] is True
     if step == "destroy":
         check_destroy(mode)
+
+
+def restarts_ray(mode: str, step: str) -> bool:
+    """Whether the step's RayCluster update recreates the Ray pods: on an autoscaled stack every
+    change does (the head template's spec hash, components/k8s/raycluster.py); on a static one a
+    change of the worker counts alone does not (KubeRay's hash leaves them out); a new machine
+    changes the worker template."""
+    if step == "change-machine-type":
+        return True
+    return step in ("grow", "park", "unpark") and mode != "reservation"
 
 
 def _ignored(mode: str, step: str, urn: str) -> list[str]:
@@ -367,3 +396,48 @@ def check_destroy(mode: str) -> None:
         assert not any(r.type == NODE_POOL for r in final.resources if r.urn in kept)
         passes, message = verdict(destroy_preview(final, kept), [])
         assert passes is EXPECTED["destroy"].gate_passes, message
+
+
+# ------------------------------------------- transitions of a running stack (issue 42 item 3)
+
+SPOT_TWO = Gpu("a4-highgpu-8g", 2)
+STATIC = (("scaling", "static"),)
+TRANSITIONS: dict[str, tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]]] = {
+    "static -> on-demand": (STATIC, ()),
+    "on-demand -> static": ((), STATIC),
+    "RayCluster change on a stack with running workers": ((), (("idleMinutes", 45),)),
+}
+
+
+@pytest.mark.parametrize("transition", sorted(TRANSITIONS))
+def test_each_transition_of_a_running_stack_restarts_ray_visibly(transition: str) -> None:
+    before_extra, after_extra = TRANSITIONS[transition]
+    before = _render("spot", SPOT_TWO, extra=before_extra)
+    after = _render("spot", SPOT_TWO, extra=after_extra)
+    assert run_policies(after) == [], "the policy pack refuses the transition"
+    diff = diff_plans(as_json(before, []), as_json(after, []))
+    assert diff.added == [] and diff.removed == []
+    assert not any(c.replaces for c in diff.changed)
+    assert RAY_CLUSTER in {c.name for c in diff.changed}
+    document = preview_between(before, after, diff)
+    assert ray_restarts(document) == [RAY_CLUSTER]
+    passes, message = verdict(document, [])
+    assert passes is False and RESTART_LABEL in message
+    assert verdict(document, [RESTART_LABEL])[0] is True
+    # The update applies over what Ray's autoscaler wrote (workers running: replicas 2), with no
+    # conflict, and whatever of its writes it resets goes with pods KubeRay recreates.
+    old, new = (_ray_cluster(r) for r in (before, after))
+    live = LiveObject(RAYCLUSTER_SCHEMA)
+    live.apply(old, "pulumi-kubernetes-1")
+    if old["spec"]["enableInTreeAutoscaling"]:
+        scaled = live.object
+        scaled["spec"]["workerGroupSpecs"][0]["replicas"] = 2
+        live.update(scaled, "python-requests")
+    force = new["metadata"].get("annotations", {}).get("pulumi.com/patchForce") == "true"
+    live.apply(new, "pulumi-kubernetes-1", force=force)
+    assert live.object["spec"]["upgradeStrategy"] == {"type": "Recreate"}
+
+
+def _ray_cluster(rendered: Rendering) -> dict[str, Any]:
+    (resource,) = [r for r in rendered.custom_resources() if r.name == RAY_CLUSTER]
+    return {k: resource.inputs[k] for k in ("apiVersion", "kind", "metadata", "spec")}

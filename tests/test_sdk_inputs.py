@@ -190,8 +190,14 @@ def test_the_walk_reaches_the_monitoring_keys() -> None:
     policies = [i for t, _, i in rendered if t == "gcp:monitoring/alertPolicy:AlertPolicy"]
     assert len(policies) == 2
     for policy in policies:
-        threshold = policy["conditions"][0]["conditionThreshold"]
-        assert threshold["aggregations"][0]["perSeriesAligner"] and threshold["trigger"]["count"]
+        condition = policy["conditions"][0]
+        if "conditionMatchedLog" in condition:  # the give-up policy (monitoring.py)
+            assert condition["conditionMatchedLog"]["filter"]
+            assert policy["alertStrategy"]["notificationRateLimit"]["period"]
+        else:
+            threshold = condition["conditionThreshold"]
+            assert threshold["aggregations"][0]["perSeriesAligner"]
+            assert threshold["trigger"]["count"]
         assert policy["documentation"]["mimeType"] and policy["alertStrategy"]["autoClose"]
     metrics = [i for t, _, i in rendered if t == "gcp:logging/metric:Metric"]
     assert len(metrics) == 3

@@ -1,4 +1,4 @@
-"""The preview gate on `pulumi preview --json`: no replacement or deletion of what running work lives in.
+"""The preview gate on `pulumi preview --json`: no replacement, deletion or restart of what running work lives in.
 
 Reads one PreviewDigest (`pulumi preview --json`, pulumi/pulumi pkg/backend/display/json.go
 `ShowPreviewDigest`: `steps[]` with `op` and `urn`, and `oldState` / `newState` carrying `type`)
@@ -18,6 +18,7 @@ for a document that is not a preview.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,21 @@ REPLACEMENT_OPS = frozenset(
     {"replace", "create-replacement", "delete-replaced", "import-replacement"}
 )
 DESTRUCTIVE_OPS = REPLACEMENT_OPS | {"delete"}
+
+# An in-place update of the RayCluster restarts the Ray head and every worker when it changes what
+# KubeRay's spec hash covers: upgradeStrategy Recreate (components/k8s/raycluster.py) recreates
+# every pod then (kuberay v1.7.0 raycluster_controller.go L1462-1500). The hash leaves out the
+# worker counts, workersToDelete, tolerations, scheduling gates and the strategy itself
+# (utils/util.go L645-667 `GenerateHashWithoutReplicasAndWorkersToDelete`), and the object's
+# metadata is not in the spec. Any other changed path, or a step without a detailed diff, restarts.
+RESTART_LABEL = "restart-ray"
+RAY_CLUSTER_TYPE = "kubernetes:ray.io/v1:RayCluster"
+_HASH_MUTED = re.compile(
+    r"^(metadata([.\[]|$)|spec\.upgradeStrategy([.\[]|$)"
+    r"|spec\.workerGroupSpecs\[\d+\]\.(replicas|minReplicas|maxReplicas|scaleStrategy)([.\[]|$)"
+    r"|spec\.(headGroupSpec|workerGroupSpecs\[\d+\])\.template\.spec\."
+    r"(tolerations|schedulingGates)([.\[]|$))"
+)
 
 
 class PreviewFormatError(ValueError):
@@ -97,15 +113,47 @@ def blocked_steps(preview: Any) -> list[Blocked]:
     return found
 
 
+def ray_restarts(preview: Any) -> list[str]:
+    """The RayClusters (by name) an in-place update of this preview restarts (see RESTART_LABEL)."""
+    found: list[str] = []
+    for step in preview.get("steps", []):
+        if step.get("op") != "update" or step_type(step) != RAY_CLUSTER_TYPE:
+            continue
+        paths = list((step.get("detailedDiff") or {}).keys())
+        if not paths or not all(_HASH_MUTED.match(p) for p in paths):
+            found.append(str(step["urn"]).split("::", 3)[-1])
+    return found
+
+
+def _restart_verdict(preview: Any, labels: list[str]) -> tuple[bool, str]:
+    restarts = ray_restarts(preview)
+    if not restarts:
+        return True, ""
+    names = ", ".join(restarts)
+    what = (
+        f"this change restarts the Ray cluster {names}: KubeRay recreates the head and every "
+        "worker, so every running job stops (a supervised run resumes from its last checkpoint "
+        "once the new head is up)"
+    )
+    if RESTART_LABEL in labels:
+        return True, f"\npreview gate: allowed by the `{RESTART_LABEL}` label: {what}"
+    return False, (
+        f"\npreview gate: {what}.\nCheck `rl-jobs list --stack <stack>`; when the restart is "
+        f'wanted, add the `{RESTART_LABEL}` label to the pull request (README "Changing a running '
+        'stack"), or run `pulumi up` by hand when no run is active.'
+    )
+
+
 def verdict(preview: Any, labels: list[str]) -> tuple[bool, str]:
     """(passes, message) for a preview and the pull request's labels."""
     blocked = blocked_steps(preview)
+    restart_ok, restart_message = _restart_verdict(preview, labels)
     if not blocked:
-        return (
-            True,
+        passes = (
             "preview gate: no replacement or deletion of the cluster, a node pool, Lustre, its "
-            "peering, a network, the RayCluster, its namespace or the Lustre PV/PVC",
+            "peering, a network, the RayCluster, its namespace or the Lustre PV/PVC"
         )
+        return restart_ok, passes + restart_message
     ops: dict[str, list[Blocked]] = {}
     for step in blocked:
         ops.setdefault(step.urn, []).append(step)
@@ -114,11 +162,14 @@ def verdict(preview: Any, labels: list[str]) -> tuple[bool, str]:
         for steps in ops.values()
     )
     if ALLOW_LABEL in labels:
-        return True, f"preview gate: allowed by the `{ALLOW_LABEL}` label:\n{lines}"
+        return restart_ok, f"preview gate: allowed by the `{ALLOW_LABEL}` label:\n{lines}" + (
+            restart_message
+        )
     return False, (
         f"preview gate: this change would replace or delete {len(ops)} resource(s) that running "
         f"training depends on:\n{lines}\nIf that is intended, add the `{ALLOW_LABEL}` label to the pull "
         'request (README "Replacements"); otherwise change the PR so these are updated in place.'
+        + restart_message
     )
 
 

@@ -42,6 +42,22 @@ class ProjectBudgetArgs:
         )
 
 
+def paying_account(configured: str, projects: str) -> str:
+    """The configured billing account, once it is the one that pays for the project.
+
+    A budget watches the spend of its own billing account only: one on another account (valid,
+    but not the project's) never sees this project's costs and never warns. `projects` is
+    get_project's `billingAccount` (empty when it is not known, as offline)."""
+    live = projects.removeprefix("billingAccounts/")
+    wanted = configured.removeprefix("billingAccounts/")
+    if live and live != wanted:
+        raise ValueError(
+            f"rl-on-gke:budget.billingAccount = {configured!r}: the project is billed to "
+            f"{live}, so a budget on {wanted} would never see its spend; set it to {live}"
+        )
+    return configured
+
+
 def budget_args(
     args: ProjectBudgetArgs,
     project_number: pulumi.Input[str],
@@ -93,9 +109,14 @@ class ProjectBudget(pulumi.ComponentResource):
             args.budget.emails,
             pulumi.ResourceOptions(parent=self),
         )
-        number = gcp.organizations.get_project_output(
+        project = gcp.organizations.get_project_output(
             project_id=args.project, opts=pulumi.InvokeOutputOptions(parent=self)
-        ).number
+        )
+        number = project.number
+        configured = args.budget.billing_account
+        assert configured is not None  # refused by BudgetSettings otherwise
+        # Checked before the budget is created: it takes the account through the check.
+        account = project.billing_account.apply(lambda live: paying_account(configured, live or ""))
         # The Budget API bills its calls to a quota project; with user credentials (a person's
         # `gcloud auth application-default login`) the provider must name one and send it
         # (pulumi-gcp 10.2 billing.Budget: "If you are using User ADCs ... you must specify a
@@ -110,7 +131,10 @@ class ProjectBudget(pulumi.ComponentResource):
         )
         self.budget = gcp.billing.Budget(
             f"{name}-budget",
-            **budget_args(args, number, [c.id for c in self.channels]),
+            **{
+                **budget_args(args, number, [c.id for c in self.channels]),
+                "billing_account": account,
+            },
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
         )
         self.register_outputs({"budget": self.budget.name})

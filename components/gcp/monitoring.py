@@ -340,28 +340,41 @@ def lustre_alert_args(
 
 
 def gave_up_alert_args(
-    args: StackMonitoringArgs,
-    metric_type: pulumi.Input[str],
-    channels: Sequence[pulumi.Input[str]],
+    args: StackMonitoringArgs, channels: Sequence[pulumi.Input[str]]
 ) -> dict[str, Any]:
-    return _threshold_alert_args(
-        args,
-        title="a run gave up",
-        severity="ERROR",
-        condition="Supervisor gave up on a run",
-        condition_filter=pulumi.Output.concat(
-            'metric.type="', metric_type, '" AND resource.type="k8s_container"'
-        ),
-        threshold=0,
-        duration="0s",
-        aggregate="SUM",
-        content=(
-            f"A run on stack `{args.name_prefix}` will get no further attempt: its supervisor "
-            "gave up (restart budget spent, or a failure it does not retry). "
-            "`rl-jobs list --stack <stack>` shows which; `rl-jobs status RUN` says why."
-        ),
-        channels=channels,
-    )
+    """A log-match policy on the supervisor's give-up lines themselves, not on the give-up count.
+
+    A log-based metric's type is readable by alert policies only up to 10 minutes after the metric
+    is created: a threshold policy on it, created in the same first `up`, fails with 404 "Cannot
+    find metric(s) that match type" (terraform-provider-google #11102, cloud-foundation-fabric
+    #3739), and `depends_on` waits only for the metric's create call. A LogMatch condition reads
+    the log entries with the same filter and names no metric. The API requires a notification rate
+    limit on such a policy (AlertPolicy.AlertStrategy.notification_rate_limit, "Required for alert
+    policies with a LogMatch condition"; at least 5 minutes, cloud.google.com/monitoring/alerts/
+    log-based-alerts), and allows only one condition.
+    """
+    return {
+        "project": args.project,
+        "display_name": f"{args.name_prefix}: a run gave up",
+        "combiner": "OR",
+        "severity": "ERROR",
+        "conditions": [
+            {
+                "display_name": "Supervisor gave up on a run",
+                "condition_matched_log": {"filter": event_log_filter(args, GAVE_UP)},
+            }
+        ],
+        "documentation": {
+            "mime_type": "text/markdown",
+            "content": (
+                f"A run on stack `{args.name_prefix}` will get no further attempt: its supervisor "
+                "gave up (restart budget spent, or a failure it does not retry). "
+                "`rl-jobs list --stack <stack>` shows which; `rl-jobs status RUN` says why."
+            ),
+        },
+        "alert_strategy": {"notification_rate_limit": {"period": "300s"}, "auto_close": "86400s"},
+        "notification_channels": list(channels),
+    }
 
 
 class StackMonitoring(pulumi.ComponentResource):
@@ -401,17 +414,12 @@ class StackMonitoring(pulumi.ComponentResource):
         self.alerts = []
         if self.channels:
             ids = [c.id for c in self.channels]
-            metric_type = self.gave_up.name.apply(lambda n: f"logging.googleapis.com/user/{n}")
             self.alerts = [
                 gcp.monitoring.AlertPolicy(
                     f"{name}-lustre-full", **lustre_alert_args(args, ids), opts=child
                 ),
                 gcp.monitoring.AlertPolicy(
-                    f"{name}-gave-up",
-                    **gave_up_alert_args(args, metric_type, ids),
-                    opts=pulumi.ResourceOptions(
-                        parent=self, depends_on=[*args.after, self.gave_up]
-                    ),
+                    f"{name}-gave-up", **gave_up_alert_args(args, ids), opts=child
                 ),
             ]
         self.register_outputs({})

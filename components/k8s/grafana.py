@@ -37,6 +37,7 @@ from components.k8s.identity import (
     workload_identity_gsa,
 )
 from components.k8s.provider import KubeTarget, typed_object
+from components.k8s.ray_dashboards import ray_dashboards
 from jobs.head import run_gauges
 
 # Pinned images: Grafana OSS, and the query frontend at the version Google's own example runs
@@ -64,6 +65,8 @@ class GrafanaInputs:
     project: str
     system_pool_name: str
     labels: Mapping[str, str] = field(default_factory=dict)
+    # The pods' Ray (the framework image's): Ray's panels it cannot fill are left out.
+    ray_version: str = ""
 
     @property
     def grafana_url(self) -> str:
@@ -83,21 +86,6 @@ def head_env(inputs: GrafanaInputs) -> list[dict[str, str]]:
         {"name": "RAY_PROMETHEUS_HOST", "value": inputs.frontend_url},
         {"name": "RAY_PROMETHEUS_NAME", "value": DATASOURCE_NAME},
     ]
-
-
-def ray_dashboards() -> dict[str, str]:
-    """Ray's dashboards as the head would write them (Ray's own factory at the pinned version),
-    by file name. Data and Serve are left out: a GRPO run uses neither."""
-    from ray.dashboard.modules.metrics import grafana_dashboard_factory as factory
-
-    out = {}
-    for generate in (
-        factory.generate_default_grafana_dashboard,
-        factory.generate_train_grafana_dashboard,
-    ):
-        content, uid = generate()
-        out[f"{uid}.json"] = content
-    return out
 
 
 def _panel(
@@ -235,8 +223,12 @@ def training_dashboard() -> dict[str, Any]:
     }
 
 
-def dashboards() -> dict[str, str]:
-    return {**ray_dashboards(), "rlOnGkeTraining.json": json.dumps(training_dashboard())}
+def dashboards(ray_version: str = "") -> dict[str, str]:
+    """Every dashboard file Grafana serves, Ray's for the pods' `ray_version` (ray_dashboards.py)."""
+    return {
+        **ray_dashboards(ray_version),
+        "rlOnGkeTraining.json": json.dumps(training_dashboard()),
+    }
 
 
 def provisioning_manifest(inputs: GrafanaInputs) -> dict[str, Any]:
@@ -406,13 +398,10 @@ def grafana_manifests(
         {"name": "providers", "mountPath": "/etc/grafana/provisioning/dashboards"},
         {"name": "data", "mountPath": "/var/lib/grafana"},
         {"name": "tmp", "mountPath": "/tmp"},
-    ] + [
-        {
-            "name": f"dash-{i}",
-            "mountPath": f"{DASHBOARDS_DIR}/{name}",
-            "subPath": name,
-        }
-        for i, name in enumerate(sorted(dashboard_files))
+        # One projected volume, no subPath: the kubelet refreshes projected ConfigMaps in a
+        # running pod but never a subPath mount (https://kubernetes.io/docs/concepts/
+        # configuration/configmap/#mounted-configmaps-are-updated-automatically).
+        {"name": "dashboards", "mountPath": DASHBOARDS_DIR},
     ]
     provisioning = f"{inputs.grafana}-provisioning"
     volumes = [
@@ -432,9 +421,15 @@ def grafana_manifests(
         },
         {"name": "data", "emptyDir": {"sizeLimit": "1Gi"}},
         {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
-    ] + [
-        {"name": f"dash-{i}", "configMap": {"name": dashboard_config_name(inputs, name)}}
-        for i, name in enumerate(sorted(dashboard_files))
+        {
+            "name": "dashboards",
+            "projected": {
+                "sources": [
+                    {"configMap": {"name": dashboard_config_name(inputs, name)}}
+                    for name in sorted(dashboard_files)
+                ]
+            },
+        },
     ]
     container = {
         "name": "grafana",
@@ -511,7 +506,7 @@ class RayGrafana(pulumi.ComponentResource):
             frontend_service,
             target.options(self, depends_on=base),
         )
-        files = dashboards()
+        files = dashboards(inputs.ray_version)
         configs = [provisioning_manifest(inputs), *dashboard_manifests(inputs, files)]
         config_resources = [
             typed_object(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import pulumi
 
-from components.catalogue import GRAFANA_PORT, RAY_DASHBOARD_PORT, MachineSpec
+from components.catalogue import FRAMEWORKS, GRAFANA_PORT, RAY_DASHBOARD_PORT, MachineSpec
 from components.config import StackConfig
 from components.contract import RDMA_NIC_COUNT, port_forward_command
 from components.gcp.network import GpuNics
@@ -88,6 +88,7 @@ class KubernetesLayerArgs:
                 project=config.project,
                 system_pool_name=gke.system_pool_name,
                 labels={"app.kubernetes.io/part-of": "rl-on-gke"},
+                ray_version=FRAMEWORKS[config.ray.framework].ray_version,
             )
             if config.monitoring.grafana
             else None

@@ -8,6 +8,8 @@ so nothing that can be preempted or starve it may land there.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -317,8 +319,6 @@ def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                         "env": [*_common_env(inputs), *inputs.metrics_env],
                         "volumeMounts": _common_mounts(inputs),
                     },
-                    # After the Ray container: KubeRay takes containers[0] as Ray's.
-                    rearm_container(inputs),
                 ],
                 "volumes": [
                     _lustre_volume(inputs.lustre_claim),
@@ -330,8 +330,15 @@ def head_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
             },
         },
     }
-    if init_containers:
-        spec["template"]["spec"]["initContainers"] = init_containers
+    # The re-armer runs as a native sidecar (an init container with restartPolicy Always, after
+    # the package install it needs): the kubelet restarts it whatever the pod's restartPolicy,
+    # which KubeRay sets to Never under autoscaler v2 (kuberay v1.7.0 common/pod.go L278-280), so
+    # one that dies (an OOM kill, an error its loop does not catch) comes back
+    # (https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/, Kubernetes 1.29+).
+    spec["template"]["spec"]["initContainers"] = [
+        *init_containers,
+        {**rearm_container(inputs), "restartPolicy": "Always"},
+    ]
     return spec
 
 
@@ -463,21 +470,59 @@ def autoscaler_options(inputs: RayClusterInputs) -> dict[str, Any]:
     }
 
 
+# Who owns what of the RayCluster (docs/deploy.md, "Who owns the RayCluster"). The CRD gives
+# `spec.workerGroupSpecs` no x-kubernetes-list-type, so server-side apply treats the list as one
+# field (kuberay v1.7.0 ray-operator/config/crd/bases/ray.io_rayclusters.yaml; SSA "Merge
+# strategy"); Ray's autoscaler writes `replicas` and `workersToDelete` inside it with a JSON patch
+# (Ray 2.46 autoscaler/v2/instance_manager/cloud_providers/kuberay/cloud_provider.py
+# `_submit_scale_request`), which moves the whole list to its manager. Pulumi's next apply of a
+# changed RayCluster would then fail with a conflict; forced (pulumi-kubernetes
+# provider/pkg/await/await.go `patchForce`, the `pulumi.com/patchForce` annotation) it takes the
+# list back and `replicas` returns to the CRD default, 0.
+PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
+# KubeRay v1.7.0 recreates every pod when the spec's hash changes under `upgradeStrategy.type:
+# Recreate` (raycluster_controller.go L1462-1500 `shouldRecreatePodsForUpgrade`); the hash leaves
+# out the replica counts, workersToDelete and tolerations (utils/util.go L645-667
+# `GenerateHashWithoutReplicasAndWorkersToDelete`). Without it a changed image, env or
+# autoscaler setting never reaches the running head.
+UPGRADE_STRATEGY = {"type": "Recreate"}
+# On an autoscaled stack every change of the manifest (a nodeCount change included) also changes
+# this head-template annotation, which the hash covers: the forced apply that resets `replicas`
+# always comes with a new head and new workers, never under a live autoscaler that counts
+# running workers against 0 (its `assert num_workers_dict[...] >= 0`, cloud_provider.py L250).
+SPEC_HASH_ANNOTATION = "rl-on-gke/spec-hash"
+
+
+def spec_hash(manifest: dict[str, Any]) -> str:
+    """A short digest of the whole manifest as the program renders it."""
+    text = json.dumps(manifest, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def ray_cluster_manifest(inputs: RayClusterInputs) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "rayVersion": inputs.framework.ray_version,
         "enableInTreeAutoscaling": inputs.autoscale,
+        "upgradeStrategy": dict(UPGRADE_STRATEGY),
     }
     if inputs.autoscale:
         spec["autoscalerOptions"] = autoscaler_options(inputs)
     spec["headGroupSpec"] = head_group_spec(inputs)
     spec["workerGroupSpecs"] = [worker_group_spec(inputs)]
-    return {
+    manifest: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "RayCluster",
-        "metadata": {"name": inputs.name, "namespace": inputs.namespace},
+        "metadata": {
+            "name": inputs.name,
+            "namespace": inputs.namespace,
+            "annotations": {PATCH_FORCE_ANNOTATION: "true"},
+        },
         "spec": spec,
     }
+    if inputs.autoscale:
+        digest = spec_hash(manifest)
+        spec["headGroupSpec"]["template"]["metadata"]["annotations"][SPEC_HASH_ANNOTATION] = digest
+    return manifest
 
 
 def head_priority_class_manifest(name: str) -> dict[str, Any]:

@@ -38,6 +38,10 @@ NO_AGENT_YET = "No available agent to submit job"
 AGENT_WAIT_S = 90.0
 
 
+# Not "Mozilla...": the dashboard refuses POST and PUT from what it takes for a browser.
+USER_AGENT = "rl-jobs"
+
+
 class JobsAPIError(RuntimeError):
     """The dashboard answered with a status other than 200 (dashboard_sdk.py `_raise_error`)."""
 
@@ -75,7 +79,12 @@ class JobsAPI:
         conn = cls(self._host, self._port, timeout=self.timeout_s)
         try:
             data = None if body is None else json.dumps(body).encode()
-            headers = {"Content-Type": "application/json"} if data is not None else {}
+            # Ray 2.46 / 2.48's dashboard answers 500 to a request without a User-Agent (its
+            # middleware reads req.headers["User-Agent"]: ray/dashboard/optional_utils.py L137,
+            # http_server_head.py L189 at ray-2.46.0); http.client sends none by itself.
+            headers = {"User-Agent": USER_AGENT}
+            if data is not None:
+                headers["Content-Type"] = "application/json"
             conn.request(method, self._prefix + path, body=data, headers=headers)
             resp = conn.getresponse()
             text = resp.read().decode("utf-8", errors="replace")

@@ -25,6 +25,7 @@ Standard library only at import: it runs in the supervisor on the head.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -154,8 +155,15 @@ def on_ray() -> Requests:
     return Requests(RayKV(), send_to_ray, lambda _supervisor: True)
 
 
+def ray_bundles(asked: list[Bundle]) -> list[dict[str, int]]:
+    """The bundles as every image's Ray takes them: Ray 2.46 (NeMo RL's image) refuses a value
+    that is not an int ("each bundle key should be str and value as int", ray/autoscaler/sdk/
+    sdk.py L250 at ray-2.46.0). A fraction is rounded up, never leaving a run short."""
+    return [{key: math.ceil(value) for key, value in bundle.items()} for bundle in asked]
+
+
 def send_to_ray(asked: list[Bundle]) -> None:
     """Ray's autoscaler request (an empty list clears the cluster's request)."""
     from ray.autoscaler.sdk import request_resources
 
-    request_resources(bundles=asked)
+    request_resources(bundles=ray_bundles(asked))

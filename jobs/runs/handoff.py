@@ -271,7 +271,11 @@ def _wait_armed(cluster: Dashboard, sid: str, where: str = "") -> None:
                         f"the supervisor {sid} refused the run: {refusal[-1]['message']}",
                         f"its log: {commands.command('logs', sid, where=where)}",
                     )
-                tail = " | ".join(log.strip().splitlines()[-3:])
+                # An empty log: Ray failed the job before its driver ran (runtime env setup, the
+                # job supervisor actor); Ray's own message says why.
+                tail = " | ".join(log.strip().splitlines()[-3:]) or (
+                    f"Ray: {cluster.info(sid).message or 'no message'}"
+                )
                 raise UsageError(
                     f"the supervisor {sid} ended {status.value} before it took the run: {tail}",
                     f"see {commands.command('logs', sid, where=where)}",

@@ -412,7 +412,11 @@ def test_deploy_runs_up_only_after_the_gate_passed_on_the_merged_state() -> None
     assert "--policy-pack policy" in steps[preview[0]]["run"]
     gate_step = steps[gate[0]]
     assert "repos/$REPO/commits/$SHA/pulls" in gate_step["run"]
-    assert gate_step["env"]["ALLOW"] == "${{ inputs.allow-replace && 'allow-replace' || '' }}"
+    assert gate_step["env"]["ALLOW"] == (
+        "${{ inputs.allow-replace && 'allow-replace' || '' }},"
+        "${{ inputs.restart-ray && 'restart-ray' || '' }}"
+    )
     assert _deploy_job()["permissions"]["pull-requests"] == "read"
-    dispatch = workflow("deploy.yml")["on"]["workflow_dispatch"]["inputs"]["allow-replace"]
-    assert dispatch["type"] == "boolean" and dispatch["default"] is False
+    inputs = workflow("deploy.yml")["on"]["workflow_dispatch"]["inputs"]
+    for label in ("allow-replace", "restart-ray"):
+        assert inputs[label]["type"] == "boolean" and inputs[label]["default"] is False

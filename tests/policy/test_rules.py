@@ -410,6 +410,18 @@ BREAKAGES = [
     ),
     Breakage("ray-head-on-on-demand-cpu-pool", "system-pool-on-spot", _system_pool_on_spot, "spot"),
     Breakage(
+        "ray-cluster-changes-reach-the-head",
+        "no-upgrade-strategy",
+        _on(RAY_CLUSTER, lambda p, _r: p["spec"].pop("upgradeStrategy")),
+        "Recreate",
+    ),
+    Breakage(
+        "ray-cluster-changes-reach-the-head",
+        "no-patch-force",
+        _on(RAY_CLUSTER, lambda p, _r: p["metadata"]["annotations"].pop("pulumi.com/patchForce")),
+        "field conflict",
+    ),
+    Breakage(
         "ray-dashboard-not-exposed",
         "head-loadbalancer",
         _on(RAY_CLUSTER, _set("spec.headGroupSpec.serviceType", "LoadBalancer")),

@@ -100,12 +100,15 @@ def test_changing_gpu_node_count_changes_only_the_pool_size_and_ray_workers(
     text = result.stdout
     assert "0 to add, 2 to change, 0 to remove" in text
     changed_rows = [line for line in text.splitlines() if line.startswith("| `")]
-    # dev scales on demand: the pool's autoscaling ceiling and the worker group's maximum.
+    # dev scales on demand: the pool's autoscaling ceiling and the worker group's maximum, and
+    # the head template's spec hash (every RayCluster change on it restarts the pods).
+    hash_row = "spec.headGroupSpec.template.metadata.annotations.rl-on-gke/spec-hash"
     assert {row.split("`")[1] for row in changed_rows} == {
         "autoscaling.totalMaxNodeCount",
         "spec.workerGroupSpecs[0].maxReplicas",
+        hash_row,
     }
-    assert all("`2` | `3`" in row for row in changed_rows)
+    assert all("`2` | `3`" in row for row in changed_rows if hash_row not in row)
     assert "REPLACE" not in text and "(gcp:container/nodePool:NodePool): update in place" in text
 
 
@@ -168,7 +171,12 @@ def test_parking_the_gpus_changes_only_the_pool_size_and_ray_worker_counts(repo_
     # the worker group may have no worker, so no GPU node is ever asked for.
     assert "0 to add, 2 to change, 0 to remove" in text
     changed_rows = [line for line in text.splitlines() if line.startswith("| `")]
-    assert {row.split("`")[1]: row.split("|")[2:4] for row in changed_rows} == {
+    rows = {row.split("`")[1]: row.split("|")[2:4] for row in changed_rows}
+    # On an autoscaled stack every RayCluster change restarts its pods (the head template's spec
+    # hash, components/k8s/raycluster.py SPEC_HASH_ANNOTATION), and the plan shows it.
+    spec_hash = rows.pop("spec.headGroupSpec.template.metadata.annotations.rl-on-gke/spec-hash")
+    assert spec_hash[0] != spec_hash[1]
+    assert rows == {
         "autoscaling.totalMaxNodeCount": [" `2` ", " `1` "],
         "spec.workerGroupSpecs[0].maxReplicas": [" `2` ", " `0` "],
     }

@@ -17,7 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from tools.preview_gate import ALLOW_LABEL, PreviewFormatError, blocked_steps, step_type, verdict
+from tools.preview_gate import (
+    ALLOW_LABEL,
+    RESTART_LABEL,
+    PreviewFormatError,
+    blocked_steps,
+    ray_restarts,
+    step_type,
+    verdict,
+)
 from tools.render import ROOT
 
 PREVIEWS = Path(__file__).parent / "previews"
@@ -191,3 +199,53 @@ def test_the_deploy_guide_and_the_preview_workflow_name_every_guarded_type() -> 
     for typ, words in GUARDED_IN_DOCS.items():
         assert words in header, f"preview.yml's header does not say {typ} ({words}) is guarded"
         assert words in gate, f"deploy.md's gate paragraph does not say {typ} ({words}) is guarded"
+
+
+RAY_URN = (
+    "urn:pulumi:dev::rl-on-gke::rl-on-gke:k8s:KubernetesLayer$rl-on-gke:k8s:TrainingRayCluster$"
+    "kubernetes:ray.io/v1:RayCluster::rl-dev-k8s-ray-raycluster"
+)
+
+
+def _ray_update(*paths: str) -> dict:
+    state = {"type": "kubernetes:ray.io/v1:RayCluster"}
+    step = {"op": "update", "urn": RAY_URN, "oldState": state, "newState": state}
+    if paths:
+        step["detailedDiff"] = {p: {"kind": "update", "inputDiff": True} for p in paths}
+    return {"steps": [step], "changeSummary": {"update": 1}}
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [
+        ("spec.headGroupSpec.template.spec.containers[0].image",),
+        ("spec.headGroupSpec.template.metadata.annotations.rl-on-gke/spec-hash",),
+        ("spec.autoscalerOptions.idleTimeoutSeconds", "spec.workerGroupSpecs[0].maxReplicas"),
+        ("spec.enableInTreeAutoscaling",),
+        (),  # no detailed diff: assume the worst
+    ],
+)
+def test_a_raycluster_update_that_recreates_its_pods_needs_the_restart_label(paths) -> None:
+    """Issue 42 item 3: KubeRay's Recreate strategy turns these in-place updates into a restart of
+    the head and every worker, which kills running jobs; the gate says so and asks."""
+    document = _ray_update(*paths)
+    passes, message = verdict(document, [ALLOW_LABEL])
+    assert passes is False
+    assert "restarts the Ray cluster rl-dev-k8s-ray-raycluster" in message
+    assert f"add the `{RESTART_LABEL}` label" in message and "rl-jobs list" in message
+    passes, message = verdict(document, [RESTART_LABEL])
+    assert passes is True and f"allowed by the `{RESTART_LABEL}` label" in message
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [
+        ("spec.workerGroupSpecs[0].replicas", "spec.workerGroupSpecs[0].minReplicas"),
+        ("spec.workerGroupSpecs[0].maxReplicas",),
+        ("spec.upgradeStrategy", 'metadata.annotations["pulumi.com/patchForce"]'),
+        ("spec.workerGroupSpecs[0].template.spec.tolerations[1].key",),
+    ],
+)
+def test_a_raycluster_update_kuberays_hash_leaves_out_passes(paths) -> None:
+    assert verdict(_ray_update(*paths), []) == (True, verdict({"steps": []}, [])[1])
+    assert ray_restarts(_ray_update(*paths)) == []

@@ -122,3 +122,19 @@ def test_amount_thresholds_and_addresses_are_checked_by_key() -> None:
     assert too_many.startswith("rl-on-gke:budget.emails = ") and "5" in too_many
     (unknown,) = _problems(currency="EUR")
     assert unknown.startswith("rl-on-gke:budget.currency: unknown key")
+
+
+def test_a_billing_account_that_does_not_pay_for_the_project_is_refused_by_name() -> None:
+    """Issue 42 item 7: a valid but wrong `budget.billingAccount` gives a budget that never sees
+    the project's spend. The project's own account (get_project's `billingAccount`) decides."""
+    from components.gcp.budget import paying_account
+
+    assert paying_account("012345-6789AB-CDEF01", "billingAccounts/012345-6789AB-CDEF01") == (
+        "012345-6789AB-CDEF01"
+    )
+    assert paying_account("012345-6789AB-CDEF01", "") == "012345-6789AB-CDEF01"  # not known
+    with pytest.raises(ValueError) as refused:
+        paying_account("012345-6789AB-CDEF01", "billingAccounts/ABCDEF-012345-6789AB")
+    message = str(refused.value)
+    assert message.startswith("rl-on-gke:budget.billingAccount = '012345-6789AB-CDEF01': ")
+    assert "ABCDEF-012345-6789AB" in message and "\n" not in message

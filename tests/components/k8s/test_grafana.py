@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ import pytest
 from components.gcp.monitoring import DCGM_METRICS
 from components.k8s import grafana
 from components.k8s.grafana import GrafanaInputs
+from components.k8s.ray_dashboards import ray_dashboards
 from jobs.head import run_gauges
 from tests import localray
 from tests.components.k8s.manifests import validate_core
@@ -98,20 +100,24 @@ def test_grafana_has_no_login_and_no_password_anywhere(files) -> None:
 
 
 def test_every_dashboard_file_is_mounted_from_a_configmap_under_its_limit(files) -> None:
+    """All in one projected volume, no subPath: the kubelet refreshes a projected ConfigMap in a
+    running pod, never one mounted with subPath (https://kubernetes.io/docs/concepts/
+    configuration/configmap/#mounted-configmaps-are-updated-automatically), so an `up` that
+    changes a dashboard shows it without a Grafana restart."""
     ins = inputs()
     deployment, _ = grafana.grafana_manifests(ins, list(files))
     pod = deployment["spec"]["template"]["spec"]
-    mounted = {
-        m["subPath"]: m["name"]
-        for m in pod["containers"][0]["volumeMounts"]
-        if m["mountPath"].startswith(grafana.DASHBOARDS_DIR)
-    }
-    assert set(mounted) == set(files)
+    mounts = pod["containers"][0]["volumeMounts"]
+    assert all("subPath" not in m for m in mounts)
+    (mount,) = [m for m in mounts if m["mountPath"] == grafana.DASHBOARDS_DIR]
     volumes = {v["name"]: v for v in pod["volumes"]}
+    sources = volumes[mount["name"]]["projected"]["sources"]
     configs = {c["metadata"]["name"]: c for c in grafana.dashboard_manifests(ins, files)}
-    for name, volume in mounted.items():
-        config = configs[volumes[volume]["configMap"]["name"]]
-        assert config["data"] == {name: files[name]}
+    assert {s["configMap"]["name"] for s in sources} == set(configs)
+    assert sorted(name for c in configs.values() for name in c["data"]) == sorted(files)
+    for name, config in configs.items():
+        (file_name,) = config["data"]
+        assert config["data"][file_name] == files[file_name], name
         assert len(json.dumps(config)) < 1024 * 1024  # a ConfigMap holds at most 1 MiB
 
 
@@ -223,3 +229,87 @@ def test_a_ray_head_with_this_env_offers_its_metrics_tab_with_our_dashboards(
     provisioned = {json.loads(content)["uid"] for content in files.values()}
     assert data["dashboardUids"]["default"] in provisioned
     assert data["dashboardUids"]["train"] in provisioned
+
+
+def _labels(node: Any, found: set[str]) -> None:
+    """Every label a PromQL syntax tree selects on or groups by."""
+    import promql_parser
+
+    if isinstance(node, promql_parser.VectorSelector):
+        found.update(m.name for m in node.matchers.matchers)
+    modifier = getattr(node, "modifier", None)
+    for attr in ("labels",):
+        found.update(getattr(modifier, attr, None) or [])
+    matching = getattr(modifier, "matching", None)
+    found.update(getattr(matching, "labels", None) or [])
+    for child in ("expr", "lhs", "rhs", "vector_selector", "param"):
+        value = getattr(node, child, None)
+        if value is not None and not isinstance(value, (int, float, str)):
+            _labels(value, found)
+    for arg in getattr(node, "args", None) or []:
+        _labels(arg, found)
+
+
+def _served_ray_labels(version: str) -> set[str]:
+    import promql_parser
+
+    found: set[str] = set()
+    for content in ray_dashboards(version).values():
+        panels = list(json.loads(content)["panels"])
+        while panels:
+            panel = panels.pop()
+            panels += panel.get("panels", [])
+            for target in panel.get("targets", []):
+                query = target["expr"]
+                for placeholder in ("$__rate_interval", "$__interval", "$window"):
+                    query = query.replace(placeholder, "5m")
+                _labels(promql_parser.parse(query), found)
+    return found
+
+
+def _pinned_ray_sources(version: str) -> str:
+    root = Path(__file__).parents[3] / f".venv-ray-{version}"
+    found = sorted(root.glob("lib/python*/site-packages/ray"))
+    if not found:
+        pytest.skip(f"{root} is missing: `make venv-ray` installs Ray {version}")
+    return "\n".join(
+        p.read_text(errors="replace")
+        for sub in ("dashboard", "_private", "util", "train")
+        for p in (found[0] / sub).rglob("*.py")
+    )
+
+
+def _named(label: str, sources: str) -> bool:
+    """Whether the sources name `label` as one: a quoted tag key, a matcher in one of Ray's own
+    dashboard queries, or a grouping."""
+    pattern = rf"[\"']{label}[\"']|\b{label}\s*(=|!=|=~|!~)|by \([^)]*\b{label}\b"
+    return re.search(pattern, sources) is not None
+
+
+# Labels the scrape adds, not Ray: Prometheus' own, and the PodMonitoring's targetLabels
+# (components/k8s/metrics.py).
+SCRAPE_LABELS = {"instance", "job", "ray_node_type", "ray_group"}
+
+
+@pytest.mark.parametrize("version", ["2.46.0", "2.48.0"])
+def test_no_served_ray_panel_filters_on_a_label_the_pods_ray_does_not_emit(version) -> None:
+    """Issue 42 item 4: the dashboards come from .venv's Ray (2.60), the pods run the images' Ray.
+    Every label a panel served to pods of Ray `version` selects on or groups by is one that Ray's
+    own package names (its metric tag keys, its dashboards' queries; read from its installed
+    sources, `make venv-ray`), or one the scrape adds."""
+    sources = _pinned_ray_sources(version)
+    served = _served_ray_labels(version)
+    missing = {label for label in served - SCRAPE_LABELS if not _named(label, sources)}
+    assert missing == set(), f"labels Ray {version} never emits: {sorted(missing)}"
+    assert "RayNodeType" not in served
+
+
+def test_the_stack_serves_the_dashboards_of_its_frameworks_ray() -> None:
+    """The framework picks the pods' Ray, and with it the panels Grafana gets."""
+    from components.catalogue import FRAMEWORKS
+
+    nemo = {"nemo-rl": FRAMEWORKS["nemo-rl"].ray_version, "verl": FRAMEWORKS["verl"].ray_version}
+    assert nemo == {"nemo-rl": "2.46.0", "verl": "2.48.0"}
+    older = grafana.dashboards("2.46.0")["rayTrainDashboard.json"]
+    newer = grafana.dashboards("2.48.0")["rayTrainDashboard.json"]
+    assert "ray_train_run_id" not in older and "ray_train_run_id" in newer

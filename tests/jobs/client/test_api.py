@@ -144,3 +144,37 @@ def test_local_packages_are_uploaded_by_rays_packaging_then_submitted(ray_url, t
     wait_until(lambda: cluster.status(sid).is_terminal(), 90, f"{sid} ends")
     assert cluster.status(sid) == JobStatus.SUCCEEDED
     assert "packaged-by-ray" in cluster.logs(sid)
+
+
+def test_every_request_names_its_user_agent() -> None:
+    """Ray 2.46 and 2.48 (the NeMo RL and veRL images) answer 500 to a request without a
+    User-Agent header: the dashboard's middleware reads `req.headers["User-Agent"]`
+    (ray/dashboard/optional_utils.py L137 `is_browser_request`, called for every request by
+    http_server_head.py L189). http.client sends none unless told."""
+    import http.server
+    import threading
+
+    seen: list[str | None] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("User-Agent"))
+            body = b'{"version": "4", "ray_version": "2.46.0"}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        JobsAPI(f"http://127.0.0.1:{server.server_port}", timeout_s=5).get_version()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert len(seen) == 1 and seen[0] and seen[0].startswith("rl-jobs")

@@ -19,7 +19,10 @@ import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from components.k8s import grafana
+try:
+    from components.k8s import grafana
+except ModuleNotFoundError:  # the image-Ray venvs (`make venv-ray`) carry no Pulumi SDK
+    grafana = None  # type: ignore[assignment]
 from jobs.client.dashboard import Dashboard
 from jobs.head import events as ev
 from jobs.head import run_gauges, stop
@@ -105,11 +108,14 @@ def test_a_supervised_verl_attempt_has_its_figures_on_the_heads_export(ray_head,
         while time.monotonic() < deadline:
             assert _run_series(ray_head.metrics_url, run).get(names["step"]) == 5.0
             time.sleep(1)
-        # Every series the training dashboard plots from the run is one Ray exported.
-        dashboard = json.dumps(grafana.training_dashboard())
-        plotted = {n for n in names.values() if n in dashboard}
-        assert {names["reward"], names["kl"], names["step_time"], names["throughput"]} <= plotted
-        assert plotted <= set(seen), f"plotted but not exported: {plotted - set(seen)}"
+        # Every series the training dashboard plots from the run is one Ray exported (checked
+        # where the program's code is installed; the gauges above under every Ray).
+        if grafana is not None:
+            dashboard = json.dumps(grafana.training_dashboard())
+            plotted = {n for n in names.values() if n in dashboard}
+            wanted = {names["reward"], names["kl"], names["step_time"], names["throughput"]}
+            assert wanted <= plotted
+            assert plotted <= set(seen), f"plotted but not exported: {plotted - set(seen)}"
         # Setting gauges writes nothing: no folder named after the attempt where the head runs
         # (a name clash once made the watchdog publish the re-armer's code there).
         head_cwd = Path(psutil.Process(ray_head.process.pid).cwd())

@@ -99,3 +99,26 @@ def test_an_unreadable_entry_is_dropped_not_raised() -> None:
     reqs = cluster.requests()
     assert reqs.ask("b", "b-s1", scale_up.bundles(8, 8)) == [{"GPU": 8.0}]
     assert set(cluster.kv.data) == {"b"}
+
+
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["GPU", "CPU", "memory"]),
+            st.floats(min_value=0, max_value=1e6, allow_nan=False),
+            min_size=1,
+        ),
+        max_size=4,
+    )
+)
+def test_what_ray_is_asked_is_whole_numbers_never_less_than_wanted(asked) -> None:
+    """Ray 2.46's request_resources (the NeMo RL image) refuses a bundle whose values are not
+    ints ("each bundle key should be str and value as int", ray/autoscaler/sdk/sdk.py L250 at
+    ray-2.46.0); 2.60 takes floats. A fraction is rounded up: asking for a little more never
+    leaves a run short."""
+    sent = scale_up.ray_bundles(asked)
+    assert len(sent) == len(asked)
+    for want, bundle in zip(asked, sent, strict=True):
+        assert set(bundle) == set(want)
+        for key, value in bundle.items():
+            assert type(value) is int and value - 1 < want[key] <= value

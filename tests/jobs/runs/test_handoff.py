@@ -606,6 +606,24 @@ def test_a_head_whose_python_lacks_ray_is_named_as_the_cause(ray_url, ray_client
     assert "Python environment Ray is installed in first on PATH" in (e.value.hint or "")
 
 
+def test_a_supervisor_ray_failed_before_its_driver_ran_says_rays_reason(ray_url, ray_client):
+    """A supervisor job that Ray fails before its driver prints a line (its runtime env could
+    not be set up) has an empty log: the error gives Ray's own message instead of nothing."""
+    from jobs.client.dashboard import Dashboard
+    from jobs.common.errors import UsageError
+    from jobs.runs import handoff
+
+    sid = f"{name('noenv')}-s1"
+    missing = "gcs://_ray_pkg_0123456789abcdef0123456789abcdef.zip"  # never uploaded
+    ray_client.submit_job(
+        entrypoint="true", submission_id=sid, runtime_env={"py_modules": [missing]}
+    )
+    with pytest.raises(UsageError) as e:
+        handoff._wait_armed(Dashboard(ray_url), sid, f" --address {ray_url}")
+    assert "before it took the run: Ray: " in e.value.message
+    assert e.value.message.rstrip().endswith("run:") is False
+
+
 def test_list_annotates_supervised_runs_from_the_listing_it_grouped_them_from():
     """`list` lists the cluster's jobs once: annotate reads the supervisors' logs for the rows
     and their outcome from the jobs it is given, not from a second listing (issue 29)."""
