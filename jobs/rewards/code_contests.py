@@ -32,7 +32,6 @@ import logging
 import math
 import os
 import random
-import re
 import sys
 import threading
 import time
@@ -47,6 +46,7 @@ if __name__ != "jobs.rewards.code_contests":
     # Loaded by path (veRL): the package next to this file, not whichever `jobs` the interpreter finds first.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from jobs.rewards import SANDBOX_TOKEN_ENV, SANDBOX_URL_ENV, sandbox, uids
+from jobs.rewards.extract import extract_code as extract_code  # the reward's API, re-exported
 
 NO_CODE = -1.0
 COMPILE_ERROR = -0.5
@@ -55,22 +55,6 @@ COMPILE_ERROR = -0.5
 FAULT = 0.0
 DEFAULT_TIME_S = 2.0
 DEFAULT_MEMORY_BYTES = 256 * 10**6  # what code_contests records carry for most Codeforces problems
-
-_CODE_TAG = re.compile(r"<code>(.*?)</code>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"```[ \t]*(?:cpp|c\+\+|cc|cxx)[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
-
-
-def extract_code(solution: str) -> str | None:
-    """The last <code> block (its last fenced cpp block if it has one), else the last fenced cpp block."""
-    tags = _CODE_TAG.findall(solution)
-    if tags:
-        inner = tags[-1]
-        fences = _FENCE.findall(inner)
-        code = fences[-1] if fences else re.sub(r"^\s*```[^\n]*\n|```\s*$", "", inner)
-    else:
-        fences = _FENCE.findall(solution)
-        code = fences[-1] if fences else ""
-    return code if code.strip() else None
 
 
 def time_limit_seconds(value: Any) -> float:
