@@ -20,9 +20,18 @@ REPO = Path(__file__).resolve().parents[3]
 SOCKET_TIMEOUT_S = 2.0
 
 
+# uids of the slice leased to services run without root: theirs, not a box's (Service.box_pids).
+_service_uids: set[int] = set()
+
+
 def pool_pids() -> list[int]:
     """Live processes of this run's own uid slice (conftest.py), never of another copy's."""
-    return [pid for uid in uids.UID_POOL for pid in uids.live_pids_of_uid(uid)]
+    return [
+        pid
+        for uid in uids.UID_POOL
+        if uid not in _service_uids
+        for pid in uids.live_pids_of_uid(uid)
+    ]
 
 
 class Service:
@@ -44,6 +53,7 @@ class Service:
         }
         command, cwd = [sys.executable, *argv[1:]], REPO
         if uid is not None:
+            _service_uids.add(uid)
             command, cwd = self._unprivileged(uid, argv, env)
         self.proc = subprocess.Popen(
             command,
@@ -92,6 +102,8 @@ class Service:
         self.proc.stderr.close()
         if self.top is not None:
             shutil.rmtree(self.top, ignore_errors=True)
+        if self.uid is not None:
+            _service_uids.discard(self.uid)
 
     def healthy_within(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
