@@ -15,7 +15,9 @@ solutions / elapsed / CPUs. Prints each and the ratios after/bare+pch, after/bar
 Then the per-test cost on an already compiled binary: `--per-test` tests of one solution in one
 box (their walls as boxinit measures them, and the marginal ms per test) against as many bare
 fork/execs of the same binary (subprocess.run); median and p99 ms.
-Run: .venv/bin/python bench/reward_throughput.py [--solutions 16] [--tests 8] [--rounds 2]
+The whole measurement runs `--runs` times (default 5) in one process, each run's ratios printed
+with the load average beside them, then the medians over the runs.
+Run: .venv/bin/python bench/reward_throughput.py [--solutions 16] [--tests 8] [--rounds 2] [--runs 5]
 """
 
 from __future__ import annotations
@@ -146,71 +148,95 @@ def timed(
     return time.monotonic() - start, scores
 
 
+def one_run(
+    args: argparse.Namespace, judges: dict[str, Judge], after_root: Path, run: int
+) -> dict[str, float]:
+    """One run: `--rounds` rounds of every judge (rotating which goes first), then the per-test
+    cost; its ratios and the load average (1 min) at its end."""
+    cpus = os.cpu_count() or 1
+    cases = tests(args.tests)
+    expected = [0.0 if i % 4 == 3 else 1.0 for i in range(args.solutions)]
+    times: dict[str, list[float]] = {k: [] for k in judges}
+    for r in range(args.rounds):
+        names = list(judges)[r % len(judges) :] + list(judges)[: r % len(judges)]
+        for name in names:
+            # Fresh sources each round (a comment differs), so no judge reuses a binary across rounds.
+            codes = [c + f"\n// run {run} round {r}\n" for c in solutions(args.solutions)]
+            elapsed, scores = timed(judges[name], codes, cases, args.concurrency)
+            assert scores == expected, f"{name}: {scores} != {expected}"
+            times[name].append(elapsed)
+            print(f"run {run + 1} round {r + 1} {name:8s} {elapsed:7.2f} s", flush=True)
+    boxed, bare, marginal_box, marginal_bare = per_test_ms(after_root, args.per_test)
+    rate = {k: args.solutions / statistics.median(v) / cpus for k, v in times.items()}
+    out = {f"rate {k}": v for k, v in rate.items()}
+    out.update(
+        {
+            "after/bare+pch": rate["after"] / rate["bare+pch"],
+            "after/bare": rate["after"] / rate["bare"],
+            "after/before": rate["after"] / rate["before"],
+            "test box ms": statistics.median(boxed),
+            "test bare ms": statistics.median(bare),
+            "test p99 box ms": _p99(boxed),
+            "per test box/bare": statistics.median(boxed) / statistics.median(bare),
+            "marginal box/bare": marginal_box / marginal_bare,
+            "load": os.getloadavg()[0],
+        }
+    )
+    print(
+        f"run {run + 1}: after/bare+pch {out['after/bare+pch']:.2f}, per test box/bare "
+        f"{out['per test box/bare']:.2f} ({out['test box ms']:.2f} / {out['test bare ms']:.2f} ms), "
+        f"marginal {out['marginal box/bare']:.2f}, load average {out['load']:.1f}",
+        flush=True,
+    )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--solutions", type=int, default=16)
     parser.add_argument("--tests", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=5, help="runs; the medians are reported")
     parser.add_argument("--concurrency", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--per-test", type=int, default=200, help="samples of the per-test cost")
     args = parser.parse_args()
-    cpus = os.cpu_count() or 1
-    cases = tests(args.tests)
-    expected = [0.0 if i % 4 == 3 else 1.0 for i in range(args.solutions)]
     with tempfile.TemporaryDirectory() as tmp:
         before = load_before(Path(tmp))
         # Its work dirs must sit under directories the pool uids can traverse (not the 0700 temp dir).
         before_ex = before.Executor(
             workers=args.concurrency, root=Path(tempfile.gettempdir()) / "rl-sandbox-before"
         )
-        after_ex = sandbox.Executor(
-            workers=args.concurrency
-        )  # builds bits/stdc++.h.gch once, untimed
+        after_ex = sandbox.Executor(workers=args.concurrency)  # builds the header once, untimed
         assert after_ex.pch is not None, "the executor built no precompiled header"
         pch_dir = after_ex.pch  # holds bits/stdc++.h.gch, built with sandbox.COMPILER's flags
-        judges = {
+        judges: dict[str, Judge] = {
             "bare": bare_judge,
             "bare+pch": lambda code, cases: bare_judge(code, cases, pch_dir),
             "before": executor_judge(before, before_ex),
             "after": executor_judge(sandbox, after_ex),
         }
-        times: dict[str, list[float]] = {k: [] for k in judges}
         try:
-            for r in range(args.rounds):
-                names = list(judges)[r % len(judges) :] + list(judges)[: r % len(judges)]
-                for name in names:
-                    # Fresh sources each round (a comment differs), so no judge reuses a binary across rounds.
-                    codes = [c + f"\n// round {r}\n" for c in solutions(args.solutions)]
-                    elapsed, scores = timed(judges[name], codes, cases, args.concurrency)
-                    assert scores == expected, f"{name}: {scores} != {expected}"
-                    times[name].append(elapsed)
-                    print(f"round {r + 1} {name:8s} {elapsed:7.2f} s", flush=True)
-            boxed, bare, marginal_box, marginal_bare = per_test_ms(after_ex.root, args.per_test)
+            runs = [one_run(args, judges, after_ex.root, run) for run in range(args.runs)]
         finally:
             before_ex.close()
             after_ex.close()
-    rate = {k: args.solutions / statistics.median(v) / cpus for k, v in times.items()}
     print(
-        f"\n{args.solutions} distinct solutions x {args.tests} tests, {cpus} CPUs, concurrency {args.concurrency}, "
-        f"isolation after: {after_ex.isolation}, load avg {os.getloadavg()[0]:.1f}"
+        f"\n{args.runs} runs of {args.solutions} distinct solutions x {args.tests} tests, "
+        f"{os.cpu_count()} CPUs, concurrency {args.concurrency}, isolation {after_ex.isolation}"
     )
-    for name in judges:
+    print("run  after/bare+pch  after/bare  after/before  test box ms  bare ms  box/bare  load")
+    for i, r in enumerate(runs):
         print(
-            f"{name:8s} {rate[name]:6.3f} judged solutions/s per core  (median {statistics.median(times[name]):.2f} s)"
+            f"{i + 1:3d}  {r['after/bare+pch']:14.2f}  {r['after/bare']:10.2f}  {r['after/before']:12.2f}  "
+            f"{r['test box ms']:11.2f}  {r['test bare ms']:7.2f}  {r['per test box/bare']:8.2f}  {r['load']:4.1f}"
         )
-    print(f"ratio after/bare+pch: {rate['after'] / rate['bare+pch']:.2f}")
-    print(f"ratio after/bare:   {rate['after'] / rate['bare']:.2f}")
-    print(f"ratio before/bare:  {rate['before'] / rate['bare']:.2f}")
-    print(f"ratio after/before: {rate['after'] / rate['before']:.2f}")
-    box_median, bare_median = statistics.median(boxed), statistics.median(bare)
+    median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     print(
-        f"per test: in a box median {box_median:.2f} ms, p99 {_p99(boxed):.2f} ms; bare fork/exec "
-        f"median {bare_median:.2f} ms, p99 {_p99(bare):.2f} ms; ratio {box_median / bare_median:.2f}"
+        f"median {median['after/bare+pch']:11.2f}  {median['after/bare']:10.2f}  {median['after/before']:12.2f}  "
+        f"{median['test box ms']:11.2f}  {median['test bare ms']:7.2f}  {median['per test box/bare']:8.2f}  "
+        f"{median['load']:4.1f}"
     )
-    print(
-        f"marginal per test: box {marginal_box:.2f} ms, bare {marginal_bare:.2f} ms; "
-        f"ratio {marginal_box / marginal_bare:.2f}"
-    )
+    print(f"median rate after {median['rate after']:.3f} judged solutions/s per core")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ SOURCE_FILES = (
     "jobs/__init__.py",
     "jobs/rewards/__init__.py",
     "jobs/rewards/sandbox.py",
+    "jobs/rewards/judge.py",
     "jobs/rewards/compile_cache.py",
     "jobs/rewards/service.py",
     "jobs/rewards/box.py",

@@ -3,16 +3,20 @@
 A box (`run_box`) is what every compile and every test execution runs in, the same in tests, on
 a laptop and in the gVisor pod:
 
-    bwrap --unshare-{pid,net,ipc,uts,cgroup} --die-with-parent --new-session
+    bwrap --unshare-{pid,net,ipc,uts,cgroup} --die-with-parent --new-session --as-pid-1
           --ro-bind /usr /usr (+ the /lib, /bin symlinks, /etc/ld.so.cache)  --proc /proc --dev /dev
           --dir /box  --ro-bind boxinit /.boxinit  [--ro-bind binary|source ...]
           --remount-ro / --remount-ro /dev  --clearenv
       -- /.boxinit report_fd=N uid=N cpu_ms=N nproc=N as=N nofile=N fsize=N idle_ms=N ...
                    box_bytes=N box_inodes=N seccomp_fd=N -- PROGRAM
 
-- PID namespace: bwrap stays as its init (pid 1, root, reaps every orphan); when the program
+- PID namespace: boxinit is its init (pid 1, bwrap --as-pid-1, reaps every orphan); when it
   exits, or when we kill bwrap (--die-with-parent), the kernel kills everything left in the
-  namespace: no daemon outlives its box, kill(-1) reaches only the box, kill(1) is refused.
+  namespace: no daemon outlives its box, kill(-1) reaches only the box. Nothing the program does
+  reaches boxinit in either mode: the kernel drops signals a namespace's processes send its init
+  (no handler, no blocked signal; it waits on a pidfd), the filter refuses signals to pid 1, and
+  it is not dumpable (no /proc/1/mem, no ptrace). bwrap's own init, pid 1 before, ran as the
+  program's uid in user-namespace mode and was dumpable: a program rewrote its code.
 - Mount namespace: only /usr (read-only), a fresh /proc that shows the box's own processes, a
   minimal /dev and a tmpfs at /box bounded in bytes (the disk quota) and in files (boxinit
   mounts it, with nr_inodes, before anything runs) exist; no /tmp, no /home, no other box's
@@ -29,7 +33,7 @@ a laptop and in the gVisor pod:
 - The filter of jobs/rewards/seccomp.py refuses namespaces (so no new user namespace), io_uring,
   memfds and more. boxinit installs it on itself once /box is bounded (bwrap's --seccomp would
   install it before boxinit runs, and it refuses mount(2)): everything the box runs is under it.
-- CPU time over the whole box: boxinit (pid 2, root, the box's child subreaper) sums the live
+- CPU time over the whole box: boxinit (pid 1, root or the caller's uid) sums the live
   processes' times from the box's /proc and the reaped ones' from RUSAGE_CHILDREN, kills the box
   past the limit and reports the total on a pipe only it holds. (bwrap's own wait does not pass
   the box's times up to us: measured 0.003 s for a box that burned 1.8 CPU-s.)
@@ -213,6 +217,8 @@ def box_command(
         "--unshare-cgroup-try",
         "--die-with-parent",
         "--new-session",
+        # boxinit itself is the namespace's init, not bwrap's reaper (boxinit.c, the top comment)
+        "--as-pid-1",
     ]
     if uid is None:
         cmd += ["--unshare-user", "--uid", "0", "--gid", "0", *USERNS_CAPABILITIES]
@@ -246,9 +252,9 @@ def box_command(
     cmd += ["--chdir", BOX_DIR, "--clearenv"]
     for key, value in spec.env.items():
         cmd += ["--setenv", key, value]
-    # In bwrap's user namespace the box's init and boxinit share the program's uid, and RLIMIT_NPROC
-    # is counted per user namespace (kernel ucounts, Linux 5.14+): they count too.
-    nproc = 0 if spec.processes is None else spec.processes + (2 if uid is None else 0)
+    # In bwrap's user namespace boxinit shares the program's uid, and RLIMIT_NPROC is counted per
+    # user namespace (kernel ucounts, Linux 5.14+): it counts too.
+    nproc = 0 if spec.processes is None else spec.processes + (1 if uid is None else 0)
     init_args = {
         "report_fd": report_fd,
         "uid": -1 if uid is None else uid,

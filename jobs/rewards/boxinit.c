@@ -1,4 +1,18 @@
-/* The box's reaper and accountant: runs as pid 2 of every box, right under bubblewrap's init.
+/* The box's reaper and accountant: runs as pid 1 of every box (bwrap --as-pid-1), the init of its
+ * PID namespace, so that nothing the program can do reaches it:
+ * - signals: the kernel drops every signal a process of the namespace sends its init unless the init
+ *   has a handler for it, SIGKILL and SIGSTOP included (kernel/signal.c sig_task_ignored,
+ *   SIGNAL_UNKILLABLE; pid_namespaces(7)); boxinit has none and blocks none: it waits for the program
+ *   on a pidfd (pidfd_open(2)), not on SIGCHLD. The filter refuses kill/tkill/tgkill/sigqueue and
+ *   pidfd_open on pid 1 as a second wall, and the program runs in a session of its own (setsid), so
+ *   kill(0) reaches only its own processes; kill(-1) never reaches the init. In user-namespace mode
+ *   boxinit shares the program's uid, so without this a SIGSTOP held the box to its backstop.
+ * - memory: it is not dumpable (PR_SET_DUMPABLE 0), so /proc/1/mem, /proc/1/exe and ptrace need
+ *   CAP_SYS_PTRACE (ptrace(2) "Ptrace access mode checking"), which the program never has. bwrap's
+ *   own init, pid 1 before, was dumpable and ran as the program's uid in user-namespace mode: a
+ *   program wrote code at its next instruction through /proc/1/mem and it ran unfiltered.
+ * Where pidfd_open is missing (ENOSYS, a kernel before 5.3), it falls back to SIGCHLD blocked and
+ * sigtimedwait(2): a signal then wakes it early, nothing more (the next check runs at once).
  *
  * Built once per executor with the system compiler (jobs/rewards/box.py). Usage:
  *   boxinit report_fd=N uid=N cpu_ms=N nproc=N as=BYTES nofile=N fsize=BYTES idle_ms=N
@@ -22,8 +36,8 @@
  *   refuses mount(2). A box whose mount, capability drop or filter fails runs nothing: every
  *   test is reported with start_error=mount|capabilities|seccomp:ERRNO.
  *
- * - It is the box's child subreaper (prctl(2) PR_SET_CHILD_SUBREAPER): every orphan of the
- *   program, setsid() daemons included, becomes its child, so it can kill and reap them all.
+ * - As the namespace's init, every orphan of the program, setsid() daemons included, becomes its
+ *   child, so it can kill and reap them all; when it exits the kernel kills whatever is left.
  * - The program runs in a child that drops to UID (setgroups, setresgid, setresuid: no
  *   capability is left, proc(5) / capabilities(7)) under the rlimits and no_new_privs.
  * - CPU time of the whole box: every 0.25 to 64 ms (8 ms at most near a limit, next_pause_us) it
@@ -31,7 +45,7 @@
  *   /proc, proc(5) /proc/pid/stat fields 14-17) to the times of the children it has reaped
  *   (getrusage(2) RUSAGE_CHILDREN), and kills the box when the sum passes CPU_MS.
  * - When the program exits, everything else in the box is killed (kill(2) with pid -1 from
- *   inside the PID namespace reaches every process of the box but init) and reaped; then one
+ *   the namespace's init reaches every other process of the box) and reaped; then one
  *   line "status=S cpu_us=N cpu_killed=0|1 idle_killed=0|1 start_error=0|STEP:ERRNO polls=N" goes to
  *   REPORT_FD, which the program never had.
  * - A program that could not be started (fork, its limits, the uid switch or execve failed) is
@@ -42,7 +56,7 @@
  * - idle_ms > 0: a box past idle_ms of wall time that has spent under a tenth of it on a CPU is
  *   asleep or blocked and is killed (idle_killed=1), long before the caller's wall backstop.
  * - It is not dumpable (PR_SET_DUMPABLE 0): a program of the same uid cannot open its /proc
- *   files, so cannot write a report of its own.
+ *   files (mem, fd, exe), so cannot write a report of its own nor change boxinit's code.
  * - tests=0: PROGRAM runs once on the box's stdin and stdout. tests=N > 0: PROGRAM runs N times,
  *   one test after another (one box per solution, issue 25: a box per test cost 12 x a bare
  *   fork/exec). Test i reads `in.<i>` and writes `out.<i>` of the directory DIR_FD names, opened
@@ -58,6 +72,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +87,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434 /* arch/x86/entry/syscalls/syscall_64.tbl, Linux 5.3 */
+#endif
 
 static long long ticks_of_live_processes(pid_t self, long hz) {
     long long total = 0;
@@ -255,6 +274,7 @@ static struct outcome run_once(char **argv, const struct limits *l, int in_fd, i
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL); /* the program gets the mask it would have had */
+        setsid(); /* a session and process group of its own: kill(0) never reaches boxinit */
         close(start_pipe[0]);
         if (in_fd >= 0 && dup2(in_fd, 0) < 0) start_failed(start_pipe[1], S_STDIO, 126);
         if (out_fd >= 0 && dup2(out_fd, 1) < 0) start_failed(start_pipe[1], S_STDIO, 126);
@@ -270,6 +290,10 @@ static struct outcome run_once(char **argv, const struct limits *l, int in_fd, i
     close(start_pipe[0]);
     if (got == (ssize_t)sizeof msg && msg[0] > S_NONE && msg[0] <= S_EXECVE)
         o.start_step = msg[0], o.start_errno = msg[1];
+    /* Woken by the program's exit through its pidfd: SIGCHLD is then unblocked, and a signal the
+     * program sends is dropped by the kernel (see the top). A pending SIGCHLD is dropped too. */
+    int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+    if (pidfd >= 0) sigprocmask(SIG_UNBLOCK, &chld, NULL);
     long hz = sysconf(_SC_CLK_TCK);
     pid_t self = getpid();
     /* At most this many of the box's processes (threads count too: RLIMIT_NPROC) burn CPU at once. */
@@ -301,13 +325,18 @@ static struct outcome run_once(char **argv, const struct limits *l, int in_fd, i
             o.wall_killed = 1;
             kill(-1, SIGKILL);
         }
-        /* Woken at once by a child's exit (SIGCHLD, blocked, is waited for), else after the
-         * pause, for the CPU, idle and wall checks; the pause is sized on what was just read. */
+        /* Woken at once by the program's exit (its pidfd, else SIGCHLD), else after the pause,
+         * for the CPU, idle and wall checks; the pause is sized on what was just read. */
         pause_us = next_pause_us(pause_us, l, used_us, wall_us, parallel);
         struct timespec pause = {pause_us / 1000000, (pause_us % 1000000) * 1000};
-        sigtimedwait(&chld, NULL, &pause);
+        if (pidfd >= 0) {
+            struct pollfd exited = {pidfd, POLLIN, 0};
+            ppoll(&exited, 1, &pause, NULL);
+        } else
+            sigtimedwait(&chld, NULL, &pause);
         o.polls++;
     }
+    if (pidfd >= 0) close(pidfd);
     o.cpu_us = reaped_cpu_us() - reaped_before;
     o.wall_us = since_us(&started);
     return o;
@@ -367,7 +396,6 @@ int main(int argc, char **argv) {
     long long tests = v[K_TESTS];
     struct limits l = {(long)v[K_UID], (long)v[K_CPU_MS], (long)v[K_NPROC], (unsigned long long)v[K_AS],
                        (unsigned long long)v[K_NOFILE], (unsigned long long)v[K_FSIZE], v[K_IDLE_MS], v[K_WALL_MS]};
-    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     fcntl(report, F_SETFD, FD_CLOEXEC);
     errno = 0;

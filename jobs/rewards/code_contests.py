@@ -32,7 +32,6 @@ import logging
 import math
 import os
 import random
-import re
 import sys
 import threading
 import time
@@ -46,7 +45,8 @@ from typing import Any
 if __name__ != "jobs.rewards.code_contests":
     # Loaded by path (veRL): the package next to this file, not whichever `jobs` the interpreter finds first.
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from jobs.rewards import SANDBOX_TOKEN_ENV, SANDBOX_URL_ENV, sandbox, uids
+from jobs.rewards import SANDBOX_TOKEN_ENV, SANDBOX_URL_ENV, judge, sandbox, uids
+from jobs.rewards.extract import extract_code as extract_code  # the reward's API, re-exported
 
 NO_CODE = -1.0
 COMPILE_ERROR = -0.5
@@ -55,22 +55,6 @@ COMPILE_ERROR = -0.5
 FAULT = 0.0
 DEFAULT_TIME_S = 2.0
 DEFAULT_MEMORY_BYTES = 256 * 10**6  # what code_contests records carry for most Codeforces problems
-
-_CODE_TAG = re.compile(r"<code>(.*?)</code>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"```[ \t]*(?:cpp|c\+\+|cc|cxx)[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
-
-
-def extract_code(solution: str) -> str | None:
-    """The last <code> block (its last fenced cpp block if it has one), else the last fenced cpp block."""
-    tags = _CODE_TAG.findall(solution)
-    if tags:
-        inner = tags[-1]
-        fences = _FENCE.findall(inner)
-        code = fences[-1] if fences else re.sub(r"^\s*```[^\n]*\n|```\s*$", "", inner)
-    else:
-        fences = _FENCE.findall(solution)
-        code = fences[-1] if fences else ""
-    return code if code.strip() else None
 
 
 def time_limit_seconds(value: Any) -> float:
@@ -120,8 +104,8 @@ def load_ground_truth(ground_truth: Any) -> dict[str, Any]:
     return dict(ground_truth)
 
 
-def select_tests(truth: Mapping[str, Any], max_tests: int, seed: int) -> list[sandbox.Case]:
-    """The private tests (public ones if a problem has none), a seeded sample of `max_tests` above the cap."""
+def test_lists(truth: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The private tests' inputs and outputs (the public ones if a problem has no private test)."""
     for key in ("private_tests", "public_tests"):
         tests = truth.get(key) or {}
         if not isinstance(tests, Mapping):
@@ -130,14 +114,24 @@ def select_tests(truth: Mapping[str, Any], max_tests: int, seed: int) -> list[sa
         if len(inputs) != len(outputs):
             raise ValueError(f"ground_truth.{key}: {len(inputs)} inputs but {len(outputs)} outputs")
         if inputs:
-            break
-    else:
-        raise ValueError(f"ground_truth for {truth.get('name')!r} has no private or public tests")
+            return inputs, outputs
+    raise ValueError(f"ground_truth for {truth.get('name')!r} has no private or public tests")
+
+
+def select_tests(
+    truth: Mapping[str, Any],
+    max_tests: int,
+    seed: int,
+    checker: judge.Checker = judge.Checker.tokens,
+) -> list[sandbox.Case]:
+    """The private tests (public ones if a problem has none), a seeded sample of `max_tests` above
+    the cap, each judged with `checker`."""
+    inputs, outputs = test_lists(truth)
     order = list(range(len(inputs)))
     if len(order) > max_tests:
         # Seeded by the problem, so every rollout of one prompt is judged on the same tests.
         order = sorted(random.Random(f"{seed}:{truth.get('name', '')}").sample(order, max_tests))
-    return [sandbox.Case(input=inputs[i], output=outputs[i]) for i in order]
+    return [sandbox.Case(input=inputs[i], output=outputs[i], checker=checker) for i in order]
 
 
 def limits_for(truth: Mapping[str, Any], **overrides: Any) -> sandbox.Limits:
@@ -344,9 +338,13 @@ def judge_solution(
     sandbox_url: str | None = None,
     queue_margin_s: float = QUEUE_MARGIN_S,
     budget_s: float | None = None,
+    checker: Any = None,
+    data_source: str | None = None,
 ) -> Verdict:
     """The score of one solution and its reason; never raises (see the module docstring).
-    `budget_s` replaces `run_budget_s(limits, tests, queue_margin_s)` as the run's budget."""
+    `budget_s` replaces `run_budget_s(limits, tests, queue_margin_s)` as the run's budget.
+    `checker`: how outputs are compared (jobs/rewards/judge.py: `auto`, `tokens`, `reals`, or a
+    mapping from `data_source` to one); the ground truth's own `checker` field comes first."""
     try:
         return _judge(
             solution_str,
@@ -357,6 +355,8 @@ def judge_solution(
             sandbox_url,
             queue_margin_s,
             budget_s,
+            checker,
+            data_source,
         )
     except Exception as e:
         return _fault(f"internal error: {type(e).__name__}: {e}")
@@ -384,13 +384,16 @@ def _judge(
     sandbox_url: str | None,
     queue_margin_s: float,
     budget_s: float | None,
+    checker: Any,
+    data_source: str | None,
 ) -> Verdict:
     code = extract_code(solution_str) if isinstance(solution_str, str) else None
     if code is None:
         return Verdict(NO_CODE, "no_code")
     try:
         truth = load_ground_truth(ground_truth)
-        cases = select_tests(truth, max(1, int(max_tests)), seed)
+        rule = judge.choose(truth, checker, data_source, test_lists(truth)[1])
+        cases = select_tests(truth, max(1, int(max_tests)), seed, rule)
         limits = limits_for(truth)
     except (ValueError, TypeError) as e:
         return _fault(f"ground truth: {e}")
@@ -445,4 +448,5 @@ def compute_score(
     `options` are veRL's reward_kwargs: those `judge_solution` takes reach it, any other is
     ignored."""
     judging = {name: value for name, value in options.items() if name in _JUDGE_OPTIONS}
+    judging["data_source"] = data_source
     return judge_solution(solution_str, ground_truth, **judging).score

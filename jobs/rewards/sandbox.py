@@ -18,9 +18,8 @@ The box (jobs/rewards/box.py) is bubblewrap namespaces + a pool uid + rlimits + 
   (4 x time_s + wall_margin_s); a program that sleeps or blocks is stopped sooner, at time_s + 1 s
   with under a tenth of its wall time on a CPU (idleness, as judges call it). A program stopped for its time
   is `time_limit` however it was stopped (the box's count, RLIMIT_CPU's SIGXCPU, the backstop).
-- output is judged as testlib's default checker `wcmp` judges it (MikeMirzayanov/testlib,
-  checkers/wcmp.cpp: "compare sequences of tokens"): the whitespace-separated tokens must be equal,
-  so spaces, tabs and line breaks between and around them do not matter.
+- output is judged by the test's checker (jobs/rewards/judge.py): testlib's `wcmp` (equal
+  whitespace-separated tokens) or, for real numbers, `rcmp6`'s error of 1e-6.
 - the executor's state directory ($TMPDIR/rl-sandbox-<euid>) must be its own: owned by its euid
   and writable by no one else, else the executor refuses to start (box.private_dir). Folders of
   executors that died are removed when the next one starts (each live executor holds an flock).
@@ -37,7 +36,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -55,6 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from jobs.rewards import box, uids
 from jobs.rewards.budget import MemoryBudget
 from jobs.rewards.compile_cache import COMPILER, CompileCache, build_pch
+from jobs.rewards.judge import Checker, accepts
 
 BOX_PCH_DIR = "/pch"
 BOX_PROGRAM = "/prog"
@@ -140,6 +139,7 @@ class Case(BaseModel):
 
     input: str
     output: str
+    checker: Checker = Checker.tokens  # how the output is compared (jobs/rewards/judge.py)
 
 
 class Status(str, Enum):
@@ -210,15 +210,6 @@ def remove_tree(path: Path, quarantine: Path) -> bool:
     except OSError:
         pass
     return False
-
-
-_BLANKS = re.compile(rb"[ \t\r\n]+")
-
-
-def tokens(text: bytes) -> list[bytes]:
-    """testlib's tokens (checkers/wcmp.cpp reads words with `ouf.readWord()`; blanks are space, tab,
-    CR and LF, testlib.h `isBlanks`): what is compared, so whitespace between them is not."""
-    return [t for t in _BLANKS.split(text) if t]
 
 
 def default_root() -> Path:
@@ -591,5 +582,5 @@ def _judge(
         return CaseResult(status=Status.runtime_error, **common)
     with open(out_path, "rb") as f:
         got = f.read(limits.output_bytes)
-    ok = tokens(got) == tokens(test.output.encode(errors="surrogatepass"))
+    ok = accepts(test.checker, test.output.encode(errors="surrogatepass"), got)
     return CaseResult(status=Status.passed if ok else Status.wrong_answer, **common)

@@ -72,6 +72,8 @@ DENIED: dict[str, tuple[int, str]] = {
     "kcmp": (312, "other processes"),
     "pidfd_getfd": (438, "other processes"),
     "process_madvise": (440, "other processes"),
+    # a signal through a pidfd, which may also be a /proc/<pid> directory's (pidfd_send_signal(2))
+    "pidfd_send_signal": (424, "other processes"),
     # memory that RLIMIT_AS does not see: memfds and System V shared memory/IPC objects
     "memfd_create": (319, "unaccounted memory"),
     "memfd_secret": (447, "unaccounted memory"),
@@ -127,6 +129,8 @@ CLONE, CLONE3 = 56, 435
 # needs a SIGCHLD handler; waited-for children are counted through their parent's cutime.
 RT_SIGACTION, SIGCHLD = 13, 17
 FCNTL, F_SETPIPE_SZ = 72, 1031
+KILL, TKILL, TGKILL, RT_SIGQUEUEINFO, RT_TGSIGQUEUEINFO, PIDFD_OPEN = 62, 200, 234, 129, 297, 434
+BOX_INIT_PID = 1
 # Calls refused only with one argument: (nr, argument index, "equals" | "any-bit", value, why).
 ARGUMENT_CHECKS: tuple[tuple[int, int, str, int, str], ...] = (
     (CLONE, 0, "any-bit", CLONE_NAMESPACES, "clone() making a namespace"),
@@ -136,6 +140,24 @@ ARGUMENT_CHECKS: tuple[tuple[int, int, str, int, str], ...] = (
         "equals",
         SIGCHLD,
         "SIGCHLD handlers: auto-reaped children escape accounting",
+    ),
+    # Signals to the box's pid 1, boxinit, which counts the box's CPU time and ends it: in
+    # user-namespace mode it shares the program's uid, so the kernel's uid check would let a
+    # SIGSTOP through (a stopped boxinit held a box to its backstop). The kernel already drops
+    # every signal a box's own process sends its pid-namespace init unless the init handles it
+    # (kernel/signal.c sig_task_ignored, SIGNAL_UNKILLABLE), and boxinit handles none; this is
+    # the second wall. kill(0) and kill(-1) never reach it: the program runs in a session of its
+    # own, and kill(-1) spares the init.
+    *(
+        (nr, 0, "equals", BOX_INIT_PID, f"{name}() on the box's init")
+        for name, nr in (
+            ("kill", KILL),
+            ("tkill", TKILL),
+            ("tgkill", TGKILL),
+            ("rt_sigqueueinfo", RT_SIGQUEUEINFO),
+            ("rt_tgsigqueueinfo", RT_TGSIGQUEUEINFO),
+            ("pidfd_open", PIDFD_OPEN),
+        )
     ),
     # Pipes grown to pipe-max-size (1 MiB each) held 14 MiB past the memory limit (measured:
     # pipe memory is not counted by RLIMIT_AS); at the default 64 KiB, open_files pipes stay

@@ -4,9 +4,13 @@ Runs on the cluster's gVisor CPU pool (components/k8s/sandbox.py) so model-writt
 inside the trainer; every program still runs in its own box (jobs/rewards/box.py), exactly as the
 local executor does. Bounded on purpose, in this order, so that no client, slow or hostile, can
 hold the service's connections, slots or memory:
-- a connection that has not shown its token holds only a `pending` place (at most `max_pending`;
-  more get a canned 503 from the accept loop), for at most `header_timeout_s`: the request line
-  and headers must arrive by then, however slowly the bytes trickle, or the socket is shut;
+- a connection that has not shown its token holds only a `pending` place (at most `max_pending`),
+  for at most `header_timeout_s`: the request line and headers must arrive by then, however
+  slowly the bytes trickle, or the socket is shut. The places are every client's, so a new
+  connection over the cap takes the place of the OLDEST pending one (that socket is shut): a
+  client holding sockets open without a token only evicts itself, while an honest client, whose
+  headers arrive within milliseconds, moves on before its turn comes (with 100 held sockets
+  reopened as fast as they are shut, an honest batch stays within 2 x its quiet time);
 - a bearer token (`Authorization: Bearer $CODE_SANDBOX_TOKEN`), else 401: the service refuses to
   start without one and removes it from its environment. Only then is one of the
   `max_connections` connection places taken (else 503);
@@ -33,6 +37,7 @@ import re
 import select
 import socket
 import threading
+from collections import OrderedDict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -44,11 +49,6 @@ from jobs.rewards.sandbox import Case, Executor, Limits
 MAX_TESTS = 200
 _DIGITS = re.compile(r"[0-9]{1,20}")  # ASCII only: str.isdigit() accepts "²", which int() refuses
 MIN_TOKEN_CHARS = 16
-_BUSY = (
-    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-    b"Connection: close\r\nContent-Length: 42\r\n\r\n"
-    + b'{"error": "too many connections, retry"}  '
-)
 
 
 class RunRequest(BaseModel):
@@ -57,6 +57,32 @@ class RunRequest(BaseModel):
     code: str  # bounded by the body limit; over MAX_CODE_BYTES it is not compiled (Executor.run)
     tests: list[Case] = Field(min_length=1, max_length=MAX_TESTS)
     limits: Limits = Limits()
+
+
+class PendingPlaces:
+    """The connections that have not shown their token yet, oldest first; at most `size`."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._sockets: OrderedDict[socket.socket, None] = OrderedDict()
+
+    def admit(self, sock: socket.socket) -> socket.socket | None:
+        """Takes a place for `sock`; returns the oldest pending socket if it had to give up its place."""
+        with self._lock:
+            evicted = (
+                self._sockets.popitem(last=False)[0] if len(self._sockets) >= self._size else None
+            )
+            self._sockets[sock] = None
+            return evicted
+
+    def leave(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.pop(sock, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sockets)
 
 
 class SandboxServer(ThreadingHTTPServer):
@@ -89,21 +115,19 @@ class SandboxServer(ThreadingHTTPServer):
         self.header_timeout_s = header_timeout_s
         self._token = token.encode()
         self.connections = threading.BoundedSemaphore(max_connections or 4 * concurrency + 8)
-        self._pending = threading.BoundedSemaphore(max_pending)
+        self.pending = PendingPlaces(max_pending)
 
     def authorized(self, header: str | None) -> bool:
         scheme, _, value = (header or "").partition(" ")
         return scheme == "Bearer" and hmac.compare_digest(value.strip().encode(), self._token)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._pending.acquire(blocking=False):
-            try:
-                request.settimeout(1.0)
-                request.sendall(_BUSY)
+        evicted = self.pending.admit(request)
+        if evicted is not None:
+            try:  # its handler reads EOF and ends, giving back nothing it still holds
+                evicted.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-            self.shutdown_request(request)
-            return
         super().process_request(request, client_address)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
@@ -130,7 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
             super().finish()
         finally:
             if self._place == "pending":
-                self.server._pending.release()
+                self.server.pending.leave(self.connection)
             elif self._place == "connection":
                 self.server.connections.release()
             self._place = ""
@@ -169,7 +193,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.server.connections.acquire(blocking=False):
             self._reply(503, {"error": "too many connections, retry"}, close=True)
             return False
-        self.server._pending.release()
+        self.server.pending.leave(self.connection)
         self._place = "connection"
         return True
 

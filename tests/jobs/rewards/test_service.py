@@ -17,6 +17,7 @@ import pytest
 
 from jobs.rewards import code_contests as cc
 from jobs.rewards import service
+from jobs.rewards.batch import compute_score_batch
 from jobs.rewards.sandbox import Case, Executor, Limits
 
 pytestmark = pytest.mark.compiler
@@ -347,3 +348,71 @@ def test_a_full_disk_is_a_scored_fault_in_process_and_a_500_from_the_service(
             executor.close()
     finally:
         subprocess.run(["umount", "-l", str(small)], check=True)
+
+
+class _Holder:
+    """An unauthenticated client holding `count` sockets open: each trickles a header byte every
+    0.5 s, and a socket the service closes is opened again at once (issue 43 item 4)."""
+
+    def __init__(self, port: int, count: int) -> None:
+        self.port, self.stop = port, threading.Event()
+        self.sockets = [self._open() for _ in range(count)]
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _open(self) -> socket.socket:
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        s.setblocking(False)
+        return s
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            for i, s in enumerate(self.sockets):
+                try:
+                    s.send(b"P")
+                    if s.recv(1024) == b"":
+                        raise ConnectionResetError
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    s.close()
+                    self.sockets[i] = self._open()
+            self.stop.wait(0.5)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=10)
+        for s in self.sockets:
+            s.close()
+
+
+def _honest_batch(url: str, tag: str) -> float:
+    codes = [f"// {tag} {i}\n{SUM}" for i in range(4)]
+    truth = json.dumps({"name": "sum", "private_tests": {"input": ["1 2"], "output": ["3"]}})
+    start = time.monotonic()
+    scores = compute_score_batch(
+        ["code_contests"] * 4,
+        [f"<code>\n```cpp\n{c}\n```\n</code>" for c in codes],
+        [truth] * 4,
+        None,
+        concurrency=4,
+        sandbox_url=url,
+    )
+    assert scores == [1.0] * 4
+    return time.monotonic() - start
+
+
+def test_a_hundred_unauthenticated_sockets_do_not_slow_an_honest_batch(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 43 item 4: 70 sockets trickling header bytes held the 64 pending places, shared by
+    every client: an honest batch took 13 s instead of 0.1 s."""
+    monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
+    quiet = _honest_batch(url, "quiet")
+    holder = _Holder(int(url.rsplit(":", 1)[1]), 100)
+    try:
+        time.sleep(1.0)
+        held = _honest_batch(url, "held")
+    finally:
+        holder.close()
+    assert held <= 2 * quiet, f"{held:.2f} s held against {quiet:.2f} s quiet"
