@@ -125,7 +125,7 @@ def for_run(
     )
 
 
-def _latest_attempt(found: state.Run | None, run: str, where: str) -> JobDetails:
+def latest_attempt(found: state.Run | None, run: str, where: str) -> JobDetails:
     """The run's latest attempt; a run that never sent one (stopped or dead while it waited for
     GPUs) exists, as `list` and `status` show it, but has nothing to export."""
     if found is None:
@@ -154,7 +154,7 @@ def prepare(
     """The export job of `run`, once its latest attempt is known to have ended: a checkpoint
     still being written may be half-written."""
     jobs_ = dashboard.jobs()
-    latest = _latest_attempt(state.find(jobs_, run), run, where)
+    latest = latest_attempt(state.find(jobs_, run), run, where)
     job_id = latest.submission_id or run
     kind = listing.metadata_of(latest).kind
     if kind != protocol.RECIPE:
