@@ -57,7 +57,7 @@ def eval_cmd(
     addr: opt.AddressOpt = None,
     stack_name: opt.StackOpt = None,
 ) -> None:
-    """Score a run's checkpoint on its recipe's held-out data (pass@k).
+    """Score a checkpoint on held-out data (pass@k).
 
     The framework's own evaluation runs as a Ray job (RUN-eval-N); the result is kept with the
     run, in <runs root>/RUN/eval/step_N.json."""

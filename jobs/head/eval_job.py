@@ -79,14 +79,15 @@ def _model_revision(args: argparse.Namespace) -> str:
     return base if args.step is None else f"{args.run} step {args.step} (from {base})"
 
 
-def _already(out_dir: Path, settings: eval_result.Settings) -> bool:
-    """A result of the same settings is there: a resubmitted job that finished before."""
+def _already(out_dir: Path, settings: eval_result.Settings) -> dict[str, object] | None:
+    """The result of the same settings, when one is there: a resubmitted job that finished."""
     try:
         kept = json.loads((out_dir / eval_result.name_of(settings.step)).read_text())
     except (OSError, ValueError):
-        return False
+        return None
     same = ("metric", "k", "n", "seed", "data_revision", "model_revision")
-    return all(kept.get(key) == getattr(settings, key) for key in same)
+    ok = isinstance(kept, dict) and all(kept.get(key) == getattr(settings, key) for key in same)
+    return kept if ok else None
 
 
 def _convert(args: argparse.Namespace, ckpt: checkpoints.Checkpoint) -> int:
@@ -115,8 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     settings = _settings(args)
     what = "the base model" if args.step is None else f"step {args.step}"
-    if _already(args.out_dir, settings):
+    if (kept := _already(args.out_dir, settings)) is not None:
         print(f"eval: {what} already evaluated with these settings; kept", flush=True)
+        print(eval_result.log_line(kept), flush=True)
         return 0
     try:
         if args.step is not None:
@@ -151,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{100 * content['score']:.1f}% over {content['count']} problems -> {target}",
         flush=True,
     )
+    print(eval_result.log_line(content), flush=True)
     return 0
 
 

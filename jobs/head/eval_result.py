@@ -29,6 +29,9 @@ from jobs.head import pass_k
 
 RESULT_VERSION = 1
 NEMO_RL_SAMPLES = "evaluation_data.json"
+# The job's last log line: the result without its per-problem list, for `status` and `report`
+# of a cluster (the CLI reads job logs, never Lustre).
+LOG_PREFIX = "rl-on-gke-eval-result: "
 
 
 class NoSamples(Exception):
@@ -122,6 +125,11 @@ def result(settings: Settings, samples: Sequence[Sample]) -> dict[str, Any]:
             for p, c in zip(prompts, correct, strict=True)
         ],
     }
+
+
+def log_line(content: dict[str, Any]) -> str:
+    brief = {k: v for k, v in content.items() if k != "problems"}
+    return LOG_PREFIX + json.dumps(brief, sort_keys=True)
 
 
 def name_of(step: int | None) -> str:

@@ -2,17 +2,23 @@
 
 `rl-jobs eval` writes `<runs root>/<run>/eval/step_N.json` (and `base.json` for the recipe's base
 model) on the cluster (jobs/head/eval_result.py writes them; `EvalResult` is their schema, so a
-file that does not fit it is reported, never half-read). `status`, `list` and `report` read them
-with `--runs-root`.
+file that does not fit it is reported, never half-read). `status` and `list` read them with
+`--runs-root`; of a cluster, `status` and `report` read the same result, less its per-problem
+list, from the last line of each succeeded eval job's log (the CLI never reaches Lustre).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from jobs.client.types import JobDetails, JobStatus
+from jobs.head import protocol
+from jobs.head.eval_result import LOG_PREFIX
 
 EVAL_DIR = "eval"
 
@@ -43,7 +49,8 @@ class EvalResult(BaseModel):
     model_revision: str
     score: float = Field(ge=0.0, le=1.0)
     count: int = Field(ge=1)
-    problems: list[Problem]
+    # Empty when read from a job's log line rather than the file.
+    problems: list[Problem] = Field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -79,6 +86,33 @@ def read(root: str | Path, run: str) -> tuple[list[EvalResult], dict[str, str]]:
             bad[path.name] = " ".join(str(e).split())[:200]
     results.sort(key=lambda r: (r.step is None, r.step or 0))
     return results, bad
+
+
+def from_log(text: str) -> EvalResult | None:
+    """The result an eval job's log ends with, or None (it failed, or is still running)."""
+    lines = [line for line in text.splitlines() if line.startswith(LOG_PREFIX)]
+    if not lines:
+        return None
+    try:
+        return EvalResult.model_validate(json.loads(lines[-1][len(LOG_PREFIX) :]))
+    except (ValueError, ValidationError):
+        return None
+
+
+def of_jobs(jobs: Sequence[JobDetails], logs: Callable[[str], str]) -> list[EvalResult]:
+    """The results of a run's succeeded eval jobs (one log read each); a later job's result
+    for the same step and question replaces an earlier one's."""
+    kept: dict[tuple[Any, ...], EvalResult] = {}
+    for job in jobs:
+        meta = job.metadata or {}
+        if meta.get("kind") != protocol.EVAL or job.status != JobStatus.SUCCEEDED:
+            continue
+        found = from_log(logs(job.submission_id or ""))
+        if found is not None:
+            key = (found.step, found.dataset, found.data_revision, found.metric, found.k, found.n)
+            kept.pop(key, None)
+            kept[key] = found
+    return sorted(kept.values(), key=lambda r: (r.step is None, r.step or 0))
 
 
 def base_of(results: list[EvalResult], like: EvalResult) -> EvalResult | None:

@@ -20,7 +20,7 @@ from jobs.client.dashboard import Dashboard
 from jobs.client.types import JobDetails
 from jobs.common.redact import redact
 from jobs.head import events as ev
-from jobs.runs import goodput, handoff, listing, metrics, run_goodput
+from jobs.runs import eval_results, goodput, handoff, listing, metrics, run_goodput
 from jobs.runs.attempt_logs import AttemptLogs
 from jobs.runs.metadata import RecipeRun
 
@@ -62,6 +62,8 @@ class RunReport:
     decisions: list[dict[str, Any]] = field(default_factory=list)
     # Attempts whose log Ray could not give (gone with their node): submission id -> why.
     unreadable_logs: dict[str, str] = field(default_factory=dict)
+    # Held-out scores from the run's eval jobs (`rl-jobs eval`), steps in order.
+    evals: list[eval_results.EvalResult] = field(default_factory=list)
 
     @property
     def gpu_hours(self) -> float | None:
@@ -135,6 +137,8 @@ def gather(cluster: Dashboard, run: str, where: str = "") -> RunReport:
     spent, report.curves = run_goodput.of_run(tried, records, logs, report.now_ms)
     report.goodput = spent.as_json()
     report.unreadable_logs = logs.unreadable
+    mine = [j for j in cluster.jobs() if listing.run_of(j) == name]
+    report.evals = eval_results.of_jobs(mine, cluster.logs)
     return report
 
 
@@ -355,6 +359,28 @@ def _goodput_html(report: RunReport) -> str:
     )
 
 
+def _eval_html(report: RunReport) -> str:
+    """The held-out scores: a table, and a plot over steps when several were evaluated."""
+    if not report.evals:
+        return ""
+    head = "".join(f"<th>{c}</th>" for c in ("step", "data", "metric", "score", "problems"))
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+        for row in eval_results.table(report.evals)
+    )
+    line = eval_results.summary(report.evals) or ""
+    steps = [r for r in report.evals if r.step is not None and r.comparable(report.evals[0])]
+    plot = (
+        plot_svg("held-out score", [(r.step or 0, r.score) for r in steps])
+        if len(steps) > 1
+        else ""
+    )
+    return (
+        f'<h2 style="margin-top:16px">Held-out evaluation: {html.escape(line)}</h2>'
+        f"<table><tr>{head}</tr>{rows}</table>{plot}"
+    )
+
+
 def _wandb_html(report: RunReport) -> str:
     urls = [u for u in report.curves.wandb_urls if u.startswith("https://")]
     if urls:
@@ -398,7 +424,7 @@ def render(report: RunReport) -> str:
         f"<title>{html.escape(f'run {report.run}')}</title>"
         f"<style>{_STYLE}</style></head><body>"
         f"<h1>Run {html.escape(report.run)}</h1>"
-        f"<table>{fact_rows}</table>{_wandb_html(report)}"
+        f"<table>{fact_rows}</table>{_wandb_html(report)}{_eval_html(report)}"
         f'<h2 style="margin-top:16px">Curves</h2><div class="grid">{plots}</div>'
         f'<h2 style="margin-top:16px">Attempts</h2>'
         f"{timeline_svg(report.attempts, report.now_ms, report.decisions)}{_attempt_table(report)}"
