@@ -132,6 +132,36 @@ def log_line(content: dict[str, Any]) -> str:
     return LOG_PREFIX + json.dumps(brief, sort_keys=True)
 
 
+def _question(r: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(r.get(k) for k in ("dataset", "data_revision", "metric", "k", "n"))
+
+
+def best_of(results: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The step result with the highest score among those that answer the newest step's
+    question (same data, metric, k and n); a later step wins a tie. Never the base model, never
+    a step without a score: None when no step was scored."""
+    steps = [r for r in results if isinstance(r.get("step"), int)]
+    if not steps:
+        return None
+    newest = max(steps, key=lambda r: int(r["step"]))
+    alike = [r for r in steps if _question(r) == _question(newest)]
+    return max(alike, key=lambda r: (float(r["score"]), int(r["step"])))
+
+
+def read_dir(out_dir: Path) -> list[dict[str, Any]]:
+    """Every step result in `out_dir` that reads as one (a half-written file never does:
+    `write` renames it into place)."""
+    found = []
+    for path in sorted(out_dir.glob("step_*.json")) if out_dir.is_dir() else []:
+        try:
+            content = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(content, dict) and isinstance(content.get("score"), (int, float)):
+            found.append(content)
+    return found
+
+
 def name_of(step: int | None) -> str:
     return "base.json" if step is None else f"step_{step}.json"
 

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jobs.client.types import JobDetails, JobStatus
-from jobs.head import protocol
+from jobs.head import eval_result, protocol
 from jobs.head.eval_result import LOG_PREFIX
 
 EVAL_DIR = "eval"
@@ -139,13 +139,10 @@ def summary(results: list[EvalResult]) -> str | None:
 
 
 def best(results: list[EvalResult]) -> EvalResult | None:
-    """The step with the highest score among those scored like the newest one (a later step
-    wins a tie); never a step without a score, never the base model."""
-    shown = latest(results)
-    if shown is None or shown.step is None:
-        return None
-    scored = [r for r in results if r.step is not None and r.comparable(shown)]
-    return max(scored, key=lambda r: (r.score, r.step or 0))
+    """The step `export --best` takes (jobs.head.eval_result.best_of, the one rule): the highest
+    score among steps scored like the newest one; never a step without a score or the base."""
+    chosen = eval_result.best_of([r.model_dump() for r in results])
+    return next((r for r in results if chosen and r.step == chosen["step"]), None)
 
 
 def as_json(results: list[EvalResult], bad: dict[str, str]) -> dict[str, Any]:
