@@ -20,7 +20,7 @@ from jobs.client.types import Submission
 from jobs.common import commands
 from jobs.common.errors import UsageError
 from jobs.head import protocol
-from jobs.recipes import evals, overrides
+from jobs.recipes import compose, evals, overrides
 from jobs.recipes import prepare as validate
 from jobs.recipes.catalogue import NEMO_RL_HOME, RECIPES, Recipe, RunContext
 from jobs.runs import export, listing, state, workdir
@@ -87,11 +87,20 @@ def choose_step(view: dict[str, Any], step: int | None, run: str) -> int:
     return step
 
 
+@dataclass(frozen=True)
+class Command:
+    """The framework's evaluation: its argv, the folder it runs in, the held-out file it reads."""
+
+    argv: list[str]
+    cwd: str | None
+    data_path: str | None
+
+
 def framework_command(
     recipe: Recipe, recorded: RecipeRun, req: evals.Request, target: Target
-) -> tuple[list[str], str | None]:
-    """The framework's evaluation (argv, directory it runs in), composed and checked with the
-    framework's own config code; a refusal names the setting."""
+) -> Command:
+    """The framework's evaluation, composed and checked with the framework's own config code;
+    a refusal names the setting."""
     ctx = RunContext(run=recorded.run, nodes=recorded.nodes, gpus_per_node=recorded.gpus_per_node)
     checked = overrides.check(recipe, overrides.parse(list(recorded.overrides)), recorded.run)
     composed = validate.compose_run(recipe, ctx, checked)
@@ -103,12 +112,14 @@ def framework_command(
         config = evals.nemo_rl_config(held)
         evals.check_nemo_rl(config, items)
         launcher = ["uv", "run", "python", "examples/run_eval.py", "--config"]
-        return [*launcher, f"examples/configs/evals/{config}", *items], NEMO_RL_HOME
+        argv = [*launcher, f"examples/configs/evals/{config}", *items]
+        return Command(argv, NEMO_RL_HOME, ctx.fill(held.data_path) if held.data_path else None)
     run_args = recipe.args(ctx, checked, composed.adapted)
     ckpt = None if target.step is None else f"{recorded.checkpoint_dir}/global_step_{target.step}"
     items = evals.verl_args(run_args, req, ckpt, raw)
-    evals.check_verl(recipe, items)
-    return [*recipe.launcher, *items], None
+    cfg = evals.check_verl(recipe, items)
+    # veRL validates on the run's own data.val_files (a --set of the run's may have moved it).
+    return Command([*recipe.launcher, *items], None, str(compose.value(cfg, "data.val_files")))
 
 
 def run_dir(target: Target, run: str) -> str:
@@ -129,11 +140,10 @@ def job_argv(
     recorded: RecipeRun,
     req: evals.Request,
     target: Target,
-    command: tuple[list[str], str | None],
+    command: Command,
 ) -> list[str]:
     """`python3 -m jobs.head.eval_job ... -- <the framework's evaluation>`."""
     held = evals.held_out(recipe)
-    ctx = RunContext(run=recorded.run, nodes=recorded.nodes, gpus_per_node=recorded.gpus_per_node)
     argv = ["python3", "-m", protocol.EVAL_MODULE, "--framework", recipe.framework]
     argv += ["--run", recorded.run, "--checkpoint-dir", recorded.checkpoint_dir]
     if target.step is not None:
@@ -149,14 +159,13 @@ def job_argv(
     argv += ["--raw", raw_dir(target, recorded.run)]
     argv += ["--out-dir", f"{run_dir(target, recorded.run)}/{EVAL_DIR}"]
     argv += ["--dataset", held.name]
-    if held.data_path:
-        argv += ["--data-path", ctx.fill(held.data_path)]
+    if command.data_path:
+        argv += ["--data-path", command.data_path]
     argv += ["--model", recipe.model, "--pin", f"{run_dir(target, recorded.run)}/{MODEL_PIN}"]
     argv += ["--metric", req.metric, "--k", str(req.k), "--n", str(req.n), "--seed", str(req.seed)]
-    framework, cwd = command
-    if cwd:
-        argv += ["--cwd", cwd]
-    return [*argv, "--", *framework]
+    if command.cwd:
+        argv += ["--cwd", command.cwd]
+    return [*argv, "--", *command.argv]
 
 
 def for_run(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from components.contract import DATASETS_ROOT, RUNS_ROOT
@@ -89,8 +89,8 @@ def job_argv(lustre: Lustre, rec: RecipeRun, req: evals.Request, step: int | Non
     stub (its arguments kept), every Lustre path moved onto the stand-in."""
     recipe = RECIPES[rec.recipe]
     target = evaluate.Target(step)
-    framework, _cwd = evaluate.framework_command(recipe, rec, req, target)
+    command = evaluate.framework_command(recipe, rec, req, target)
     drop = 4 if recipe.framework == "nemo-rl" else len(recipe.launcher)  # uv run python x.py
-    stub = [sys.executable, str(STUB), *framework[drop:]]
-    argv = evaluate.job_argv(recipe, rec, req, target, (stub, None))
+    stub = [sys.executable, str(STUB), *command.argv[drop:]]
+    argv = evaluate.job_argv(recipe, rec, req, target, replace(command, argv=stub, cwd=None))
     return [lustre.local(a) for a in argv]
