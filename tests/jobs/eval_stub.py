@@ -44,6 +44,24 @@ def _problems(path: str, question: str, answer: str) -> list[tuple[str, str]]:
     return [(json.loads(x)[question], json.loads(x)[answer]) for x in lines if x.strip()]
 
 
+def _generator() -> Any:
+    """With EVAL_STUB_RAY=1, the answers come through an actor holding one GPU, as the
+    frameworks' vLLM workers hold theirs: losing its node fails the evaluation."""
+    if os.environ.get("EVAL_STUB_RAY") != "1":
+        return None
+    import ray
+
+    ray.init()
+
+    @ray.remote(num_gpus=1, num_cpus=0)
+    class Generator:
+        def answer(self, pause: float) -> bool:
+            time.sleep(pause)
+            return True
+
+    return Generator.remote()  # type: ignore[attr-defined]
+
+
 def _samples(
     values: dict[str, str], problems: list[tuple[str, str]], n: int
 ) -> list[dict[str, Any]]:
@@ -51,13 +69,20 @@ def _samples(
     fixture = json.loads(Path(os.environ["EVAL_STUB_ANSWERS"]).read_text())
     answers = fixture[fmt][_model_key(values)]
     pause = float(os.environ.get("EVAL_STUB_SLEEP", "0"))
+    generator = _generator()
     out = []
-    for question, expected in problems:
+    for i, (question, expected) in enumerate(problems):
+        if generator is not None:
+            import ray
+
+            ray.get(generator.answer.remote(pause))
+            print(f"stub: answered problem {i + 1} of {len(problems)}", flush=True)
         given = answers.get(question, [])
         for j in range(n):
             said = given[j] if j < len(given) else ""
             out.append({"prompt": question, "response": said, "reward": float(said == expected)})
-        time.sleep(pause)
+        if generator is None:
+            time.sleep(pause)
     return out
 
 
