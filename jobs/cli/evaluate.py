@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from components.contract import RUNS_ROOT
 from jobs.cli import options as opt
 from jobs.cli.console import emit_json, err, handled
 from jobs.cli.drive import print_dry_run
@@ -34,7 +35,7 @@ OutRootOpt = Annotated[
     typer.Option(
         "--runs-root",
         metavar="DIR",
-        help="Runs root the results go under, as the head sees it (default: /lustre/runs).",
+        help=f"Runs root the results go under, as the head sees it (default: {RUNS_ROOT}).",
     ),
 ]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the eval job; submit nothing.")]
@@ -52,6 +53,7 @@ def eval_cmd(
     seed: SeedOpt = 42,
     runs_root: OutRootOpt = None,
     dry_run: DryRunOpt = False,
+    allow_unsandboxed: opt.UnsandboxedOpt = False,
     follow_logs: opt.FollowOpt = False,
     as_json: opt.JsonOpt = False,
     addr: opt.AddressOpt = None,
@@ -61,40 +63,34 @@ def eval_cmd(
 
     The framework's own evaluation runs as a Ray job (RUN-eval-N); the result is kept with the
     run, in <runs root>/RUN/eval/step_N.json."""
-    from components.contract import RUNS_ROOT
     from jobs.recipes import evals
-    from jobs.runs import evaluate, run_checkpoints  # start-up time: only this command
+    from jobs.runs import evaluate  # start-up time: only this command
 
     plan.check_run_name(run)
     if base and step is not None:
         raise UsageError("--step and --base together", "give one: a step, or the base model")
-    req = evals.request(metric, k, n, seed)
+    ask = evaluate.Ask(
+        run,
+        step,
+        base,
+        evals.request(metric, k, n, seed),
+        runs_root or RUNS_ROOT,
+        allow_unsandboxed,
+        dry_run,
+    )
     where = address.choose(addr, stack_name)
     with address.reach(where, spinner=opt.spinner) as dashboard:
-        flags = opt.where_flags(where)
-        recipe, recorded, number = evaluate.recorded_run(dashboard, run, flags)
-        evals.held_out(recipe)  # a recipe without one is refused before the head is asked
-        chosen: int | None = None
-        if not base:
-            view = run_checkpoints.inventory(
-                dashboard,
-                run,
-                recorded.checkpoint_dir,
-                recorded.framework,
-                opt.watcher(dashboard, where),
-            )
-            chosen = evaluate.choose_step(view, step, run)
-        target = evaluate.Target(chosen, runs_root or RUNS_ROOT)
-        sub = evaluate.for_run(
-            recipe, recorded, req, target, number, where.stack, plan.git_commit()
-        )
+        prepared = evaluate.prepare(dashboard, ask, where, opt.watcher(dashboard, where))
+        for note in prepared.notes:
+            err().print(note, markup=False)
+        sub, chosen = prepared.sub, prepared.step
         if dry_run:
             print_dry_run(sub, as_json, [])
             return
-        job_id = evaluate.submit(dashboard, sub, flags)
+        job_id = evaluate.submit(dashboard, sub, opt.where_flags(where))
         what = "the base model" if chosen is None else f"step {chosen}"
         err().print(
-            f"submitted {job_id} (eval of run {run}, {what}, {req.metric} k={k} n={n})",
+            f"submitted {job_id} (eval of run {run}, {what}, {metric} k={k} n={n})",
             markup=False,
         )
         if not follow_logs:

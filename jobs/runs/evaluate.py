@@ -20,10 +20,10 @@ from jobs.client.types import Submission
 from jobs.common import commands
 from jobs.common.errors import UsageError
 from jobs.head import protocol
-from jobs.recipes import compose, evals, overrides
+from jobs.recipes import compose, evals, overrides, reward_placement
 from jobs.recipes import prepare as validate
 from jobs.recipes.catalogue import NEMO_RL_HOME, RECIPES, Recipe, RunContext
-from jobs.runs import export, listing, state, workdir
+from jobs.runs import address, export, follow, listing, plan, run_checkpoints, state, workdir
 from jobs.runs.eval_results import EVAL_DIR
 from jobs.runs.metadata import RecipeRun, RunMetadata
 from jobs.runs.plan import JOBS_PACKAGE, MODEL_PIN, provenance
@@ -176,10 +176,17 @@ def for_run(
     number: int,
     stack: str | None,
     commit: str,
+    code_sandbox_url: str | None = None,
 ) -> Submission:
-    """The eval job, sent like a run's attempt: the recipe's env, its payload as working dir."""
+    """The eval job, sent like a run's attempt: the recipe's env (a code-contests sample is
+    judged by the stack's sandbox service, `code_sandbox_url`), its payload as working dir."""
     argv = job_argv(recipe, recorded, req, target, framework_command(recipe, recorded, req, target))
-    ctx = RunContext(run=recorded.run, nodes=recorded.nodes, gpus_per_node=recorded.gpus_per_node)
+    ctx = RunContext(
+        run=recorded.run,
+        nodes=recorded.nodes,
+        gpus_per_node=recorded.gpus_per_node,
+        code_sandbox_url=code_sandbox_url,
+    )
     runtime_env: dict[str, object] = {"env_vars": {**recipe.env(ctx), HF_HOME_ENV: HF_HOME_PATH}}
     payload = recipe.payload_dir()
     if payload is not None:
@@ -235,3 +242,56 @@ def recorded_run(dashboard: Dashboard, run: str, where: str) -> tuple[Recipe, Re
         )
     number = next_number([j.submission_id or "" for j in jobs_], run)
     return RECIPES[recorded.recipe], recorded, number
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One `rl-jobs eval` as asked: the run, the step (None: the newest complete) or the base
+    model, the evaluation, where results go, and whether unsandboxed judging is accepted."""
+
+    run: str
+    step: int | None
+    base: bool
+    req: evals.Request
+    runs_root: str = RUNS_ROOT
+    allow_unsandboxed: bool = False
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class Prepared:
+    sub: Submission
+    step: int | None
+    notes: list[str]
+
+
+def prepare(
+    dashboard: Dashboard, ask: Ask, where: address.Where, watcher: follow.Watcher
+) -> Prepared:
+    """The eval job of `ask`, every refusal said before anything is submitted: the run and its
+    recipe, its held-out split, where model-written code is judged, the step (complete, as the
+    head lists it) and the framework's own composition of the evaluation."""
+    flags = "" if where.source == "RAY_ADDRESS" else f" {where.describe()}"
+    recipe, recorded, number = recorded_run(dashboard, ask.run, flags)
+    evals.held_out(recipe)  # a recipe without one is refused before the head is asked
+    # Samples of model-written code are judged where training judged them (the sandbox).
+    sandbox = reward_placement.decide(
+        recipe, where.outputs(), ask.allow_unsandboxed, where.describe(), dry_run=ask.dry_run
+    )
+    chosen: int | None = None
+    if not ask.base:
+        view = run_checkpoints.inventory(
+            dashboard, ask.run, recorded.checkpoint_dir, recorded.framework, watcher
+        )
+        chosen = choose_step(view, ask.step, ask.run)
+    sub = for_run(
+        recipe,
+        recorded,
+        ask.req,
+        Target(chosen, ask.runs_root),
+        number,
+        where.stack,
+        plan.git_commit(),
+        sandbox.url,
+    )
+    return Prepared(sub, chosen, sandbox.notes)

@@ -6,6 +6,7 @@ run again writes the same bytes as an uninterrupted one."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import uuid
@@ -155,3 +156,32 @@ def test_eval_runs_as_a_job_and_a_cut_eval_run_again_writes_the_same_bytes(head,
         assert result.read_bytes() == first
     finally:
         node.close()
+
+
+def test_refusals_name_the_flag_and_submit_nothing(head, lustre):
+    url = head.dashboard_url
+    client = JobSubmissionClient(url)
+    run = f"ev-{uuid.uuid4().hex[:8]}"
+    _attempt(client, lustre, run)
+    # A step that is not complete (none was saved at 30), read from the head's own listing.
+    code, _, err = cli("eval", run, "--step", "30", "--address", url)
+    assert code == 2
+    assert f"error: --step 30: step 30 of run {run} does not exist" in err
+    assert "complete steps: 20, 40" in err
+    # A run started from a command has no recipe, so no held-out split.
+    cmd = f"cmd-{uuid.uuid4().hex[:8]}"
+    assert cli("run", "--address", url, "--name", cmd, "--follow", "--", "true")[0] == 0
+    code, _, err = cli("eval", cmd, "--address", url)
+    assert code == 2 and "not a recipe run" in err
+    evals_sent = [j for j in client.list_jobs() if "-eval-" in (j.submission_id or "")]
+    assert not [j for j in evals_sent if j.submission_id.startswith((run, cmd))]
+    # The dry run prints the job it would send: the eval module, then veRL's entrypoint.
+    code, out, err = cli("eval", run, "--dry-run", "--json", "--address", url)
+    assert code == 0, err
+    sent = json.loads(out)
+    assert sent["submission_id"] == f"{run}-eval-1"
+    assert sent["entrypoint"].startswith("python3 -m jobs.head.eval_job --framework verl")
+    assert " --step 40 " in sent["entrypoint"]  # the newest complete step
+    assert " -- python3 -m verl.trainer.main_ppo " in sent["entrypoint"]
+    assert "trainer.val_only=True" in sent["entrypoint"]
+    assert sent["metadata"]["kind"] == "eval"
