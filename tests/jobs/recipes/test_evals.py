@@ -45,11 +45,16 @@ def test_nemo_rl_eval_settings_load_into_its_eval_config_as_run_eval_merges_them
     )
     config_file = evals.nemo_rl_config(held)
     got = evals.check_nemo_rl(config_file, items)
-    # What run_eval.py itself does (L89-97): load_config, merge from_dotlist, resolve.
+    # What run_eval.py itself does with the job's command line (L89-97): load_config, then
+    # OmegaConf.from_cli() over all of sys.argv[1:] (so `--config FILE` becomes two stray keys,
+    # as upstream's own runs have it), merge, resolve.
+    argv = ["--config", f"examples/configs/evals/{config_file}", *items]
     base = compose.load_nemo_rl_file(evals.eval_config_path(config_file))
     theirs = OmegaConf.to_container(
-        OmegaConf.merge(base, OmegaConf.from_dotlist(items)), resolve=True
+        OmegaConf.merge(base, OmegaConf.from_dotlist(argv)), resolve=True
     )
+    theirs.pop("--config")
+    theirs.pop(f"examples/configs/evals/{config_file.removesuffix('.yaml')}")
     assert got == theirs
     assert got["eval"] == {
         "metric": "pass@k",
