@@ -14,11 +14,13 @@ Exit codes: the framework's or the converter's, 1 when there is nothing to evalu
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from jobs.head import checkpoints, eval_result
 
@@ -45,6 +47,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--k", type=int, required=True)
     parser.add_argument("--n", type=int, required=True)
     parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument(
+        "--cache-dir", default="", help="where base-model results are shared between runs"
+    )
     parser.add_argument("--cwd", default=None, help="where the framework's command runs")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the framework's eval")
     args = parser.parse_args(argv)
@@ -112,6 +117,55 @@ def _convert(args: argparse.Namespace, ckpt: checkpoints.Checkpoint) -> int:
     return 0
 
 
+def _cache_file(args: argparse.Namespace, settings: eval_result.Settings) -> Path | None:
+    """Where the base model's result is kept for every run of the same model, data and
+    evaluation (`--cache-dir`); None for a step, or without a cache."""
+    if settings.step is not None or not args.cache_dir:
+        return None
+    key = [args.framework, settings.dataset, settings.data_revision, settings.model_revision]
+    key += [settings.metric, settings.k, settings.n, settings.seed]
+    digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
+    return Path(args.cache_dir) / f"base-{digest}.json"
+
+
+def _from_cache(args: argparse.Namespace, cached: Path | None) -> dict[str, Any] | None:
+    try:
+        content = json.loads(cached.read_text()) if cached else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(content, dict):
+        return None
+    print(
+        f"eval: the base model's result for these settings is cached ({cached}); reused", flush=True
+    )
+    return {**content, "run": args.run}
+
+
+def _evaluate(args: argparse.Namespace, settings: eval_result.Settings) -> int | dict[str, Any]:
+    """Run the framework's evaluation into an emptied folder and score it: the result, or an
+    exit code."""
+    shutil.rmtree(args.raw, ignore_errors=True)  # a cut run's partial output is never read
+    args.raw.mkdir(parents=True, exist_ok=True)
+    what = "the base model" if args.step is None else f"step {args.step}"
+    print(
+        f"eval: {what} of {args.run} on {args.dataset}, {args.metric} k={args.k} n={args.n}",
+        flush=True,
+    )
+    try:
+        code = subprocess.run(args.command, cwd=args.cwd).returncode
+    except OSError as e:  # no such program: not the image this recipe runs in
+        print(f"eval: cannot run the evaluation: {e}", file=sys.stderr, flush=True)
+        return 127
+    if code != 0:
+        print(f"eval: the evaluation exited {code}", file=sys.stderr, flush=True)
+        return code
+    try:
+        return eval_result.result(settings, SAMPLES[args.framework](args.raw))
+    except (eval_result.NoSamples, ValueError, KeyError) as e:
+        print(f"eval: {e}", file=sys.stderr, flush=True)
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     settings = _settings(args)
@@ -128,25 +182,15 @@ def main(argv: list[str] | None = None) -> int:
     except checkpoints.NoCheckpoint as e:
         print(f"eval: {e}", file=sys.stderr, flush=True)
         return 1
-    shutil.rmtree(args.raw, ignore_errors=True)  # a cut run's partial output is never read
-    args.raw.mkdir(parents=True, exist_ok=True)
-    print(
-        f"eval: {what} of {args.run} on {args.dataset}, {args.metric} k={args.k} n={args.n}",
-        flush=True,
-    )
-    try:
-        code = subprocess.run(args.command, cwd=args.cwd).returncode
-    except OSError as e:  # no such program: not the image this recipe runs in
-        print(f"eval: cannot run the evaluation: {e}", file=sys.stderr, flush=True)
-        return 127
-    if code != 0:
-        print(f"eval: the evaluation exited {code}", file=sys.stderr, flush=True)
-        return code
-    try:
-        content = eval_result.result(settings, SAMPLES[args.framework](args.raw))
-    except (eval_result.NoSamples, ValueError, KeyError) as e:
-        print(f"eval: {e}", file=sys.stderr, flush=True)
-        return 1
+    cached = _cache_file(args, settings)
+    content = _from_cache(args, cached)
+    if content is None:
+        done = _evaluate(args, settings)
+        if isinstance(done, int):
+            return done
+        content = done
+        if cached is not None:
+            eval_result.write_atomic(cached, {k: v for k, v in content.items() if k != "run"})
     target = eval_result.write(args.out_dir, content)
     print(
         f"eval: {args.dataset} {content['metric'].replace('@k', f'@{args.k}')} "

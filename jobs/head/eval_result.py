@@ -166,11 +166,16 @@ def name_of(step: int | None) -> str:
     return "base.json" if step is None else f"step_{step}.json"
 
 
-def write(out_dir: Path, content: dict[str, Any]) -> Path:
-    """Write `content` as `out_dir/step_N.json`, atomically (a reader never sees half a file)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / name_of(content["step"])
-    tmp = target.with_name(f".{target.name}.tmp")
+def write_atomic(target: Path, content: dict[str, Any]) -> None:
+    """`content` as canonical JSON at `target`, renamed into place (never half a file)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(content, sort_keys=True, indent=1) + "\n")
     os.replace(tmp, target)
+
+
+def write(out_dir: Path, content: dict[str, Any]) -> Path:
+    """Write `content` as `out_dir/step_N.json` (`base.json`), atomically."""
+    target = out_dir / name_of(content["step"])
+    write_atomic(target, content)
     return target

@@ -28,6 +28,8 @@ from jobs.runs.eval_results import EVAL_DIR
 from jobs.runs.metadata import RecipeRun, RunMetadata
 from jobs.runs.plan import JOBS_PACKAGE, MODEL_PIN, provenance
 
+# Beside the runs, hidden: a folder without a run record is never listed as a run.
+BASE_CACHE = ".eval-base"
 # vLLM generation and the scoring run beside the framework's own workers; the driver is light.
 DRIVER_CPUS = 1.0
 
@@ -158,6 +160,9 @@ def job_argv(
         ]
     argv += ["--raw", raw_dir(target, recorded.run)]
     argv += ["--out-dir", f"{run_dir(target, recorded.run)}/{EVAL_DIR}"]
+    if target.step is None:
+        # The base model scores the same for every run of it: once per model and data revision.
+        argv += ["--cache-dir", f"{target.runs_root}/{BASE_CACHE}"]
     argv += ["--dataset", held.name]
     if command.data_path:
         argv += ["--data-path", command.data_path]

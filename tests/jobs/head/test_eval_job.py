@@ -4,6 +4,7 @@ line and output format), the result file read back through its pydantic schema."
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -101,3 +102,29 @@ def test_a_framework_that_writes_no_samples_fails_naming_where_it_looked(tmp_pat
     assert done.returncode == 1
     assert "expected one validation dump in" in done.stderr
     assert not (lustre.runs / "r4" / "eval" / "step_20.json").exists()
+
+
+def test_the_base_model_is_evaluated_once_per_model_and_data_revision(tmp_path):
+    lustre = fx.make(tmp_path, "one")
+    req = evals.request("pass@k", k=1, n=4)
+    first = run_job(
+        lustre, fx.job_argv(lustre, fx.recorded(lustre, "one", "verl-grpo-gsm8k"), req, None)
+    )
+    assert first.returncode == 0, first.stderr
+    # A second run of the same recipe, model commit and held-out file: the cached result, even
+    # with a framework that would fail (it is not run).
+    (lustre.runs / "two").mkdir()
+    (lustre.runs / "two" / "staged-model.json").write_text('{"commit": "c0ffee"}')
+    argv = fx.job_argv(lustre, fx.recorded(lustre, "two", "verl-grpo-gsm8k"), req, None)
+    second = run_job(lustre, [*argv[: argv.index("--") + 1], "false"])
+    assert second.returncode == 0, second.stderr
+    assert "cached" in second.stdout and "reused" in second.stdout
+    one = json.loads((lustre.runs / "one" / "eval" / "base.json").read_text())
+    two = json.loads((lustre.runs / "two" / "eval" / "base.json").read_text())
+    assert {**one, "run": "two"} == two
+    # Another model commit is another model: evaluated, not taken from the cache.
+    (lustre.runs / "three").mkdir()
+    (lustre.runs / "three" / "staged-model.json").write_text('{"commit": "d00d"}')
+    argv = fx.job_argv(lustre, fx.recorded(lustre, "three", "verl-grpo-gsm8k"), req, None)
+    third = run_job(lustre, [*argv[: argv.index("--") + 1], "false"])
+    assert third.returncode == 1 and "the evaluation exited 1" in third.stderr
