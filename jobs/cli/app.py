@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from jobs.cli import cost, export, inspect, run, run_report, stage, submit
+from jobs.cli import cost, evaluate, export, inspect, run, run_report, stage, submit
 from jobs.cli import options as opt
 from jobs.cli.console import Terminated, emit_json, handled, out
 from jobs.cli.data import data_app
@@ -65,6 +65,7 @@ def recipes_cmd(as_json: opt.JsonOpt = False) -> None:
 app.registered_commands += submit.app.registered_commands
 app.registered_commands += run.app.registered_commands
 app.registered_commands += export.app.registered_commands
+app.registered_commands += evaluate.app.registered_commands
 app.registered_commands += stage.app.registered_commands
 app.registered_commands += inspect.app.registered_commands
 app.registered_commands += cost.app.registered_commands

@@ -9,7 +9,7 @@ import typer
 from jobs.cli import options as opt
 from jobs.cli.console import emit_json, err, handled
 from jobs.cli.drive import print_dry_run
-from jobs.common.errors import ExitCode
+from jobs.common.errors import ExitCode, UsageError
 from jobs.runs import address, follow, plan
 from jobs.runs.address import Dashboard
 from jobs.runs.plan import Submission
@@ -54,6 +54,13 @@ def export_cmd(
             help="Export this step (default: the newest complete checkpoint).",
         ),
     ] = None,
+    best: Annotated[
+        bool,
+        typer.Option(
+            "--best",
+            help="Export the step with the highest held-out score (rl-jobs eval); never one without a score.",
+        ),
+    ] = False,
     out_dir: Annotated[
         str | None,
         typer.Option(
@@ -82,11 +89,13 @@ def export_cmd(
     from jobs.runs import export  # start-up time: only this command
 
     plan.check_run_name(run)
+    if best and step is not None:
+        raise UsageError("--step and --best together", "give one: a step, or --best")
     out_template = export.check_out(run, out_dir)
     where = address.choose(addr, stack_name)
     with address.reach(where, spinner=opt.spinner) as dashboard:
         sub, recipe = export.prepare(
-            dashboard, run, step, out_template, where.stack, opt.where_flags(where)
+            dashboard, run, step, out_template, where.stack, opt.where_flags(where), best
         )
         if dry_run:
             print_dry_run(sub, as_json, [])

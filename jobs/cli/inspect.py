@@ -44,7 +44,7 @@ def status_cmd(
     if runs_root and record_view.has_record(runs_root, ident):
         # The run's record on the runs root: read without the head that wrote it.
         priced_by = address.Where(None, stack_name, "--stack").outputs() if stack_name else None
-        view = record_view.with_goodput(record_view.view(runs_root, ident), runs_root, priced_by)
+        view = _recorded_view(runs_root, ident, priced_by)
         if as_json:
             emit_json(view)
             return
@@ -64,6 +64,7 @@ def status_cmd(
             view = listing.describe(listing.find(cluster, ident, flags, jobs_))
         if found is not None:
             _how_it_goes(view, found, AttemptLogs(cluster.logs), outputs, flags)
+            view["eval"] = _eval_of_cluster(found, cluster)
     if as_json:
         emit_json(view)
         return
@@ -138,6 +139,8 @@ def _print_how_it_goes(shown: Any, view: dict[str, Any]) -> None:
         if spark := view["progress"].get("reward_sparkline"):
             low, high = view["progress"]["reward_range"]
             shown.print(f"{'reward':>16}: {spark} ({low:.3g} to {high:.3g})", markup=False)
+    if summary := (view.get("eval") or {}).get("summary"):
+        shown.print(f"{'eval':>16}: {summary}", markup=False)
     for n, text in enumerate(goodput.lines_of(view.get("goodput"))):
         shown.print(
             f"{'goodput' if n == 0 else '':>16}{':' if n == 0 else ' '} {text}", markup=False
@@ -147,6 +150,22 @@ def _print_how_it_goes(shown: Any, view: dict[str, Any]) -> None:
             shown.print(f"{'save period':>16}: {line}", markup=False)
     for n, step in enumerate(view.get("next") or []):
         shown.print(f"{'next' if n == 0 else '':>16}{':' if n == 0 else ' '} {step}", markup=False)
+
+
+def _recorded_view(runs_root: str, run: str, priced_by: Any) -> dict[str, Any]:
+    """The run as its record tells it, with its goodput and the held-out scores kept beside it
+    (`rl-jobs eval`)."""
+    from jobs.runs import eval_results, record_view  # lazy: status only
+
+    view = record_view.with_goodput(record_view.view(runs_root, run), runs_root, priced_by)
+    return {**view, "eval": eval_results.as_json(*eval_results.read(runs_root, run))}
+
+
+def _eval_of_cluster(found: state.Run, cluster: Dashboard) -> dict[str, Any]:
+    """The run's held-out scores, from its succeeded eval jobs' logs."""
+    from jobs.runs import eval_results  # lazy: status only
+
+    return eval_results.as_json(eval_results.of_jobs(found.others, cluster.logs), {})
 
 
 def _supervisor_state(view: dict[str, Any]) -> str:
@@ -402,6 +421,7 @@ def list_cmd(
         if wanted:
             runs = list_filter.apply(runs, wanted, None, limit)
         list_progress.with_steps(runs, cluster.logs, records)
+        _with_evals(runs, jobs_, cluster)
         for r in runs:
             # The run's life as `status`'s goodput counts it (its total), not its jobs' span.
             found = state.find(jobs_, r["run"])
@@ -417,6 +437,15 @@ def list_cmd(
     out().print(render.runs(runs), soft_wrap=False)
 
 
+def _with_evals(rows: list[dict[str, Any]], jobs_: list[JobDetails], cluster: Dashboard) -> None:
+    """Each run's held-out score, from its eval jobs' logs (runs without one read nothing)."""
+    from jobs.runs import eval_results  # lazy: list only
+
+    for row in rows:
+        mine = [j for j in jobs_ if listing.run_of(j) == row["run"]]
+        row["eval"] = eval_results.summary(eval_results.of_jobs(mine, cluster.logs))
+
+
 def _list_records(runs_root: str, as_json: bool) -> None:
     """`list --runs-root`: the runs recorded there, read without the head."""
     from jobs.cli import render  # lazy: list only
@@ -424,6 +453,10 @@ def _list_records(runs_root: str, as_json: bool) -> None:
 
     record_view.check_root(runs_root)
     rows = record_view.listing(runs_root)
+    from jobs.runs import eval_results  # lazy: --runs-root only
+
+    for row in rows:
+        row["eval"] = eval_results.summary(eval_results.read(runs_root, row["run"])[0])
     if as_json:
         emit_json(rows)
         return

@@ -62,6 +62,8 @@ def runs(views: list[dict[str, Any]]) -> RenderableType:
             details.append(step)
         if r.get("duration_s") is not None:
             details.append(list_progress.human_duration(r["duration_s"]))
+        if r.get("eval"):
+            details.append(f"eval {r['eval']}")
         if details:
             blocks.append(_indented("  ".join(details)))
         if r["attempts"]:
@@ -101,6 +103,8 @@ def recorded_runs(rows: list[dict[str, Any]], root: str) -> RenderableType:
         if r.get("duration_s") is not None:
             head.append(f"  {list_progress.human_duration(r['duration_s'])}")
         blocks.append(head)
+        if r.get("eval"):
+            blocks.append(_indented(f"eval {r['eval']}"))
         attempts = ", ".join(
             f"{a['submission_id'].removeprefix(r['run'] + '-')} {a['status']}"
             + (f" ({a['cause']})" if a["cause"] else "")

@@ -62,6 +62,7 @@ def report_cmd(
                 "attempts": len(report.attempts),
                 "goodput": report.goodput,
                 "unreadable_logs": report.unreadable_logs,
+                "eval": [r.model_dump(exclude={"problems"}) for r in report.evals],
             }
         )
         return

@@ -67,9 +67,14 @@ def _with_node_end(sup: SupervisorPort, job_id: str) -> tuple[str, dict[str, Any
 
 
 def _export_hold(sup: SupervisorPort) -> str | None:
-    """A live export job of this run (`rl-jobs export`, metadata kind=export)."""
+    """A live job of this run that reads one of its checkpoints: an export (`rl-jobs export`,
+    metadata kind=export) or an eval (`rl-jobs eval`, kind=eval)."""
     jobs = sup.retry(sup.client.list_jobs) or []
-    live = protocol.live_job_ids(jobs, protocol.EXPORT, sup.spec.run)
+    run = sup.spec.run
+    live = [
+        *protocol.live_job_ids(jobs, protocol.EXPORT, run),
+        *protocol.live_job_ids(jobs, protocol.EVAL, run),
+    ]
     return live[0] if live else None
 
 
@@ -82,7 +87,7 @@ def _between_attempts(sup: SupervisorPort, state: RunState) -> bool:
             noted = True
             sup.record(
                 ev.HELD,
-                f"{holder} is exporting this run: no checkpoint is pruned "
+                f"{holder} is reading this run's checkpoints: no checkpoint is pruned "
                 "and no attempt started until it ends",
                 export=holder,
             )

@@ -16,7 +16,7 @@ from typing import Any, Final, Literal
 
 # Every Ray job this tool submits records one of these as its metadata `kind`; each name below is
 # Final, so its type is its own literal (a `RecipeRun.kind` takes RECIPE, not any Kind).
-Kind = Literal["recipe", "command", "export", "supervisor", "stage", "stop", "checkpoints"]
+Kind = Literal["recipe", "command", "export", "supervisor", "stage", "stop", "checkpoints", "eval"]
 RECIPE: Final = "recipe"
 COMMAND: Final = "command"
 EXPORT: Final = "export"
@@ -28,6 +28,9 @@ STOP_MODULE = "jobs.head.stop"
 # `rl-jobs checkpoints RUN` listing the run's checkpoint folders on the head (jobs/head/list_checkpoints.py)
 CHECKPOINTS: Final = "checkpoints"
 CHECKPOINTS_MODULE = "jobs.head.list_checkpoints"
+# `rl-jobs eval RUN` evaluating a checkpoint on held-out data (jobs/head/eval_job.py)
+EVAL: Final = "eval"
+EVAL_MODULE = "jobs.head.eval_job"
 
 # The module the supervisor job runs: `python -m jobs.head.supervisor <its own submission id>`.
 SUPERVISOR_MODULE = "jobs.head.supervisor"

@@ -52,6 +52,11 @@ def _load_with_defaults(path: Path) -> DictConfig:
     return OmegaConf.merge(merged, config)  # type: ignore[return-value]
 
 
+def load_nemo_rl_file(path: Path) -> DictConfig:
+    """A NeMo RL config file with its `defaults:` chain merged (`load_config`'s rule)."""
+    return _load_with_defaults(path)
+
+
 def _register_resolvers() -> None:
     from omegaconf import OmegaConf
 

@@ -21,6 +21,7 @@ from jobs.head import protocol
 from jobs.recipes import compose, overrides
 from jobs.recipes.catalogue import PAYLOADS, RECIPES, Recipe, RunContext
 from jobs.runs import listing, plan, state, workdir
+from jobs.runs.eval_results import EVAL_DIR
 from jobs.runs.metadata import ExportRun, RecipeRun
 from jobs.runs.plan import JOBS_PACKAGE, provenance
 
@@ -79,8 +80,10 @@ def for_run(
     number: int,
     stack: str | None,
     commit: str,
+    best: bool = False,
 ) -> Submission:
-    """The export job: the payload with the `jobs` package, run on a worker."""
+    """The export job: the payload with the `jobs` package, run on a worker; `best`: the step
+    with the highest held-out score (`rl-jobs eval`), chosen on the cluster."""
     argv = [
         "python3",
         SCRIPT,
@@ -95,6 +98,8 @@ def for_run(
     ]
     if step is not None:
         argv += ["--step", str(step)]
+    if best:
+        argv += ["--best-from", f"{RUNS_ROOT}/{recorded.run}/{EVAL_DIR}"]
     workdir.check(PAYLOAD)
     workdir.check(JOBS_PACKAGE)
     runtime_env: dict[str, object] = {
@@ -114,7 +119,7 @@ def for_run(
         backend=backend_name,
         checkpoint_dir=recorded.checkpoint_dir,
         out=out,
-        step="" if step is None else str(step),
+        step="best" if best else "" if step is None else str(step),
     )
     return Submission(
         submission_id=export_id(recorded.run, number),
@@ -125,7 +130,7 @@ def for_run(
     )
 
 
-def _latest_attempt(found: state.Run | None, run: str, where: str) -> JobDetails:
+def latest_attempt(found: state.Run | None, run: str, where: str) -> JobDetails:
     """The run's latest attempt; a run that never sent one (stopped or dead while it waited for
     GPUs) exists, as `list` and `status` show it, but has nothing to export."""
     if found is None:
@@ -150,11 +155,12 @@ def prepare(
     out_template: str,
     stack: str | None,
     where: str,
+    best: bool = False,
 ) -> tuple[Submission, Recipe]:
     """The export job of `run`, once its latest attempt is known to have ended: a checkpoint
     still being written may be half-written."""
     jobs_ = dashboard.jobs()
-    latest = _latest_attempt(state.find(jobs_, run), run, where)
+    latest = latest_attempt(state.find(jobs_, run), run, where)
     job_id = latest.submission_id or run
     kind = listing.metadata_of(latest).kind
     if kind != protocol.RECIPE:
@@ -188,6 +194,7 @@ def prepare(
         number,
         stack,
         plan.git_commit(),
+        best,
     )
     return sub, recipe
 

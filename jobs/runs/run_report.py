@@ -20,7 +20,17 @@ from jobs.client.dashboard import Dashboard
 from jobs.client.types import JobDetails
 from jobs.common.redact import redact
 from jobs.head import events as ev
-from jobs.runs import goodput, handoff, listing, metrics, report_story, run_goodput, run_step, state
+from jobs.runs import (
+    eval_results,
+    goodput,
+    handoff,
+    listing,
+    metrics,
+    report_story,
+    run_goodput,
+    run_step,
+    state,
+)
 from jobs.runs.attempt_logs import AttemptLogs
 from jobs.runs.metadata import RecipeRun
 
@@ -67,6 +77,8 @@ class RunReport:
     outcome: str = ""
     progress: dict[str, Any] | None = None
     ends: list[report_story.AttemptEnd] = field(default_factory=list)
+    # Held-out scores from the run's eval jobs (`rl-jobs eval`), steps in order.
+    evals: list[eval_results.EvalResult] = field(default_factory=list)
 
     @property
     def gpu_hours(self) -> float | None:
@@ -147,6 +159,8 @@ def gather(cluster: Dashboard, run: str, where: str = "", outputs: Any = None) -
     report.progress = run_step.reached(metrics.progress(report.curves), records)
     report.ends = [_end(a, logs, records, report) for a in report.attempts]
     report.outcome = final["message"] if final else (report.ends[-1].why if report.ends else "")
+    mine = [j for j in cluster.jobs() if listing.run_of(j) == name]
+    report.evals = eval_results.of_jobs(mine, cluster.logs)
     return report
 
 
@@ -397,6 +411,28 @@ def _goodput_html(report: RunReport) -> str:
     )
 
 
+def _eval_html(report: RunReport) -> str:
+    """The held-out scores: a table, and a plot over steps when several were evaluated."""
+    if not report.evals:
+        return ""
+    head = "".join(f"<th>{c}</th>" for c in ("step", "data", "metric", "score", "problems"))
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+        for row in eval_results.table(report.evals)
+    )
+    line = eval_results.summary(report.evals) or ""
+    steps = [r for r in report.evals if r.step is not None and r.comparable(report.evals[0])]
+    plot = (
+        plot_svg("held-out score", [(r.step or 0, r.score) for r in steps])
+        if len(steps) > 1
+        else ""
+    )
+    return (
+        f'<h2 style="margin-top:16px">Held-out evaluation: {html.escape(line)}</h2>'
+        f"<table><tr>{head}</tr>{rows}</table>{plot}"
+    )
+
+
 def _wandb_html(report: RunReport) -> str:
     urls = [u for u in report.curves.wandb_urls if u.startswith("https://")]
     if urls:
@@ -453,6 +489,7 @@ def render(report: RunReport) -> str:
         + f'<h2 style="margin-top:16px">How each attempt ended</h2>'
         f"{report_story.ends_html(report.ends)}"
         f"{timeline_svg(report.attempts, report.now_ms, report.decisions)}"
+        f'<div class="scroll">{_eval_html(report)}</div>'
         f'<h2 style="margin-top:16px">Curves</h2><div class="grid">{plots}</div>'
         f'<h2 style="margin-top:16px">Attempts</h2>'
         f'<div class="scroll">{_attempt_table(report)}</div>'

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jobs.head import checkpoints
+from jobs.head import checkpoints, eval_result
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -25,13 +25,40 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--checkpoint-dir", type=Path, required=True)
     parser.add_argument("--out", required=True, help="output folder; {step} is filled in")
     parser.add_argument("--step", type=int, default=None)
+    parser.add_argument(
+        "--best-from", type=Path, default=None, help="the run's eval folder: its best-scored step"
+    )
     return parser.parse_args(argv)
+
+
+def best_step(framework: str, checkpoint_dir: Path, eval_dir: Path) -> int:
+    """The complete checkpoint with the highest held-out score (jobs.head.eval_result.best_of);
+    a step without a score is never taken, nor one whose checkpoint is gone."""
+    complete = checkpoints.complete_steps(framework, checkpoint_dir)
+    results = eval_result.read_dir(eval_dir)
+    chosen = eval_result.best_of([r for r in results if r.get("step") in complete])
+    if chosen is None:
+        scored = sorted(int(r["step"]) for r in results if isinstance(r.get("step"), int))
+        raise checkpoints.NoCheckpoint(
+            f"no complete checkpoint in {checkpoint_dir} has a held-out score in {eval_dir} "
+            f"(scored steps: {', '.join(map(str, scored)) or 'none'}; complete steps: "
+            f"{', '.join(map(str, sorted(complete))) or 'none'}); evaluate one with rl-jobs eval"
+        )
+    print(
+        f"export: step {chosen['step']} scores best on {chosen['dataset']} "
+        f"({100 * float(chosen['score']):.1f}%)",
+        flush=True,
+    )
+    return int(chosen["step"])
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     try:
-        ckpt = checkpoints.pick(args.framework, args.checkpoint_dir, args.step)
+        step = args.step
+        if args.best_from is not None:
+            step = best_step(args.framework, args.checkpoint_dir, args.best_from)
+        ckpt = checkpoints.pick(args.framework, args.checkpoint_dir, step)
         out = checkpoints.out_path(args.out, ckpt.step)
         if out.exists():
             # Both NeMo RL converters raise FileExistsError on an existing output; say it first.

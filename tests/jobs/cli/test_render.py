@@ -16,6 +16,7 @@ COMMANDS = [
     ["submit"],
     ["run"],
     ["export"],
+    ["eval"],
     ["status"],
     ["logs"],
     ["stop"],

@@ -399,11 +399,13 @@ def test_the_whole_cluster_lost_mid_run_goes_on_on_a_new_one_with_the_rearmer(tm
         second.stop()
 
 
+@pytest.mark.parametrize("reader", ["export", "eval"])
 def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(
-    head, tmp_path, monkeypatch
+    head, tmp_path, monkeypatch, reader
 ):
     """veRL layout: a half-written global_step_N is not progress; between attempts the
-    supervisor prunes to keep-N, but not while an export of the run is running."""
+    supervisor prunes to keep-N, but not while an export or an eval of the run (both read a
+    checkpoint) is running."""
     # The hand-off runs in this process and forwards these settings to the supervisor: every
     # failed attempt now settles before it is judged (issue 24 item 0), so settle briefly.
     for var, value in FAST.items():
@@ -443,8 +445,8 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(
         client.submit_job(
             entrypoint=f'python -c "import os, time\nwhile not os.path.exists('
             f'{str(release)!r}): time.sleep(0.2)"',
-            submission_id=f"{run}-export-1",
-            metadata={"run": run, "kind": "export"},
+            submission_id=f"{run}-{reader}-1",
+            metadata={"run": run, "kind": reader},
         )
         go.touch()
         wait_until(lambda: any(r["event"] == "held" for r in record(root, run)), 60, "held")

@@ -1,0 +1,107 @@
+"""`eval RUN`: a run's checkpoint (or its base model) scored on its recipe's held-out split by a Ray job."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from components.contract import RUNS_ROOT
+from jobs.cli import options as opt
+from jobs.cli.console import emit_json, err, handled
+from jobs.cli.drive import print_dry_run
+from jobs.common.errors import ExitCode, UsageError
+from jobs.runs import address, follow, plan
+
+app = typer.Typer()
+
+RunArg = Annotated[str, typer.Argument(metavar="RUN", help="A recipe run (its name).")]
+StepOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--step", min=1, metavar="STEP", help="Evaluate this step (default: the newest complete)."
+    ),
+]
+BaseOpt = Annotated[
+    bool,
+    typer.Option("--base", help="Evaluate the recipe's base model instead, the same way."),
+]
+MetricOpt = Annotated[str, typer.Option("--metric", metavar="METRIC", help="The metric: pass@k.")]
+KOpt = Annotated[int, typer.Option("--k", metavar="K", help="k of pass@k (1: accuracy).")]
+NOpt = Annotated[int, typer.Option("--n", metavar="N", help="Samples per problem (n >= k).")]
+SeedOpt = Annotated[int, typer.Option("--seed", metavar="SEED", help="The evaluation's seed.")]
+OutRootOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--runs-root",
+        metavar="DIR",
+        help=f"Runs root the results go under, as the head sees it (default: {RUNS_ROOT}).",
+    ),
+]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the eval job; submit nothing.")]
+
+
+@app.command("eval")
+@handled
+def eval_cmd(
+    run: RunArg,
+    step: StepOpt = None,
+    base: BaseOpt = False,
+    metric: MetricOpt = "pass@k",
+    k: KOpt = 1,
+    n: NOpt = 1,
+    seed: SeedOpt = 42,
+    runs_root: OutRootOpt = None,
+    dry_run: DryRunOpt = False,
+    allow_unsandboxed: opt.UnsandboxedOpt = False,
+    follow_logs: opt.FollowOpt = False,
+    as_json: opt.JsonOpt = False,
+    addr: opt.AddressOpt = None,
+    stack_name: opt.StackOpt = None,
+) -> None:
+    """Score a checkpoint on held-out data (pass@k).
+
+    The framework's own evaluation runs as a Ray job (RUN-eval-N); the result is kept with the
+    run, in <runs root>/RUN/eval/step_N.json."""
+    from jobs.recipes import evals
+    from jobs.runs import evaluate  # start-up time: only this command
+
+    plan.check_run_name(run)
+    if base and step is not None:
+        raise UsageError("--step and --base together", "give one: a step, or the base model")
+    ask = evaluate.Ask(
+        run,
+        step,
+        base,
+        evals.request(metric, k, n, seed),
+        runs_root or RUNS_ROOT,
+        allow_unsandboxed,
+        dry_run,
+    )
+    where = address.choose(addr, stack_name)
+    with address.reach(where, spinner=opt.spinner) as dashboard:
+        prepared = evaluate.prepare(dashboard, ask, where, opt.watcher(dashboard, where))
+        for note in prepared.notes:
+            err().print(note, markup=False)
+        sub, chosen = prepared.sub, prepared.step
+        if dry_run:
+            print_dry_run(sub, as_json, [])
+            return
+        job_id = evaluate.submit(dashboard, sub, opt.where_flags(where))
+        what = "the base model" if chosen is None else f"step {chosen}"
+        err().print(
+            f"submitted {job_id} (eval of run {run}, {what}, {metric} k={k} n={n})",
+            markup=False,
+        )
+        if not follow_logs:
+            if as_json:
+                emit_json(
+                    {"run": run, "submission_id": job_id, "status": "SUBMITTED", "step": chosen}
+                )
+            else:
+                opt.print_submitted(job_id, where)
+            return
+        status = opt.follow_or_detach(dashboard, where, job_id, to_stderr=as_json)
+    if as_json:
+        emit_json({"run": run, "submission_id": job_id, "status": status.value, "step": chosen})
+    raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))

@@ -1,0 +1,187 @@
+"""`rl-jobs eval RUN --step N` on a real local Ray head with a fake GPU node: the eval job runs the
+framework's entrypoint (`python3 -m verl.trainer.main_ppo`, answered by the stub generator with
+veRL's interface through an actor holding a GPU), writes eval/step_N.json, and `status` and
+`report` show it; a kill of the GPU node mid-eval fails that job without a result, and the eval
+run again writes the same bytes as an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import ray  # noqa: F401  (makes Ray's vendored psutil importable)
+
+# isort: split
+import psutil  # Ray's vendored copy, importable once `ray` is imported
+from ray.job_submission import JobStatus, JobSubmissionClient
+from typer.testing import CliRunner
+
+from jobs.cli.app import app
+from jobs.head import pass_k
+from tests import localray
+from tests.jobs import eval_fixture as fx
+from tests.jobs.conftest import wait_until
+from tests.jobs.gpu_node import GpuNode, wait_gpus
+
+pytestmark = pytest.mark.ray
+
+FAST_HEALTH = {
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_timeout_ms": "1000",
+    "RAY_health_check_failure_threshold": "3",
+    "RAY_health_check_initial_delay_ms": "1000",
+}
+
+
+def _python3_shim(folder: Path) -> Path:
+    """`python3` first on the head's PATH: veRL's entrypoint goes to the stub generator with its
+    arguments; every other use (the eval job itself, the checkpoint listing) to this venv's."""
+    folder.mkdir(parents=True)
+    shim = folder / "python3"
+    shim.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "-m" ] && [ "$2" = "verl.trainer.main_ppo" ]; then\n'
+        f'  shift 2; exec "{sys.executable}" "{fx.STUB}" "$@"\n'
+        "fi\n"
+        f'exec "{sys.executable}" "$@"\n'
+    )
+    shim.chmod(0o755)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def lustre(tmp_path_factory: pytest.TempPathFactory) -> fx.Lustre:
+    return fx.make(tmp_path_factory.mktemp("lustre"), "warmup")
+
+
+@pytest.fixture(scope="module")
+def head(
+    lustre: fx.Lustre, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[localray.LocalRay]:
+    shim = _python3_shim(tmp_path_factory.mktemp("shim") / "bin")
+    env = {
+        **FAST_HEALTH,
+        "PATH": os.pathsep.join([str(shim), str(localray.venv_bin()), os.environ["PATH"]]),
+        "EVAL_STUB_ANSWERS": str(lustre.answers),
+        "EVAL_STUB_RAY": "1",
+        "EVAL_STUB_SLEEP": "1.5",
+    }
+    h = localray.start(num_cpus=2, extra_env=env)
+    try:
+        yield h
+    finally:
+        h.stop()
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args), env={"RAY_ADDRESS": None, "COLUMNS": "250"})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _attempt(client: JobSubmissionClient, lustre: fx.Lustre, run: str) -> None:
+    """The run's ended attempt 1, with the metadata `submit` records; its checkpoints and the
+    held-out file on the stand-in for Lustre (a CPU head trains nothing)."""
+    (lustre.runs / run).mkdir(parents=True)
+    (lustre.runs / run / "staged-model.json").write_text('{"commit": "c0ffee"}')
+    rec = fx.recorded(lustre, run, "verl-grpo-gsm8k")
+    val = lustre.datasets / "gsm8k" / "verl" / "test.parquet"
+    meta = rec.model_copy(
+        update={
+            "checkpoint_dir": str(lustre.runs / run / "checkpoints"),
+            "overrides": [f"data.val_files={val}"],
+        }
+    )
+    client.submit_job(entrypoint="true", submission_id=f"{run}-a1", metadata=meta.to_ray())
+    wait_until(lambda: client.get_job_status(f"{run}-a1").is_terminal(), 60, "attempt 1 to end")
+
+
+def _kill(node: GpuNode) -> None:
+    assert node.process is not None
+    root = psutil.Process(node.process.pid)
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    node.process.wait(timeout=10)
+    node.process = None
+
+
+def test_eval_runs_as_a_job_and_a_cut_eval_run_again_writes_the_same_bytes(head, lustre):
+    url = head.dashboard_url
+    client = JobSubmissionClient(url)
+    run = f"ev-{uuid.uuid4().hex[:8]}"
+    _attempt(client, lustre, run)
+    node = GpuNode(head, gpus=1)
+    node.start()
+    try:
+        wait_gpus(url, 1)
+        ask = ["--step", "20", "--k", "2", "--n", "4", "--runs-root", str(lustre.runs)]
+        code, out, err = cli("eval", run, *ask, "--follow", "--address", url)
+        assert code == 0, out + err
+        result = lustre.runs / run / "eval" / "step_20.json"
+        first = result.read_bytes()
+        assert f'"score": {pass_k.mean_pass_at_k(fx.RIGHT["step_20"], 4, 2)}'.encode() in first
+
+        code, out, _ = cli("status", run, "--address", url)
+        line = (
+            f"GSM8K pass@2 {100 * pass_k.mean_pass_at_k(fx.RIGHT['step_20'], 4, 2):.1f}% at step 20"
+        )
+        assert f"eval: {line}" in out
+        page = lustre.root / f"{run}.html"
+        code, out, err = cli("report", run, "--address", url, "--out", str(page))
+        assert code == 0, out + err
+        assert f"Held-out evaluation: {line}" in page.read_text()
+
+        # Cut mid-evaluation: the GPU node dies under the generator.
+        result.unlink()
+        code, out, err = cli("eval", run, *ask, "--address", url)
+        assert code == 0, out + err
+        cut = f"{run}-eval-2"
+        wait_until(lambda: "answered problem 2" in client.get_job_logs(cut), 120, "problem 2")
+        _kill(node)
+        wait_until(lambda: client.get_job_status(cut).is_terminal(), 180, "the cut eval to end")
+        assert client.get_job_status(cut) == JobStatus.FAILED
+        assert not result.exists()
+
+        node.start()
+        wait_gpus(url, 1)
+        code, out, err = cli("eval", run, *ask, "--follow", "--address", url)
+        assert code == 0, out + err
+        assert result.read_bytes() == first
+    finally:
+        node.close()
+
+
+def test_refusals_name_the_flag_and_submit_nothing(head, lustre):
+    url = head.dashboard_url
+    client = JobSubmissionClient(url)
+    run = f"ev-{uuid.uuid4().hex[:8]}"
+    _attempt(client, lustre, run)
+    # A step that is not complete (none was saved at 30), read from the head's own listing.
+    code, _, err = cli("eval", run, "--step", "30", "--address", url)
+    assert code == 2
+    assert f"error: --step 30: step 30 of run {run} does not exist" in err
+    assert "complete steps: 20, 40" in err
+    # A run started from a command has no recipe, so no held-out split.
+    cmd = f"cmd-{uuid.uuid4().hex[:8]}"
+    assert cli("run", "--address", url, "--name", cmd, "--follow", "--", "true")[0] == 0
+    code, _, err = cli("eval", cmd, "--address", url)
+    assert code == 2 and "not a recipe run" in err
+    evals_sent = [j for j in client.list_jobs() if "-eval-" in (j.submission_id or "")]
+    assert not [j for j in evals_sent if j.submission_id.startswith((run, cmd))]
+    # The dry run prints the job it would send: the eval module, then veRL's entrypoint.
+    code, out, err = cli("eval", run, "--dry-run", "--json", "--address", url)
+    assert code == 0, err
+    sent = json.loads(out)
+    assert sent["submission_id"] == f"{run}-eval-1"
+    assert sent["entrypoint"].startswith("python3 -m jobs.head.eval_job --framework verl")
+    assert " --step 40 " in sent["entrypoint"]  # the newest complete step
+    assert " -- python3 -m verl.trainer.main_ppo " in sent["entrypoint"]
+    assert "trainer.val_only=True" in sent["entrypoint"]
+    assert sent["metadata"]["kind"] == "eval"
