@@ -48,10 +48,14 @@ def record_end(
     stepped = sup.cluster.steps(job_id)
     state.own_progress = policy.own_progress(new_ckpt, stepped)
     gpus, _ = sup.cluster.observe()
+    # What its workers had, kept from the last attempt that reached a GPU node (one that failed
+    # at placement reached none).
+    state.gpus_used = node_events.gpus_on(sup.cluster.nodes, state.hosts) or state.gpus_used
+    needed = policy.gpus_to_wait_for(spec.gpus_needed, state.gpus_used)
     exit_code = None if for_node_end else _exit_code(sup, job_id, ended)
     sup.record(
         ev.ATTEMPT_ENDED,
-        _end_message(sup, job_id, ended, for_node_end, exit_code, gpus, new_ckpt, stepped),
+        _end_message(job_id, ended, for_node_end, exit_code, (gpus, needed), new_ckpt, stepped),
         attempt=state.attempt,
         submission_id=job_id,
         status=ended,
@@ -60,6 +64,7 @@ def record_end(
         steps_completed=stepped,
         ended_ms=state.ended_ms,
         exit_code=exit_code,
+        gpus_used=state.gpus_used,
         **({"saved_for_node_end": True} if for_node_end else {}),
     )
     state.watching = False
@@ -68,7 +73,7 @@ def record_end(
         ended=policy.policy_end(ended, for_node_end),  # type: ignore[arg-type]
         restarts_used=state.restarts,
         max_restarts=spec.max_restarts,
-        gpus_needed=spec.gpus_needed,
+        gpus_needed=needed,
         gpus_at_end=gpus,
         gpus_now=gpus,
         progressed=policy.progressed(state.own_progress, state.prev_progressed),
@@ -83,16 +88,15 @@ def record_end(
 
 
 def _end_message(
-    sup: SupervisorPort,
     job_id: str,
     ended: str,
     for_node_end: bool,
     exit_code: int | None,
-    gpus: float,
+    capacity_now: tuple[float, int],
     new_ckpt: bool | None,
     stepped: int,
 ) -> str:
-    needed = sup.spec.gpus_needed
+    gpus, needed = capacity_now
     # "2 of 1 GPUs" read as a count out of a total: the GPUs there, then the need.
     capacity = f"; the cluster has {gpus:g} GPUs ({needed} needed)" if needed > 0 else ""
     ckpt = _CHECKPOINT_NEWS[new_ckpt]

@@ -174,5 +174,6 @@ def submit_next(sup: SupervisorPort, state: RunState, d: Decision) -> bool:
         baseline=sorted(state.baseline),
         has_baseline=state.has_baseline,
         prev_progressed=state.prev_progressed,
+        gpus_used=state.gpus_used,
     )
     return True

@@ -52,7 +52,9 @@ class CapacityWait:
             attempt_end.judge(sup, state)
             if state.situation is not None
             else policy.first_situation(
-                spec.max_restarts, spec.gpus_needed, spec.capacity_deadline_s
+                spec.max_restarts,
+                policy.gpus_to_wait_for(spec.gpus_needed, state.gpus_used),
+                spec.capacity_deadline_s,
             )
         )
         probed = sup.cluster.probe()
@@ -154,6 +156,8 @@ class CapacityWait:
             if scaling
             else f"waiting for {s.gpus_needed} GPUs"
         )
+        if s.gpus_needed > sup.spec.gpus_needed:
+            what += f" (the GPUs its last attempt's workers ran on; the run declares {sup.spec.gpus_needed})"
         sup.record(
             ev.WAITING,
             f"{what} since {ev.now_iso()} (the cluster has {s.gpus_now:g}{_free(s)}; "

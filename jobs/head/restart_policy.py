@@ -348,6 +348,14 @@ def charge(s: Situation) -> Charge:
 # ------------------------------------------------------------------ asking again while waiting
 
 
+def gpus_to_wait_for(declared: int, used: int) -> int:
+    """The GPUs the next attempt waits for: what the run declared, or more, the GPUs of the nodes
+    its last attempt ran on. Ray's usual shape is a driver that needs no GPU with its workers on
+    GPU nodes: declaring 0, it was submitted at once into a stockout after a preemption, failed at
+    placement, and the crash rule ended the run minutes in."""
+    return max(declared, used)
+
+
 def first_situation(max_restarts: int, gpus_needed: int, max_wait_s: float) -> Situation:
     """Before this supervisor's first attempt: nothing ended yet."""
     return Situation(

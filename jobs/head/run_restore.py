@@ -44,15 +44,25 @@ def restore(sup: SupervisorPort) -> RunState:
     beside a live one. With `stop_requested` when the user asked the run to stop before this
     supervisor came (its last attempt is then stopped)."""
     spec = sup.spec
-    recs = ev.life(sup.store.events()) if sup.store is not None else []
+    every = sup.store.events() if sup.store is not None else []
+    # The GPUs its attempts ran on are the run's shape, whichever life learnt them: a resume
+    # into a stockout waits for them too.
+    used = [int(r["gpus_used"]) for r in every if r.get("gpus_used")]
+    return _restore_life(sup, ev.life(every), used[-1] if used else 0)
+
+
+def _restore_life(sup: SupervisorPort, recs: list[dict[str, Any]], gpus_used: int) -> RunState:
+    """`restore` within the run's current life."""
+    spec = sup.spec
     submitted = [r for r in recs if r.get("event") == ev.SUBMITTED]
     if ev.stop_requested(recs):
         last_id = str(submitted[-1]["submission_id"]) if submitted else None
         return RunState(attempt=spec.first_attempt - 1, current=last_id, stop_requested=True)
     if not submitted:
-        return RunState(attempt=spec.first_attempt - 1)
+        return RunState(attempt=spec.first_attempt - 1, gpus_used=gpus_used)
     last = submitted[-1]
     state = _from_submitted(last)
+    state.gpus_used = gpus_used
     after = recs[recs.index(last) + 1 :]
     ended = [r for r in after if r.get("event") == ev.ATTEMPT_ENDED]
     try:  # a dashboard still starting is waited for; a 404 is an answer

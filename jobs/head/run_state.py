@@ -42,3 +42,7 @@ class RunState:
     # The attempt the stall watchdog stopped: Ray says STOPPED, the run says STALLED, also when
     # an API error came between the stop and its end (found by the simulation, seed 1010).
     stall_stopped: str | None = None
+    # The GPUs of the nodes the run's last attempt that reached any GPU node ran on: a run that
+    # declares none (`run` without --gpus, its workers on GPU nodes) waits for them after a
+    # preemption, instead of submitting into a stockout and failing at placement.
+    gpus_used: int = 0

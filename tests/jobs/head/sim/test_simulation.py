@@ -20,6 +20,8 @@ import pytest
 
 from jobs.head import events as ev
 from tests.jobs.head.sim.world import (
+    GPUS_PER_NODE,
+    NODES,
     Fault,
     Schedule,
     Violation,
@@ -433,3 +435,22 @@ def test_seed_4223_a_resume_waits_out_the_lease_of_a_supervisor_ray_has_ended(ba
     stopped attempt. A holder Ray has ended no longer keeps a hand-off away."""
     world = _run(random_schedule(4223), base)
     assert world.succeeded
+
+
+@pytest.mark.parametrize("stockout_s", [600, 3 * 3600, 26 * 3600])
+def test_a_run_without_gpus_waits_for_the_gpus_its_attempt_used_after_a_preemption(
+    base, stockout_s
+):
+    """Issue 41 finding 1: `run` without --gpus (the driver needs none, its workers sit on GPU
+    nodes) is preempted, then the zone has no stock for 10 min, 3 h or 26 h. Its next attempts
+    were submitted at once (0 GPUs needed), failed at placement, and the crash rule ended the
+    run ~4 min in. The supervisor now waits for the GPUs the previous attempt ran on."""
+    world = _run(
+        Schedule(seed=41, declare_gpus=False, faults=[Fault(1000, "preempt", stockout_s)]),
+        base,
+    )
+    assert world.succeeded
+    recs = _events(world)
+    assert not [r for r in recs if r["event"] == ev.GAVE_UP]
+    waits = [r for r in recs if r["event"] == ev.WAITING]
+    assert waits and waits[0]["gpus_needed"] == NODES * GPUS_PER_NODE
