@@ -52,7 +52,9 @@ def record_end(
     # at placement reached none).
     state.gpus_used = node_events.gpus_on(sup.cluster.nodes, state.hosts) or state.gpus_used
     needed = policy.gpus_to_wait_for(spec.gpus_needed, state.gpus_used)
-    exit_code = None if for_node_end else _exit_code(sup, job_id, ended)
+    failure = None if for_node_end else _failure(sup, job_id, ended)
+    state.failure = failure
+    exit_code = None if failure is None else failure[0]
     sup.record(
         ev.ATTEMPT_ENDED,
         _end_message(job_id, ended, for_node_end, exit_code, (gpus, needed), new_ckpt, stepped),
@@ -64,6 +66,7 @@ def record_end(
         steps_completed=stepped,
         ended_ms=state.ended_ms,
         exit_code=exit_code,
+        last_exception=None if failure is None else failure[1] or None,
         gpus_used=state.gpus_used,
         **({"saved_for_node_end": True} if for_node_end else {}),
     )
@@ -84,6 +87,7 @@ def record_end(
         stepped=stepped > 0,
         preempted=for_node_end,
         exit_code=exit_code,
+        same_failure=policy.same_failure(failure, state.prev_failure),
     )
 
 
@@ -125,16 +129,37 @@ def keep_progress(sup: SupervisorPort, job_id: str) -> None:
         pass
 
 
-def _exit_code(sup: SupervisorPort, job_id: str, ended: str) -> int | None:
-    """A FAILED attempt's driver exit code, when Ray has it (the end is recorded without it
-    when the dashboard cannot say)."""
+def learn_gpus_used(sup: SupervisorPort, state: RunState) -> bool:
+    """While the attempt runs: the GPUs of the nodes its workers reached, recorded when they
+    are more than the run knew (its end may never be seen here: a head lost with it). True
+    once learnt for this attempt."""
+    used = node_events.gpus_on(sup.cluster.nodes, sup.cluster.hosts(state.current or ""))
+    if used <= 0:
+        return False
+    if used != state.gpus_used and used > sup.spec.gpus_needed:
+        sup.record(
+            ev.GPUS_USED,
+            f"{state.current}'s workers run on nodes with {used} GPUs (the run declares "
+            f"{sup.spec.gpus_needed}): after a preemption the next attempt waits for them",
+            submission_id=state.current,
+            gpus_used=used,
+        )
+    state.gpus_used = used
+    return True
+
+
+def _failure(sup: SupervisorPort, job_id: str, ended: str) -> policy.Failure | None:
+    """A FAILED attempt's driver exit code and the last exception of its log, when Ray has them
+    (None when the dashboard cannot say: the failure is then never one of a crash's two)."""
     if ended != "FAILED":
         return None
     try:
-        code = sup.client.get_job_info(job_id).driver_exit_code
+        info = sup.client.get_job_info(job_id)
     except (RuntimeError, OSError, ValueError, http.client.HTTPException):
         return None
-    return code if isinstance(code, int) else None
+    code = info.driver_exit_code
+    message = info.message if isinstance(info.message, str) else None
+    return (code if isinstance(code, int) else None, policy.last_exception(message))
 
 
 def judge(sup: SupervisorPort, state: RunState) -> Situation:

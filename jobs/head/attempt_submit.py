@@ -174,6 +174,7 @@ def submit_next(sup: SupervisorPort, state: RunState, d: Decision) -> bool:
         baseline=sorted(state.baseline),
         has_baseline=state.has_baseline,
         prev_progressed=state.prev_progressed,
+        prev_failure=state.prev_failure,
         gpus_used=state.gpus_used,
     )
     return True

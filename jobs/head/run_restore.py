@@ -34,7 +34,16 @@ def _from_submitted(last: dict[str, Any]) -> RunState:
         baseline=frozenset(last.get("baseline", [])),
         has_baseline=bool(last.get("has_baseline", False)),
         prev_progressed=last.get("prev_progressed"),
+        prev_failure=_failure(last.get("prev_failure")),
     )
+
+
+def _failure(kept: Any) -> policy.Failure | None:
+    """A failure as the record keeps it (a JSON list), None when absent or not one."""
+    if not isinstance(kept, list) or len(kept) != 2:
+        return None
+    code, exception = kept
+    return (code if isinstance(code, int) else None, str(exception))
 
 
 def restore(sup: SupervisorPort) -> RunState:
@@ -43,7 +52,6 @@ def restore(sup: SupervisorPort) -> RunState:
     Ray other than a 404 is raised, never read as "lost": a second attempt must never start
     beside a live one. With `stop_requested` when the user asked the run to stop before this
     supervisor came (its last attempt is then stopped)."""
-    spec = sup.spec
     every = sup.store.events() if sup.store is not None else []
     # The GPUs its attempts ran on are the run's shape, whichever life learnt them: a resume
     # into a stockout waits for them too.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jobs.head.restart_policy import Situation
+from jobs.head.restart_policy import Failure, Situation
 
 
 @dataclass
@@ -29,6 +29,10 @@ class RunState:
     # a failure that had trained, is retried).
     prev_progressed: bool | None = None
     own_progress: bool | None = None
+    # How the ended attempt failed, and the previous failure that was not a preemption (exit
+    # code, last exception): a crash is two alike (restart_policy.is_crash).
+    failure: Failure | None = None
+    prev_failure: Failure | None = None
     stop_requested: bool = False  # the user stopped the run before this supervisor came
     situation: Situation | None = None
     ended_at: float = 0.0

@@ -28,6 +28,7 @@ from tests.jobs.head.sim.world import (
     World,
     random_schedule,
     simulate,
+    sweep_schedule,
 )
 
 # Seeds per run of the suite, swept in chunks that two workers share: `make test` sweeps 5,000,
@@ -52,7 +53,12 @@ def base(tmp_path: Path) -> Path:
 
 
 def _replay_hint(schedule: Schedule, why: str, history: list[str]) -> str:
-    seeded = f"simulate(random_schedule({schedule.seed}), DIR), i.e. " if schedule.from_seed else ""
+    shape = "" if schedule.declare_gpus else ", no_gpus=True"
+    seeded = (
+        f"simulate(random_schedule({schedule.seed}{shape}), DIR), i.e. "
+        if schedule.from_seed
+        else ""
+    )
     return (
         f"{why}\nreplay with {seeded}simulate(SCHEDULE, DIR) where SCHEDULE is\n"
         f"{schedule.describe()}\nlast events:\n  " + "\n  ".join(history[-25:])
@@ -102,7 +108,7 @@ def test_random_fault_schedules_keep_every_invariant(base, first, few_collection
     last = min(first + CHUNK, SEED_BASE + SCHEDULES)
     started = time.perf_counter()
     for seed in range(first, last):
-        _run(random_schedule(seed), base / str(seed))
+        _run(sweep_schedule(seed), base / str(seed))
         shutil.rmtree(base / str(seed), ignore_errors=True)
     print(f"{last - first} schedules in {time.perf_counter() - started:.1f} s")
 
@@ -123,8 +129,9 @@ def test_item1_only_a_deadline_the_user_set_ends_a_capacity_wait(base):
     """Issue 24 item 1: with `capacity_deadline_s` set, the same stockout ends the run, by the
     reason `deadline` (the old 1800 s default reproduces the old failure)."""
     schedule = Schedule(seed=1, faults=[Fault(1000, "preempt", 3 * 3600)], capacity_deadline_s=1800)
-    with pytest.raises(Violation, match='"reason": "deadline"'):
-        simulate(schedule, base)
+    world = _run(schedule, base)  # an end the user set: accepted by the final check
+    assert not world.succeeded
+    assert ev.outcome(_events(world))["reason"] == "deadline"
 
 
 def test_item2_resume_after_the_run_ended_continues_it(base):
@@ -454,3 +461,24 @@ def test_a_run_without_gpus_waits_for_the_gpus_its_attempt_used_after_a_preempti
     assert not [r for r in recs if r["event"] == ev.GAVE_UP]
     waits = [r for r in recs if r["event"] == ev.WAITING]
     assert waits and waits[0]["gpus_needed"] == NODES * GPUS_PER_NODE
+
+
+@pytest.mark.parametrize("seed", [1505, 1654, 1710])
+def test_transient_faults_during_two_loads_are_not_a_crash(base, seed):
+    """Issue 41 finding 2 (seeds 1505, 1654, 1710 of the sweep): two transient faults (NCCL
+    timeouts of different collectives) each during a model load, once after 20 steps of
+    progress. The simulation accepted the "crash at start-up" that followed; it now accepts
+    only success, a user stop, a spent budget or the user's deadline, and the supervisor calls
+    two failures a crash only when they end alike (same exit code, same last exception)."""
+    world = _run(random_schedule(seed), base)
+    assert world.succeeded
+    assert not [r for r in _events(world) if r.get("reason") == "crash"]
+
+
+def test_the_sweep_runs_runs_without_gpus_after_a_preemption(base):
+    """Issue 41: the shapes of finding 1 are in the random sweep (a quarter of its seeds), with
+    the faults of a random schedule, preemptions and stockouts of hours included."""
+    shapes = [sweep_schedule(seed) for seed in range(200)]
+    no_gpus = [s for s in shapes if not s.declare_gpus]
+    assert 30 <= len(no_gpus) <= 70
+    assert any(f.kind == "preempt" and f.arg >= 3 * 3600 for s in no_gpus for f in s.faults)
