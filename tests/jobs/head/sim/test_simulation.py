@@ -53,7 +53,9 @@ def base(tmp_path: Path) -> Path:
 
 
 def _replay_hint(schedule: Schedule, why: str, history: list[str]) -> str:
-    shape = "" if schedule.declare_gpus else ", no_gpus=True"
+    shape = ("" if schedule.declare_gpus else ", no_gpus=True") + (
+        ", slow_submits=True" if schedule.slow_submits else ""
+    )
     seeded = (
         f"simulate(random_schedule({schedule.seed}{shape}), DIR), i.e. "
         if schedule.from_seed
@@ -482,3 +484,24 @@ def test_the_sweep_runs_runs_without_gpus_after_a_preemption(base):
     no_gpus = [s for s in shapes if not s.declare_gpus]
     assert 30 <= len(no_gpus) <= 70
     assert any(f.kind == "preempt" and f.arg >= 3 * 3600 for s in no_gpus for f in s.faults)
+
+
+def test_a_stop_during_a_slow_submit_leaves_no_attempt_running(base):
+    """Issue 41 finding 5: the supervisor's submit of attempt 2 is answered 600 s late (Ray
+    takes the job then) and the user stops the run meanwhile: Ray SIGKILLs the supervisor 3 s
+    after its SIGTERM, still waiting for the answer, and the CLI stops the attempts it lists,
+    before attempt 2 exists. Nothing stopped attempt 2 when it came: the run was STOPPED on
+    the record with a trainer running. The re-armer, ending the stopped run, now stops it."""
+    world = _run(
+        Schedule(
+            seed=42,
+            faults=[
+                Fault(1000, "transient"),
+                Fault(1000, "api", 1, "slow@submit_job"),
+                Fault(1300, "stop"),
+            ],
+        ),
+        base,
+    )
+    assert world.attempts_seen == {"sim-a1", "sim-a2"}
+    assert ev.outcome(_events(world))["event"] == ev.STOPPED
