@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from jobs.head.supervisor_port import SupervisorPort
 
 
+# How often a run short of GPUs on demand sends the cluster's request again (`RunGpus.resend`).
+RESEND_S = 10.0
+
+
 def _free(s: Situation) -> str:
     """ ", 0 free" when the probe saw fewer GPUs free than present (held by other jobs)."""
     return "" if s.gpus_free is None or s.gpus_free >= s.gpus_now else f", {s.gpus_free:g} free"
@@ -81,6 +85,7 @@ class CapacityWait:
         waiting_since: float | None = None
         noted: Reason | None = None
         last_note = 0.0
+        resent = float("-inf")
         while True:
             s, gpus, now = self._situation(state, waiting_since)
             d = policy.decide(s)
@@ -101,6 +106,10 @@ class CapacityWait:
             elif note == Note.STILL_WAITING:
                 last_note = now
                 self._still_waiting(gpus, s)
+            if sup.gpus is not None and d.reason == Reason.NO_CAPACITY:
+                if now - resent >= RESEND_S:
+                    resent = now
+                    sup.gpus.resend()
             if sup.lost.is_set():
                 raise LeaseLost()
             sup.pause(sup.config.poll_s)
