@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from jobs.client import errors
-from jobs.head import attempt_end
+from jobs.head import attempt_end, tracking
 from jobs.head import events as ev
 from jobs.head import restart_policy as policy
 from jobs.head.restart_policy import Restored
@@ -56,7 +56,9 @@ def restore(sup: SupervisorPort) -> RunState:
     # The GPUs its attempts ran on are the run's shape, whichever life learnt them: a resume
     # into a stockout waits for them too.
     used = [int(r["gpus_used"]) for r in every if r.get("gpus_used")]
-    return _restore_life(sup, ev.life(every), used[-1] if used else 0)
+    state = _restore_life(sup, ev.life(every), used[-1] if used else 0)
+    state.wandb_id = tracking.kept_id(every) or tracking.new_id()
+    return state
 
 
 def _restore_life(sup: SupervisorPort, recs: list[dict[str, Any]], gpus_used: int) -> RunState:

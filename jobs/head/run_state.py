@@ -50,3 +50,5 @@ class RunState:
     # declares none (`run` without --gpus, its workers on GPU nodes) waits for them after a
     # preemption, instead of submitting into a stockout and failing at placement.
     gpus_used: int = 0
+    # The run's one W&B run id (jobs/head/tracking.py), kept in its record.
+    wandb_id: str = ""

@@ -505,3 +505,31 @@ def test_a_stop_during_a_slow_submit_leaves_no_attempt_running(base):
     )
     assert world.attempts_seen == {"sim-a1", "sim-a2"}
     assert ev.outcome(_events(world))["event"] == ev.STOPPED
+
+
+def test_every_attempt_of_a_run_logs_to_one_wandb_run_and_a_new_run_to_another(base):
+    """Issue 41 finding 8: no W&B run id was set anywhere, so a run preempted five times was six
+    W&B runs with overlapping steps. Every attempt now gets the run's one id (kept in the run's
+    record: through a killed supervisor, a head loss, a stop and a resume), and another run
+    another id."""
+    faults = [
+        Fault(1000, "preempt", 60),
+        Fault(2000, "sigkill"),
+        Fault(3000, "head_loss", 300),
+        Fault(5000, "stop"),
+        Fault(5200, "resume"),
+    ]
+    world = _run(Schedule(seed=8, faults=faults), base / "one")
+    attempts = [j for j in world.jobs.values() if j.kind != "supervisor" and j.kind != "stop"]
+    ids = {j.runtime_env.get("env_vars", {}).get("WANDB_RUN_ID") for j in attempts}
+    assert len(attempts) >= 2 and len(ids) == 1 and None not in ids
+    recs = _events(world)
+    assert {r.get("wandb_run_id") for r in recs if r["event"] == ev.SUBMITTED} == ids
+    assert all(j.runtime_env["env_vars"]["WANDB_RESUME"] == "allow" for j in attempts)
+    other = _run(Schedule(seed=8, faults=[]), base / "two")
+    [other_id] = {
+        j.runtime_env["env_vars"]["WANDB_RUN_ID"]
+        for j in other.jobs.values()
+        if j.kind != "supervisor"
+    }
+    assert other_id not in ids

@@ -155,6 +155,7 @@ class Job:
     driver_exit_code: int | None = None
     message: str | None = None  # Ray's: a failed driver's log tail
     sent_at: float | None = None  # a slow submit's request: sent then, taken later
+    runtime_env: dict[str, Any] = field(default_factory=dict)
     submitted_at: float = 0.0
     # attempts
     nodes: tuple[str, ...] = ()
@@ -516,14 +517,21 @@ class World:
             def taken() -> None:
                 self.in_flight -= 1
                 if self.head_up and submission_id not in self.jobs:
-                    job = Job(submission_id, dict(metadata), entrypoint, sent_at=sent)
+                    job = Job(
+                        submission_id,
+                        dict(metadata),
+                        entrypoint,
+                        sent_at=sent,
+                        runtime_env=dict(runtime_env),
+                    )
                     self._take_job(job, reservations, answered=False)
 
             self.at(self.now + SLOW_SUBMIT_S, taken)
             self.wait(threading.Event(), SLOW_SUBMIT_S + 1)
             if submission_id in self.jobs:
                 return submission_id
-        return self._take_job(Job(submission_id, dict(metadata), entrypoint), reservations)
+        job = Job(submission_id, dict(metadata), entrypoint, runtime_env=dict(runtime_env))
+        return self._take_job(job, reservations)
 
     def _take_job(self, job: Job, reservations: dict[str, Any], answered: bool = True) -> str:
         submission_id = job.submission_id
