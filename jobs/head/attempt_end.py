@@ -48,11 +48,17 @@ def record_end(
     stepped = sup.cluster.steps(job_id)
     state.own_progress = policy.own_progress(new_ckpt, stepped)
     gpus, _ = sup.cluster.observe()
-    exit_code = None if for_node_end else _exit_code(sup, job_id, ended)
+    # What its workers had, kept from the last attempt that reached a GPU node (one that failed
+    # at placement reached none).
+    state.gpus_used = node_events.gpus_on(sup.cluster.nodes, state.hosts) or state.gpus_used
+    needed = policy.gpus_to_wait_for(spec.gpus_needed, state.gpus_used)
+    failure = None if for_node_end else _failure(sup, job_id, ended)
+    state.failure = failure
+    exit_code = None if failure is None else failure[0]
     keep_progress(sup, job_id)
     sup.record(
         ev.ATTEMPT_ENDED,
-        _end_message(sup, job_id, ended, for_node_end, exit_code, gpus, new_ckpt, stepped),
+        _end_message(job_id, ended, for_node_end, exit_code, (gpus, needed), new_ckpt, stepped),
         attempt=state.attempt,
         submission_id=job_id,
         status=ended,
@@ -62,6 +68,8 @@ def record_end(
         ended_ms=state.ended_ms,
         exit_code=exit_code,
         last_step=_last_step(sup, job_id),
+        last_exception=None if failure is None else failure[1] or None,
+        gpus_used=state.gpus_used,
         **({"saved_for_node_end": True} if for_node_end else {}),
     )
     state.watching = False
@@ -69,7 +77,7 @@ def record_end(
         ended=policy.policy_end(ended, for_node_end),  # type: ignore[arg-type]
         restarts_used=state.restarts,
         max_restarts=spec.max_restarts,
-        gpus_needed=spec.gpus_needed,
+        gpus_needed=needed,
         gpus_at_end=gpus,
         gpus_now=gpus,
         progressed=policy.progressed(state.own_progress, state.prev_progressed),
@@ -80,20 +88,20 @@ def record_end(
         stepped=stepped > 0,
         preempted=for_node_end,
         exit_code=exit_code,
+        same_failure=policy.same_failure(failure, state.prev_failure),
     )
 
 
 def _end_message(
-    sup: SupervisorPort,
     job_id: str,
     ended: str,
     for_node_end: bool,
     exit_code: int | None,
-    gpus: float,
+    capacity_now: tuple[float, int],
     new_ckpt: bool | None,
     stepped: int,
 ) -> str:
-    needed = sup.spec.gpus_needed
+    gpus, needed = capacity_now
     # "2 of 1 GPUs" read as a count out of a total: the GPUs there, then the need.
     capacity = f"; the cluster has {gpus:g} GPUs ({needed} needed)" if needed > 0 else ""
     ckpt = _CHECKPOINT_NEWS[new_ckpt]
@@ -134,16 +142,37 @@ def _last_step(sup: SupervisorPort, job_id: str) -> int | None:
     return max(progress.steps_seen(text), default=None)
 
 
-def _exit_code(sup: SupervisorPort, job_id: str, ended: str) -> int | None:
-    """A FAILED attempt's driver exit code, when Ray has it (the end is recorded without it
-    when the dashboard cannot say)."""
+def learn_gpus_used(sup: SupervisorPort, state: RunState) -> bool:
+    """While the attempt runs: the GPUs of the nodes its workers reached, recorded when they
+    are more than the run knew (its end may never be seen here: a head lost with it). True
+    once learnt for this attempt."""
+    used = node_events.gpus_on(sup.cluster.nodes, sup.cluster.hosts(state.current or ""))
+    if used <= 0:
+        return False
+    if used != state.gpus_used and used > sup.spec.gpus_needed:
+        sup.record(
+            ev.GPUS_USED,
+            f"{state.current}'s workers run on nodes with {used} GPUs (the run declares "
+            f"{sup.spec.gpus_needed}): after a preemption the next attempt waits for them",
+            submission_id=state.current,
+            gpus_used=used,
+        )
+    state.gpus_used = used
+    return True
+
+
+def _failure(sup: SupervisorPort, job_id: str, ended: str) -> policy.Failure | None:
+    """A FAILED attempt's driver exit code and the last exception of its log, when Ray has them
+    (None when the dashboard cannot say: the failure is then never one of a crash's two)."""
     if ended != "FAILED":
         return None
     try:
-        code = sup.client.get_job_info(job_id).driver_exit_code
+        info = sup.client.get_job_info(job_id)
     except (RuntimeError, OSError, ValueError, http.client.HTTPException):
         return None
-    return code if isinstance(code, int) else None
+    code = info.driver_exit_code
+    message = info.message if isinstance(info.message, str) else None
+    return (code if isinstance(code, int) else None, policy.last_exception(message))
 
 
 def judge(sup: SupervisorPort, state: RunState) -> Situation:

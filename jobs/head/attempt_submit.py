@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.client import errors
 from jobs.head import events as ev
-from jobs.head import hygiene, node_end, protocol
+from jobs.head import hygiene, node_end, protocol, tracking
 from jobs.head.restart_policy import Decision
 from jobs.head.run_state import RunState
 
@@ -21,13 +21,15 @@ if TYPE_CHECKING:
 _STOPPED = object()  # a wait ended by a stop (SIGTERM) rather than by an answer
 
 
-def submit(sup: SupervisorPort, attempt: int) -> str | None:
+def submit(sup: SupervisorPort, attempt: int, wandb_id: str = "") -> str | None:
     """The attempt's id once Ray has it, or None when a stop came while the dashboard was
     away (nothing was submitted, so there is nothing to watch or stop)."""
     spec = sup.spec
     job_id = spec.attempt_id(attempt)
     meta = {**spec.metadata, "attempt": str(attempt), "supervisor": sup.own_id}
     entrypoint, runtime_env = _with_node_end(sup, job_id)
+    if wandb_id:
+        runtime_env = tracking.with_run_id(runtime_env, wandb_id)
     try:
         submitted = sup.retry(
             lambda: sup.client.submit_job(
@@ -131,7 +133,7 @@ def _submit_new(sup: SupervisorPort, state: RunState, attempt: int) -> tuple[str
     if not _between_attempts(sup, state):
         return None
     try:
-        submitted = submit(sup, attempt)
+        submitted = submit(sup, attempt, state.wandb_id)
     except (RuntimeError, OSError) as e:
         lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
         raise RuntimeError(
@@ -179,5 +181,8 @@ def submit_next(sup: SupervisorPort, state: RunState, d: Decision) -> bool:
         baseline=sorted(state.baseline),
         has_baseline=state.has_baseline,
         prev_progressed=state.prev_progressed,
+        prev_failure=state.prev_failure,
+        gpus_used=state.gpus_used,
+        **({tracking.FIELD: state.wandb_id} if state.wandb_id else {}),
     )
     return True

@@ -41,6 +41,7 @@ class AttemptWatch:
         mark: tuple[int, frozenset[str]] | None = None
         quiet_since = sup.clock.monotonic()
         steps_read = published_at = float("-inf")
+        learnt: str | None = None  # the attempt whose GPUs are known
         self.rhythm.new_attempt()
         while True:
             status = sup.retry(lambda: sup.client.get_job_status(job_id))
@@ -56,6 +57,8 @@ class AttemptWatch:
                 if reread:
                     published_at = sup.clock.monotonic()
                     attempt_end.keep_progress(sup, job_id)
+                    if learnt != job_id and attempt_end.learn_gpus_used(sup, state):
+                        learnt = job_id
                 sup.cluster.set_gauges(job_id, reread)
             if status == JobStatus.PENDING:
                 # Not started: its driver waits for resources (GPU nodes scaling up, an image

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from jobs.head.supervisor_port import SupervisorPort
 
 
+# How often a run short of GPUs on demand sends the cluster's request again (`RunGpus.resend`).
+RESEND_S = 10.0
+
+
 def _free(s: Situation) -> str:
     """ ", 0 free" when the probe saw fewer GPUs free than present (held by other jobs)."""
     return "" if s.gpus_free is None or s.gpus_free >= s.gpus_now else f", {s.gpus_free:g} free"
@@ -52,7 +56,9 @@ class CapacityWait:
             attempt_end.judge(sup, state)
             if state.situation is not None
             else policy.first_situation(
-                spec.max_restarts, spec.gpus_needed, spec.capacity_deadline_s
+                spec.max_restarts,
+                policy.gpus_to_wait_for(spec.gpus_needed, state.gpus_used),
+                spec.capacity_deadline_s,
             )
         )
         probed = sup.cluster.probe()
@@ -79,6 +85,7 @@ class CapacityWait:
         waiting_since: float | None = None
         noted: Reason | None = None
         last_note = 0.0
+        resent = float("-inf")
         while True:
             s, gpus, now = self._situation(state, waiting_since)
             d = policy.decide(s)
@@ -99,6 +106,10 @@ class CapacityWait:
             elif note == Note.STILL_WAITING:
                 last_note = now
                 self._still_waiting(gpus, s)
+            if sup.gpus is not None and d.reason == Reason.NO_CAPACITY:
+                if now - resent >= RESEND_S:
+                    resent = now
+                    sup.gpus.resend()
             if sup.lost.is_set():
                 raise LeaseLost()
             sup.pause(sup.config.poll_s)
@@ -154,6 +165,8 @@ class CapacityWait:
             if scaling
             else f"waiting for {s.gpus_needed} GPUs"
         )
+        if s.gpus_needed > sup.spec.gpus_needed:
+            what += f" (the GPUs its last attempt's workers ran on; the run declares {sup.spec.gpus_needed})"
         sup.record(
             ev.WAITING,
             f"{what} since {ev.now_iso()} (the cluster has {s.gpus_now:g}{_free(s)}; "

@@ -44,6 +44,9 @@ GPUS_RELEASED = "gpus_released"  # the run's end released its GPU request
 INTERRUPTED = "interrupted"  # the supervisor got SIGTERM without a stop request: not the end
 # On flex-start GPUs: when the attempt about to be submitted is told to save (jobs/head/node_end.py).
 SAVE_BEFORE_NODE_END = "save_before_node_end"
+# The GPUs of the nodes a running attempt's workers reached, learnt while it runs (its end may
+# be lost with the head): what a run that declares fewer waits for after a preemption.
+GPUS_USED = "gpus_used"
 FINAL = (FINISHED, GAVE_UP, STOPPED, REFUSED)
 
 

@@ -109,6 +109,16 @@ def hosts(dashboard_url: str, ray_job_id: str, timeout_s: float = 10.0) -> froze
     return frozenset(found)
 
 
+def gpus_on(nodes: list[dict[str, Any]], hosts: frozenset[str] | None) -> int:
+    """The GPUs of the worker nodes among `hosts`, alive or dead (the node table keeps a dead
+    node's resources): what an attempt's workers had, whatever the run declared."""
+    if not hosts:
+        return 0
+    return int(
+        sum(_gpus(n) for n in nodes if str(n.get("node_id")) in hosts and not n.get("is_head_node"))
+    )
+
+
 def alive_gpu_nodes(nodes: list[dict[str, Any]]) -> tuple[frozenset[str], float]:
     """The ids of the alive nodes with GPUs and their GPU total."""
     alive = [n for n in nodes if n.get("state") == "ALIVE" and _gpus(n) > 0]

@@ -125,6 +125,28 @@ class Rearmer:
         )
         return sid
 
+    def stop_orphans(self, jobs: list[Any]) -> list[str]:
+        """Stop the live attempts of runs the user stopped that no supervisor holds: an attempt
+        Ray took after the user's CLI had stopped the run's attempts (a submit answered late,
+        its supervisor SIGKILLed 3 s after the stop while it waited for the answer: found by
+        the simulation) is nobody else's to stop, also once the stop job wrote the end."""
+        stopped = []
+        for job in jobs:
+            meta = job.metadata or {}
+            run = str(meta.get("run") or "")
+            if meta.get("kind") not in (protocol.RECIPE, protocol.COMMAND) or not run:
+                continue
+            if job.status.is_terminal() or self.live_supervisor(jobs, run) is not None:
+                continue
+            store = self.store(run)
+            if store.spec() is None or store.alive(store.lease()):
+                continue
+            if ev.stop_requested(store.events()):
+                self.client.stop_job(job.submission_id)
+                self.write(f"rearm: {run}: stopped {job.submission_id}, which came after the stop")
+                stopped.append(job.submission_id)
+        return stopped
+
     def rearm(self, run: str, jobs: list[Any]) -> str | None:
         """Submit the run's next supervisor; its id, or None when someone else has the run."""
         if self.live_supervisor(jobs, run) is not None:
@@ -159,9 +181,10 @@ class Rearmer:
 
     def sweep(self) -> list[str]:
         todo, stops = self._unended()
+        jobs = self.client.list_jobs()
+        self.stop_orphans(jobs)
         if not todo and not stops:
             return []
-        jobs = self.client.list_jobs()
         self._each(
             stops,
             lambda run: self.end_stop(run, jobs),

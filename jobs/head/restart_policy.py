@@ -34,6 +34,7 @@ Standard library only: this module runs on the Ray head inside the framework's i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -113,6 +114,9 @@ class Situation:
     gpus_free: float | None = None
     hosts_answered: bool = False
     stepped: bool = False
+    # This failure ended as the previous failure that was not a preemption did: the same exit
+    # code and the same last exception in its log (None: no such failure to compare with).
+    same_failure: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -127,16 +131,45 @@ def _has(gpus: float, needed: int) -> bool:
 
 
 def is_crash(s: Situation) -> bool:
-    """Failed, no node lost, every GPU present, and `progressed` False: neither this attempt nor
+    """Failed, no node lost, every GPU present, `progressed` False: neither this attempt nor
     the previous failure that was not a preemption made progress (a new checkpoint, or a
-    completed training step, jobs/head/progress.py). Counting checkpoints alone made two
-    transient failures inside one save period a crash."""
+    completed training step, jobs/head/progress.py), and both failed alike (`same_failure`).
+    Counting checkpoints alone made two transient failures inside one save period a crash; two
+    transient faults during two loads (two NCCL timeouts of different collectives) differ in
+    their last exception, as a bad config's twice-raised error does not."""
     return (
         s.ended == "FAILED"
         and not s.preempted
         and _has(s.gpus_at_end, s.gpus_needed)
         and s.progressed is False
+        and s.same_failure is True
     )
+
+
+Failure = tuple[int | None, str]  # (exit code, last exception line of the log)
+
+# The last line of a Python traceback: a dotted exception name, then its text.
+_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b")
+
+
+def last_exception(log_tail: str | None) -> str:
+    """The last exception line of a failed attempt's log tail ("" when none): Ray's JobInfo
+    message of a FAILED driver is "Job entrypoint command failed with exit code N, last
+    available logs (truncated to 20,000 chars):" and the tail (ray/dashboard/modules/job/
+    job_supervisor.py L448-456 at Ray 2.60)."""
+    found = ""
+    for line in (log_tail or "").splitlines():
+        line = line.strip()
+        if _EXCEPTION.match(line):
+            found = line
+    return found[:500]
+
+
+def same_failure(failure: Failure | None, previous: Failure | None) -> bool | None:
+    """Whether two failures read alike (None: one of them unknown)."""
+    if failure is None or previous is None:
+        return None
+    return tuple(failure) == tuple(previous)
 
 
 def _after_failure(s: Situation) -> Decision | None:
@@ -170,7 +203,8 @@ def _after_failure(s: Situation) -> Decision | None:
             Reason.CRASH,
             f"crash, not a preemption: the attempt failed with every GPU present "
             f"({s.gpus_at_end:g} of {s.gpus_needed} needed), no node lost, no "
-            "new checkpoint since the previous failure and no training step completed; "
+            "new checkpoint since the previous failure and no training step completed, and "
+            "it failed as the previous failure did (same exit code, same last exception); "
             "it is not retried again",
         )
     return None
@@ -346,6 +380,14 @@ def charge(s: Situation) -> Charge:
 
 
 # ------------------------------------------------------------------ asking again while waiting
+
+
+def gpus_to_wait_for(declared: int, used: int) -> int:
+    """The GPUs the next attempt waits for: what the run declared, or more, the GPUs of the nodes
+    its last attempt ran on. Ray's usual shape is a driver that needs no GPU with its workers on
+    GPU nodes: declaring 0, it was submitted at once into a stockout after a preemption, failed at
+    placement, and the crash rule ended the run minutes in."""
+    return max(declared, used)
 
 
 def first_situation(max_restarts: int, gpus_needed: int, max_wait_s: float) -> Situation:

@@ -50,6 +50,18 @@ class RunGpus:
             cluster_bundles=len(sent),
         )
 
+    def resend(self) -> None:
+        """Send the cluster's request again while the run waits for its GPUs: two supervisors
+        asking at once each send the union they read, and Ray keeps the last one sent, which
+        may lack the other run's bundles (after a head loss the re-armer re-arms every run in
+        one sweep: exactly then). Asking once, that run waited until someone else asked."""
+        if not self._asked:
+            return
+        spec = self.spec
+        self.requests.ask(
+            spec.run, self.own_id, scale_up.bundles(spec.gpus_needed, spec.gpus_per_node)
+        )
+
     def release(self) -> None:
         """The run is over: drop its request so idle GPU nodes can go (gpu.idleMinutes), also
         one an earlier supervisor of the run made (this one may end before asking: a stop

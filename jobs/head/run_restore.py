@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from jobs.client import errors
-from jobs.head import attempt_end
+from jobs.head import attempt_end, tracking
 from jobs.head import events as ev
 from jobs.head import restart_policy as policy
 from jobs.head.restart_policy import Restored
@@ -34,7 +34,16 @@ def _from_submitted(last: dict[str, Any]) -> RunState:
         baseline=frozenset(last.get("baseline", [])),
         has_baseline=bool(last.get("has_baseline", False)),
         prev_progressed=last.get("prev_progressed"),
+        prev_failure=_failure(last.get("prev_failure")),
     )
+
+
+def _failure(kept: Any) -> policy.Failure | None:
+    """A failure as the record keeps it (a JSON list), None when absent or not one."""
+    if not isinstance(kept, list) or len(kept) != 2:
+        return None
+    code, exception = kept
+    return (code if isinstance(code, int) else None, str(exception))
 
 
 def restore(sup: SupervisorPort) -> RunState:
@@ -43,16 +52,27 @@ def restore(sup: SupervisorPort) -> RunState:
     Ray other than a 404 is raised, never read as "lost": a second attempt must never start
     beside a live one. With `stop_requested` when the user asked the run to stop before this
     supervisor came (its last attempt is then stopped)."""
+    every = sup.store.events() if sup.store is not None else []
+    # The GPUs its attempts ran on are the run's shape, whichever life learnt them: a resume
+    # into a stockout waits for them too.
+    used = [int(r["gpus_used"]) for r in every if r.get("gpus_used")]
+    state = _restore_life(sup, ev.life(every), used[-1] if used else 0)
+    state.wandb_id = tracking.kept_id(every) or tracking.new_id()
+    return state
+
+
+def _restore_life(sup: SupervisorPort, recs: list[dict[str, Any]], gpus_used: int) -> RunState:
+    """`restore` within the run's current life."""
     spec = sup.spec
-    recs = ev.life(sup.store.events()) if sup.store is not None else []
     submitted = [r for r in recs if r.get("event") == ev.SUBMITTED]
     if ev.stop_requested(recs):
         last_id = str(submitted[-1]["submission_id"]) if submitted else None
         return RunState(attempt=spec.first_attempt - 1, current=last_id, stop_requested=True)
     if not submitted:
-        return RunState(attempt=spec.first_attempt - 1)
+        return RunState(attempt=spec.first_attempt - 1, gpus_used=gpus_used)
     last = submitted[-1]
     state = _from_submitted(last)
+    state.gpus_used = gpus_used
     after = recs[recs.index(last) + 1 :]
     ended = [r for r in after if r.get("event") == ev.ATTEMPT_ENDED]
     try:  # a dashboard still starting is waited for; a 404 is an answer

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jobs.head.restart_policy import Situation
+from jobs.head.restart_policy import Failure, Situation
 
 
 @dataclass
@@ -29,6 +29,10 @@ class RunState:
     # a failure that had trained, is retried).
     prev_progressed: bool | None = None
     own_progress: bool | None = None
+    # How the ended attempt failed, and the previous failure that was not a preemption (exit
+    # code, last exception): a crash is two alike (restart_policy.is_crash).
+    failure: Failure | None = None
+    prev_failure: Failure | None = None
     stop_requested: bool = False  # the user stopped the run before this supervisor came
     situation: Situation | None = None
     ended_at: float = 0.0
@@ -42,3 +46,9 @@ class RunState:
     # The attempt the stall watchdog stopped: Ray says STOPPED, the run says STALLED, also when
     # an API error came between the stop and its end (found by the simulation, seed 1010).
     stall_stopped: str | None = None
+    # The GPUs of the nodes the run's last attempt that reached any GPU node ran on: a run that
+    # declares none (`run` without --gpus, its workers on GPU nodes) waits for them after a
+    # preemption, instead of submitting into a stockout and failing at placement.
+    gpus_used: int = 0
+    # The run's one W&B run id (jobs/head/tracking.py), kept in its record.
+    wandb_id: str = ""

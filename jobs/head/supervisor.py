@@ -343,6 +343,7 @@ def _charge(state: RunState, charge: Charge) -> None:
     if charge == Charge.RESTART:
         state.baseline, state.has_baseline = state.end_entries, True
         state.prev_progressed = state.own_progress
+        state.prev_failure = state.failure
 
 
 def from_job(

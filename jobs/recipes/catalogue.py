@@ -80,6 +80,8 @@ class Recipe(BaseModel):
     path_keys: frozenset[str] = frozenset()
     # Keys that must stay a positive integer: 0 or -1 would switch checkpoint saving off.
     positive_keys: frozenset[str] = frozenset()
+    # Keys with a floor: key -> (the least value allowed, why).
+    floors: dict[str, tuple[int, str]] = {}
     node_key: str
     gpus_key: str
     checkpoint_key: str
@@ -213,6 +215,7 @@ class _FrameworkRun(TypedDict, total=False):
 
     path_keys: frozenset[str]
     positive_keys: frozenset[str]
+    floors: dict[str, tuple[int, str]]
     node_key: str
     gpus_key: str
     checkpoint_key: str
@@ -331,6 +334,18 @@ _VERL_RUN: _FrameworkRun = {
     },
     "path_keys": frozenset({"trainer.default_local_dir"}),
     "positive_keys": frozenset({"trainer.save_freq"}),
+    # veRL deletes the oldest kept actor checkpoint before it saves the next one
+    # (verl/utils/checkpoint/fsdp_checkpoint_manager.py L204-213 at v0.6.0): keeping one, a
+    # preemption mid-save leaves its tracker on a folder without weights, and every later
+    # attempt fails at load.
+    "floors": {
+        "trainer.max_actor_ckpt_to_keep": (
+            2,
+            "veRL removes the only kept checkpoint before it writes the next "
+            "(fsdp_checkpoint_manager.py L204-213 at v0.6.0): a preemption during that save "
+            "leaves nothing to resume from; keep 2 or more",
+        )
+    },
     "node_key": "trainer.nnodes",
     "gpus_key": "trainer.n_gpus_per_node",
     "checkpoint_key": "trainer.default_local_dir",

@@ -95,5 +95,10 @@ def check(recipe: Recipe, overrides: list[Override], run: str) -> dict[str, tupl
                 f"--set {o.key}={value}: must be a positive integer",
                 "0 or -1 switches checkpoint saving off and restarts would start over",
             )
+        floor = recipe.floors.get(o.key)
+        if floor is not None and not (value.isdigit() and int(value) >= floor[0]):
+            raise UsageError(
+                f"--set {o.key}={value}: must be an integer of at least {floor[0]}", floor[1]
+            )
         checked[o.key] = (o.prefix, value)
     return checked

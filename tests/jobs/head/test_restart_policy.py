@@ -27,6 +27,7 @@ situations = st.builds(
     max_preemptions=st.integers(0, 10),
     stable_s=st.floats(0, 200),
     settle_s=st.floats(0, 120),
+    same_failure=st.sampled_from([None, True, False]),
 )
 
 
@@ -103,6 +104,7 @@ def _simulate(
             gpus_at_end=gpus,
             gpus_now=gpus,
             progressed=None if submitted == 1 else progress[i % len(progress)],
+            same_failure=None if submitted == 1 else True,  # a bad config fails alike
         )
         d = decide(s)
         if d.action == Action.WAIT:
@@ -159,6 +161,7 @@ def test_a_crash_says_why_and_is_not_retried():
         gpus_at_end=2,
         gpus_now=2,
         progressed=False,
+        same_failure=True,
     )
     d = decide(s)
     assert (d.action, d.reason) == (Action.GIVE_UP, Reason.CRASH)
@@ -215,6 +218,7 @@ def _run(max_restarts: int, ends: list[tuple[bool, bool]], max_preemptions: int 
             gpus_at_end=2.0,
             gpus_now=2.0,
             progressed=since_failure if baseline_seen else None,
+            same_failure=True if baseline_seen else None,
             preempted=preempted,
             preemptions_used=preemptions,
             max_preemptions=max_preemptions,
@@ -333,7 +337,7 @@ def test_an_attempt_that_died_before_its_first_step_backs_off_the_settle_time():
 def test_a_failure_is_judged_at_once_when_every_node_it_ran_on_answers():
     """Every host answered: no node was lost, so it cannot be a preemption; waiting for Ray to
     mark a death is pointless. Here the crash rule applies at once."""
-    s = _ended(progressed=False, gpus_free=16.0, hosts_answered=True)
+    s = _ended(progressed=False, gpus_free=16.0, hosts_answered=True, same_failure=True)
     assert decide(s).reason == Reason.CRASH
     assert decide(replace(s, hosts_answered=False)).reason == Reason.SETTLING
 
@@ -569,3 +573,23 @@ def test_a_restored_end_is_as_recorded_else_the_watchdogs_stall_or_a_failure():
     assert restored_preempted(Restored.LOST_WITH_HEAD, True, True)
     assert not restored_preempted(Restored.ENDED_BEFORE, False, False)
     assert restored_preempted(Restored.ENDED_BEFORE, True, True)
+
+
+def test_two_failures_are_a_crash_only_when_they_end_alike():
+    """Issue 41 finding 2: two failures without progress, each during a load, are a crash only
+    with the same exit code and the same last exception (a bad config raises the same error
+    twice); two NCCL timeouts of different collectives are transient faults, retried."""
+    from jobs.head.restart_policy import last_exception, same_failure
+
+    nccl = "torch.distributed.DistBackendError: [Rank 3] Watchdog caught collective operation"
+    tail = f"Job entrypoint command failed with exit code 1, ...:\nTraceback\n  x\n{nccl} 7\n"
+    assert last_exception(tail) == f"{nccl} 7"
+    assert last_exception("bad config\n") == ""
+    first, second = (1, last_exception(tail)), (1, last_exception(tail.replace(" 7", " 9")))
+    crash_like = _ended(progressed=False, gpus_free=16.0, hosts_answered=True)
+    retried = decide(replace(crash_like, same_failure=same_failure(second, first)))
+    assert retried.action != Action.GIVE_UP
+    assert decide(replace(crash_like, same_failure=same_failure(first, first))).reason == (
+        Reason.CRASH
+    )
+    assert same_failure((3, ""), (1, "")) is False and same_failure(None, first) is None

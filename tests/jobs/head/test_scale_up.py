@@ -122,3 +122,35 @@ def test_what_ray_is_asked_is_whole_numbers_never_less_than_wanted(asked) -> Non
         assert set(bundle) == set(want)
         for key, value in bundle.items():
             assert type(value) is int and value - 1 < want[key] <= value
+
+
+def test_a_request_lost_to_a_concurrent_ask_is_sent_again_by_the_waiting_run():
+    """Issue 41 finding 3, the interleaving forced: run A reads the requests (its own only) and,
+    before its union reaches Ray, run B records its request and sends A + B; A's union then
+    lands last, and Ray asks for A's 2 nodes while 4 are wanted. Each run asked once, so B
+    waited until someone else asked. A run waiting for GPUs now sends the union again."""
+    from jobs.head.protocol import Spec
+    from jobs.head.run_gpus import RunGpus
+
+    kv, sent = DictKV(), []
+    reqs = {}
+
+    def spec(run: str) -> Spec:
+        return Spec(
+            run=run, first_attempt=1, max_restarts=1, gpus_needed=16, checkpoint_dir="",
+            entrypoint="python train.py", runtime_env={}, metadata={}, request_gpus=True,
+            gpus_per_node=8,
+        )  # fmt: skip
+
+    def send_a(union: list) -> None:
+        if not sent:  # B asks between A's read and A's send
+            gpus["b"].ask()
+        sent.append(("a", union))
+
+    reqs["a"] = scale_up.Requests(kv, send_a, lambda _s: True)
+    reqs["b"] = scale_up.Requests(kv, lambda u: sent.append(("b", u)), lambda _s: True)
+    gpus = {r: RunGpus(reqs[r], spec(r), f"{r}-s1", lambda *a, **k: None) for r in "ab"}
+    gpus["a"].ask()
+    assert len(sent[-1][1]) == 2  # the lost update: A's stale union landed last
+    gpus["b"].resend()  # B still waits for its GPUs
+    assert len(sent[-1][1]) == 4

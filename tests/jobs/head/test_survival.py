@@ -90,9 +90,9 @@ def _stop_everything(head: localray.LocalRay) -> None:
                 client.stop_job(job.submission_id)
 
 
-def preempt(head: localray.LocalRay, nodes: list[GpuNode]) -> None:
+def preempt(head: localray.LocalRay, nodes: list[GpuNode], replace: bool = True) -> None:
     """SIGKILL the GPU raylet's whole tree (a reclaimed VM says no goodbye), and start its
-    replacement at once: it joins within seconds, before the attempt has failed."""
+    replacement at once (`replace`): it joins within seconds, before the attempt has failed."""
     node = nodes[-1]
     assert node.process is not None
     root = psutil.Process(node.process.pid)
@@ -103,6 +103,8 @@ def preempt(head: localray.LocalRay, nodes: list[GpuNode]) -> None:
             pass
     node.process.wait(timeout=10)
     node.process = None
+    if not replace:
+        return
     replacement = GpuNode(head, gpus=2)
     nodes.append(replacement)
     replacement.start()
@@ -612,3 +614,54 @@ def test_a_run_preempted_twice_shows_both_interruptions_in_its_goodput(head, gpu
         at = next(i for i, t in enumerate(lines) if t.startswith(run))
         block = " ".join(lines[at : at + 2])  # the cluster's list: details on an indented line
         assert "SUCCEEDED" in block and "step 12" in block, out
+
+
+def gpu_checking_script(d: Path) -> str:
+    """As `gpu_script` with succeed_from=1, but each attempt first looks for a GPU in the cluster
+    and fails at once without one (veRL checks free GPUs before it places anything,
+    ray_trainer.py L103-119 at v0.6.0)."""
+    init = 'ray.init(address="auto", log_to_driver=False)\n'
+    return (
+        gpu_script(d, succeed_from=1)
+        .replace(init, "")
+        .replace(
+            "if n >= 1:",
+            'ray.init(address="auto", log_to_driver=False)\n'
+            'if ray.cluster_resources().get("GPU", 0) < 1:\n'
+            '    print("RuntimeError: no GPU in the cluster", flush=True); sys.exit(1)\n'
+            "if n >= 1:",
+        )
+    )
+
+
+def test_a_run_without_gpus_waits_out_a_stockout_after_a_preemption(head, gpu, tmp_path):
+    """Issue 41 finding 1, on a real Ray: `run` without --gpus whose actor sits on the GPU
+    raylet; the raylet is killed and comes back only 25 s later (a stockout, 50 x the poll and
+    8 x the settle time here). The next attempts were submitted at once, found no GPU and
+    the crash rule ended the run. The supervisor now waits for the GPUs the attempt's actor
+    ran on, and submits once they are back."""
+    run, d, root = name("nogpus-stockout"), tmp_path / "marks", runs_root(tmp_path)
+    script = gpu_checking_script(d)
+    assert "no GPU in the cluster" in script
+    code, out, err = cli(
+        "run", "--address", head.dashboard_url, "--name", run,
+        "--max-restarts", "3", "--max-preemptions", "3", "--runs-root", str(root),
+        "--", "python", "-c", script,
+    )  # fmt: skip
+    assert code == 0, err
+    wait_until(lambda: (d / "running-0").exists(), 300, "attempt 1 running")
+    preempt(head, gpu, replace=False)
+    wait_until(
+        lambda: any(r["event"] == "waiting" for r in record(root, run)), 120, "a capacity wait"
+    )
+    time.sleep(25)
+    assert finished(root, run) is None, [r["message"] for r in record(root, run)]
+    back = GpuNode(head, gpus=2)
+    gpu.append(back)
+    back.start()
+    wait_until(lambda: finished(root, run) is not None, 300, "the run's end")
+    recs = record(root, run)
+    assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
+    assert len([r for r in recs if r["event"] == "submitted"]) == 2, [r["message"] for r in recs]
+    [wait] = [r for r in recs if r["event"] == "waiting"]
+    assert wait["gpus_needed"] == 2, wait

@@ -328,3 +328,24 @@ def test_a_dry_run_without_json_reads_as_lines_not_raw_json():
     assert lines[1].startswith("  entrypoint:  python3 -m jobs.staging.ensure ")
     assert any(line.startswith("  env vars:    ") and "HF_HOME" in line for line in lines)
     assert not human.stdout.lstrip().startswith("{")
+
+
+@pytest.mark.parametrize("keep", ["1", "0", "-1"])
+def test_verl_keeping_one_checkpoint_is_refused_with_the_reason(keep):
+    """Issue 41 finding 6: veRL removes its only kept actor checkpoint before it writes the next
+    (fsdp_checkpoint_manager.py L204-213 at v0.6.0), so with keep 1 a preemption mid-save left a
+    tracker on a folder without weights and every later attempt failed at load."""
+    result = runner.invoke(
+        app,
+        [
+            "submit",
+            "verl-grpo-gsm8k",
+            "--dry-run",
+            "--set",
+            f"trainer.max_actor_ckpt_to_keep={keep}",
+        ],
+    )
+    assert result.exit_code == 2
+    assert f"trainer.max_actor_ckpt_to_keep={keep}" in result.stderr
+    assert "at least 2" in result.stderr and "L204-213" in result.stderr
+    assert dry_run("verl-grpo-gsm8k", "--set", "trainer.max_actor_ckpt_to_keep=2")

@@ -20,12 +20,15 @@ import pytest
 
 from jobs.head import events as ev
 from tests.jobs.head.sim.world import (
+    GPUS_PER_NODE,
+    NODES,
     Fault,
     Schedule,
     Violation,
     World,
     random_schedule,
     simulate,
+    sweep_schedule,
 )
 
 # Seeds per run of the suite, swept in chunks that two workers share: `make test` sweeps 5,000,
@@ -50,7 +53,14 @@ def base(tmp_path: Path) -> Path:
 
 
 def _replay_hint(schedule: Schedule, why: str, history: list[str]) -> str:
-    seeded = f"simulate(random_schedule({schedule.seed}), DIR), i.e. " if schedule.from_seed else ""
+    shape = ("" if schedule.declare_gpus else ", no_gpus=True") + (
+        ", slow_submits=True" if schedule.slow_submits else ""
+    )
+    seeded = (
+        f"simulate(random_schedule({schedule.seed}{shape}), DIR), i.e. "
+        if schedule.from_seed
+        else ""
+    )
     return (
         f"{why}\nreplay with {seeded}simulate(SCHEDULE, DIR) where SCHEDULE is\n"
         f"{schedule.describe()}\nlast events:\n  " + "\n  ".join(history[-25:])
@@ -100,7 +110,7 @@ def test_random_fault_schedules_keep_every_invariant(base, first, few_collection
     last = min(first + CHUNK, SEED_BASE + SCHEDULES)
     started = time.perf_counter()
     for seed in range(first, last):
-        _run(random_schedule(seed), base / str(seed))
+        _run(sweep_schedule(seed), base / str(seed))
         shutil.rmtree(base / str(seed), ignore_errors=True)
     print(f"{last - first} schedules in {time.perf_counter() - started:.1f} s")
 
@@ -121,8 +131,9 @@ def test_item1_only_a_deadline_the_user_set_ends_a_capacity_wait(base):
     """Issue 24 item 1: with `capacity_deadline_s` set, the same stockout ends the run, by the
     reason `deadline` (the old 1800 s default reproduces the old failure)."""
     schedule = Schedule(seed=1, faults=[Fault(1000, "preempt", 3 * 3600)], capacity_deadline_s=1800)
-    with pytest.raises(Violation, match='"reason": "deadline"'):
-        simulate(schedule, base)
+    world = _run(schedule, base)  # an end the user set: accepted by the final check
+    assert not world.succeeded
+    assert ev.outcome(_events(world))["reason"] == "deadline"
 
 
 def test_item2_resume_after_the_run_ended_continues_it(base):
@@ -433,3 +444,92 @@ def test_seed_4223_a_resume_waits_out_the_lease_of_a_supervisor_ray_has_ended(ba
     stopped attempt. A holder Ray has ended no longer keeps a hand-off away."""
     world = _run(random_schedule(4223), base)
     assert world.succeeded
+
+
+@pytest.mark.parametrize("stockout_s", [600, 3 * 3600, 26 * 3600])
+def test_a_run_without_gpus_waits_for_the_gpus_its_attempt_used_after_a_preemption(
+    base, stockout_s
+):
+    """Issue 41 finding 1: `run` without --gpus (the driver needs none, its workers sit on GPU
+    nodes) is preempted, then the zone has no stock for 10 min, 3 h or 26 h. Its next attempts
+    were submitted at once (0 GPUs needed), failed at placement, and the crash rule ended the
+    run ~4 min in. The supervisor now waits for the GPUs the previous attempt ran on."""
+    world = _run(
+        Schedule(seed=41, declare_gpus=False, faults=[Fault(1000, "preempt", stockout_s)]),
+        base,
+    )
+    assert world.succeeded
+    recs = _events(world)
+    assert not [r for r in recs if r["event"] == ev.GAVE_UP]
+    waits = [r for r in recs if r["event"] == ev.WAITING]
+    assert waits and waits[0]["gpus_needed"] == NODES * GPUS_PER_NODE
+
+
+@pytest.mark.parametrize("seed", [1505, 1654, 1710])
+def test_transient_faults_during_two_loads_are_not_a_crash(base, seed):
+    """Issue 41 finding 2 (seeds 1505, 1654, 1710 of the sweep): two transient faults (NCCL
+    timeouts of different collectives) each during a model load, once after 20 steps of
+    progress. The simulation accepted the "crash at start-up" that followed; it now accepts
+    only success, a user stop, a spent budget or the user's deadline, and the supervisor calls
+    two failures a crash only when they end alike (same exit code, same last exception)."""
+    world = _run(random_schedule(seed), base)
+    assert world.succeeded
+    assert not [r for r in _events(world) if r.get("reason") == "crash"]
+
+
+def test_the_sweep_runs_runs_without_gpus_after_a_preemption(base):
+    """Issue 41: the shapes of finding 1 are in the random sweep (a quarter of its seeds), with
+    the faults of a random schedule, preemptions and stockouts of hours included."""
+    shapes = [sweep_schedule(seed) for seed in range(200)]
+    no_gpus = [s for s in shapes if not s.declare_gpus]
+    assert 30 <= len(no_gpus) <= 70
+    assert any(f.kind == "preempt" and f.arg >= 3 * 3600 for s in no_gpus for f in s.faults)
+
+
+def test_a_stop_during_a_slow_submit_leaves_no_attempt_running(base):
+    """Issue 41 finding 5: the supervisor's submit of attempt 2 is answered 600 s late (Ray
+    takes the job then) and the user stops the run meanwhile: Ray SIGKILLs the supervisor 3 s
+    after its SIGTERM, still waiting for the answer, and the CLI stops the attempts it lists,
+    before attempt 2 exists. Nothing stopped attempt 2 when it came: the run was STOPPED on
+    the record with a trainer running. The re-armer, ending the stopped run, now stops it."""
+    world = _run(
+        Schedule(
+            seed=42,
+            faults=[
+                Fault(1000, "transient"),
+                Fault(1000, "api", 1, "slow@submit_job"),
+                Fault(1300, "stop"),
+            ],
+        ),
+        base,
+    )
+    assert world.attempts_seen == {"sim-a1", "sim-a2"}
+    assert ev.outcome(_events(world))["event"] == ev.STOPPED
+
+
+def test_every_attempt_of_a_run_logs_to_one_wandb_run_and_a_new_run_to_another(base):
+    """Issue 41 finding 8: no W&B run id was set anywhere, so a run preempted five times was six
+    W&B runs with overlapping steps. Every attempt now gets the run's one id (kept in the run's
+    record: through a killed supervisor, a head loss, a stop and a resume), and another run
+    another id."""
+    faults = [
+        Fault(1000, "preempt", 60),
+        Fault(2000, "sigkill"),
+        Fault(3000, "head_loss", 300),
+        Fault(5000, "stop"),
+        Fault(5200, "resume"),
+    ]
+    world = _run(Schedule(seed=8, faults=faults), base / "one")
+    attempts = [j for j in world.jobs.values() if j.kind != "supervisor" and j.kind != "stop"]
+    ids = {j.runtime_env.get("env_vars", {}).get("WANDB_RUN_ID") for j in attempts}
+    assert len(attempts) >= 2 and len(ids) == 1 and None not in ids
+    recs = _events(world)
+    assert {r.get("wandb_run_id") for r in recs if r["event"] == ev.SUBMITTED} == ids
+    assert all(j.runtime_env["env_vars"]["WANDB_RESUME"] == "allow" for j in attempts)
+    other = _run(Schedule(seed=8, faults=[]), base / "two")
+    [other_id] = {
+        j.runtime_env["env_vars"]["WANDB_RUN_ID"]
+        for j in other.jobs.values()
+        if j.kind != "supervisor"
+    }
+    assert other_id not in ids
