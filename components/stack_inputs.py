@@ -21,6 +21,7 @@ from components.config import (
     raw_config_from_pulumi,
 )
 from components.contract import SECRET_CONFIG_KEYS, SECRET_ENV
+from components.images_config import stack_image_problems
 from components.rules import NAMESPACE, ConfigError
 
 # Plain-string fields are taken as written; everything else is JSON (objects, lists, numbers).
@@ -92,6 +93,7 @@ def load_stack() -> tuple[StackConfig, Mapping[str, pulumi.Output[str]]]:
             )
     if config is not None:
         problems.extend(_missing_secrets(config))
+        problems.extend(stack_image_problems(config))
     if problems or config is None:
         raise ConfigError(problems)
     ns = pulumi.Config(NAMESPACE)
