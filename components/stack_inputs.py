@@ -21,8 +21,8 @@ from components.config import (
     raw_config_from_pulumi,
 )
 from components.contract import SECRET_CONFIG_KEYS, SECRET_ENV
-from components.images_config import stack_image_problems
 from components.rules import NAMESPACE, ConfigError
+from components.stack_images import stack_image_problems
 
 # Plain-string fields are taken as written; everything else is JSON (objects, lists, numbers).
 _PLAIN_STRING_KEYS = {

@@ -16,8 +16,8 @@ import pulumi_gcp as gcp
 
 from components.catalogue import IMAGES
 from components.config import StackConfig
-from components.images_config import stack_images
 from components.registry import UPSTREAMS, RemoteUpstream, repository_id
+from components.stack_images import stack_images
 
 
 def remote_repository_args(

@@ -15,7 +15,6 @@ from components.catalogue import GRAFANA_PORT, RAY_DASHBOARD_PORT, FrameworkSpec
 from components.config import StackConfig
 from components.contract import RDMA_NIC_COUNT, port_forward_command
 from components.gcp.network import GpuNics
-from components.images_config import stack_images
 from components.k8s.crd_gate import KUBECTL_IMAGE, CrdGate, CrdGateArgs
 from components.k8s.grafana import GrafanaInputs, RayGrafana, RayGrafanaArgs, head_env
 from components.k8s.identity import TrainingIdentity, TrainingIdentityArgs
@@ -34,6 +33,7 @@ from components.k8s.sandbox_service import (
 )
 from components.k8s.storage import LustreVolume, LustreVolumeArgs
 from components.registry import StackImages
+from components.stack_images import stack_images
 
 
 @dataclass(frozen=True)
