@@ -135,6 +135,21 @@ def unstreamable(images: list[str]) -> list[str]:
     return out
 
 
+# An image a stack builds itself (rewards.codeSandbox.image): in an Artifact Registry repository,
+# by digest, so the sandbox pool streams it and a moved tag cannot change it.
+OWN_IMAGE = re.compile(r"^[a-z0-9-]+-docker\.pkg\.dev/[^@:]+@sha256:[0-9a-f]{64}$")
+
+
+def own_image_problem(key: str, value: str) -> str | None:
+    if OWN_IMAGE.match(value):
+        return None
+    return (
+        f"{NAMESPACE}:{key} = {value!r}: must be an Artifact Registry image by digest, "
+        "<location>-docker.pkg.dev/<project>/<repo>/<name>@sha256:<64 hex> (push your build "
+        "there; docs/deploy.md 'Image digests')"
+    )
+
+
 def disk_image_problem(value: str, project: str) -> str | None:
     """Why `gpu.imageCacheDisk` cannot back the GPU pool's secondary boot disk, or None.
 

@@ -7,6 +7,7 @@ from components.registry import (
     StackImages,
     digest_problems,
     disk_image_problem,
+    own_image_problem,
     repository_problem,
     resolved_digests,
     used_images,
@@ -27,6 +28,11 @@ def stack_image_problems(config: StackConfig) -> list[str]:
     repo = repository_problem(config.name_prefix)
     if repo:
         problems.append(repo)
+    sandbox = config.rewards.code_sandbox
+    if sandbox.enabled and sandbox.image is not None:
+        own = own_image_problem("rewards.codeSandbox.image", sandbox.image)
+        if own:
+            problems.append(own)
     disk = config.gpu.image_cache_disk
     if disk is not None:
         problem = disk_image_problem(disk, config.project)

@@ -23,7 +23,10 @@ STACKS = ("dev", "h200")
 # A stack file with rewards.codeSandbox turned on: the gVisor pool is only rendered then.
 SANDBOX = "+code-sandbox"
 CODE_SANDBOX = {
-    "codeSandbox": {"enabled": True, "image": "us-docker.pkg.dev/example-project/rl/code-sandbox:1"}
+    "codeSandbox": {
+        "enabled": True,
+        "image": "us-docker.pkg.dev/example-project/rl/code-sandbox@sha256:" + "a" * 64,
+    }
 }
 
 

@@ -536,7 +536,7 @@ BREAKAGES = [
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-SANDBOX_IMAGE = "us-docker.pkg.dev/example-project/rl/code-sandbox:1"
+SANDBOX_IMAGE = "us-docker.pkg.dev/example-project/rl/code-sandbox@sha256:" + "a" * 64
 
 
 @cache
