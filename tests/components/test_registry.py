@@ -56,7 +56,9 @@ def test_a_stack_digest_points_the_image_at_its_regional_remote_repository() -> 
     assert images.ref("nemo-rl") == f"{host}/rl-dev-nvcr/nvidia/nemo-rl@{DIGEST_A}"
     assert images.ref("grafana") == f"{host}/rl-dev-docker-hub/grafana/grafana@{DIGEST_A}"
     assert images.ref("kubectl") == f"{host}/rl-dev-k8s/kubectl@{DIGEST_A}"
-    assert images.ref("query-frontend") == f"{host}/rl-dev-gke/prometheus-engine/frontend@{DIGEST_A}"
+    assert (
+        images.ref("query-frontend") == f"{host}/rl-dev-gke/prometheus-engine/frontend@{DIGEST_A}"
+    )
 
 
 def test_without_grafana_the_metrics_images_need_no_digest() -> None:

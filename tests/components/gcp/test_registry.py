@@ -27,8 +27,7 @@ def test_the_remote_repositories_mirror_the_upstreams_in_the_clusters_region(
 ) -> None:
     repos = {r.inputs["repositoryId"]: r.inputs for r in _rendered(stack).of_type(REPOSITORY)}
     upstreams = {
-        repo: inputs["remoteRepositoryConfig"]["dockerRepository"]
-        for repo, inputs in repos.items()
+        repo: inputs["remoteRepositoryConfig"]["dockerRepository"] for repo, inputs in repos.items()
     }
     expected = {
         f"rl-{stack}-docker-hub": {"publicRepository": "DOCKER_HUB"},
