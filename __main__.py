@@ -19,6 +19,7 @@ from components.gcp.lustre import (
 )
 from components.gcp.monitoring import StackMonitoring, StackMonitoringArgs
 from components.gcp.network import Network, NetworkArgs
+from components.gcp.registry import RemoteRepositories, RemoteRepositoriesArgs
 from components.gcp.sandbox_pool import SandboxNodePool, SandboxNodePoolArgs
 from components.k8s.layer import GkeFoundation, KubernetesLayer, KubernetesLayerArgs
 from components.prices import node_hour_price
@@ -37,6 +38,10 @@ apis = ProjectApis(f"{prefix}-apis", ProjectApisArgs.for_stack(config))
 on_apis = pulumi.ResourceOptions(providers=[apis.provider])
 
 network = Network(prefix, NetworkArgs.for_stack(config), on_apis)
+# Every image is pulled by digest through these, in the cluster's region (components/registry.py).
+registries = RemoteRepositories(
+    f"{prefix}-registry", RemoteRepositoriesArgs.for_stack(config), on_apis
+)
 psa = PrivateServiceAccess(
     f"{prefix}-psa", PrivateServiceAccessArgs.for_stack(config, network.main_network), on_apis
 )
@@ -85,7 +90,10 @@ k8s = KubernetesLayer(
             code_sandbox_pool=sandbox_pool.node_pool if sandbox_pool else None,
         ),
     ),
-    on_apis,
+    # A pod created before its remote repository would sit in ImagePullBackOff until it exists.
+    pulumi.ResourceOptions.merge(
+        on_apis, pulumi.ResourceOptions(depends_on=registries.repositories)
+    ),
 )
 
 # A Cloud Billing budget with e-mail alerts, only when the stack sets `budget`.

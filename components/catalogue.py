@@ -196,6 +196,62 @@ MIN_GKE_VERSION_FOR_LUSTRE_PORT_988 = "1.33.2-gke.4655000"
 
 
 @dataclass(frozen=True)
+class ImagePin:
+    """One container image the stack runs, as its upstream publishes it: tag and digest side by
+    side. Pods never pull the tag: they pull `digest` through the stack's own Artifact Registry
+    remote repository (components/registry.py), so a moved tag cannot change what runs."""
+
+    # Its key under `rl-on-gke:images` (where a stack gives or overrides the digest).
+    name: str
+    registry: str  # upstream host, e.g. nvcr.io
+    path: str  # repository path on that host
+    tag: str
+    # `sha256:<64 hex>` read from a source named in `source`; None when no source we could reach
+    # ties a digest to the tag: the stack must then set `images.<name>.digest` itself (the
+    # preview refuses it otherwise, and `make plan` lists it as a setting to confirm).
+    digest: str | None
+    source: str
+
+    @property
+    def upstream_ref(self) -> str:
+        return f"{self.registry}/{self.path}:{self.tag}"
+
+
+# Registry manifests (nvcr.io, Docker Hub, registry.k8s.io, gke.gcr.io) cannot be read from where
+# this catalogue was written, and no citable source ties a digest to these tags: every digest below
+# is UNVERIFIED and left None rather than guessed. Read each with
+# `crane digest <upstream_ref>` (or `docker buildx imagetools inspect`) and set it per stack:
+# `pulumi config set --path 'images.<name>.digest' sha256:...` (docs/deploy.md "Image digests").
+_UNVERIFIED = "UNVERIFIED: registry manifest not readable offline; set images.{}.digest"
+NEMO_RL_IMAGE = ImagePin(
+    "nemo-rl", "nvcr.io", "nvidia/nemo-rl", "v0.4.0", None, _UNVERIFIED.format("nemo-rl")
+)
+VERL_IMAGE = ImagePin(
+    "verl", "docker.io", "verlai/verl", "vllm011.latest", None, _UNVERIFIED.format("verl")
+)
+# Grafana OSS, the query frontend at the version Google's own example runs (prometheus-engine
+# examples/frontend.yaml), and the Kubernetes project's kubectl (kubernetes#116672) for the CRD gate.
+GRAFANA_IMAGE = ImagePin(
+    "grafana", "docker.io", "grafana/grafana", "11.1.3", None, _UNVERIFIED.format("grafana")
+)
+QUERY_FRONTEND_IMAGE = ImagePin(
+    "query-frontend",
+    "gke.gcr.io",
+    "prometheus-engine/frontend",
+    "v0.15.3-gke.0",
+    None,
+    _UNVERIFIED.format("query-frontend"),
+)
+KUBECTL_IMAGE = ImagePin(
+    "kubectl", "registry.k8s.io", "kubectl", "v1.35.0", None, _UNVERIFIED.format("kubectl")
+)
+IMAGES: dict[str, ImagePin] = {
+    pin.name: pin
+    for pin in (NEMO_RL_IMAGE, VERL_IMAGE, GRAFANA_IMAGE, QUERY_FRONTEND_IMAGE, KUBECTL_IMAGE)
+}
+
+
+@dataclass(frozen=True)
 class FrameworkSpec:
     """A Ray image for one RL framework, with the Ray version it ships."""
 
@@ -228,7 +284,7 @@ FRAMEWORKS: dict[str, FrameworkSpec] = {
     "nemo-rl": FrameworkSpec(
         name="nemo-rl",
         version="0.4.0",
-        image="nvcr.io/nvidia/nemo-rl:v0.4.0",
+        image=NEMO_RL_IMAGE.upstream_ref,
         ray_version="2.46.0",
         source="NVIDIA-NeMo/RL v0.4.0 uv.lock pins ray 2.46.0; image is the first NGC release",
     ),
@@ -236,11 +292,10 @@ FRAMEWORKS: dict[str, FrameworkSpec] = {
         name="verl",
         version="0.6.0",
         # UNVERIFIED PIN: no source we can cite ties a digest to this tag (the search corpus has
-        # verlai/verl digests only from third-party repos, none naming vllm011.latest), so the
-        # mutable tag stays; replace it with `image_digest` from `docker buildx imagetools
-        # inspect verlai/verl:vllm011.latest` once someone with registry access reads it.
-        image="verlai/verl:vllm011.latest",
-        image_digest=None,
+        # verlai/verl digests only from third-party repos, none naming vllm011.latest); the
+        # stack gives it (images.verl.digest, VERL_IMAGE above).
+        image=VERL_IMAGE.upstream_ref,
+        image_digest=VERL_IMAGE.digest,
         # How the Ray was established: verl docker/Dockerfile.stable.vllm (the vllm011 image's
         # Dockerfile; first in the tree at tag v0.6.1, it installs verl@v0.6.0) is
         # `FROM vllm/vllm-openai:v0.11.0` and installs no Ray itself; verl's own

@@ -31,6 +31,7 @@ from components.catalogue import (
     MachineSpec,
 )
 from components.contract import Framework
+from components.images_config import ImageDigests
 from components.maintenance import MaintenanceSettings
 from components.rewards_config import RewardsSettings
 from components.rules import NAMESPACE, ConfigError, Settings, describe_error, matching, rule
@@ -89,6 +90,8 @@ class GpuSettings(Settings):
     scaling: Literal["static", "on-demand"] | None = None
     # How long a GPU worker may sit idle before the autoscaler removes it (scaling on-demand).
     idle_minutes: int = Field(default=DEFAULT_IDLE_MINUTES, ge=1, le=24 * 60)
+    # A disk image preloaded with the framework image (docs/deploy.md "Image cache disk").
+    image_cache_disk: str | None = None
 
     @field_validator("machine_type")
     @classmethod
@@ -476,6 +479,8 @@ class StackConfig(Settings):
     budget: BudgetSettings | None = None
     # The stack dashboard, and alert policies when alertEmails is set (components/gcp/monitoring.py).
     monitoring: MonitoringSettings = MonitoringSettings()
+    # Per catalogue image: the digest pods pull it by (components/images_config.py).
+    images: ImageDigests = Field(default_factory=dict)
 
     @field_validator("project")
     @classmethod

@@ -66,7 +66,9 @@ def pulumi_key(loc: tuple[Any, ...]) -> str:
     top = _PULUMI_KEYS.get(head, f"{NAMESPACE}:{to_camel(head)}")
     path = top
     for part in rest:
-        path += f"[{part}]" if part.isdigit() else f".{to_camel(part)}"
+        # A dict key the user wrote (an image name such as `nemo-rl`) is no field: kept as is.
+        key = part if "-" in part else to_camel(part)
+        path += f"[{part}]" if part.isdigit() else f".{key}"
     return path
 
 

@@ -22,6 +22,7 @@ from components.config import (
 )
 from components.contract import SECRET_CONFIG_KEYS, SECRET_ENV
 from components.rules import NAMESPACE, ConfigError
+from components.stack_images import stack_image_problems
 
 # Plain-string fields are taken as written; everything else is JSON (objects, lists, numbers).
 _PLAIN_STRING_KEYS = {
@@ -92,6 +93,7 @@ def load_stack() -> tuple[StackConfig, Mapping[str, pulumi.Output[str]]]:
             )
     if config is not None:
         problems.extend(_missing_secrets(config))
+        problems.extend(stack_image_problems(config))
     if problems or config is None:
         raise ConfigError(problems)
     ns = pulumi.Config(NAMESPACE)

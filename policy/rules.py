@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from policy import code_sandbox, gcp, lustre, metrics_ui, ray_head, tokens
+from policy import code_sandbox, gcp, image_streaming, lustre, metrics_ui, ray_head, tokens
 
 POLICIES: list[Policy] = [
     *gcp.POLICIES,
@@ -17,6 +17,7 @@ POLICIES: list[Policy] = [
     *tokens.POLICIES,
     *lustre.POLICIES,
     *code_sandbox.POLICIES,
+    *image_streaming.POLICIES,
 ]
 
 PACK_NAME = "rl-on-gke-guardrails"

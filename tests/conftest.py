@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import runpy
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from components.catalogue import IMAGES
 from components.config import StackConfig, parse_stack_config, raw_config_from_pulumi
 
 # No per-example deadline: a property holds or breaks whatever the machine's load, and a suite run
@@ -30,6 +32,12 @@ BASE_STACK_CONFIG: dict[str, Any] = {
         "protect": False,
     },
     "rl-on-gke:authorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "displayName": "office"}],
+    # The catalogue verifies no digest (components/catalogue.py IMAGES), so a stack gives them.
+    # Test digests: the sha256 of a label, standing for no real image.
+    "rl-on-gke:images": {
+        name: {"digest": "sha256:" + hashlib.sha256(f"test image {name}".encode()).hexdigest()}
+        for name in IMAGES
+    },
 }
 
 

@@ -341,7 +341,7 @@ BAD = {
         {
             "codeSandbox": {
                 "enabled": True,
-                "image": "example/sandbox:1",
+                "image": "us-docker.pkg.dev/example-project/rl/code-sandbox@sha256:" + "a" * 64,
                 "machineType": "e2-medium",
             }
         },
@@ -352,7 +352,7 @@ BAD = {
         {
             "codeSandbox": {
                 "enabled": True,
-                "image": "example/sandbox:1",
+                "image": "us-docker.pkg.dev/example-project/rl/code-sandbox@sha256:" + "a" * 64,
                 "nodeCount": 1,
                 "replicas": 2,
             }
@@ -361,7 +361,13 @@ BAD = {
     ),
     "code sandbox nodes beyond the main subnet": (
         "rl-on-gke:rewards",
-        {"codeSandbox": {"enabled": True, "image": "example/sandbox:1", "nodeCount": 2}},
+        {
+            "codeSandbox": {
+                "enabled": True,
+                "image": "us-docker.pkg.dev/example-project/rl/code-sandbox@sha256:" + "a" * 64,
+                "nodeCount": 2,
+            }
+        },
         "rl-on-gke:network.mainSubnetCidr",
         {
             "rl-on-gke:network": {"mainSubnetCidr": "192.168.0.0/29"},

@@ -23,7 +23,10 @@ STACKS = ("dev", "h200")
 # A stack file with rewards.codeSandbox turned on: the gVisor pool is only rendered then.
 SANDBOX = "+code-sandbox"
 CODE_SANDBOX = {
-    "codeSandbox": {"enabled": True, "image": "us-docker.pkg.dev/example-project/rl/code-sandbox:1"}
+    "codeSandbox": {
+        "enabled": True,
+        "image": "us-docker.pkg.dev/example-project/rl/code-sandbox@sha256:" + "a" * 64,
+    }
 }
 
 
@@ -244,3 +247,30 @@ def test_a_misspelt_nested_key_is_caught() -> None:
     assert unknown_keys(cluster, ClusterArgs, "") == [
         "maintenancePolicy.maintenanceExclusions[0].exclusionOptions.until"
     ]
+
+
+@pytest.mark.plan
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_walk_reaches_the_image_keys(stack: str) -> None:
+    """Issue 45: the remote repositories' and the streaming pool's nested inputs are walked."""
+    resources = _gcp_resources(stack)
+    repos = [r for r in resources if r.type == "gcp:artifactregistry/repository:Repository"]
+    assert repos and all(unknown_keys(r.inputs, args_class(r.type), "") == [] for r in repos)
+    upstreams = [r.inputs["remoteRepositoryConfig"]["dockerRepository"] for r in repos]
+    assert {"publicRepository": "DOCKER_HUB"} in upstreams
+    assert any("uri" in u.get("customRepository", {}) for u in upstreams)
+    pool = next(r.inputs for r in resources if r.name.endswith("-gpu-pool"))
+    assert pool["nodeConfig"]["gcfsConfig"] == {"enabled": True}
+
+
+@pytest.mark.plan
+def test_the_walk_accepts_the_image_cache_disk_keys() -> None:
+    config, secret_keys = load_stack_file("dev")
+    config["gcp:project"] = "example-project"
+    config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "imageCacheDisk": "nemo-cache"}
+    rendering = render(config, stack="dev", secret_keys=secret_keys)
+    (pool,) = [
+        r for r in rendering.of_type("gcp:container/nodePool:NodePool") if r.inputs["name"] == "gpu"
+    ]
+    assert pool.inputs["nodeConfig"]["secondaryBootDisks"][0]["mode"] == "CONTAINER_IMAGE_CACHE"
+    assert unknown_keys(pool.inputs, args_class(pool.type), "") == []

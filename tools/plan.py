@@ -18,8 +18,16 @@ from rich.padding import Padding
 from rich.text import Text
 from rich.tree import Tree
 
-from components.rules import ConfigError
-from tools.render import RenderedResource, Rendering, load_stack_file, masked, render
+from components.catalogue import IMAGES
+from components.rules import NAMESPACE, ConfigError
+from tools.render import (
+    UNCONFIRMED_DIGEST,
+    RenderedResource,
+    Rendering,
+    load_stack_file,
+    masked,
+    render,
+)
 
 PLACEHOLDER_PROJECT = "example-project"
 NOTICE = (
@@ -74,6 +82,14 @@ KEY_SETTINGS: dict[str, tuple[str, ...]] = {
         "placementPolicy",
         "upgradeSettings",
         "nodeConfig.ephemeralStorageLocalSsdConfig",
+        "nodeConfig.gcfsConfig.enabled",
+        "nodeConfig.secondaryBootDisks",
+    ),
+    "gcp:artifactregistry/repository:Repository": (
+        "repositoryId",
+        "location",
+        "mode",
+        "remoteRepositoryConfig.dockerRepository",
     ),
     "gcp:projects/service:Service": ("service", "disableOnDestroy"),
     "kubernetes:batch/v1:Job": (
@@ -233,7 +249,25 @@ def render_stack_file(stack: str) -> tuple[Rendering, list[str]]:
         )
     for key in secret_keys:
         notes.append(f"{key} is a secret; offline it is a placeholder and shown as [secret].")
-    return render(config, stack=stack, secret_keys=secret_keys), notes
+    rendering = render(config, stack=stack, secret_keys=secret_keys)
+    return rendering, notes + unconfirmed_digest_notes(config, rendering)
+
+
+def unconfirmed_digest_notes(config: dict[str, Any], rendering: Rendering) -> list[str]:
+    """A stack setting to confirm per image the plan shows with the placeholder digest: the
+    real preview refuses the stack until `images.<name>.digest` is set."""
+    rendered = json.dumps([r.inputs for r in rendering.resources], default=str)
+    notes = []
+    for name, pin in IMAGES.items():
+        given = (config.get(f"{NAMESPACE}:images") or {}).get(name, {}).get("digest")
+        if given == UNCONFIRMED_DIGEST and f"/{pin.path}@{UNCONFIRMED_DIGEST}" in rendered:
+            notes.append(
+                f"CONFIRM rl-on-gke:images.{name}.digest: {pin.upstream_ref} has no verified "
+                f"digest; rendered with the placeholder {UNCONFIRMED_DIGEST[:15]}..., and "
+                f"`pulumi preview` refuses the stack until you set it (`crane digest "
+                f"{pin.upstream_ref}`; docs/deploy.md 'Image digests')."
+            )
+    return notes
 
 
 def main(

@@ -25,6 +25,9 @@ from pulumi.runtime.settings import get_root_resource
 from pulumi.runtime.stack import Stack, run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from components.catalogue import IMAGES
+from components.rules import NAMESPACE
+
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "rl-on-gke"
 SECRET_MASK = "[secret]"
@@ -419,6 +422,23 @@ def render(
     )
 
 
+# Offline only: the digest an image without a confirmed one is rendered with, so the plan can show
+# everything else. It names no image (all zeros) and `tools.plan` lists each use as a setting the
+# user must confirm; the real preview refuses the stack instead (components/registry.py).
+UNCONFIRMED_DIGEST = "sha256:" + "0" * 64
+
+
+def with_unconfirmed_digests(config: dict[str, Any]) -> list[str]:
+    """Give every catalogue image without a digest the placeholder, in place; the names given it."""
+    images = dict(config.get(f"{NAMESPACE}:images") or {})
+    missing = [name for name, pin in IMAGES.items() if pin.digest is None and name not in images]
+    for name in missing:
+        images[name] = {"digest": UNCONFIRMED_DIGEST}
+    if missing:
+        config[f"{NAMESPACE}:images"] = images
+    return missing
+
+
 def load_stack_file(stack: str, root: Path = ROOT) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The `config:` block of `Pulumi.<stack>.yaml`, and which keys are `secure:` secrets.
 
@@ -440,4 +460,5 @@ def load_stack_file(stack: str, root: Path = ROOT) -> tuple[dict[str, Any], tupl
             secret_keys.append(key)
         else:
             config[key] = value
+    with_unconfirmed_digests(config)
     return config, tuple(secret_keys)

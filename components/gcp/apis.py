@@ -35,6 +35,9 @@ REQUIRED_APIS: dict[str, str] = {
     "iamcredentials.googleapis.com": "Workload Identity tokens for the training service account",
     "logging.googleapis.com": "GKE system and workload logs; the stack's log-based metric (monitoring.py)",
     "monitoring.googleapis.com": "GKE metrics, DCGM and managed Prometheus; the stack dashboard and alerts",
+    "artifactregistry.googleapis.com": "the remote repositories every image is pulled through (registry.py)",
+    # GKE "Use Image streaming", Requirements: "You must enable the Container File System API".
+    "containerfilesystem.googleapis.com": "GKE image streaming on the GPU and sandbox pools",
 }
 
 

@@ -37,6 +37,8 @@ NODE_ROLES = (
     "roles/monitoring.viewer",
     "roles/stackdriver.resourceMetadata.writer",
     "roles/artifactregistry.reader",
+    # Image streaming with a custom node service account (GKE "Use Image streaming", Requirements).
+    "roles/serviceusage.serviceUsageConsumer",
 )
 
 

@@ -16,6 +16,7 @@ import pulumi_gcp as gcp
 from components.config import GpuSettings, StackConfig
 from components.contract import NODE_ROLE_LABEL
 from components.gcp.cluster import IN_PLACE_UPGRADE, PoolPlace, node_pool_args, node_security
+from components.gcp.image_streaming import streaming_node_config
 from components.gcp.network import GpuNics
 from components.gcp.placement import location
 
@@ -176,6 +177,8 @@ def gpu_pool_args(
         upgrade_settings=IN_PLACE_UPGRADE,
     )
     args["network_config"] = {"additional_node_network_configs": extra_networks}
+    # The framework image streams from the stack's remote repository (image_streaming.py).
+    args["node_config"].update(streaming_node_config(config.project, gpu.image_cache_disk))
     if gpu.compact_placement:
         # Compact placement is single-zone only, which the pool already is; with flex-start it
         # is supported for A3 Ultra and A4 (cluster-toolkit gke-node-pool main.tf precondition).

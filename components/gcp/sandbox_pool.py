@@ -11,6 +11,7 @@ import pulumi_gcp as gcp
 from components.config import StackConfig
 from components.contract import CODE_SANDBOX, NODE_ROLE_LABEL
 from components.gcp.cluster import IN_PLACE_UPGRADE, PoolPlace, node_pool_args, node_security
+from components.gcp.image_streaming import streaming_node_config
 from components.gcp.placement import location
 from components.rewards_config import CodeSandboxSettings
 
@@ -35,6 +36,8 @@ def sandbox_pool_args(
         node_config={
             # COS_CONTAINERD (from node_security) is the image GKE Sandbox requires.
             **node_security(service_account),
+            # The executor image streams from Artifact Registry (image_streaming.py).
+            **streaming_node_config(project),
             "machine_type": machine_type,
             # pulumi-gcp 10.2: `sandbox_type="gvisor"` is deprecated in favour of `type="GVISOR"`
             # (NodePoolNodeConfigSandboxConfigArgs). GKE then adds the `gvisor` RuntimeClass and

@@ -34,6 +34,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.catalogue import KUBECTL_IMAGE as KUBECTL_PIN
 from components.contract import NODE_POOL_LABEL
 from components.k8s.provider import KubeTarget, typed_object
 
@@ -45,8 +46,9 @@ GKE_INSTALLED_CRDS: tuple[str, ...] = (
     "rayclusters.ray.io",
 )
 # The Kubernetes project's own kubectl image (registry.k8s.io/kubectl, kubernetes#116672), bash
-# included (kubernetes#119592). 1.35 matches the cluster minor.
-KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.35.0"
+# included (kubernetes#119592). 1.35 matches the cluster minor. Pinned in the catalogue;
+# The stack passes it by digest through its remote repository (components/registry.py).
+KUBECTL_IMAGE = KUBECTL_PIN.upstream_ref
 # How long GKE may take to install the CRDs: the script's one deadline for all of them.
 DEADLINE_SECONDS = 1500
 POLL_SECONDS = 5
@@ -132,7 +134,12 @@ def cluster_role_binding_manifest(
 
 
 def job_manifest(
-    name: str, namespace: str, service_account: str, system_pool: str, crds: Sequence[str]
+    name: str,
+    namespace: str,
+    service_account: str,
+    system_pool: str,
+    crds: Sequence[str],
+    image: str = KUBECTL_IMAGE,
 ) -> dict[str, Any]:
     return {
         "apiVersion": "batch/v1",
@@ -160,7 +167,7 @@ def job_manifest(
                     "containers": [
                         {
                             "name": CONTAINER,
-                            "image": KUBECTL_IMAGE,
+                            "image": image,
                             "command": gate_command(crds),
                             "env": [
                                 {"name": "GATE_DEADLINE_SECONDS", "value": str(DEADLINE_SECONDS)},
@@ -185,6 +192,7 @@ class CrdGateArgs:
     # The node pool the Job's pod runs on, when the caller has it as a resource.
     system_pool: pulumi.Resource | None = None
     crds: tuple[str, ...] = GKE_INSTALLED_CRDS
+    image: str = KUBECTL_IMAGE
 
 
 class CrdGate(pulumi.ComponentResource):
@@ -213,7 +221,9 @@ class CrdGate(pulumi.ComponentResource):
             binding,
             target.options(self, depends_on=[cluster_role, account]),
         )
-        job = job_manifest(args.name, args.namespace, args.name, args.system_pool_name, args.crds)
+        job = job_manifest(
+            args.name, args.namespace, args.name, args.system_pool_name, args.crds, args.image
+        )
         prerequisites: list[pulumi.Resource] = [role_binding, account]
         if args.system_pool is not None:
             prerequisites.append(args.system_pool)

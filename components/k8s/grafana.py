@@ -27,7 +27,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalogue import GRAFANA_PORT
+from components.catalogue import GRAFANA_IMAGE as GRAFANA_PIN
+from components.catalogue import GRAFANA_PORT, QUERY_FRONTEND_IMAGE
 from components.catalogue import PROMETHEUS_FRONTEND_PORT as FRONTEND_PORT
 from components.contract import NODE_POOL_LABEL
 from components.gcp.monitoring import DCGM_FB_USED, DCGM_GPU_UTIL
@@ -40,10 +41,10 @@ from components.k8s.provider import KubeTarget, typed_object
 from components.k8s.ray_dashboards import ray_dashboards
 from jobs.head import run_gauges
 
-# Pinned images: Grafana OSS, and the query frontend at the version Google's own example runs
-# (prometheus-engine examples/frontend.yaml).
-GRAFANA_IMAGE = "docker.io/grafana/grafana:11.1.3"
-FRONTEND_IMAGE = "gke.gcr.io/prometheus-engine/frontend:v0.15.3-gke.0"
+# Pinned images: Grafana OSS and the query frontend, pinned in the catalogue
+# (components/catalogue.py); the stack passes them by digest through its remote repositories.
+GRAFANA_IMAGE = GRAFANA_PIN.upstream_ref
+FRONTEND_IMAGE = QUERY_FRONTEND_IMAGE.upstream_ref
 # The data source's name is what Ray's embedded panels select (metrics_head.py
 # DEFAULT_PROMETHEUS_NAME); its uid is what our own dashboard names.
 DATASOURCE_NAME = "Prometheus"
@@ -67,6 +68,8 @@ class GrafanaInputs:
     labels: Mapping[str, str] = field(default_factory=dict)
     # The pods' Ray (the framework image's): Ray's panels it cannot fill are left out.
     ray_version: str = ""
+    grafana_image: str = GRAFANA_IMAGE
+    frontend_image: str = FRONTEND_IMAGE
 
     @property
     def grafana_url(self) -> str:
@@ -358,7 +361,7 @@ def _service(name: str, inputs: GrafanaInputs, app: str, port: int) -> dict[str,
 def frontend_manifests(inputs: GrafanaInputs) -> tuple[dict[str, Any], dict[str, Any]]:
     container = {
         "name": "frontend",
-        "image": FRONTEND_IMAGE,
+        "image": inputs.frontend_image,
         "args": [f"--web.listen-address=:{FRONTEND_PORT}", f"--query.project-id={inputs.project}"],
         "ports": [{"name": "http", "containerPort": FRONTEND_PORT}],
         "readinessProbe": {"httpGet": {"path": "/-/ready", "port": FRONTEND_PORT}},
@@ -433,7 +436,7 @@ def grafana_manifests(
     ]
     container = {
         "name": "grafana",
-        "image": GRAFANA_IMAGE,
+        "image": inputs.grafana_image,
         "ports": [{"name": "http", "containerPort": GRAFANA_PORT}],
         "env": [{"name": k, "value": v} for k, v in env.items()],
         "readinessProbe": {"httpGet": {"path": "/api/health", "port": GRAFANA_PORT}},

@@ -11,11 +11,17 @@ from dataclasses import dataclass, replace
 
 import pulumi
 
-from components.catalogue import FRAMEWORKS, GRAFANA_PORT, RAY_DASHBOARD_PORT, MachineSpec
+from components.catalogue import (
+    FRAMEWORKS,
+    GRAFANA_PORT,
+    RAY_DASHBOARD_PORT,
+    FrameworkSpec,
+    MachineSpec,
+)
 from components.config import StackConfig
 from components.contract import RDMA_NIC_COUNT, port_forward_command
 from components.gcp.network import GpuNics
-from components.k8s.crd_gate import CrdGate, CrdGateArgs
+from components.k8s.crd_gate import KUBECTL_IMAGE, CrdGate, CrdGateArgs
 from components.k8s.grafana import GrafanaInputs, RayGrafana, RayGrafanaArgs, head_env
 from components.k8s.identity import TrainingIdentity, TrainingIdentityArgs
 from components.k8s.metrics import RayMetrics, RayMetricsArgs
@@ -32,6 +38,8 @@ from components.k8s.sandbox_service import (
     service_inputs,
 )
 from components.k8s.storage import LustreVolume, LustreVolumeArgs
+from components.registry import StackImages
+from components.stack_images import stack_images
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,8 @@ class KubernetesLayerArgs:
     gke: GkeFoundation
     # Ray's Metrics tab (monitoring.grafana): Grafana and the query frontend; None: off.
     grafana: GrafanaInputs | None = None
+    # The CRD gate's kubectl, as pods pull it (by digest, from the stack's remote repository).
+    kubectl_image: str = KUBECTL_IMAGE
 
     @classmethod
     def for_stack(
@@ -80,6 +90,7 @@ class KubernetesLayerArgs:
         gke: GkeFoundation,
     ) -> KubernetesLayerArgs:
         names = K8sNames.for_stack(config)
+        images = stack_images(config)
         grafana = (
             GrafanaInputs(
                 grafana=names.grafana,
@@ -89,6 +100,8 @@ class KubernetesLayerArgs:
                 system_pool_name=gke.system_pool_name,
                 labels={"app.kubernetes.io/part-of": "rl-on-gke"},
                 ray_version=FRAMEWORKS[config.ray.framework].ray_version,
+                grafana_image=images.ref("grafana"),
+                frontend_image=images.ref("query-frontend"),
             )
             if config.monitoring.grafana
             else None
@@ -99,6 +112,7 @@ class KubernetesLayerArgs:
             else None
         )
         ray = RayClusterInputs.for_stack(config, names, system_pool_name=gke.system_pool_name)
+        ray = replace(ray, framework=mirrored_framework(ray.framework, images))
         return cls(
             names=names,
             project=config.project,
@@ -111,7 +125,16 @@ class KubernetesLayerArgs:
             secret_env=secret_env,
             gke=gke,
             grafana=grafana,
+            kubectl_image=images.ref("kubectl"),
         )
+
+
+def mirrored_framework(spec: FrameworkSpec, images: StackImages) -> FrameworkSpec:
+    """The framework image as the stack's pods pull it: through the remote repository, by digest
+    (its `image_ref` is then `<region>-docker.pkg.dev/.../<path>@sha256:...`)."""
+    ref = images.ref(spec.name)
+    image, digest = ref.split("@", 1)
+    return replace(spec, image=image, image_digest=digest)
 
 
 def _check_wiring(args: KubernetesLayerArgs) -> None:
@@ -179,6 +202,7 @@ class KubernetesLayer(pulumi.ComponentResource):
                 system_pool_name=args.gke.system_pool_name,
                 namespace_resource=identity.namespace,
                 system_pool=args.gke.system_pool,
+                image=args.kubectl_image,
             ),
             child,
         )

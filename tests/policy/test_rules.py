@@ -548,7 +548,7 @@ BREAKAGES = [
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-SANDBOX_IMAGE = "us-docker.pkg.dev/example-project/rl/code-sandbox:1"
+SANDBOX_IMAGE = "us-docker.pkg.dev/example-project/rl/code-sandbox@sha256:" + "a" * 64
 
 
 @cache
@@ -688,6 +688,37 @@ SANDBOX_BREAKAGES = [
     ),
 ]
 BREAKAGES += SANDBOX_BREAKAGES
+
+
+def _worker_pulls_by_tag_from_nvcr(props: dict[str, Any], _r: Any) -> None:
+    for group in props["spec"]["workerGroupSpecs"]:
+        group["template"]["spec"]["containers"][0]["image"] = "nvcr.io/nvidia/nemo-rl:v0.4.0"
+
+
+def _cache_disk_without_streaming(props: dict[str, Any], _r: Any) -> None:
+    node_config = props["nodeConfig"]
+    node_config["secondaryBootDisks"] = [
+        {"diskImage": "projects/p/global/images/c", "mode": "CONTAINER_IMAGE_CACHE"}
+    ]
+    node_config["gcfsConfig"] = {"enabled": False}
+
+
+# The GPU pool streams its images (components/gcp/image_streaming.py): an image GKE cannot
+# stream on it is refused by name, and so is a cache disk without streaming under it.
+BREAKAGES += [
+    Breakage(
+        "gpu-pool-streams-eligible-images",
+        "worker-image-from-nvcr-by-tag",
+        _on(RAY_CLUSTER, _worker_pulls_by_tag_from_nvcr),
+        "nvcr.io/nvidia/nemo-rl:v0.4.0",
+    ),
+    Breakage(
+        "gpu-pool-streams-eligible-images",
+        "cache-disk-without-streaming",
+        _on(NODE_POOL, _cache_disk_without_streaming, "-gpu-pool"),
+        "gcfsConfig",
+    ),
+]
 
 
 @pytest.mark.plan

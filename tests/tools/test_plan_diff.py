@@ -210,3 +210,41 @@ def test_a_new_ray_namespace_replaces_namespace_raycluster_claim_and_the_volume(
     ):
         assert f"`{name}` ({typ}): **REPLACE**" in text, name
     assert "reclaim policy Retain" in text and "the Lustre instance and its data stay" in text
+
+
+def test_setting_an_image_cache_disk_is_marked_replace_of_the_gpu_pool(repo_copy: Path) -> None:
+    text = _diff_after(
+        repo_copy,
+        "    provisioning: spot\n",
+        "    provisioning: spot\n    imageCacheDisk: nemo-cache\n",
+    )
+    assert (
+        "`rl-dev-gpu-pool` (gcp:container/nodePool:NodePool): **REPLACE** "
+        "(force-new: `nodeConfig.secondaryBootDisks[]`, `nodeConfig.secondaryBootDisks[].diskImage`"
+    ) in text
+    assert "**1 of the changes REPLACE a resource** (delete and create): `rl-dev-gpu-pool`." in text
+
+
+def test_turning_image_streaming_on_updates_a_pool_in_place() -> None:
+    # A stack deployed before image streaming: the pool's gcfsConfig appears, nothing else.
+    pool = {
+        "urn": "urn:pulumi:dev::rl-on-gke::gcp:container/nodePool:NodePool::rl-dev-gpu-pool",
+        "type": "gcp:container/nodePool:NodePool",
+        "name": "rl-dev-gpu-pool",
+        "custom": True,
+        "inputs": {"name": "gpu", "nodeConfig": {"machineType": "a4-highgpu-8g"}},
+    }
+    streaming = {
+        **pool,
+        "inputs": {
+            "name": "gpu",
+            "nodeConfig": {"machineType": "a4-highgpu-8g", "gcfsConfig": {"enabled": True}},
+        },
+    }
+    diff = diff_plans({"resources": [pool]}, {"resources": [streaming]})
+    (change,) = diff.changed
+    assert change.replace_by == [] and [p for p, _, _ in change.changes] == [
+        "nodeConfig.gcfsConfig.enabled"
+    ]
+    text = to_markdown(diff, "dev", "main")
+    assert "update in place" in text and "REPLACE" not in text

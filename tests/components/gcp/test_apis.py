@@ -43,6 +43,8 @@ def test_the_apis_cover_every_gcp_module_the_stack_uses() -> None:
         # The stack dashboard and its log-based metric (issue 28, components/gcp/monitoring.py).
         "monitoring": "monitoring.googleapis.com",
         "logging": "logging.googleapis.com",
+        # The remote repositories every image is pulled through (components/gcp/registry.py).
+        "artifactregistry": "artifactregistry.googleapis.com",
     }
     modules = {
         r.type.split(":")[1].split("/")[0]
@@ -74,3 +76,13 @@ def test_every_other_gcp_resource_goes_through_the_provider_that_waits_for_the_a
     assert len(others) > 20
     for resource in others:
         assert resource.provider.startswith(provider.urn + "::"), resource.name
+
+
+@pytest.mark.plan
+def test_a_stack_whose_pools_stream_images_enables_the_container_file_system_api() -> None:
+    # GKE "Use Image streaming", Requirements: the Container File System API must be enabled.
+    pools = _dev().of_type("gcp:container/nodePool:NodePool")
+    streaming = [p for p in pools if p.inputs["nodeConfig"].get("gcfsConfig", {}).get("enabled")]
+    assert streaming
+    services = {s.inputs["service"] for s in _dev().of_type(SERVICE)}
+    assert "containerfilesystem.googleapis.com" in services

@@ -66,7 +66,10 @@ def test_job_runs_the_gate_script_over_every_crd_on_the_system_pool(rendering) -
     assert container["command"][:2] == ["/bin/bash", "-c"] and container["command"][-4:] == list(
         GKE_INSTALLED_CRDS
     )
-    assert container["image"] == KUBECTL_IMAGE
+    # Through the stack's registry.k8s.io remote repository, by digest (components/registry.py).
+    repo, digest = container["image"].split("@")
+    assert repo == "us-east1-docker.pkg.dev/example-project/rl-test-k8s/kubectl"
+    assert digest.startswith("sha256:") and KUBECTL_IMAGE.startswith("registry.k8s.io/kubectl:")
     assert {e["name"]: e["value"] for e in container["env"]} == {
         "GATE_DEADLINE_SECONDS": str(DEADLINE_SECONDS),
         "GATE_POLL_SECONDS": "5",
