@@ -74,7 +74,7 @@ READS: dict[str, tuple[str, ...]] = {
 }
 # Commands that change something, or read nothing of a run (each has its own tests); with
 # READS they are every command.
-OTHERS = {"submit", "run", "stop", "stage", "data", "rearm", "export", "recipes"}
+OTHERS = {"submit", "run", "stop", "stage", "data", "rearm", "export", "recipes", "eval"}
 # `export` converts a recipe run's checkpoints: a `run` run is refused by name (exit 2, the
 # documented usage error); every other read answers 0 at every phase.
 EXIT: dict[str, int] = {"export --dry-run": 2}
