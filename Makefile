@@ -72,11 +72,11 @@ test: venv venv-image venv-ray browser
 	$(PYTEST) -q -n 2 --dist worksteal
 	@$(MAKE) --no-print-directory test-image-ray
 
-# The head's real-Ray tests under each image's Ray (see venv-ray). A failure is run once more: Ray
+# The head's real-Ray tests under each image's Ray (see venv-ray). A failing run is run once more: Ray
 # 2.46's dashboard at times drops its connection to the node's job agent during a submit
 # (aiohttp ServerDisconnectedError inside job_head.py submit_job, seen 2026-12-05 on a quiet
-# machine, 1 of 20 tests), a fault of that Ray's start-up, not of the code under test; a test
-# that fails twice fails `make test`. The tests should wait for the job agent instead: to do.
+# machine, 1 of 20 tests), a fault of that Ray's start-up, not of the code under test; a second
+# failing run fails `make test`. The tests should wait for the job agent instead: to do.
 HEAD_RAY_TESTS := tests/jobs/head/test_capacity_probe.py tests/jobs/head/test_node_events.py \
 	tests/jobs/head/test_run_gauges_supervised.py tests/jobs/head/test_early_failure_supervised.py \
 	tests/jobs/head/test_cannot_stage_supervised.py tests/jobs/head/test_node_end_supervised.py \
@@ -85,10 +85,10 @@ test-image-ray: venv-ray
 	@for v in $(HEAD_RAY_VERSIONS); do \
 	  echo "make test: the head's real-Ray tests under Ray $$v"; \
 	  PYTHONDONTWRITEBYTECODE= .venv-ray-$$v/bin/python -m pytest -q -n 2 --dist worksteal -m ray \
-	    -o cache_dir=.pytest_cache/ray-$$v $(HEAD_RAY_TESTS) || { \
-	    echo "make test: running the failures under Ray $$v once more (see the comment above test-image-ray)"; \
-	    PYTHONDONTWRITEBYTECODE= .venv-ray-$$v/bin/python -m pytest -q -n 2 -m ray --lf \
-	      -o cache_dir=.pytest_cache/ray-$$v $(HEAD_RAY_TESTS) || exit 1; }; \
+	    $(HEAD_RAY_TESTS) || { \
+	    echo "make test: running them under Ray $$v once more (see the comment above test-image-ray)"; \
+	    PYTHONDONTWRITEBYTECODE= .venv-ray-$$v/bin/python -m pytest -q -n 2 --dist worksteal -m ray \
+	      $(HEAD_RAY_TESTS) || exit 1; }; \
 	done
 
 # Debian's chromium for the report's browser tests (tools/install_browser.sh): installed when
