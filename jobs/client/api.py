@@ -37,6 +37,17 @@ TIMEOUT_S = 120.0
 NO_AGENT_YET = "No available agent to submit job"
 AGENT_WAIT_S = 90.0
 
+# Ray 2.46's head proxies a submit to the node's job agent over one aiohttp session, and an agent
+# that drops that connection mid-request gives the caller a 500 carrying the traceback of this
+# error (job_head.py `submit_job` L504-508 and `submit_job_internal` L133-141, ray-2.46.0); seen
+# on heads that had just started. Whether the agent made the job is unknown, so the submit is
+# sent again only under its own submission id: Ray refuses a second job of one id ("already
+# exists", job_manager.py `submit_job`), which then means the first one was made.
+AGENT_LINK_DROPPED = "ServerDisconnectedError"
+# What Ray's 500 for a submission id it already holds says: "Job with submission_id ... already
+# exists" (job_manager.py `submit_job`, Ray 2.46 and 2.60).
+ALREADY_EXISTS = "already exists"
+
 
 # Not "Mozilla...": the dashboard refuses POST and PUT from what it takes for a browser.
 USER_AGENT = "rl-jobs"
@@ -151,12 +162,19 @@ class JobsAPI:
         """POST, sent again while the head answers that no job agent is up yet (NO_AGENT_YET),
         for at most `agent_wait_s`; any other answer is returned or raised at once."""
         deadline = time.monotonic() + self.agent_wait_s
+        submission_id = body.get("submission_id")
+        sent_into_a_dropped_link = False
         while True:
             try:
                 return self._request("POST", path, body)
             except JobsAPIError as e:
-                if e.status != 500 or NO_AGENT_YET not in e.body or time.monotonic() > deadline:
+                if sent_into_a_dropped_link and e.status == 500 and ALREADY_EXISTS in e.body:
+                    return {"submission_id": submission_id}
+                dropped = e.status == 500 and AGENT_LINK_DROPPED in e.body and submission_id
+                no_agent = e.status == 500 and NO_AGENT_YET in e.body
+                if not (dropped or no_agent) or time.monotonic() > deadline:
                     raise
+                sent_into_a_dropped_link = sent_into_a_dropped_link or bool(dropped)
             time.sleep(1.0)
 
     def package_exists(self, uri: str) -> bool:

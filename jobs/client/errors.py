@@ -12,7 +12,7 @@ from __future__ import annotations
 import http.client
 import re
 
-from jobs.client.api import JobsAPIError
+from jobs.client.api import ALREADY_EXISTS, JobsAPIError
 
 _RAY_STATUS = re.compile(r"^Request failed with status code (?P<code>[0-9]{3})\b")
 # Gateway answers mean a proxy (kubectl port-forward, a load balancer) lost the dashboard.
@@ -42,7 +42,7 @@ def is_duplicate(error: BaseException) -> bool:
     """Ray answers a submission id that exists with HTTP 500 whose body is the ValueError
     "Job with submission_id ... already exists" (job_manager.py `submit_job`, returned as text
     by job_head.py, Ray 2.60): the status alone cannot tell it from other 500s."""
-    return http_status(error) == 500 and "already exists" in body(error)
+    return http_status(error) == 500 and ALREADY_EXISTS in body(error)
 
 
 def is_not_found(error: BaseException) -> bool:

@@ -23,6 +23,8 @@ class Head:
     def __init__(self, refusals: int, status: int = 500, text: str = RAY_NO_AGENT_TEXT) -> None:
         self.refusals, self.status, self.text = refusals, status, text
         self.posts = 0
+        # What the head answers after the refusals: by default it takes the submission.
+        self.after_refusals: tuple[int, str] | None = None
         head = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -31,8 +33,10 @@ class Head:
                 head.posts += 1
                 if head.posts <= head.refusals:
                     status, text = head.status, head.text
+                elif head.after_refusals is not None:
+                    status, text = head.after_refusals
                 else:
-                    status, text = 200, json.dumps({"submission_id": body["submission_id"]})
+                    status, text = 200, json.dumps({"submission_id": body.get("submission_id")})
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(text.encode())))
                 self.end_headers()
@@ -88,4 +92,45 @@ def test_any_other_refusal_is_raised_at_once(head_factory, status: int, text: st
     head = head_factory(refusals=1, status=status, text=text)
     with pytest.raises(JobsAPIError):
         JobsAPI(head.url, agent_wait_s=30).submit_job(entrypoint="true", submission_id="r-a1")
+    assert head.posts == 1
+
+
+# What Ray 2.46's job head answers when the node's agent dropped the proxied submit: the end of
+# `traceback.format_exc()` in job_head.py `submit_job` (ray-2.46.0 L504-508).
+RAY_246_DROPPED_TEXT = (
+    "Traceback (most recent call last):\n"
+    '  File ".../ray/dashboard/modules/job/job_head.py", line 490, in submit_job\n'
+    "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected\n"
+)
+RAY_ALREADY_EXISTS_TEXT = (
+    "ValueError: Job with submission_id r-a1 already exists. Please use a different submission_id."
+)
+
+
+def test_a_submit_the_agent_dropped_is_sent_again_under_its_id(head_factory) -> None:
+    head = head_factory(refusals=1, text=RAY_246_DROPPED_TEXT)
+    job_id = JobsAPI(head.url, agent_wait_s=30).submit_job(entrypoint="true", submission_id="r-a1")
+    assert (job_id, head.posts) == ("r-a1", 2)
+
+
+def test_a_dropped_submit_the_agent_had_made_is_taken_as_made(head_factory) -> None:
+    head = head_factory(refusals=1, text=RAY_246_DROPPED_TEXT)
+    head.after_refusals = (500, RAY_ALREADY_EXISTS_TEXT)
+    job_id = JobsAPI(head.url, agent_wait_s=30).submit_job(entrypoint="true", submission_id="r-a1")
+    assert (job_id, head.posts) == ("r-a1", 2)
+
+
+def test_a_submission_id_that_exists_is_still_refused_when_nothing_was_dropped(
+    head_factory,
+) -> None:
+    head = head_factory(refusals=1, text=RAY_ALREADY_EXISTS_TEXT)
+    with pytest.raises(JobsAPIError):
+        JobsAPI(head.url, agent_wait_s=30).submit_job(entrypoint="true", submission_id="r-a1")
+    assert head.posts == 1
+
+
+def test_a_dropped_submit_without_an_id_is_not_sent_twice(head_factory) -> None:
+    head = head_factory(refusals=1, text=RAY_246_DROPPED_TEXT)
+    with pytest.raises(JobsAPIError):
+        JobsAPI(head.url, agent_wait_s=30).submit_job(entrypoint="true")
     assert head.posts == 1
