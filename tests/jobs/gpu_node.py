@@ -23,6 +23,22 @@ def gcs_address(head: localray.LocalRay) -> str:
     return f"127.0.0.1:{port}"
 
 
+# How many times `GpuNode.join` starts a raylet whose `ray start` gave up joining.
+JOIN_ATTEMPTS = 3
+
+
+def _session(sid: int) -> list[psutil.Process]:
+    """Every process of session `sid` (the raylet's `ray start` is started as a session leader)."""
+    found = []
+    for pid in psutil.pids():
+        try:
+            if os.getsid(pid) == sid:
+                found.append(psutil.Process(pid))
+        except (OSError, psutil.Error):
+            continue
+    return found
+
+
 class GpuNode:
     """`ray start --address <head> --num-gpus N --block` on loopback ports, stopped by pid."""
 
@@ -60,16 +76,44 @@ class GpuNode:
                 args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
 
+    def join(self, timeout: float = 90) -> None:
+        """Start the raylet and wait until the cluster counts its GPUs. A `ray start` that gave up
+        joining is started again (up to JOIN_ATTEMPTS): on a loaded machine the new node's first
+        GCS read can pass its deadline, and `ray start` then exits ("Failed to get node info b'RPC
+        error: Deadline Exceeded'", node.py, Ray 2.60), which is a timing of this machine."""
+        deadline = time.monotonic() + timeout
+        self.start()
+        starts = 1
+        while True:
+            try:
+                wait_gpus(self.head.dashboard_url, self.gpus, timeout=2.0)
+                return
+            except AssertionError:
+                pass
+            assert self.process is not None
+            if self.process.poll() is not None and starts < JOIN_ATTEMPTS:
+                self.stop()
+                self.start()
+                starts += 1
+            if time.monotonic() > deadline:
+                tail = self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
+                raise AssertionError(
+                    f"cluster did not report {self.gpus} GPUs within {timeout:.0f} s "
+                    f"({starts} start(s) of the GPU raylet); its log ends:\n{tail}"
+                )
+
     def stop(self, grace_s: float = 5.0) -> None:
-        """Stop this raylet's whole process tree (its `ray start`, raylet, agents, workers)."""
+        """Stop this raylet's whole process tree (its `ray start`, raylet, agents, workers),
+        also what outlived a `ray start` that exited (found by its session: it led one)."""
         if self.process is None:
             return
+        procs = _session(self.process.pid)
         try:
             root = psutil.Process(self.process.pid)
-            procs = [root, *root.children(recursive=True)]
+            procs = [root, *root.children(recursive=True), *procs]
         except psutil.Error:
-            procs = []
-        localray.terminate(procs, self.process, grace_s)
+            pass
+        localray.terminate(list({p.pid: p for p in procs}.values()), self.process, grace_s)
         self.process = None
 
     def close(self) -> None:
@@ -118,9 +162,8 @@ def joined(head: localray.LocalRay, gpus: float) -> Iterator[GpuNode]:
     """A GPU raylet joined to `head`, yielded once the cluster (and its state API) counts its
     GPUs, closed on exit: the module fixtures' node."""
     node = GpuNode(head, gpus=gpus)
-    node.start()
     try:
-        wait_gpus(head.dashboard_url, gpus)
+        node.join()
         yield node
     finally:
         node.close()

@@ -22,7 +22,7 @@ from jobs.cli.app import app
 from jobs.head.run_store import RunStore
 from tests import localray
 from tests.jobs.conftest import wait_until
-from tests.jobs.gpu_node import GpuNode, wait_gpus
+from tests.jobs.gpu_node import GpuNode
 
 pytestmark = pytest.mark.ray
 
@@ -101,10 +101,9 @@ def test_an_attempt_whose_log_died_with_its_node_leaves_the_run_readable(head, t
     root, marks, report = tmp_path / "runs", tmp_path / "marks", tmp_path / "report.html"
     root.mkdir()
     first = GpuNode(head, gpus=1)
-    first.start()
     second = GpuNode(head, gpus=1)
     try:
-        wait_gpus(url, 1)
+        first.join()
         code, _, err = cli(
             "run", "--address", url, "--name", run, "--gpus", "1", "--max-restarts", "0",
             "--max-preemptions", "2", "--runs-root", str(root),

@@ -77,9 +77,8 @@ def test_a_lost_raylet_stops_answering_before_ray_marks_it_dead(head):
     still list it ALIVE with its GPUs (default health checks: dead after ~15-50 s), the probe
     already leaves it and its GPUs out."""
     node = GpuNode(head, gpus=2)
-    node.start()
     try:
-        wait_gpus(head.dashboard_url, 2)
+        node.join()
         before = capacity_probe.probe(head.dashboard_url)
         assert before.gpus_free == 2.0 and len(before.answering) == 2
         node.stop(grace_s=0)

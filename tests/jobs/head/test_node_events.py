@@ -12,7 +12,7 @@ import ray  # noqa: F401  (makes Ray's vendored psutil importable)
 import psutil  # Ray's vendored copy, importable once `ray` is imported
 
 from jobs.head import node_events
-from tests.jobs.gpu_node import GpuNode, wait_gpus
+from tests.jobs.gpu_node import GpuNode
 
 
 def _row(node_id, state, gpus, start, end, head=False, message=None):
@@ -118,9 +118,8 @@ def test_stability_restarts_when_the_node_set_changes():
 @pytest.mark.ray
 def test_a_sigkilled_gpu_raylet_is_a_death_during_the_window(ray_head):
     node = GpuNode(ray_head, gpus=2)
-    node.start()
     try:
-        wait_gpus(ray_head.dashboard_url, 2)
+        node.join()
         before = node_events.alive_gpu_nodes(node_events.fetch(ray_head.dashboard_url))
         assert before[1] == 2.0
         start_ms = int(time.time() * 1000)

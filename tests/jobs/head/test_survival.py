@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from jobs.cli.app import app
 from tests import localray
 from tests.jobs.conftest import wait_until
-from tests.jobs.gpu_node import GpuNode, wait_gpus
+from tests.jobs.gpu_node import GpuNode
 
 FAST = dict(
     JOBS_SUPERVISOR_POLL_S="0.5",
@@ -68,9 +68,8 @@ def head() -> Iterator[localray.LocalRay]:
 def gpu(head) -> Iterator[list[GpuNode]]:
     """The GPU node of the moment (a list: a test replaces it); every one is stopped after."""
     nodes = [GpuNode(head, gpus=2)]
-    nodes[0].start()
-    wait_gpus(head.dashboard_url, 2)
     try:
+        nodes[0].join()
         yield nodes
     finally:
         for n in nodes:

@@ -233,8 +233,7 @@ def test_a_run_waits_for_its_gpus_and_a_stop_during_the_wait_resubmits_nothing(
             "stopped": [{"submission_id": f"{stopped}-s1", "status": "STOPPED"}],
         }
     finally:
-        gpu_node.start()  # the replacement node joins
-    wait_gpus(ray_url, 2)
+        gpu_node.join()  # the replacement node joins
     wait_until(lambda: _status(ray_client, f"{back}-a2") == JobStatus.SUCCEEDED, 90, "a2 OK")
     wait_until(lambda: _status(ray_client, f"{back}-s1") == JobStatus.SUCCEEDED, 30, "its end")
     events = _events(ray_url, back)
