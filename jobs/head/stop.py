@@ -12,7 +12,9 @@ Standard library only (and Ray, to release the run's GPU request): it runs on th
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from collections.abc import Callable
 
 from jobs.head import events as ev
@@ -35,27 +37,82 @@ def record_stop(
     by: str,
     drop_gpu_request: Callable[[str], None],
     supervisor_gone: bool = False,
+    end_attempts: Callable[[list[str]], int | None] = lambda _sids: None,
 ) -> None:
     """The user's stop on the record; with no supervisor holding the run (killed, or lost with
-    its head) none will write its end or release its GPU request, and the caller stops its
-    attempt next, so the request is the end (else a re-armer would take the run back) and the
-    GPU request is dropped. `supervisor_gone`: Ray's job table shows no live supervisor of the
-    run, so a lease that has not lapsed yet (a supervisor killed a moment ago) is nobody's."""
+    its head) none will write its end or release its GPU request, so the request is the end
+    (else a re-armer would take the run back), its live attempts are ended here
+    (`end_attempts`: stops them and returns when the last one ended, in ms, as Ray recorded it)
+    and the GPU request is dropped. `supervisor_gone`: Ray's job table shows no live
+    supervisor of the run, so a lease that has not lapsed yet (a supervisor killed a moment
+    ago) is nobody's."""
     if not ev.stop_requested(store.events()):
         request_stop(store, by)
     if store.alive(store.lease()) and not supervisor_gone:
         return
+    # The end is recorded once the attempts ended, at Ray's time: the record then tells the
+    # run's life as the cluster's job table does (a trainer takes seconds to exit after SIGTERM).
+    ended_ms = end_attempts(_unended_attempts(store.events()))
     _append_stop(
-        store, ev.STOPPED, by, f"stopped by the user ({by}) while no supervisor held the run"
+        store,
+        ev.STOPPED,
+        by,
+        f"stopped by the user ({by}) while no supervisor held the run",
+        **({"ended_ms": ended_ms} if ended_ms else {}),
     )
     spec = store.spec()
     if spec is not None and spec.get("request_gpus"):
         drop_gpu_request(store.run)
 
 
-def _append_stop(store: RunStore, kind: str, by: str, message: str) -> None:
+def _append_stop(store: RunStore, kind: str, by: str, message: str, **fields: object) -> None:
     """One record of the user's stop, naming who asked (`by`)."""
-    store.append(ev.record(kind, store.run, message, at=store.clock.time(), requested_by=by))
+    store.append(
+        ev.record(kind, store.run, message, at=store.clock.time(), requested_by=by, **fields)
+    )
+
+
+def _unended_attempts(recs: list[dict[str, object]]) -> list[str]:
+    """The run's attempts whose end is not on the record (the supervisor that sent them is gone)."""
+    sent = [str(r["submission_id"]) for r in recs if r.get("event") == ev.SUBMITTED]
+    ended = {r.get("submission_id") for r in recs if r.get("event") == ev.ATTEMPT_ENDED}
+    return [sid for sid in sent if sid not in ended]
+
+
+# Ray sends SIGKILL 3 s after SIGTERM (job_supervisor.py RAY_JOB_STOP_WAIT_TIME_S): a job not
+# ended well after that is not going to end by our wait.
+END_WAIT_S = 30.0
+
+
+def _end_on_ray(sids: list[str]) -> int | None:
+    """Stop the attempts Ray still runs (the head's Jobs API) and wait for their end; the
+    latest end Ray recorded, in ms (None: none known to this cluster, or not on a cluster)."""
+    if not sids or not os.environ.get("RAY_ADDRESS"):
+        return None
+    try:
+        import ray
+
+        from jobs.client.api import JobsAPI
+
+        ctx = ray.init(log_to_driver=False, ignore_reinit_error=True)
+        client = JobsAPI(f"http://{ctx.dashboard_url}")
+        known = []
+        for sid in sids:
+            try:
+                if not client.get_job_status(sid).is_terminal():
+                    client.stop_job(sid)
+                known.append(sid)
+            except RuntimeError:  # not this cluster's (its head was lost): nothing runs it
+                continue
+        deadline = time.monotonic() + END_WAIT_S
+        while known and time.monotonic() < deadline:
+            infos = [client.get_job_info(sid) for sid in known]
+            if all(i.status.is_terminal() for i in infos):
+                return max((i.end_time or 0 for i in infos), default=0) or None
+            time.sleep(0.5)
+    except Exception as e:  # the stop stands; its time is the record's own
+        print(f"could not wait for the run's attempts to end: {type(e).__name__}: {e}", flush=True)
+    return None
 
 
 def _drop_gpu_request(run: str) -> None:
@@ -64,7 +121,7 @@ def _drop_gpu_request(run: str) -> None:
     try:
         import ray
 
-        ray.init(log_to_driver=False)
+        ray.init(log_to_driver=False, ignore_reinit_error=True)
         scale_up.on_ray().drop(run)
         print(f"released run {run}'s GPU request: idle GPU nodes are removed", flush=True)
     except Exception as e:  # the stop stands; say what was left
@@ -93,7 +150,13 @@ def main(argv: list[str]) -> int:
     if ended is not None:  # a finished run's record is never rewritten
         print(f"run {args.run} already ended: {ended.get('message', '')}", flush=True)
         return 0
-    record_stop(store, args.by, _drop_gpu_request, supervisor_gone=args.supervisor_gone)
+    record_stop(
+        store,
+        args.by,
+        _drop_gpu_request,
+        supervisor_gone=args.supervisor_gone,
+        end_attempts=_end_on_ray,
+    )
     print(f"stop of {args.run} recorded in {store.dir}", flush=True)
     return 0
 

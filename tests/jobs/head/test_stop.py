@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from jobs.head import events as ev
 from jobs.head import stop
 from jobs.head.run_store import RunStore
+from jobs.runs import run_goodput
+
+
+@pytest.fixture(autouse=True)
+def _not_in_a_ray_job(monkeypatch):
+    """`main` ends attempts through the cluster only inside a Ray job (RAY_ADDRESS set)."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
 
 
 def _store(root, lease_s: float) -> RunStore:
@@ -71,3 +80,30 @@ def test_a_stop_after_the_supervisor_died_ends_the_run_before_its_lease_lapses(t
     assert stop.main(["r", "--runs-root", str(tmp_path), "--supervisor-gone"]) == 0
     assert _events(store)[-2:] == [ev.STOP_REQUESTED, ev.STOPPED]
     assert ev.outcome(store.events())["event"] == ev.STOPPED
+
+
+def test_a_stop_with_no_supervisor_ends_when_its_attempts_ended_on_ray(tmp_path):
+    """With no supervisor to record its attempt's end, the stop ends the attempts that have no
+    end on the record and records the end Ray gives: the runs root then tells the life the
+    cluster's job table does (a trainer takes seconds to exit after SIGTERM)."""
+    store = _store(tmp_path, 0.001)
+    store.append(ev.record(ev.ATTEMPT_ENDED, "r", "ended", attempt=1, submission_id="r-a1"))
+    store.append(ev.record(ev.SUBMITTED, "r", "submitted", attempt=2, submission_id="r-a2"))
+    asked: list[list[str]] = []
+
+    def end_attempts(sids: list[str]) -> int:
+        asked.append(sids)
+        return 1_700_000_123_456
+
+    stop.record_stop(store, "rl-jobs stop", lambda _run: None, end_attempts=end_attempts)
+    assert asked == [["r-a2"]]
+    final = ev.outcome(store.events())
+    assert final["event"] == ev.STOPPED
+    assert run_goodput.record_ms(final) == 1_700_000_123_456
+
+
+def test_a_stop_with_a_live_supervisor_leaves_the_attempts_to_it(tmp_path):
+    store = _store(tmp_path, 3600)
+    asked: list[list[str]] = []
+    stop.record_stop(store, "rl-jobs stop", lambda _run: None, end_attempts=asked.append)
+    assert asked == []
