@@ -115,7 +115,8 @@ def test_gpus_held_by_a_placement_group_are_not_free(head):
                 if free == 1.0:  # the GCS's usage report refreshes every few seconds
                     break
             time.sleep(0.5)
-        assert free == 1.0, client.get_job_logs(job)
+        info = client.get_job_info(job)
+        assert free == 1.0, (info.status, info.message, client.get_job_logs(job))
     finally:
         if job is not None:
             client.stop_job(job)
