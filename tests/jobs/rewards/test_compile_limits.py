@@ -119,7 +119,7 @@ def test_memory_bombs_compile_within_the_budget_and_siblings_score(
 
 def test_a_binary_over_the_output_cap_is_a_compile_error(executor: Executor) -> None:
     """A 200 MiB binary (a minute's work for a policy) was taken out and cached whole: four of
-    them at once held 1.6 GiB of the pod's scratch disk (out dir and copy each)."""
+    them at once would hold 1.6 GiB of the scratch disk (the output and its copy each)."""
     result = executor.run(BIG_BINARY.format(mib=200), [Case(input="", output="")], Limits())
     assert not result.compiled
     assert f"{MAX_BINARY_BYTES >> 20} MiB" in result.compile_error, result.compile_error
