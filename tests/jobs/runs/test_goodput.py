@@ -204,3 +204,64 @@ def test_a_priced_stack_puts_the_runs_cost_beside_its_goodput() -> None:
     assert lines[0] == ("50% productive of 16.00 GPU-h = 2.00 node-h, $80.00 at $40 per node-hour")
     assert lines[2] == "price: cost.nodeHourUsd (stack config)"
     assert goodput.priced(spent, None)["cost_usd"] is None
+
+
+def test_a_capacity_wait_is_priced_at_the_gpus_still_there_not_the_lost_nodes() -> None:
+    # 2 nodes x 8 GPUs; one node preempted: for the 600 s wait the cluster has the other 8 (the
+    # waiting record's `gpus`), which sit idle for the run; the lost node is nobody's bill.
+    attempts = [
+        AttemptTrace("r-a1", at(0), at(1000), {1: Step(900.0)}),
+        AttemptTrace("r-a2", at(1620), at(2620), {2: Step(900.0)}),
+    ]
+    records = [
+        rec(ev.SUBMITTED, 0),
+        rec(ev.WAITING, 1010, gpus=8, gpus_needed=16),
+        rec(ev.STILL_WAITING, 1300, gpus=8, gpus_needed=16),
+        rec(ev.GPUS_BACK, 1610, gpus=16, gpus_needed=16),
+        rec(ev.SUBMITTED, 1620),
+    ]
+    g = goodput.account(attempts, records, now_ms=at(2620), gpus=16)
+    assert g.seconds["capacity"] == pytest.approx(600.0)
+    hours = g.gpu_hours()
+    assert hours["capacity"] == pytest.approx(8 * 600 / 3600)
+    assert hours["restart"] == pytest.approx(16 * g.seconds["restart"] / 3600)
+    # The interruption's price counts the same 8 GPUs for its capacity part.
+    [cost] = g.as_json()["interruptions"]
+    assert cost["gpu_hours"] == round((8 * 600 + 16 * (20 + 100)) / 3600, 3)
+
+
+def test_a_wait_where_the_cluster_has_more_gpus_than_the_run_is_priced_at_the_run() -> None:
+    attempts = [AttemptTrace("r-a1", at(100), at(200), {1: Step(50.0)})]
+    records = [rec(ev.WAITING, 0, gpus=64, gpus_needed=8), rec(ev.GPUS_BACK, 90, gpus=64)]
+    g = goodput.account(attempts, records, now_ms=at(200), gpus=8)
+    assert g.gpu_hours()["capacity"] == pytest.approx(8 * 90 / 3600)
+
+
+def test_a_capacity_wait_inside_an_attempt_is_capacity_even_under_a_redone_step() -> None:
+    # a2 redoes step 5; the supervisor waited for GPUs from 1100 s to 1500 s while a2 was Ray's
+    # live job (its driver held on, its step timer ran through the wait): those 400 s are
+    # capacity, and the step is scaled into what is left of a2's wall time.
+    attempts = [
+        AttemptTrace("r-a1", at(0), at(1000), {n: Step(180.0) for n in range(1, 6)}),
+        AttemptTrace("r-a2", at(1000), at(1600), {5: Step(600.0)}),
+    ]
+    records = [
+        rec(ev.SUBMITTED, 0),
+        rec(ev.SUBMITTED, 1000),
+        rec(ev.WAITING, 1100, gpus=0),
+        rec(ev.GPUS_BACK, 1500, gpus=8),
+    ]
+    g = goodput.account(attempts, records, now_ms=at(1600), gpus=8)
+    assert g.seconds["capacity"] == pytest.approx(400.0)
+    assert g.seconds["redone"] == pytest.approx(200.0)
+    assert g.total_s == pytest.approx(1600.0)
+    assert g.gpu_hours()["capacity"] == pytest.approx(0.0)  # no GPU was there to pay for
+    [cost] = g.interruptions
+    assert cost["capacity"] == pytest.approx(400.0) and cost["redone"] == pytest.approx(200.0)
+
+
+def test_a_zero_gpu_run_tells_its_life_in_hours_and_its_gpu_hours_as_zero() -> None:
+    attempts = [AttemptTrace("r-a1", at(0), at(120), {1: Step(60.0)})]
+    as_json = goodput.account(attempts, [], now_ms=at(120), gpus=0).as_json()
+    assert as_json["gpus"] == 0 and sum(as_json["gpu_hours"].values()) == 0.0
+    assert goodput.lines_of(as_json)[0] == "50% productive of 2.00 min"
