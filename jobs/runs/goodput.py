@@ -84,6 +84,8 @@ class Goodput:
     # None: priced at `gpus` throughout (a Goodput built by hand).
     gpu_seconds: dict[str, float] | None = None
     interruption_gpu_seconds: list[float] | None = None
+    # Per attempt, its start-up: {submission_id, startup_s} (`_startup`; None: no step yet).
+    startups: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total_s(self) -> float:
@@ -123,6 +125,13 @@ class Goodput:
                 }
                 for n, cost in enumerate(self.interruptions)
                 for hours in [self._interruption_gpu_hours(n)]
+            ],
+            "startups": [
+                {
+                    "submission_id": one["submission_id"],
+                    "startup_s": None if one["startup_s"] is None else round(one["startup_s"], 1),
+                }
+                for one in self.startups
             ],
         }
 
@@ -258,6 +267,8 @@ def account(
     cursor = life_start
     interruptions: list[dict[str, Any]] = []
     priced: list[float] = []
+    startups: list[dict[str, Any]] = []
+    asks = sorted(at for at in map(record_ms, records) if at is not None and _asks(records, at))
     previous: AttemptTrace | None = None
     for attempt, start, end in spans:
         seconds_before, gpu_seconds_before = dict(book.seconds), dict(book.gpu_seconds)
@@ -273,6 +284,9 @@ def account(
         own["restart"] = idle - own["stalls"]
         for bucket, spent in own.items():
             book.add(bucket, spent)
+        startups.append(
+            _startup(attempt, max([cursor, *(a for a in asks if a <= start)]), end, own)
+        )
         ended_between = any(cursor <= at <= start and mode == _ENDED for at, mode, _ in modes)
         if previous is not None and not ended_between:
             # What the end of the previous attempt cost: the gap, this attempt's start-up (and
@@ -287,7 +301,36 @@ def account(
         cursor = max(cursor, end)
         previous = attempt
     book.gap(cursor, life_end, modes)
-    return Goodput(book.seconds, gpus, interruptions, book.gpu_seconds, priced)
+    return Goodput(book.seconds, gpus, interruptions, book.gpu_seconds, priced, startups)
+
+
+def _asks(records: Sequence[Mapping[str, Any]], at: int) -> bool:
+    """Whether a record stamped `at` asked for the run's GPUs: its request to Ray's autoscaler
+    (`gpus_requested`, on a stack whose GPUs scale on demand) or a fresh hand-off."""
+    return any(
+        record_ms(r) == at
+        and (r.get("event") == ev.GPUS_REQUESTED or (r.get("event") == ev.ARMED and r.get("fresh")))
+        for r in records
+    )
+
+
+def _startup(
+    attempt: AttemptTrace, asked: int, end: int, own: Mapping[str, float]
+) -> dict[str, Any]:
+    """An attempt's start-up: from when its GPUs were asked for (the run's scale-up request or
+    hand-off, or the previous attempt's end, whichever came last) to its first step, which
+    goodput places where its steps and saves begin (step lines carry no clock, so they sit at
+    the attempt's end). Node boot, the image pull, the framework's load, the capacity waits and
+    the supervisor's turns between are all in it; for an attempt an interruption cut, so is the
+    part of the step it never finished."""
+    if not attempt.steps:
+        return {"submission_id": attempt.submission_id, "startup_s": None}
+    worked = own["productive"] + own["redone"] + own["saves"]
+    first_step = end - worked * 1000
+    return {
+        "submission_id": attempt.submission_id,
+        "startup_s": max(0.0, (first_step - asked) / 1000),
+    }
 
 
 def _clipped_end(start: int, end: int, finals: list[int]) -> int:
@@ -359,4 +402,19 @@ def lines_of(as_json: Mapping[str, Any] | None) -> list[str]:
         spent = f"{cost['gpu_hours']:.2f} GPU-h" if cost.get("gpu_hours") is not None else "cost"
         parts = ", ".join(f"{p} {cost[p]:.0f} s" for p in _COST_PARTS if cost[p] >= 0.5)
         lines.append(f"the end of {cost['after']}: {spent} ({parts or 'nothing'})")
+    if as_json.get("startups"):
+        lines.append(
+            "start-up (GPUs asked for to first step): "
+            + ", ".join(
+                f"{one['submission_id']} {startup_text(one)}" for one in as_json["startups"]
+            )
+        )
     return lines
+
+
+def startup_text(one: Mapping[str, Any]) -> str:
+    """One attempt's start-up (an item of `as_json()["startups"]`) as `status` and `report` say it."""
+    seconds = one.get("startup_s")
+    if seconds is None:
+        return "no step yet"
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"

@@ -74,14 +74,18 @@ def test_a_preempted_run_splits_into_work_redo_saves_restart_capacity_and_settle
         )
     ]
     assert g.as_json()["interruptions"][0]["gpu_hours"] == round(16 * 875 / 3600, 3)
-    head, buckets, cost = goodput.lines_of(g.as_json())
+    head, buckets, cost, startup = goodput.lines_of(g.as_json())
     assert cost == (
         "the end of r-a1: 3.89 GPU-h (redone 100 s, capacity 599 s, settle 60 s, restart 116 s)"
     )
+    # a1: its hand-off to its first step (its 100-s start-up and its cut step's 50 s, as its
+    # steps sit at its end); a2: a1's end to its first step (the gap and a2's start-up).
+    assert startup == "start-up (GPUs asked for to first step): r-a1 2.5 min, r-a2 12.9 min"
     assert head == f"40% productive of {16 * now / 3600:.2f} GPU-h"
     # docs/jobs.md shows this run's status lines
     doc = (Path(__file__).resolve().parents[3] / "docs" / "jobs.md").read_text()
     assert f"goodput: {head}\n" in doc and f" {buckets}\n" in doc and f" {cost}\n" in doc
+    assert f" {startup}\n" in doc
     assert buckets.startswith("productive 3.11, redone 0.44, saves 0.09, restart 1.18, capacity")
     assert "stalls" not in buckets
 
@@ -118,7 +122,7 @@ def test_step_lines_that_claim_more_than_the_attempt_lasted_are_scaled_into_it()
     assert g.seconds["restart"] == pytest.approx(0.0)
     assert g.gpu_hours() is None
     # Under an hour in all: minutes (it read "0.03 h", and a shorter run 0.00 in every bucket).
-    head, buckets = goodput.lines_of(g.as_json())
+    head, buckets, _ = goodput.lines_of(g.as_json())
     assert head == "75% productive of 1.67 min"
     assert buckets == "productive 1.25, saves 0.42"
 
@@ -265,3 +269,42 @@ def test_a_zero_gpu_run_tells_its_life_in_hours_and_its_gpu_hours_as_zero() -> N
     as_json = goodput.account(attempts, [], now_ms=at(120), gpus=0).as_json()
     assert as_json["gpus"] == 0 and sum(as_json["gpu_hours"].values()) == 0.0
     assert goodput.lines_of(as_json)[0] == "50% productive of 2.00 min"
+
+
+def test_each_attempts_start_up_runs_from_the_scale_up_request_to_its_first_step() -> None:
+    # On demand: the run asks Ray's autoscaler at 2 s, a node boots and pulls the image until
+    # 400 s, a1 is submitted at 405 s and spends 100 s loading before its 2 steps of 50 s.
+    # Preempted; a2 goes 300 s after a1's end (a new node), loads 60 s, then a 40-s step.
+    attempts = [
+        AttemptTrace("r-a1", at(405), at(605), {1: Step(50.0), 2: Step(50.0)}),
+        AttemptTrace("r-a2", at(905), at(1005), {3: Step(40.0)}),
+        AttemptTrace("r-a3", at(1100), None),  # no step yet
+    ]
+    records = [
+        rec(ev.ARMED, 0, fresh=True),
+        rec(ev.GPUS_REQUESTED, 2),
+        rec(ev.WAITING, 3, gpus=0, scaling_up=True),
+        rec(ev.GPUS_BACK, 400, gpus=8),
+        rec(ev.SUBMITTED, 405),
+        rec(ev.WAITING, 610, gpus=0, scaling_up=True),
+        rec(ev.SUBMITTED, 905),
+        rec(ev.SUBMITTED, 1100),
+    ]
+    g = goodput.account(attempts, records, now_ms=at(1200), gpus=8)
+    assert g.as_json()["startups"] == [
+        {"submission_id": "r-a1", "startup_s": 503.0},  # 2 s -> 505 s
+        {"submission_id": "r-a2", "startup_s": 360.0},  # a1's end 605 s -> 965 s
+        {"submission_id": "r-a3", "startup_s": None},
+    ]
+    assert goodput.lines_of(g.as_json())[-1] == (
+        "start-up (GPUs asked for to first step): r-a1 8.4 min, r-a2 6.0 min, r-a3 no step yet"
+    )
+
+
+def test_without_a_scale_up_request_the_start_up_runs_from_the_hand_off() -> None:
+    attempts = [AttemptTrace("r-a1", at(10), at(100), {1: Step(30.0)})]
+    g = goodput.account(attempts, [rec(ev.ARMED, 0, fresh=True)], now_ms=at(100), gpus=8)
+    assert g.as_json()["startups"] == [{"submission_id": "r-a1", "startup_s": 70.0}]
+    assert goodput.lines_of(g.as_json())[-1] == (
+        "start-up (GPUs asked for to first step): r-a1 70 s"
+    )
