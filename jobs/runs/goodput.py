@@ -416,5 +416,5 @@ def startup_text(one: Mapping[str, Any]) -> str:
     """One attempt's start-up (an item of `as_json()["startups"]`) as `status` and `report` say it."""
     seconds = one.get("startup_s")
     if seconds is None:
-        return "no step yet"
+        return "no step seen"
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"

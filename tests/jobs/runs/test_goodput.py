@@ -297,7 +297,7 @@ def test_each_attempts_start_up_runs_from_the_scale_up_request_to_its_first_step
         {"submission_id": "r-a3", "startup_s": None},
     ]
     assert goodput.lines_of(g.as_json())[-1] == (
-        "start-up (GPUs asked for to first step): r-a1 8.4 min, r-a2 6.0 min, r-a3 no step yet"
+        "start-up (GPUs asked for to first step): r-a1 8.4 min, r-a2 6.0 min, r-a3 no step seen"
     )
 
 

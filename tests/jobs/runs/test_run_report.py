@@ -165,4 +165,4 @@ def test_the_attempts_table_gives_each_attempts_start_up_as_status_does() -> Non
     assert "<th>hours</th><th>start-up</th><th>GPUs</th>" in text
     # a1: its start to its first step (1800 s less its 600-s step); a2: no step yet.
     cells = re.findall(r"<td>(r1-a\d)</td>(?:<td>[^<]*</td>){4}<td>([^<]*)</td>", text)
-    assert cells == [("r1-a1", "20.0 min"), ("r1-a2", "no step yet")]
+    assert cells == [("r1-a1", "20.0 min"), ("r1-a2", "no step seen")]
