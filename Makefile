@@ -103,7 +103,8 @@ browser:
 # as a subprocess, a real kubectl, whole-program renderings, the frameworks' own code, the
 # stand-in Hub, a headless browser), on two workers. The supervision simulation sweeps its
 # 5,000 seeded schedules here as in `make test` (and the 1,000 with on-demand scaling): about
-# 10 ms of CPU per schedule (docs/benchmarks.md, "The test suite").
+# 10 ms of CPU per schedule; the whole target took 156 CPU-s on 2026-12-05, over a minute on two
+# cores (docs/benchmarks.md, "The test suite").
 FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub and not browser
 test-fast: venv
 	SIM_SCHEDULES=5000 SIM_ON_DEMAND_SCHEDULES=1000 $(PYTEST) -q -n 2 --dist worksteal -m "$(FAST_MARKERS)"

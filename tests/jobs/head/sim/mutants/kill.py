@@ -5,6 +5,9 @@ copies this checkout's tracked files as they are on disk into a temporary folder
 patch there, and runs the fault sweeps (tests/jobs/head/sim/, static and on-demand GPUs) against
 the copy, stopping at the first failing seed, whose replayable schedule it prints. A mutant the
 sweep passes survived: the script says which and exits 1. The checkout itself is never changed.
+`survivors/` holds the planted bugs the sweep does not kill yet (`--survivors` tries them): a
+renewal that ignores a newer lease generation, and a scale-up request never sent again while a
+run waits (the sweep drives one run, and the lost request needs two asking at once).
 """
 
 from __future__ import annotations
@@ -68,9 +71,10 @@ def kill(patch: Path, schedules: int) -> bool:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--schedules", type=int, default=5000, help="seeds of the sweep")
+    parser.add_argument("--survivors", action="store_true", help="try survivors/ instead")
     parser.add_argument("names", nargs="*", help="patches to try (default: all)")
     args = parser.parse_args(argv)
-    patches = sorted(HERE.glob("*.patch"))
+    patches = sorted((HERE / "survivors" if args.survivors else HERE).glob("*.patch"))
     if args.names:
         patches = [p for p in patches if p.stem in args.names]
     survived = [p.stem for p in patches if not kill(p, args.schedules)]
