@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STACK ?= dev
 BASE ?= HEAD
 
-.PHONY: test test-fast test-image-ray lint format plan plan-diff venv venv-image venv-ray browser clean
+.PHONY: test test-fast test-mutants test-image-ray lint format plan plan-diff venv venv-image venv-ray browser clean
 
 venv: $(VENV)/.installed
 
@@ -108,10 +108,18 @@ browser:
 # as a subprocess, a real kubectl, whole-program renderings, the frameworks' own code, the
 # stand-in Hub, a headless browser), on two workers, in under a minute. The supervision
 # simulation runs its first 1,000 seeded schedules here (500 with on-demand scaling); `make test`
-# runs all 5,000 (and 1,000), which alone would take the inner loop a minute.
+# runs all 5,000 (and 1,000): about 10 ms of CPU each, with them the target took 156 CPU-s on
+# 2026-12-05, over a minute on two cores (docs/benchmarks.md, "The test suite").
 FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub and not browser
 test-fast: venv
 	SIM_SCHEDULES=1000 SIM_ON_DEMAND_SCHEDULES=500 $(PYTEST) -q -n 2 --dist worksteal -m "$(FAST_MARKERS)"
+
+# The simulation's mutation test: each planted bug in tests/jobs/head/sim/mutants/ (a patch) is
+# applied to a temporary copy of this checkout and the fault sweeps run against it; each must
+# fail (its first failing seed prints a schedule that replays it). By hand, not in `make test`:
+# a mutant the sweep kills late costs a whole sweep.
+test-mutants: venv
+	$(BIN)/python tests/jobs/head/sim/mutants/kill.py
 
 # ruff, configured in pyproject.toml: lint rules, then the formatter in check mode (no rewrite);
 # then mypy, strict, over the files [tool.mypy] names.
