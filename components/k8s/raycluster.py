@@ -186,6 +186,8 @@ class RayClusterInputs:
     head_memory_gib: int
     system_pool_name: str
     service_account: str
+    # The workers' own KSA: KubeRay binds its autoscaler Role to the head's only.
+    worker_service_account: str
     lustre_claim: str
     head_priority_class: str
     # secretKeyRef env vars from identity.token_env; empty when no token is configured.
@@ -216,6 +218,7 @@ class RayClusterInputs:
             head_memory_gib=config.ray.head_memory_gib,
             system_pool_name=system_pool_name,
             service_account=names.service_account,
+            worker_service_account=names.worker_service_account,
             lustre_claim=names.lustre_pvc,
             head_priority_class=names.head_priority_class,
             token_env=tuple(token_env),
@@ -400,7 +403,11 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                 }
             },
             "spec": {
-                "serviceAccountName": inputs.service_account,
+                # Not the head's KSA: KubeRay binds its autoscaler Role (patch pods and the
+                # RayCluster) to the head template's serviceAccountName (kuberay v1.7.0
+                # utils/util.go `GetHeadGroupServiceAccountName`), and code on a worker has no
+                # business resizing the cluster. Same Google SA (identity.py).
+                "serviceAccountName": inputs.worker_service_account,
                 "nodeSelector": {ACCELERATOR_LABEL: machine.accelerator_type},
                 "tolerations": [
                     {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},

@@ -299,11 +299,12 @@ def test_tokens_reach_head_and_workers_only_by_secret_reference(k8s_config) -> N
         assert "value" not in _env(group)[HF_TOKEN_KEY]
 
 
-def test_pods_run_as_the_workload_identity_ksa(k8s_config) -> None:
+def test_head_and_workers_run_as_their_own_workload_identity_ksas(k8s_config) -> None:
     manifest = _manifest(k8s_config)
-    ksa = K8sNames.for_stack(k8s_config).service_account
-    for group in (_head(manifest), _worker(manifest)):
-        assert group["template"]["spec"]["serviceAccountName"] == ksa
+    names = K8sNames.for_stack(k8s_config)
+    assert _head(manifest)["template"]["spec"]["serviceAccountName"] == names.service_account
+    worker = _worker(manifest)["template"]["spec"]["serviceAccountName"]
+    assert worker == names.worker_service_account != names.service_account
 
 
 def test_ray_cluster_is_deterministically_named_in_the_training_namespace(k8s_config) -> None:
