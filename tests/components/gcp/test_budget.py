@@ -160,3 +160,27 @@ def test_the_budget_is_kept_on_destroy_whenever_lustre_is(stack: str, kept: bool
     assert len(kept_with_it) == 1 + len(BUDGET["emails"])
     for resource in kept_with_it:
         assert (resource.protect, resource.retain_on_delete) == (kept, kept), resource.name
+
+
+def _render_billed_to(account: str):
+    from tools.render import OfflineCapacity
+
+    config, secret_keys = load_stack_file("dev")
+    config["gcp:project"] = "example-project"
+    config["rl-on-gke:budget"] = BUDGET
+    capacity = OfflineCapacity.as_the_stack_asks(config)
+    capacity.billing_accounts["example-project"] = account
+    return render(config, stack="dev", secret_keys=secret_keys, capacity=capacity)
+
+
+@pytest.mark.plan
+def test_the_whole_program_refuses_a_budget_on_an_account_that_does_not_pay() -> None:
+    """get_project is an invoke, so it runs at preview (and under mocks) and reports the
+    project's billing account before any budget exists: a mismatch fails the run by key."""
+    with pytest.raises(Exception) as refused:
+        _render_billed_to("ABCDEF-012345-6789AB")
+    message = str(refused.value)
+    assert "rl-on-gke:budget.billingAccount = '012345-6789AB-CDEF01'" in message
+    assert "billed to ABCDEF-012345-6789AB" in message and "set it to" in message
+    (budget,) = _render_billed_to("012345-6789AB-CDEF01").of_type(BUDGET_TYPE)
+    assert budget.inputs["billingAccount"] == "012345-6789AB-CDEF01"
