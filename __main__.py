@@ -7,7 +7,7 @@ import pulumi
 
 from components.contract import SECRET_ENV
 from components.gcp.apis import ProjectApis, ProjectApisArgs
-from components.gcp.budget import ProjectBudget, ProjectBudgetArgs
+from components.gcp.budget import ProjectBudget, ProjectBudgetArgs, check_billing_account
 from components.gcp.cluster import GkeCluster, GkeClusterArgs
 from components.gcp.gpu_capacity import GpuCapacityArgs, check_gpu_capacity
 from components.gcp.gpu_pool import GpuNodePool, GpuNodePoolArgs
@@ -30,6 +30,9 @@ config, secret_env = load_stack()
 # The reservation and the zone's machine type, looked up before anything is registered, so a
 # preview fails in seconds naming the key instead of a node pool timing out (gpu_capacity.py).
 check_gpu_capacity(GpuCapacityArgs.for_stack(config))
+# A budget on an account that does not pay for the project would never warn; refused the same
+# way, by key, before anything is registered (components/gcp/budget.py).
+check_billing_account(config)
 prefix = config.name_prefix
 
 # Enables the Google APIs; every component below creates its GCP resources through the

@@ -1,7 +1,8 @@
 """The stack's Cloud Billing budget: a monthly amount on the project, e-mails as spend crosses thresholds.
 
 Only when the stack sets `budget` (components/config.py BudgetSettings, which refuses a missing or
-malformed billing account before anything is registered). The budget lives on the billing account
+malformed billing account before anything is registered; `check_billing_account` refuses a valid
+account that does not pay for the project, also before anything is registered). The budget lives on the billing account
 (`billingAccounts/<id>/budgets/<id>`), filtered to this project, so the deployer needs budget
 permissions on the billing account, not on the project (docs/ci-setup.md). Each address gets its
 own Cloud Monitoring e-mail channel in the project; the budget sends to those channels on top of
@@ -10,7 +11,7 @@ Cloud Billing's default recipients (the account's Billing Admins and Users).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,25 @@ def paying_account(configured: str, projects: str) -> str:
             f"{live}, so a budget on {wanted} would never see its spend; set it to {live}"
         )
     return configured
+
+
+def _projects_account(project: str) -> str:
+    """The account get_project reports the project billed to ("" when it reports none).
+
+    The plain (non-Output) invoke blocks until the provider answers, at preview as at `up` and
+    under the mock runtime, so its answer is known before the program registers anything."""
+    return gcp.organizations.get_project(project_id=project).billing_account or ""
+
+
+def check_billing_account(
+    config: StackConfig, projects_account: Callable[[str], str] = _projects_account
+) -> None:
+    """Refuse, before any resource is registered, a budget on an account that does not pay for
+    the project (paying_account); nothing to check when the stack sets no budget."""
+    if config.budget is None:
+        return
+    assert config.budget.billing_account is not None  # refused by BudgetSettings otherwise
+    paying_account(config.budget.billing_account, projects_account(config.project))
 
 
 def budget_args(
@@ -120,10 +140,6 @@ class ProjectBudget(pulumi.ComponentResource):
             project_id=args.project, opts=pulumi.InvokeOutputOptions(parent=self)
         )
         number = project.number
-        configured = args.budget.billing_account
-        assert configured is not None  # refused by BudgetSettings otherwise
-        # Checked before the budget is created: it takes the account through the check.
-        account = project.billing_account.apply(lambda live: paying_account(configured, live or ""))
         # The Budget API bills its calls to a quota project; with user credentials (a person's
         # `gcloud auth application-default login`) the provider must name one and send it
         # (pulumi-gcp 10.2 billing.Budget: "If you are using User ADCs ... you must specify a
@@ -138,10 +154,9 @@ class ProjectBudget(pulumi.ComponentResource):
         )
         self.budget = gcp.billing.Budget(
             f"{name}-budget",
-            **{
-                **budget_args(args, number, [c.id for c in self.channels]),
-                "billing_account": account,
-            },
+            # The account was checked against the project's before anything was registered
+            # (check_billing_account, run by __main__.py).
+            **budget_args(args, number, [c.id for c in self.channels]),
             opts=pulumi.ResourceOptions.merge(
                 pulumi.ResourceOptions(parent=self, provider=provider),
                 data_protection(args.protect),

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from components.config import ConfigError, parse_stack_config
+from components.gcp.budget import check_billing_account
 from tests.conftest import BASE_STACK_CONFIG, raw_from_stack
 from tools.render import OFFLINE_PROJECT_NUMBER, load_stack_file, render
 
@@ -187,13 +188,44 @@ def _render_billed_to(account: str):
 
 
 @pytest.mark.plan
-def test_the_whole_program_refuses_a_budget_on_an_account_that_does_not_pay() -> None:
+def test_the_whole_program_refuses_a_budget_on_an_account_that_does_not_pay(monkeypatch) -> None:
     """get_project is an invoke, so it runs at preview (and under mocks) and reports the
-    project's billing account before any budget exists: a mismatch fails the run by key."""
-    with pytest.raises(Exception) as refused:
+    project's billing account: a mismatch fails the run by key before any resource registers,
+    so a refused `up` leaves nothing half-built."""
+    import tools.render as render_module
+
+    registered: list[str] = []
+    original = render_module.RecordingMonitor.RegisterResource
+
+    def spy(self, request):
+        if request.type != "pulumi:pulumi:Stack":
+            registered.append(request.type)
+        return original(self, request)
+
+    monkeypatch.setattr(render_module.RecordingMonitor, "RegisterResource", spy)
+    with pytest.raises(ValueError) as refused:
         _render_billed_to("ABCDEF-012345-6789AB")
+    assert registered == []
     message = str(refused.value)
     assert "rl-on-gke:budget.billingAccount = '012345-6789AB-CDEF01'" in message
     assert "billed to ABCDEF-012345-6789AB" in message and "set it to" in message
     (budget,) = _render_billed_to("012345-6789AB-CDEF01").of_type(BUDGET_TYPE)
     assert budget.inputs["billingAccount"] == "012345-6789AB-CDEF01"
+
+
+def test_the_account_check_looks_up_the_stacks_project_only_when_a_budget_is_set() -> None:
+    config = copy.deepcopy(BASE_STACK_CONFIG)
+    asked: list[str] = []
+
+    def billed_to(account: str):
+        return lambda project: asked.append(project) or account
+
+    check_billing_account(parse_stack_config(raw_from_stack(config)), billed_to("X"))
+    assert asked == []  # no budget: nothing to look up
+    config["rl-on-gke:budget"] = BUDGET
+    with_budget = parse_stack_config(raw_from_stack(config))
+    check_billing_account(with_budget, billed_to("billingAccounts/012345-6789AB-CDEF01"))
+    check_billing_account(with_budget, billed_to(""))  # not known: not refused
+    with pytest.raises(ValueError, match=r"budget\.billingAccount = '012345-6789AB-CDEF01'"):
+        check_billing_account(with_budget, billed_to("ABCDEF-012345-6789AB"))
+    assert asked == [with_budget.project] * 3
