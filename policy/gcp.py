@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pulumi_policy import (
@@ -87,45 +89,62 @@ def _control_plane_not_public(args: ResourceValidationArgs, report: ReportViolat
         )
 
 
-def _private_nodes(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    props = plain(args.props)
-    if args.resource_type == CLUSTER:
-        value = dig(props, "privateClusterConfig", "enablePrivateNodes")
-        if value is UNKNOWN:
-            return
-        if value is not True:
-            report(
-                "Nodes get public IPs: set privateClusterConfig.enablePrivateNodes = true (egress "
-                "goes through Cloud NAT).",
-                None,
-            )
-    elif args.resource_type == NODE_POOL:
-        if dig(props, "networkConfig", "enablePrivateNodes") is False:
-            report(
-                "This node pool overrides the cluster and gives its nodes public IPs: drop "
-                "networkConfig.enablePrivateNodes = false.",
-                None,
-            )
+@dataclass(frozen=True)
+class _FieldRule:
+    """One property that must not hold a bad value on the resource types it applies to."""
+
+    types: tuple[str, ...]
+    path: tuple[str, ...]
+    # Unknown values (computed at apply) are judged here: most rules let them pass.
+    bad: Callable[[Any], bool]
+    message: str
 
 
-def _workload_identity(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    props = plain(args.props)
-    if args.resource_type == CLUSTER:
-        pool = dig(props, "workloadIdentityConfig", "workloadPool")
-        if pool is not UNKNOWN and not pool:
-            report(
-                "Workload Identity is off: set workloadIdentityConfig.workloadPool to "
-                "'<project>.svc.id.goog' so pods get their own identities instead of the node's.",
-                None,
-            )
-    if args.resource_type in (CLUSTER, NODE_POOL):
-        mode = dig(props, "nodeConfig", "workloadMetadataConfig", "mode")
-        if mode == "GCE_METADATA":
-            report(
-                "nodeConfig.workloadMetadataConfig.mode is GCE_METADATA, which lets every pod use "
-                "the node's service account: set it to GKE_METADATA.",
-                None,
-            )
+def _field_rules(*rules: _FieldRule) -> Callable[[ResourceValidationArgs, ReportViolation], None]:
+    """A policy's validate function: each rule that applies to the resource, in order."""
+
+    def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        props = plain(args.props)
+        for rule in rules:
+            if args.resource_type in rule.types and rule.bad(dig(props, *rule.path)):
+                report(rule.message, None)
+
+    return validate
+
+
+_private_nodes = _field_rules(
+    _FieldRule(
+        (CLUSTER,),
+        ("privateClusterConfig", "enablePrivateNodes"),
+        lambda value: value is not UNKNOWN and value is not True,
+        "Nodes get public IPs: set privateClusterConfig.enablePrivateNodes = true (egress "
+        "goes through Cloud NAT).",
+    ),
+    _FieldRule(
+        (NODE_POOL,),
+        ("networkConfig", "enablePrivateNodes"),
+        lambda value: value is False,
+        "This node pool overrides the cluster and gives its nodes public IPs: drop "
+        "networkConfig.enablePrivateNodes = false.",
+    ),
+)
+
+_workload_identity = _field_rules(
+    _FieldRule(
+        (CLUSTER,),
+        ("workloadIdentityConfig", "workloadPool"),
+        lambda pool: pool is not UNKNOWN and not pool,
+        "Workload Identity is off: set workloadIdentityConfig.workloadPool to "
+        "'<project>.svc.id.goog' so pods get their own identities instead of the node's.",
+    ),
+    _FieldRule(
+        (CLUSTER, NODE_POOL),
+        ("nodeConfig", "workloadMetadataConfig", "mode"),
+        lambda mode: mode == "GCE_METADATA",
+        "nodeConfig.workloadMetadataConfig.mode is GCE_METADATA, which lets every pod use "
+        "the node's service account: set it to GKE_METADATA.",
+    ),
+)
 
 
 def _nodes_not_default_sa(args: ResourceValidationArgs, report: ReportViolation) -> None:

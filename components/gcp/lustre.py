@@ -135,9 +135,10 @@ def lnet_firewall_args(args: ManagedLustreArgs, network: pulumi.Input[str]) -> d
     }
 
 
-def data_protection(protect: bool) -> pulumi.ResourceOptions:
-    """Options for everything the data needs to stay reachable after `pulumi destroy`."""
-    return pulumi.ResourceOptions(protect=protect, retain_on_delete=protect)
+def data_protection(protect: bool, **options: Any) -> pulumi.ResourceOptions:
+    """Options for everything the data needs to stay reachable after `pulumi destroy`, with the
+    resource's other `options` (parent, depends_on, ...)."""
+    return pulumi.ResourceOptions(protect=protect, retain_on_delete=protect, **options)
 
 
 class PrivateServiceAccess(pulumi.ComponentResource):
@@ -150,16 +151,15 @@ class PrivateServiceAccess(pulumi.ComponentResource):
         self, name: str, args: PrivateServiceAccessArgs, opts: pulumi.ResourceOptions | None = None
     ):
         super().__init__("rl-on-gke:gcp:PrivateServiceAccess", name, None, opts)
-        keep = data_protection(args.protect)
         self.address = gcp.compute.GlobalAddress(
             f"{name}-range",
             **psa_address_args(args, args.network.id),
-            opts=pulumi.ResourceOptions.merge(keep, pulumi.ResourceOptions(parent=self)),
+            opts=data_protection(args.protect, parent=self),
         )
         self.connection = gcp.servicenetworking.Connection(
             f"{name}-connection",
             **psa_connection_args(args.network.id, self.address.name, args.protect),
-            opts=pulumi.ResourceOptions.merge(keep, pulumi.ResourceOptions(parent=self)),
+            opts=data_protection(args.protect, parent=self),
         )
         self.register_outputs({"range": args.psa_cidr, "peering": self.connection.peering})
 
@@ -178,15 +178,13 @@ class ManagedLustre(pulumi.ComponentResource):
         self.instance = gcp.lustre.Instance(
             f"{name}-instance",
             **lustre_instance_args(args, args.network.id),
-            opts=pulumi.ResourceOptions.merge(
-                data_protection(args.lustre.protect),
-                pulumi.ResourceOptions(
-                    parent=self,
-                    # The API needs the peering ACTIVE before it can place the instance.
-                    depends_on=[args.psa.connection],
-                    # Creation takes ~10 min or more; cluster-toolkit allows an hour.
-                    custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m", delete="60m"),
-                ),
+            opts=data_protection(
+                args.lustre.protect,
+                parent=self,
+                # The API needs the peering ACTIVE before it can place the instance.
+                depends_on=[args.psa.connection],
+                # Creation takes ~10 min or more; cluster-toolkit allows an hour.
+                custom_timeouts=pulumi.CustomTimeouts(create="60m", update="60m", delete="60m"),
             ),
         )
         gcp.compute.Firewall(

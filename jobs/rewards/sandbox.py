@@ -305,7 +305,7 @@ class Executor:
             if binary is None:
                 return RunResult(compiled=False, compile_error=error, isolation=self.isolation)
             futures = [
-                self._pool.submit(self._tests, binary, chunk, limits, deadline, cancel)
+                self._pool.submit(self._tests, binary, chunk, limits, give_up)
                 for chunk in chunks(list(tests), self.workers)
             ]
             return RunResult(
@@ -402,17 +402,10 @@ class Executor:
             remove_tree(work, self.quarantine)
 
     def _tests(
-        self,
-        binary: str,
-        cases: Sequence[Case],
-        limits: Limits,
-        deadline: float | None = None,
-        cancel: threading.Event | None = None,
+        self, binary: str, cases: Sequence[Case], limits: Limits, give_up: Callable[[], bool]
     ) -> list[CaseResult]:
         """`cases` one after another in one box, each a fresh process under `limits`; those not
-        started by `deadline` or once `cancel` is set are `not_run`."""
-
-        give_up = _give_up(deadline, cancel)
+        started before `give_up()` (the run's deadline or its client gone) are `not_run`."""
         not_run = [CaseResult(status=Status.not_run, wall_s=0.0) for _ in cases]
         if give_up():
             return not_run
