@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 
 import pytest
 
@@ -23,6 +22,7 @@ from tests.jobs.head.sim.world import (
     Schedule,
     World,
     random_schedule,
+    remove_tree,
 )
 
 SCHEDULES = int(os.environ.get("SIM_ON_DEMAND_SCHEDULES", "1000"))
@@ -48,7 +48,7 @@ def test_random_fault_schedules_on_demand_keep_every_invariant_and_leak_no_node(
 ):
     for seed in range(first, min(first + CHUNK, SCHEDULES)):
         _run(_on_demand(seed), base / str(seed))
-        shutil.rmtree(base / str(seed), ignore_errors=True)
+        remove_tree(base / str(seed))
 
 
 def test_a_run_on_an_empty_cluster_waits_for_the_nodes_its_request_brings(base):  # noqa: F811
