@@ -579,3 +579,21 @@ def test_a_failing_seed_prints_a_schedule_that_replays(base, monkeypatch):
     with pytest.raises(Violation) as again:
         simulate(replayed, base / "again")
     assert str(again.value) == text.split("\n", 1)[0]
+
+
+def test_a_supervisor_that_renews_a_lease_taken_over_fails_the_schedule(base, monkeypatch):
+    """The sweep's check of the lease from the holder's side: a renewal that ignores a newer
+    generation (the planted bug `mutants/renew_ignores_a_newer_lease.patch`) lets a supervisor
+    whose run was taken over go on driving it beside the new holder. Sweep seed 2 (a torn lease
+    while the supervisor runs) fails at that renewal."""
+    from jobs.head.run_store import Lease, RunStore
+
+    def renew(self: RunStore, lease: Lease, ttl_s: float | None = None) -> Lease:
+        renewed = Lease(lease.holder, lease.gen, self.clock.time(), ttl_s or lease.ttl_s)
+        self._write(f"lease.{lease.gen}", self._lease_dict(renewed))
+        return renewed
+
+    _run(sweep_schedule(2), base / "sound")
+    monkeypatch.setattr(RunStore, "renew", renew)
+    with pytest.raises(pytest.fail.Exception, match=r"renewed lease 1 of the run .* after lease 2"):
+        _run(sweep_schedule(2), base / "planted")

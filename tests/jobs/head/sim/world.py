@@ -330,6 +330,7 @@ class World:
         self.in_flight = 0  # slow submits Ray has yet to take
         self.api_clear_at = T0  # when the last faulty API answer was given
         self.rearmer_back_at = T0  # when the re-armer (and its head) last came back
+        self.stale_since: dict[str, float] = {}  # supervisor -> when a newer lease was first seen
         for _ in range(0 if schedule.on_demand else NODES + schedule.spare_nodes):
             self._add_node(GPUS_PER_NODE)
 
@@ -1148,7 +1149,42 @@ class World:
     def queue_has_user(self) -> bool:
         return any(getattr(fn, "user", False) for _, _, fn in self.queue)
 
+    def _stale_holders(self) -> None:
+        """A live supervisor whose lease has a newer generation on the runs root (the run was
+        taken over: a re-armer or another head drives it now) must find out at its next renewal
+        and leave the run: one that renews the older lease all the same drives the run beside
+        its new holder. (Judged by its renewals, not by time: the simulation renews the lease
+        in the supervisor's waits, and a submit answered late blocks it for minutes.)"""
+        holders = [
+            j
+            for j in self.jobs.values()
+            if j.kind == protocol.SUPERVISOR
+            and j.status in LIVE
+            and j.sup is not None
+            and j.sup.leases is not None
+            and j.sup.leases.lease is not None
+            and not j.sup.lost.is_set()
+            and not (j.runner is not None and (j.runner.killed or j.runner.done))
+        ]
+        if not holders:
+            self.stale_since.clear()
+            return
+        newest = max(self.store()._gens(), default=0)
+        for job in holders:
+            sid = job.submission_id
+            if job.sup.leases.lease.gen >= newest:
+                self.stale_since.pop(sid, None)
+                continue
+            since = self.stale_since.setdefault(sid, self.now)
+            lease = job.sup.leases.lease
+            if lease.renewed > since:
+                self.fail(
+                    f"{sid} renewed lease {lease.gen} of the run {lease.renewed - since:.0f} s "
+                    f"after lease {newest} was taken"
+                )
+
     def check(self) -> None:
+        self._stale_holders()
         live = [
             key
             for key, j in self.jobs.items()
