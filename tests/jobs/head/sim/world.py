@@ -323,6 +323,7 @@ class World:
         # runs' requests in Ray's internal KV, nodes launched and not yet joined.
         self.kv = DictKV()
         self.asked: list[scale_up.Bundle] = []
+        self.rival_union = False  # armed: the next larger request is lost to another run's
         self.launching = 0
         self.stockout_until = 0.0
         self.idle_since: dict[str, float] = {}
@@ -700,7 +701,16 @@ class World:
             raise ConnectionError("GCS unreachable: the head is down")
         if bundles != self.asked:
             self.note(f"the cluster's GPU request is now {len(bundles)} node(s)")
-        self.asked = list(bundles)
+        before, self.asked = self.asked, list(bundles)
+        if self.rival_union and len(bundles) > len(before):
+            # Another run's supervisor sent its union at the same moment, read from the KV
+            # before this run's request was in it: Ray keeps the last request it is sent.
+            self.rival_union = False
+            self.asked = list(before)
+            self.note(
+                f"another run's request, its union read before this one's, replaced it: "
+                f"{len(before)} node(s) asked while {len(bundles)} were wanted"
+            )
 
     def autoscale(self) -> None:
         """One autoscaler tick (it runs in the head): launch what the request lacks, remove GPU
@@ -1116,6 +1126,12 @@ class World:
 
     def _fault_race(self, _arg: float) -> None:
         self.heads.arm_twin()
+
+    def _fault_rival_union(self, _arg: float) -> None:
+        """Two runs ask Ray's autoscaler at once (after a head loss the re-armer re-arms every
+        run in one sweep): the next request that grows the cluster's is overwritten at once by
+        the other run's union, which lacks it (tests/jobs/head/sim/world.py `_request_resources`)."""
+        self.rival_union = True
 
     def _fault_two_heads(self, seconds: float) -> None:
         self.heads.two_heads(seconds)
