@@ -7,6 +7,8 @@ a `git archive` of BASELINE_COMMIT (the simulation before its speed-ups), altern
 first, and reports the CPU time (user + system) per schedule of each and their ratio. CPU time,
 not wall time: the machine's other work changes the second far more than the first.
 Run: .venv/bin/python bench/sim_cpu_per_schedule.py [--schedules 400] [--reps 3]
+[--baseline COMMIT] [--sweep] (`--sweep`: the sweep's own schedules, `sweep_schedule`, with lease
+races and slow submits, which both trees must have; default: `random_schedule`)
 """
 
 from __future__ import annotations
@@ -30,12 +32,12 @@ CHILD = """
 import gc, resource, shutil, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, {tree!r})
-from tests.jobs.head.sim.world import random_schedule, simulate
+from tests.jobs.head.sim.world import {make} as make, simulate
 gc.freeze(); gc.set_threshold(100_000, 50, 50)  # as the sweep's chunks run
 base = Path(tempfile.mkdtemp(dir={tmp!r}))
 before = resource.getrusage(resource.RUSAGE_SELF)
 for seed in range({n}):
-    simulate(random_schedule(seed), base / str(seed))
+    simulate(make(seed), base / str(seed))
     shutil.rmtree(base / str(seed), ignore_errors=True)
 after = resource.getrusage(resource.RUSAGE_SELF)
 cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -43,15 +45,15 @@ print(cpu / {n} * 1000)
 """
 
 
-def baseline_tree(tmp: Path) -> Path:
-    return git_tree.unpack(BASELINE_COMMIT, tmp / "baseline")
+def baseline_tree(tmp: Path, commit: str) -> Path:
+    return git_tree.unpack(commit, tmp / "baseline")
 
 
-def cpu_ms_per_schedule(tree: Path, n: int, tmp: Path) -> float:
+def cpu_ms_per_schedule(tree: Path, n: int, tmp: Path, make: str = "random_schedule") -> float:
     shm = Path("/dev/shm")
     where = str(shm if shm.is_dir() else tmp)
     done = subprocess.run(
-        [sys.executable, "-c", CHILD.format(tree=str(tree), tmp=where, n=n)],
+        [sys.executable, "-c", CHILD.format(tree=str(tree), tmp=where, n=n, make=make)],
         cwd=tree,
         capture_output=True,
         text=True,
@@ -64,18 +66,23 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--schedules", type=int, default=400)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--baseline", default=BASELINE_COMMIT, help="the commit to compare with")
+    parser.add_argument("--sweep", action="store_true", help="the sweep's schedules")
     args = parser.parse_args()
+    make = "sweep_schedule" if args.sweep else "random_schedule"
     tmp = Path(tempfile.mkdtemp(prefix="sim-bench-"))
-    results: dict[str, list[float]] = {"this tree": [], f"baseline {BASELINE_COMMIT}": []}
+    base_label = f"baseline {args.baseline}"
+    results: dict[str, list[float]] = {"this tree": [], base_label: []}
     try:
-        trees = {"this tree": ROOT, f"baseline {BASELINE_COMMIT}": baseline_tree(tmp)}
+        trees = {"this tree": ROOT, base_label: baseline_tree(tmp, args.baseline)}
         for i in range(args.reps):
             order = list(trees) if i % 2 == 0 else list(reversed(trees))
             for label in order:
-                results[label].append(cpu_ms_per_schedule(trees[label], args.schedules, tmp))
+                ms = cpu_ms_per_schedule(trees[label], args.schedules, tmp, make)
+                results[label].append(ms)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"seeds 0..{args.schedules - 1}, {args.reps} repetitions, alternating order")
+    print(f"{make} seeds 0..{args.schedules - 1}, {args.reps} repetitions, alternating order")
     print("| tree | CPU ms per schedule (median) | min | max | schedules per CPU-second |")
     print("|---|---|---|---|---|")
     for label, xs in results.items():

@@ -167,9 +167,10 @@ class CapacityWait:
         )
         if s.gpus_needed > sup.spec.gpus_needed:
             what += f" (the GPUs its last attempt's workers ran on; the run declares {sup.spec.gpus_needed})"
+        since = ev.now_iso(sup.clock.time())  # the supervisor's clock, as the record's `t`
         sup.record(
             ev.WAITING,
-            f"{what} since {ev.now_iso()} (the cluster has {s.gpus_now:g}{_free(s)}; "
+            f"{what} since {since} (the cluster has {s.gpus_now:g}{_free(s)}; "
             + (
                 "a new GKE node boots and pulls the image first, usually several minutes; "
                 if scaling
@@ -183,7 +184,7 @@ class CapacityWait:
             gpus=s.gpus_now,
             gpus_free=s.gpus_free,
             gpus_needed=s.gpus_needed,
-            since=ev.now_iso(),
+            since=since,
             max_wait_s=s.max_wait_s,
             **({"scaling_up": True} if scaling else {}),
         )

@@ -50,24 +50,46 @@ GPUS_USED = "gpus_used"
 FINAL = (FINISHED, GAVE_UP, STOPPED, REFUSED)
 
 
+def _life_start(recs: list[dict[str, Any]]) -> int | None:
+    """The index of the current life's first record (None when the run never had a fresh
+    hand-off). Read backwards: the record grows all the run long and is read at every poll."""
+    for i in range(len(recs) - 1, -1, -1):
+        r = recs[i]
+        if r.get("event") == ARMED and r.get("fresh"):
+            return i
+    return None
+
+
 def life(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The records of the run's current life: from its last fresh hand-off (an `armed` record
     with `fresh`, written by a supervisor the CLI started, never by a re-armed one) on. A run
     resumed after it ended starts a new life: the old end and an old stop request are history."""
-    starts = [i for i, r in enumerate(recs) if r.get("event") == ARMED and r.get("fresh")]
-    return recs[starts[-1] :] if starts else recs
+    start = _life_start(recs)
+    return recs if start is None else recs[start:]
 
 
 def outcome(recs: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The final record of the run's current life, or None while it is not over."""
-    ends = [r for r in life(recs) if r.get("event") in FINAL]
-    return ends[-1] if ends else None
+    rec: dict[str, Any]
+    for rec in reversed(recs):
+        event = rec.get("event")
+        if event in FINAL:
+            return rec
+        if event == ARMED and rec.get("fresh"):
+            return None  # the life began after every final record
+    return None
 
 
 def stop_requested(recs: list[dict[str, Any]]) -> bool:
     """A user asked the run's current life to stop: it is never re-armed, and a supervisor that
     gets SIGTERM (or finds the request) ends it."""
-    return any(r.get("event") == STOP_REQUESTED for r in life(recs))
+    for r in reversed(recs):
+        event = r.get("event")
+        if event == STOP_REQUESTED:
+            return True
+        if event == ARMED and r.get("fresh"):
+            return False
+    return False
 
 
 def now_iso(at: float | None = None) -> str:

@@ -69,7 +69,7 @@ class Rearmer:
         live = protocol.live_job_ids(jobs, protocol.SUPERVISOR, run)
         return live[0] if live else None
 
-    def _unended(self) -> tuple[list[str], list[str]]:
+    def unended(self) -> tuple[list[str], list[str]]:
         """The unfinished supervised runs whose lease lapsed, read once per sweep: (those to
         re-arm, those a user stopped whose supervisor died before it wrote the end: the stop
         job saw its lease still held, so nobody wrote the end or released the run's GPU
@@ -91,11 +91,11 @@ class Rearmer:
     def candidates(self) -> list[str]:
         """Runs whose record is supervised, unfinished, not asked to stop, and whose lease
         lapsed."""
-        return self._unended()[0]
+        return self.unended()[0]
 
     def unended_stops(self) -> list[str]:
-        """Runs a user stopped whose supervisor died before it wrote the end (`_unended`)."""
-        return self._unended()[1]
+        """Runs a user stopped whose supervisor died before it wrote the end (`unended`)."""
+        return self.unended()[1]
 
     def end_stop(self, run: str, jobs: list[Any]) -> str | None:
         """Submit the run's stop job again (jobs/head/stop.py), which now finds no supervisor
@@ -180,7 +180,7 @@ class Rearmer:
         return sid
 
     def sweep(self) -> list[str]:
-        todo, stops = self._unended()
+        todo, stops = self.unended()
         jobs = self.client.list_jobs()
         self.stop_orphans(jobs)
         if not todo and not stops:

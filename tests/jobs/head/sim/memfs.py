@@ -27,6 +27,7 @@ class MemFiles(Files):
         # The names in each folder: listdir is the run store's most frequent call (every lease
         # renewal lists the run's folder), scanning every key made it most of a schedule's time.
         self.children: dict[str, set[str]] = {"/": set()}
+        self.listed: dict[str, list[str]] = {}  # children sorted, until the folder changes
         self.full = False
         self.before_create: Callable[[Path], None] | None = None
 
@@ -51,7 +52,10 @@ class MemFiles(Files):
         key = str(path)
         if key not in self.dirs:
             raise self._missing(path)
-        return sorted(self.children[key])
+        listed = self.listed.get(key)
+        if listed is None:  # sorted once per change of the folder, not at every renewal
+            listed = self.listed[key] = sorted(self.children[key])
+        return list(listed)
 
     def mtime(self, path: Path) -> float:
         try:
@@ -77,18 +81,21 @@ class MemFiles(Files):
             self.dirs.add(str(p))
             self.children.setdefault(str(p), set())
             self.children.setdefault(str(p.parent), set()).add(p.name)
+            self.listed.pop(str(p.parent), None)
             p = p.parent
 
     def unlink(self, path: Path) -> None:
         key = str(path)
         if self.data.pop(key, None) is not None:
             self.children[str(path.parent)].discard(path.name)
+            self.listed.pop(str(path.parent), None)
         self.mtimes.pop(key, None)
 
     def _put(self, key: str, data: bytes) -> None:
         if key not in self.data:
             parent, _, name = key.rpartition("/")
             self.children[parent or "/"].add(name)
+            self.listed.pop(parent or "/", None)
         self.data[key] = data
         self.mtimes[key] = self.now()
 

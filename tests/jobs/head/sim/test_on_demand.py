@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
+import random
 
 import pytest
 
@@ -23,6 +23,7 @@ from tests.jobs.head.sim.world import (
     Schedule,
     World,
     random_schedule,
+    remove_tree,
 )
 
 SCHEDULES = int(os.environ.get("SIM_ON_DEMAND_SCHEDULES", "1000"))
@@ -32,7 +33,17 @@ CHUNK = 250
 def _on_demand(seed: int) -> Schedule:
     """The fault sweep's schedule for `seed`, on GPUs that scale on demand (printed whole when
     it fails: `random_schedule(seed)` alone would replay it on static GPUs)."""
-    return dataclasses.replace(random_schedule(seed), on_demand=True, from_seed=False)
+    schedule = random_schedule(seed)
+    # Another run asking at once, its union read before this run's request (a generator of
+    # its own: every earlier seed keeps its faults): a third of the seeds, at the start (the
+    # first request) or after a preemption (the request that replaces a lost node).
+    rival = random.Random(seed + 7_000_003)
+    faults = list(schedule.faults)
+    if rival.random() < 1 / 3:
+        preempts = [f.at for f in faults if f.kind == "preempt"]
+        faults.append(Fault(rival.choice([0.0, *preempts]), "rival_union"))
+        faults.sort(key=lambda f: f.at)
+    return dataclasses.replace(schedule, faults=faults, on_demand=True, from_seed=False)
 
 
 def _events(world: World) -> list[dict]:
@@ -48,7 +59,7 @@ def test_random_fault_schedules_on_demand_keep_every_invariant_and_leak_no_node(
 ):
     for seed in range(first, min(first + CHUNK, SCHEDULES)):
         _run(_on_demand(seed), base / str(seed))
-        shutil.rmtree(base / str(seed), ignore_errors=True)
+        remove_tree(base / str(seed))
 
 
 def test_a_run_on_an_empty_cluster_waits_for_the_nodes_its_request_brings(base):  # noqa: F811
@@ -109,3 +120,21 @@ def test_a_stop_after_the_supervisor_was_killed_drops_the_request(base):  # noqa
     assert ev.outcome(recs)["event"] == ev.STOPPED
     assert ev.GPUS_RELEASED not in [r["event"] for r in recs]  # no supervisor released it
     assert world.asked == [] and world.scale_downs >= 2
+
+
+def test_a_request_lost_to_another_runs_union_is_sent_again(base, monkeypatch):  # noqa: F811
+    """Two runs asking Ray's autoscaler at once each send their own union, and Ray keeps the
+    last: here the other run's, read before this run's request was in the KV, replaces it at
+    once (0 nodes asked while 2 were wanted). The supervisor sends its request again while it
+    waits, and the run gets its nodes; with the resend gone (the planted bug
+    `mutants/scale_up_never_resent.patch`) nothing asks again and the run never starts."""
+    from jobs.head.run_gpus import RunGpus
+
+    schedule = Schedule(seed=11, faults=[Fault(0, "rival_union")], on_demand=True)
+    world = _run(schedule, base / "sound")
+    assert world.succeeded
+    lost = next(i for i, line in enumerate(world.history) if "another run's request" in line)
+    assert any("request is now 2 node(s)" in line for line in world.history[lost:])
+    monkeypatch.setattr(RunGpus, "resend", lambda self: None)
+    with pytest.raises(pytest.fail.Exception, match="the run did not finish"):
+        _run(schedule, base / "planted")

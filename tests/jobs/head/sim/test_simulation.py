@@ -27,6 +27,7 @@ from tests.jobs.head.sim.world import (
     Violation,
     World,
     random_schedule,
+    remove_tree,
     simulate,
     sweep_schedule,
 )
@@ -113,7 +114,7 @@ def test_random_fault_schedules_keep_every_invariant(base, first, few_collection
     started = time.perf_counter()
     for seed in range(first, last):
         _run(sweep_schedule(seed), base / str(seed))
-        shutil.rmtree(base / str(seed), ignore_errors=True)
+        remove_tree(base / str(seed))
     print(f"{last - first} schedules in {time.perf_counter() - started:.1f} s")
 
 
@@ -127,6 +128,16 @@ def test_item1_a_stockout_of_hours_does_not_end_the_run(base):
     world = _run(Schedule(seed=1, faults=[Fault(1000, "preempt", 3 * 3600)]), base)
     assert world.succeeded
     assert not [r for r in _events(world) if r["event"] == ev.GAVE_UP]
+
+
+def test_a_capacity_waits_since_is_the_supervisors_clock(base):
+    """The `waiting` record's `since` (and the message's) was read from the wall clock while its
+    `t` came from the supervisor's: in the simulation the two were weeks apart, and a schedule
+    did not replay the same record twice."""
+    world = _run(Schedule(seed=1, faults=[Fault(1000, "preempt", 3 * 3600)]), base)
+    [first, *_] = [r for r in _events(world) if r["event"] == ev.WAITING]
+    assert first["since"] == first["t"]
+    assert f"since {first['t']} " in first["message"]
 
 
 def test_item1_only_a_deadline_the_user_set_ends_a_capacity_wait(base):
@@ -568,3 +579,21 @@ def test_a_failing_seed_prints_a_schedule_that_replays(base, monkeypatch):
     with pytest.raises(Violation) as again:
         simulate(replayed, base / "again")
     assert str(again.value) == text.split("\n", 1)[0]
+
+
+def test_a_supervisor_that_renews_a_lease_taken_over_fails_the_schedule(base, monkeypatch):
+    """The sweep's check of the lease from the holder's side: a renewal that ignores a newer
+    generation (the planted bug `mutants/renew_ignores_a_newer_lease.patch`) lets a supervisor
+    whose run was taken over go on driving it beside the new holder. Sweep seed 2 (a torn lease
+    while the supervisor runs) fails at that renewal."""
+    from jobs.head.run_store import Lease, RunStore
+
+    def renew(self: RunStore, lease: Lease, ttl_s: float | None = None) -> Lease:
+        renewed = Lease(lease.holder, lease.gen, self.clock.time(), ttl_s or lease.ttl_s)
+        self._write(f"lease.{lease.gen}", self._lease_dict(renewed))
+        return renewed
+
+    _run(sweep_schedule(2), base / "sound")
+    monkeypatch.setattr(RunStore, "renew", renew)
+    with pytest.raises(pytest.fail.Exception, match=r"renewed lease 1 of the run .* after lease 2"):
+        _run(sweep_schedule(2), base / "planted")

@@ -5,9 +5,8 @@ copies this checkout's tracked files as they are on disk into a temporary folder
 patch there, and runs the fault sweeps (tests/jobs/head/sim/, static and on-demand GPUs) against
 the copy, stopping at the first failing seed, whose replayable schedule it prints. A mutant the
 sweep passes survived: the script says which and exits 1. The checkout itself is never changed.
-`survivors/` holds the planted bugs the sweep does not kill yet (`--survivors` tries them): a
-renewal that ignores a newer lease generation, and a scale-up request never sent again while a
-run waits (the sweep drives one run, and the lost request needs two asking at once).
+`survivors/` is for planted bugs the sweep does not kill yet (`--survivors` tries them); none
+is there now.
 """
 
 from __future__ import annotations
