@@ -241,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         if cached is not None:
             eval_result.write_atomic(cached, {k: v for k, v in content.items() if k != "run"})
     target = eval_result.write(args.out_dir, content)
+    eval_shards.drop(args.out_dir, args.step)
     print(
         f"eval: {args.dataset} {content['metric'].replace('@k', f'@{args.k}')} "
         f"{100 * content['score']:.1f}% over {content['count']} problems -> {target}",

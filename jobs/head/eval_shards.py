@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,3 +122,11 @@ def keep(shard: Shard, samples: Sequence[eval_result.Sample]) -> None:
     tmp = shard.samples.with_name(f".{shard.samples.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps([[s.prompt, s.score] for s in samples]))
     os.replace(tmp, shard.samples)
+
+
+def drop(out_dir: Path, step: int | None) -> None:
+    """Once the result is written, its shards go (every fingerprint's): a result removed by hand
+    is then evaluated afresh, not rebuilt from parts."""
+    name = eval_result.name_of(step).removesuffix(".json")
+    for folder in sorted((out_dir / PARTS_DIR).glob(f"{name}-*")):
+        shutil.rmtree(folder, ignore_errors=True)

@@ -168,6 +168,7 @@ def test_a_job_cut_mid_shard_keeps_finished_shards_and_writes_the_same_bytes(tmp
     assert "shard 1 of 3 already evaluated; kept" in again.stdout
     assert "eval: shard 1 of 3\n" not in again.stdout  # not run again
     assert result.read_bytes() == first
+    assert list((cut.runs / "r6" / "eval" / "parts").iterdir()) == []  # gone with the result
     assert fx.RIGHT["step_20"] == [p["correct"] for p in json.loads(first)["problems"]]
 
 
