@@ -150,6 +150,8 @@ class OfflineCapacity:
 
     machine_types: dict[str, list[str]] = field(default_factory=dict)
     reservations: dict[tuple[str, str, str], tuple[str, int]] = field(default_factory=dict)
+    # project -> the billing account get_project reports ("" or absent: not known, as offline).
+    billing_accounts: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def as_the_stack_asks(cls, config: Mapping[str, Any]) -> OfflineCapacity:
@@ -204,7 +206,9 @@ class OfflineCapacity:
             return self._reservation(str(project), str(zone), str(args.get("name")))
         if token == PROJECT_TOKEN:
             project_id = args.get("projectId")
-            return {"projectId": project_id, "number": OFFLINE_PROJECT_NUMBER, "id": project_id}
+            answer = {"projectId": project_id, "number": OFFLINE_PROJECT_NUMBER, "id": project_id}
+            account = self.billing_accounts.get(str(project_id))
+            return {**answer, "billingAccount": account} if account else answer
         return {}
 
     def _reservation(self, project: str, zone: str, name: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.config import BudgetSettings, StackConfig
+from components.gcp.lustre import data_protection
 from components.gcp.monitoring import email_channels
 
 
@@ -28,6 +29,9 @@ class ProjectBudgetArgs:
     budget: BudgetSettings
     # What the budget's own provider waits for: the enabled APIs (components/gcp/apis.py).
     after: Sequence[pulumi.Resource] = ()
+    # lustre.protect: a destroy that keeps Lustre keeps it billing, so it keeps the budget (and
+    # the channels it e-mails through) too, protected and retained the same way.
+    protect: bool = False
 
     @classmethod
     def for_stack(
@@ -39,6 +43,7 @@ class ProjectBudgetArgs:
             name_prefix=config.name_prefix,
             budget=config.budget,
             after=tuple(after),
+            protect=config.lustre.protect,
         )
 
 
@@ -107,7 +112,9 @@ class ProjectBudget(pulumi.ComponentResource):
             args.name_prefix,
             "budget",
             args.budget.emails,
-            pulumi.ResourceOptions(parent=self),
+            pulumi.ResourceOptions.merge(
+                pulumi.ResourceOptions(parent=self), data_protection(args.protect)
+            ),
         )
         project = gcp.organizations.get_project_output(
             project_id=args.project, opts=pulumi.InvokeOutputOptions(parent=self)
@@ -135,6 +142,9 @@ class ProjectBudget(pulumi.ComponentResource):
                 **budget_args(args, number, [c.id for c in self.channels]),
                 "billing_account": account,
             },
-            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            opts=pulumi.ResourceOptions.merge(
+                pulumi.ResourceOptions(parent=self, provider=provider),
+                data_protection(args.protect),
+            ),
         )
         self.register_outputs({"budget": self.budget.name})

@@ -160,6 +160,7 @@ class TrainingIdentity(pulumi.ComponentResource):
 
     namespace: k8s.core.v1.Namespace
     service_account: k8s.core.v1.ServiceAccount
+    worker_service_account: k8s.core.v1.ServiceAccount
     gsa: gcp.serviceaccount.Account
     token_secret: k8s.core.v1.Secret | None
     token_secret_name: str | None
@@ -199,6 +200,8 @@ class TrainingIdentity(pulumi.ComponentResource):
             target.options(self, depends_on=[self.namespace]),
         )
 
+        self.worker_service_account = self._worker_ksa(name, args)
+
         secret = token_secret_manifest(names.token_secret, names.namespace, args.token_data)
         self.token_secret = None
         self.token_secret_name = None
@@ -216,10 +219,39 @@ class TrainingIdentity(pulumi.ComponentResource):
             {
                 "namespace": names.namespace,
                 "serviceAccount": names.service_account,
+                "workerServiceAccount": names.worker_service_account,
                 "gsaEmail": self.gsa.email,
                 "tokenSecret": self.token_secret_name,
                 "tokenKeys": list(self.token_keys),
             }
+        )
+
+    def _worker_ksa(self, name: str, args: TrainingIdentityArgs) -> k8s.core.v1.ServiceAccount:
+        """The GPU workers' KSA, acting as the same Google SA through a binding of its own.
+
+        Kept apart from the head's because KubeRay binds its autoscaler Role (patch pods and the
+        RayCluster) to the head template's service account (kuberay v1.7.0 ray-operator/
+        controllers/ray/raycluster_controller.go `reconcileAutoscalerRoleBinding`). Lustre comes
+        through the PVC, not an identity, so the Google side is all workers need."""
+        names = args.names
+        gcp.serviceaccount.IAMMember(
+            f"{name}-worker-workload-identity",
+            service_account_id=self.gsa.name,
+            role="roles/iam.workloadIdentityUser",
+            member=workload_identity_member(
+                args.project, names.namespace, names.worker_service_account
+            ),
+            # The identity pool exists only once the cluster does (see workload_identity_gsa).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.target.cluster]),
+        )
+        ksa = service_account_manifest(
+            names.worker_service_account, names.namespace, self.gsa.email
+        )
+        return typed_object(
+            k8s.core.v1.ServiceAccount,
+            f"{name}-worker-ksa",
+            ksa,
+            args.target.options(self, depends_on=[self.namespace]),
         )
 
     @property

@@ -249,6 +249,7 @@ class KubernetesLayer(pulumi.ComponentResource):
             nccl.daemon_set,
             storage.claim,
             identity.service_account,
+            identity.worker_service_account,
             args.gke.gpu_pool,
             crd_gate_job,
         ]

@@ -39,6 +39,8 @@ class K8sNames:
     namespace: str
     ray_cluster: str
     service_account: str
+    # The GPU workers' KSA: the same Google SA, none of the head's autoscaler rights (identity.py).
+    worker_service_account: str
     # GCP account ids are 6-30 chars; name_prefix is at most 20, so "<prefix>-training" fits.
     gsa_account_id: str
     token_secret: str
@@ -63,6 +65,7 @@ class K8sNames:
             namespace=config.ray.namespace,
             ray_cluster=f"{prefix}-ray",
             service_account=f"{prefix}-training",
+            worker_service_account=f"{prefix}-ray-worker",
             gsa_account_id=f"{prefix}-training",
             token_secret=f"{prefix}-tokens",
             # Cluster-scoped, so the prefix keeps two stacks' volumes apart in one cluster.

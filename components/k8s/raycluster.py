@@ -151,9 +151,26 @@ def worker_start_script(machine: MachineSpec, script: str = GIB_NCCL_ENV_SCRIPT)
 
 def _scratch_volume() -> dict[str, Any]:
     # No sizeLimit: exceeding one evicts the pod, which ends the run. The ephemeral-storage
-    # request instead makes the scheduler reserve the space, and under disk pressure the kubelet
-    # evicts pods above their requests first.
+    # request (head, static workers) instead makes the scheduler reserve the space, and under
+    # disk pressure the kubelet evicts pods above their requests first.
     return {"name": "ray-scratch", "emptyDir": {}}
+
+
+def worker_scratch_request(inputs: RayClusterInputs) -> dict[str, str]:
+    """The worker's ephemeral-storage request: the catalogued scratch on a static pool, none on
+    a pool that scales from 0.
+
+    GKE's cluster autoscaler does not scale a pool up from 0 for a pod that requests ephemeral
+    storage when the pool's ephemeral storage is on Local SSD (GKE release notes, 2021-02-05,
+    quoted in kubernetes/autoscaler#1869: "scaling from 0 node pools remains unsupported for node
+    pools that use ephemeral storage on local SSDs"; autoscaler#4318 taught the GCE node template
+    about Local SSD for self-managed clusters and "doesn't work out of the box for GKE"). With
+    no request the pod still gets the whole node's Local SSD array as its emptyDir, since one
+    worker takes the node; the request only reserved what it could not be denied anyway.
+    """
+    if inputs.autoscale:
+        return {}
+    return {"ephemeral-storage": f"{inputs.machine.worker_scratch_gib}Gi"}
 
 
 @dataclass(frozen=True)
@@ -169,6 +186,8 @@ class RayClusterInputs:
     head_memory_gib: int
     system_pool_name: str
     service_account: str
+    # The workers' own KSA: KubeRay binds its autoscaler Role to the head's only.
+    worker_service_account: str
     lustre_claim: str
     head_priority_class: str
     # secretKeyRef env vars from identity.token_env; empty when no token is configured.
@@ -199,6 +218,7 @@ class RayClusterInputs:
             head_memory_gib=config.ray.head_memory_gib,
             system_pool_name=system_pool_name,
             service_account=names.service_account,
+            worker_service_account=names.worker_service_account,
             lustre_claim=names.lustre_pvc,
             head_priority_class=names.head_priority_class,
             token_env=tuple(token_env),
@@ -383,7 +403,11 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                 }
             },
             "spec": {
-                "serviceAccountName": inputs.service_account,
+                # Not the head's KSA: KubeRay binds its autoscaler Role (patch pods and the
+                # RayCluster) to the head template's serviceAccountName (kuberay v1.7.0
+                # utils/util.go `GetHeadGroupServiceAccountName`), and code on a worker has no
+                # business resizing the cluster. Same Google SA (identity.py).
+                "serviceAccountName": inputs.worker_service_account,
                 "nodeSelector": {ACCELERATOR_LABEL: machine.accelerator_type},
                 "tolerations": [
                     {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
@@ -400,13 +424,10 @@ def worker_group_spec(inputs: RayClusterInputs) -> dict[str, Any]:
                         "command": ["/bin/bash", "-lc", "--"],
                         "args": [worker_start_script(machine)],
                         # One pod takes every GPU (and so every RDMA NIC) of its node (reference 3.2).
-                        # /tmp/ray lives on the node's Local SSDs (gpu_pool.py), sized by the
-                        # catalogue for logs and object spilling.
+                        # /tmp/ray lives on the node's Local SSDs (gpu_pool.py); requested only
+                        # where the pool does not scale from 0 (worker_scratch_request).
                         "resources": {
-                            "requests": {
-                                **resources,
-                                "ephemeral-storage": f"{machine.worker_scratch_gib}Gi",
-                            },
+                            "requests": {**resources, **worker_scratch_request(inputs)},
                             "limits": dict(resources),
                         },
                         "env": [*_common_env(inputs), *nccl_env(machine)],

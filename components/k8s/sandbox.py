@@ -52,6 +52,7 @@ SOURCE_FILES = (
     "jobs/rewards/uids.py",
     "jobs/rewards/seccomp.py",
     "jobs/rewards/budget.py",
+    "jobs/rewards/state_dir.py",
     "jobs/rewards/boxinit.c",
 )
 # The token the Ray pods send and the service checks: one key of the stack's token Secret.

@@ -74,7 +74,11 @@ def _append_stop(store: RunStore, kind: str, by: str, message: str, **fields: ob
 
 def _unended_attempts(recs: list[dict[str, object]]) -> list[str]:
     """The run's attempts whose end is not on the record (the supervisor that sent them is gone)."""
-    sent = [str(r["submission_id"]) for r in recs if r.get("event") == ev.SUBMITTED]
+    sent = [
+        str(r["submission_id"])
+        for r in recs
+        if r.get("event") == ev.SUBMITTED and r.get("submission_id")
+    ]
     ended = {r.get("submission_id") for r in recs if r.get("event") == ev.ATTEMPT_ENDED}
     return [sid for sid in sent if sid not in ended]
 

@@ -7,9 +7,12 @@ many) are compiled once, bounded in bytes, and a binary is never removed while a
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
+import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -23,6 +26,16 @@ CACHE_ENTRIES = 512
 # Bytes of compiled binaries kept: a 200 MiB array per distinct source would otherwise fill the
 # disk; binaries still used by a run are kept past it, so the excess is at most one per run.
 CACHE_BYTES = 1 * 2**30
+# The largest file a compile may write (its binary, its object file): RLIMIT_FSIZE in its box and
+# the copy's check. A 200 MiB initialised array takes a policy one line; each running compile holds
+# its binary twice on the scratch disk (the compiler's output, the copy), so the pod's scratch
+# must hold concurrency x 2 x this beside CACHE_BYTES (tests/components/k8s/test_sandbox.py).
+MAX_BINARY_BYTES = 64 * 2**20
+# What the C library prints for ENOSPC (strerror(3)), as the linker reports a full disk.
+DISK_FULL = os.strerror(errno.ENOSPC)
+# What g++'s driver prints when a tool it ran died of SIGXFSZ, i.e. wrote past RLIMIT_FSIZE
+# (strsignal(3) of SIGXFSZ; gcc/gcc.cc execute(): "%s signal terminated program %s").
+FILE_TOO_LARGE = signal.strsignal(signal.SIGXFSZ) or "File size limit exceeded"
 
 
 class CompileCache:
@@ -86,6 +99,46 @@ class CompileCache:
             self.bytes -= size
             if binary:
                 Path(binary).unlink(missing_ok=True)
+
+
+def disk_free(path: Path) -> int:
+    """Bytes an unprivileged writer may still use on `path`'s filesystem."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def compile_error(log: str, code: int | None) -> str:
+    """The compile error a solution is scored on, from the compiler's log; a tool that wrote past
+    the output cap is named as such."""
+    if FILE_TOO_LARGE in log:
+        return f"the compiler's output is over the {MAX_BINARY_BYTES >> 20} MiB limit: {log}"
+    return log or f"g++ exited with {code}"
+
+
+def take_binary(produced: Path, target: Path) -> tuple[str | None, str]:
+    """Copies the compiler's output (a regular file, never through a symlink, at most
+    MAX_BINARY_BYTES) to a root-owned 0755 `target`: its path, or why not. A copy the disk had
+    no room for is removed and answered with DISK_FULL, so no partial binary stays behind."""
+    try:
+        fd = os.open(produced, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None, "the compiler wrote no binary"
+    with os.fdopen(fd, "rb") as src:
+        st = os.fstat(src.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None, "the compiler's output is not a regular file"
+        if st.st_size > MAX_BINARY_BYTES:
+            return None, f"the compiler's output is over the {MAX_BINARY_BYTES >> 20} MiB limit"
+        try:
+            with open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        except OSError as e:
+            target.unlink(missing_ok=True)
+            if e.errno == errno.ENOSPC:
+                return None, DISK_FULL
+            raise
+    os.chmod(target, 0o755)
+    return str(target), ""
 
 
 def build_pch(root: Path) -> Path:

@@ -33,7 +33,7 @@ The box (jobs/rewards/box.py) is bubblewrap namespaces + a pool uid + rlimits + 
 
 from __future__ import annotations
 
-import fcntl
+import errno
 import hashlib
 import os
 import shutil
@@ -52,8 +52,23 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jobs.rewards import box, uids
 from jobs.rewards.budget import MemoryBudget
-from jobs.rewards.compile_cache import COMPILER, CompileCache, build_pch
+from jobs.rewards.compile_cache import (
+    COMPILER,
+    DISK_FULL,
+    MAX_BINARY_BYTES,
+    CompileCache,
+    build_pch,
+    compile_error,
+    disk_free,
+    take_binary,
+)
 from jobs.rewards.judge import Checker, accepts
+from jobs.rewards.state_dir import (
+    claim_executor_dir,
+    default_root,
+    remove_dead_executors,
+    remove_tree,
+)
 
 BOX_PCH_DIR = "/pch"
 BOX_PROGRAM = "/prog"
@@ -66,6 +81,9 @@ COMPILE_PROCESSES = 32  # g++ -> cc1plus, as, collect2, ld
 COMPILE_MEMORY = 1536 * 2**20
 COMPILE_TOOLS_AT_ONCE = 3
 COMPILE_DISK = 256 * 2**20
+# Compiles tried again after the scratch disk had no room for a binary: a moment's fullness
+# (other compiles' outputs) costs an honest solution nothing; a lasting one is a fault.
+DISK_RETRIES = 2
 # Codeforces refuses sources over 64 KiB ("The source code size must not exceed 64 KB",
 # its submission form); both paths (in-process and the service) score a longer one the same way.
 MAX_CODE_BYTES = 64 * 1024
@@ -180,88 +198,14 @@ class BoxStartError(RuntimeError):
     """A box could not start its program (the compiler, or the empty probe): the sandbox's fault."""
 
 
+class CompileNotStarted(RuntimeError):
+    """The compile could not start before its run's deadline (the executor's memory budget was
+    held by other boxes) or its client went away: the sandbox's fault, never cached."""
+
+
 def isolation_mode() -> str:
     """'bwrap-root' (pool uids, per-box process caps) when root, else 'bwrap-userns'."""
     return "bwrap-root" if box.privileged() else "bwrap-userns"
-
-
-def remove_tree(path: Path, quarantine: Path) -> bool:
-    """Removes `path` without following any symlink in it; if that fails, moves it into `quarantine`."""
-    if not os.path.lexists(path):
-        return True
-
-    def fix(
-        func: Callable[[str], object], p: str, _exc: object
-    ) -> None:  # non-root: a 0500 directory stops unlink; chmod only real directories
-        parent = os.path.dirname(p)
-        if not os.path.islink(parent) and os.path.isdir(parent):
-            os.chmod(parent, 0o700)
-        func(p)
-
-    try:
-        shutil.rmtree(path, onerror=fix)  # rmtree unlinks symlinks, never follows them
-    except OSError:
-        pass
-    if not os.path.lexists(path):
-        return True
-    quarantine.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
-        os.rename(path, quarantine / f"{path.name}-{os.getpid()}-{threading.get_ident()}")
-    except OSError:
-        pass
-    return False
-
-
-def default_root() -> Path:
-    """$TMPDIR/rl-sandbox-<euid>: one per user, so one user's executor never meets another's folder."""
-    return Path(tempfile.gettempdir()) / f"rl-sandbox-{os.geteuid()}"
-
-
-_LOCK_NAME = "alive.lock"
-
-
-def _claim_executor_dir(root: Path) -> tuple[Path, int]:
-    """A fresh `executor-*` folder whose `alive.lock` this process holds (flock) while it lives.
-    Locked before it takes its name, so a starting executor never sees it without its lock."""
-    tmp = Path(tempfile.mkdtemp(prefix=".new-", dir=root))
-    fd = os.open(tmp / _LOCK_NAME, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    final = root / f"executor-{tmp.name.removeprefix('.new-')}"
-    os.rename(tmp, final)
-    return final, fd
-
-
-def remove_dead_executors(root: Path, quarantine: Path) -> int:
-    """Removes the `executor-*` folders (and unfinished `.new-*` ones) of executors that died,
-    whose files would otherwise fill the disk: a live executor holds its folder's flock, a dead
-    one's lock is free."""
-    removed = 0
-    for entry in sorted(root.iterdir()):
-        name = entry.name
-        if not (name.startswith("executor-") or name.startswith(".new-")):
-            continue
-        if entry.is_symlink() or not entry.is_dir():
-            continue
-        try:
-            fd = os.open(entry / _LOCK_NAME, os.O_RDWR | os.O_NOFOLLOW)
-        except FileNotFoundError:
-            fd = None
-        except OSError:
-            continue
-        try:
-            if fd is not None:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    continue  # alive
-            elif name.startswith(".new-"):
-                continue  # an executor between mkdtemp and its lock
-            remove_tree(entry, quarantine)
-            removed += 1
-        finally:
-            if fd is not None:
-                os.close(fd)
-    return removed
 
 
 class Executor:
@@ -292,7 +236,7 @@ class Executor:
         self.removed_dead = remove_dead_executors(self.root, self.quarantine)
         self.init = box.build_init(self.root)
         self.pch = build_pch(self.root) if precompile else None
-        self._dir, self._lock_fd = _claim_executor_dir(self.root)
+        self._dir, self._lock_fd = claim_executor_dir(self.root)
         self._cache = CompileCache(self._dir / "bin")
         (self._dir / "bin").mkdir(mode=0o700)
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sandbox")
@@ -355,7 +299,8 @@ class Executor:
         key = hashlib.sha256(
             f"{' '.join(COMPILER)}\0{limits.compile_time_s}\0{code}".encode(errors="surrogatepass")
         ).hexdigest()
-        binary, error = self._cache.acquire(key, lambda: self._compile(code, key, limits))
+        give_up = _give_up(deadline, cancel)
+        binary, error = self._cache.acquire(key, lambda: self._compile(code, key, limits, give_up))
         try:
             if binary is None:
                 return RunResult(compiled=False, compile_error=error, isolation=self.isolation)
@@ -371,7 +316,33 @@ class Executor:
         finally:
             self._cache.release(key)
 
-    def _compile(self, code: str, key: str, limits: Limits) -> tuple[str | None, str]:
+    def _compile(
+        self, code: str, key: str, limits: Limits, give_up: Callable[[], bool]
+    ) -> tuple[str | None, str]:
+        """The binary of `code`, or its compile error. Waits for the memory budget until
+        `give_up()` (then CompileNotStarted). A compile the scratch disk had no room for (the
+        linker's or the copy's ENOSPC) is tried again, DISK_RETRIES times: another compile's
+        output may have filled the disk for a moment; still without room, it raises OSError
+        ENOSPC, the sandbox's fault, never the solution's."""
+        if not self.budget.acquire(COMPILE_BYTES, give_up):
+            raise CompileNotStarted(
+                "the compile did not start before its run's deadline: the executor's memory "
+                f"budget ({self.budget.total} bytes) was held by other boxes"
+            )
+        try:
+            for _ in range(DISK_RETRIES + 1):
+                binary, error = self._compile_once(code, key, limits)
+                if DISK_FULL not in error:
+                    return binary, error
+        finally:
+            self.budget.release(COMPILE_BYTES)
+        raise OSError(
+            errno.ENOSPC,
+            f"{DISK_FULL}: the scratch disk of {self._dir} has {disk_free(self._dir)} bytes free "
+            f"after {DISK_RETRIES + 1} compiles of a binary of up to {MAX_BINARY_BYTES} bytes",
+        )
+
+    def _compile_once(self, code: str, key: str, limits: Limits) -> tuple[str | None, str]:
         work = Path(tempfile.mkdtemp(prefix="cc-", dir=self._dir))
         try:
             src, out = work / "main.cpp", work / "out"
@@ -396,26 +367,21 @@ class Executor:
                 memory_bytes=COMPILE_MEMORY // COMPILE_TOOLS_AT_ONCE,
                 processes=COMPILE_PROCESSES,
                 open_files=256,
-                file_bytes=COMPILE_DISK,
+                # Every file the compiler writes (the object on its tmpfs, the binary on the
+                # scratch disk) stops at the cap: the kernel's SIGXFSZ (setrlimit(2), RLIMIT_FSIZE).
+                file_bytes=MAX_BINARY_BYTES,
                 disk_bytes=COMPILE_DISK,
                 ro_binds=binds,
                 rw_binds=[(str(out), "/out")],
                 env={"PATH": "/usr/bin:/bin", "TMPDIR": box.BOX_DIR},
             )
-            self.budget.acquire(COMPILE_BYTES)
-            try:
-                with (
-                    open(work / "compile.log", "wb") as log,
-                    uids.Leased(self.privileged) as lease,
-                ):
-                    if lease.uid is not None:
-                        os.chown(out, lease.uid, lease.uid)
-                    os.chmod(out, 0o700)
-                    ex = box.run_box(
-                        spec, subprocess.DEVNULL, log.fileno(), log.fileno(), lease.uid, self.init
-                    )
-            finally:
-                self.budget.release(COMPILE_BYTES)
+            with open(work / "compile.log", "wb") as log, uids.Leased(self.privileged) as lease:
+                if lease.uid is not None:
+                    os.chown(out, lease.uid, lease.uid)
+                os.chmod(out, 0o700)
+                ex = box.run_box(
+                    spec, subprocess.DEVNULL, log.fileno(), log.fileno(), lease.uid, self.init
+                )
             if not lease.clean:
                 return None, "the compiler's box could not be cleaned up (quarantined)"
             if ex.start_error:
@@ -425,30 +391,15 @@ class Executor:
                 )
             if ex.timed_out or ex.cpu_s > limits.compile_time_s:
                 return None, f"compilation exceeded {limits.compile_time_s:g}s"
-            binary = self._take_binary(out / "prog", key)
-            if ex.code != 0 or binary is None:
-                with open(work / "compile.log", "rb") as f:
-                    return None, f.read(2000).decode(
-                        errors="replace"
-                    ) or f"g++ exited with {ex.code}"
-            return binary, ""
+            with open(work / "compile.log", "rb") as f:
+                log_text = f.read(2000).decode(errors="replace")
+            if ex.code != 0:
+                if _disk_full(log_text, self._dir):
+                    return None, DISK_FULL
+                return None, compile_error(log_text, ex.code)
+            return take_binary(out / "prog", self._dir / "bin" / key)
         finally:
             remove_tree(work, self.quarantine)
-
-    def _take_binary(self, produced: Path, key: str) -> str | None:
-        """Copies the compiler's output (a regular file, never through a symlink) to a root-owned 0755 file."""
-        try:
-            fd = os.open(produced, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            return None
-        target = self._dir / "bin" / key
-        with os.fdopen(fd, "rb") as src:
-            if not os.path.isfile(f"/proc/self/fd/{src.fileno()}"):
-                return None
-            with open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-        os.chmod(target, 0o755)
-        return str(target)
 
     def _tests(
         self,
@@ -461,11 +412,7 @@ class Executor:
         """`cases` one after another in one box, each a fresh process under `limits`; those not
         started by `deadline` or once `cancel` is set are `not_run`."""
 
-        def give_up() -> bool:
-            return (deadline is not None and time.monotonic() >= deadline) or (
-                cancel is not None and cancel.is_set()
-            )
-
+        give_up = _give_up(deadline, cancel)
         not_run = [CaseResult(status=Status.not_run, wall_s=0.0) for _ in cases]
         if give_up():
             return not_run
@@ -518,6 +465,23 @@ class Executor:
             ]
         finally:
             remove_tree(work, self.quarantine)
+
+
+def _disk_full(log: str, scratch: Path) -> bool:
+    """A failed compile the scratch disk may have caused: the C library's ENOSPC text, or a link
+    that failed (GNU ld through g++ -pipe reports only "ld returned 1 exit status" here) while the
+    disk has less room than a binary may take."""
+    if DISK_FULL in log:
+        return True
+    return "ld returned" in log and disk_free(scratch) < MAX_BINARY_BYTES
+
+
+def _give_up(deadline: float | None, cancel: threading.Event | None) -> Callable[[], bool]:
+    """True once the run's `deadline` (time.monotonic()) has passed or its client went away."""
+    return lambda: (
+        (deadline is not None and time.monotonic() >= deadline)
+        or (cancel is not None and cancel.is_set())
+    )
 
 
 # A box costs about as much as this many short tests (bench/reward_throughput.py: ~15 ms to set

@@ -21,8 +21,15 @@ bucket:
 - stalls: the silence before the watchdog stopped a stalled attempt.
 
 Step lines carry no clock, so within an attempt only the sums are known: its steps and saves are
-placed at the attempt's end, start-up before them. GPU-hours count the run's GPUs (nodes x GPUs
-per node) through its whole life: in a capacity wait the GPUs still alive sit idle for it.
+placed at the attempt's end, start-up before them. A capacity wait the supervisor recorded while
+Ray still counted an attempt as live (a driver that held on while its GPU node was gone, its step
+timer running through the wait) is capacity, not the attempt's: the attempt's steps are scaled
+into the rest of its wall time.
+
+GPU-hours count the run's GPUs (nodes x GPUs per node, or what its supervisor learnt its workers
+used) through its life, except while the supervisor records the cluster's GPUs (`gpus` on its
+waiting and settling records): then only the run's GPUs still there are counted, as they sit idle
+for it; a lost node's GPUs are nobody's bill until it is back.
 """
 
 from __future__ import annotations
@@ -73,6 +80,12 @@ class Goodput:
     # What each interruption cost: from the end of an attempt that did not finish the run to the
     # next attempt's end of start-up: {after, redone, capacity, settle, restart} in seconds.
     interruptions: list[dict[str, Any]] = field(default_factory=list)
+    # GPU-seconds per bucket, and per interruption: the GPUs held at each moment (see above).
+    # None: priced at `gpus` throughout (a Goodput built by hand).
+    gpu_seconds: dict[str, float] | None = None
+    interruption_gpu_seconds: list[float] | None = None
+    # Per attempt, its start-up: {submission_id, startup_s} (`_startup`; None: no step yet).
+    startups: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total_s(self) -> float:
@@ -86,7 +99,15 @@ class Goodput:
     def gpu_hours(self) -> dict[str, float] | None:
         if self.gpus is None:
             return None
-        return {b: self.gpus * s / 3600 for b, s in self.seconds.items()}
+        held = self.gpu_seconds or {b: self.gpus * s for b, s in self.seconds.items()}
+        return {b: held[b] / 3600 for b in self.seconds}
+
+    def _interruption_gpu_hours(self, n: int) -> float | None:
+        if self.gpus is None:
+            return None
+        if self.interruption_gpu_seconds is not None:
+            return self.interruption_gpu_seconds[n] / 3600
+        return self.gpus * _cost_s(self.interruptions[n]) / 3600
 
     def as_json(self) -> dict[str, Any]:
         gpu_hours = self.gpu_hours()
@@ -100,11 +121,17 @@ class Goodput:
             "interruptions": [
                 {
                     **{k: (round(v, 1) if isinstance(v, float) else v) for k, v in cost.items()},
-                    "gpu_hours": None
-                    if self.gpus is None
-                    else round(self.gpus * _cost_s(cost) / 3600, 3),
+                    "gpu_hours": None if hours is None else round(hours, 3),
                 }
-                for cost in self.interruptions
+                for n, cost in enumerate(self.interruptions)
+                for hours in [self._interruption_gpu_hours(n)]
+            ],
+            "startups": [
+                {
+                    "submission_id": one["submission_id"],
+                    "startup_s": None if one["startup_s"] is None else round(one["startup_s"], 1),
+                }
+                for one in self.startups
             ],
         }
 
@@ -143,32 +170,68 @@ def record_ms(record: Mapping[str, Any]) -> int | None:
         return None
 
 
-def _modes(records: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
-    """(ms, bucket) from each record on: what the time between attempts was spent on."""
-    out = []
+# The buckets whose records carry the cluster's GPUs at that moment (`gpus`, jobs/head/
+# capacity_wait.py): while one is open the run holds at most that many.
+_HELD_IN = ("capacity", "settle")
+_GAP_PARTS = ("capacity", "settle", "restart")
+
+# (ms, bucket it opens, GPUs the cluster had or None when the record does not say)
+Mode = tuple[int, str, float | None]
+
+
+def _modes(records: Sequence[Mapping[str, Any]]) -> list[Mode]:
+    """What the time from each record on was spent on, and the GPUs there were meanwhile."""
+    out: list[Mode] = []
     for rec in records:
         at = record_ms(rec)
         if at is not None:
-            out.append((at, _OPENS.get(str(rec.get("event")), "restart")))
+            mode = _OPENS.get(str(rec.get("event")), "restart")
+            held = rec.get("gpus") if mode in _HELD_IN else None
+            out.append((at, mode, float(held) if isinstance(held, int | float) else None))
     return sorted(out, key=lambda m: m[0])
 
 
-def _split_gap(start: int, end: int, modes: list[tuple[int, str]], into: dict[str, float]) -> None:
-    """Spread [start, end) over the buckets the records had open at each moment."""
-    if end <= start:
-        return
-    current = "restart"
-    cuts: list[tuple[int, str]] = []
-    for at, mode in modes:
-        if at <= start:
-            current = mode
-        elif at < end:
-            cuts.append((at, mode))
-    at = start
-    for cut, mode in cuts + [(end, current)]:
-        if current != _ENDED:
-            into[current] += (cut - at) / 1000
-        at, current = cut, mode
+class _Book:
+    """Seconds and GPU-seconds per bucket, filled as the life is walked in order."""
+
+    def __init__(self, gpus: int | None) -> None:
+        self.gpus = gpus or 0
+        self.seconds = dict.fromkeys(BUCKETS, 0.0)
+        self.gpu_seconds = dict.fromkeys(BUCKETS, 0.0)
+
+    def add(self, bucket: str, seconds: float, held: float | None = None) -> None:
+        self.seconds[bucket] += seconds
+        self.gpu_seconds[bucket] += seconds * (self.gpus if held is None else min(self.gpus, held))
+
+    def gap(self, start: int, end: int, modes: list[Mode]) -> None:
+        """Spread [start, end) over the buckets the records had open at each moment."""
+        if end <= start:
+            return
+        current: tuple[str, float | None] = ("restart", None)
+        cuts: list[tuple[int, str, float | None]] = []
+        for at, mode, held in modes:
+            if at <= start:
+                current = (mode, held)
+            elif at < end:
+                cuts.append((at, mode, held))
+        at = start
+        for cut, mode, held in [*cuts, (end, *current)]:
+            if current[0] != _ENDED:
+                self.add(current[0], (cut - at) / 1000, current[1])
+            at, current = cut, (mode, held)
+
+
+def _waits_inside(start: int, end: int, modes: list[Mode]) -> list[tuple[float, float | None]]:
+    """(seconds, GPUs held) of each capacity wait the supervisor recorded inside an attempt's
+    [start, end): from its record to the next record or the attempt's end. Only records
+    stamped inside count: a wait open before the attempt was ended by its submission."""
+    inside = [m for m in modes if start < m[0] < end]
+    nexts = [m[0] for m in inside[1:]] + [end] if inside else []
+    return [
+        ((until - at) / 1000, held)
+        for (at, mode, held), until in zip(inside, nexts, strict=True)
+        if mode == "capacity"
+    ]
 
 
 def _stall_s(records: Sequence[Mapping[str, Any]], submission_id: str) -> float:
@@ -187,8 +250,9 @@ def account(
 ) -> Goodput:
     """Where the run's life went. `records` are the supervisor's records of the run's current
     life (ev.life), `attempts` its attempts in order; a live attempt ends at `now_ms`."""
-    seconds = dict.fromkeys(BUCKETS, 0.0)
-    finals = sorted(at for at, mode in _modes(records) if mode == _ENDED)
+    book = _Book(gpus)
+    modes = _modes(records)
+    finals = sorted(at for at, mode, _ in modes if mode == _ENDED)
     spans = sorted(
         (
             (a, a.start_ms, _clipped_end(a.start_ms, min(a.end_ms or now_ms, now_ms), finals))
@@ -197,34 +261,76 @@ def account(
         ),
         key=lambda s: s[1],
     )
-    stamped = [m for m in (record_ms(r) for r in records) if m is not None]
-    life_start = min([*stamped, *(s for _, s, _ in spans)], default=now_ms)
+    life_start = min([*(m[0] for m in modes), *(s for _, s, _ in spans)], default=now_ms)
     life_end = max(now_ms, *(e for _, _, e in spans), life_start)
-    modes = _modes(records)
     done_before = 0  # the highest step any earlier attempt completed
     cursor = life_start
     interruptions: list[dict[str, Any]] = []
+    priced: list[float] = []
+    startups: list[dict[str, Any]] = []
+    asks = sorted(at for at in map(record_ms, records) if at is not None and _asks(records, at))
     previous: AttemptTrace | None = None
     for attempt, start, end in spans:
-        before = dict(seconds)
-        _split_gap(cursor, start, modes, seconds)
-        own = _attempt_buckets(attempt, done_before, max(0.0, (end - max(start, cursor)) / 1000))
+        seconds_before, gpu_seconds_before = dict(book.seconds), dict(book.gpu_seconds)
+        book.gap(cursor, start, modes)
+        lo = max(start, cursor)
+        waits = _waits_inside(lo, end, modes)
+        for spent, held in waits:
+            book.add("capacity", spent, held)
+        wall = max(0.0, (end - lo) / 1000 - sum(spent for spent, _ in waits))
+        own = _attempt_buckets(attempt, done_before, wall)
         idle = own.pop("idle")
         own["stalls"] = min(_stall_s(records, attempt.submission_id), idle)
         own["restart"] = idle - own["stalls"]
         for bucket, spent in own.items():
-            seconds[bucket] += spent
-        ended_between = any(cursor <= at <= start and mode == _ENDED for at, mode in modes)
+            book.add(bucket, spent)
+        startups.append(
+            _startup(attempt, max([cursor, *(a for a in asks if a <= start)]), end, own)
+        )
+        ended_between = any(cursor <= at <= start and mode == _ENDED for at, mode, _ in modes)
         if previous is not None and not ended_between:
             # What the end of the previous attempt cost: the gap, this attempt's start-up (and
-            # its own cut step when it was cut too) and the steps it redid.
-            cost = {b: seconds[b] - before[b] for b in ("capacity", "settle", "restart")}
+            # its own cut step when it was cut too), its waits and the steps it redid.
+            cost = {b: book.seconds[b] - seconds_before[b] for b in _GAP_PARTS}
             interruptions.append({"after": previous.submission_id, "redone": own["redone"], **cost})
+            priced.append(
+                sum(book.gpu_seconds[b] - gpu_seconds_before[b] for b in _GAP_PARTS)
+                + book.gpus * own["redone"]
+            )
         done_before = max([done_before, *attempt.steps])
         cursor = max(cursor, end)
         previous = attempt
-    _split_gap(cursor, life_end, modes, seconds)
-    return Goodput(seconds=seconds, gpus=gpus, interruptions=interruptions)
+    book.gap(cursor, life_end, modes)
+    return Goodput(book.seconds, gpus, interruptions, book.gpu_seconds, priced, startups)
+
+
+def _asks(records: Sequence[Mapping[str, Any]], at: int) -> bool:
+    """Whether a record stamped `at` asked for the run's GPUs: its request to Ray's autoscaler
+    (`gpus_requested`, on a stack whose GPUs scale on demand) or a fresh hand-off."""
+    return any(
+        record_ms(r) == at
+        and (r.get("event") == ev.GPUS_REQUESTED or (r.get("event") == ev.ARMED and r.get("fresh")))
+        for r in records
+    )
+
+
+def _startup(
+    attempt: AttemptTrace, asked: int, end: int, own: Mapping[str, float]
+) -> dict[str, Any]:
+    """An attempt's start-up: from when its GPUs were asked for (the run's scale-up request or
+    hand-off, or the previous attempt's end, whichever came last) to its first step, which
+    goodput places where its steps and saves begin (step lines carry no clock, so they sit at
+    the attempt's end). Node boot, the image pull, the framework's load, the capacity waits and
+    the supervisor's turns between are all in it; for an attempt an interruption cut, so is the
+    part of the step it never finished."""
+    if not attempt.steps:
+        return {"submission_id": attempt.submission_id, "startup_s": None}
+    worked = own["productive"] + own["redone"] + own["saves"]
+    first_step = end - worked * 1000
+    return {
+        "submission_id": attempt.submission_id,
+        "startup_s": max(0.0, (first_step - asked) / 1000),
+    }
 
 
 def _clipped_end(start: int, end: int, finals: list[int]) -> int:
@@ -272,11 +378,16 @@ def lines_of(as_json: Mapping[str, Any] | None) -> list[str]:
     each bucket that holds time, in GPU-hours when the run's size is known."""
     if not as_json or as_json.get("percent") is None:
         return []
-    amounts = as_json["gpu_hours"] or {b: s / 3600 for b, s in as_json["seconds"].items()}
-    unit = "GPU-h" if as_json["gpu_hours"] else "h"
+    # A run of 0 GPUs (a `run` whose driver needs none, on no GPU node) is told in hours: its
+    # 0 GPU-hours are in --json and `cost`, and would hide where its time went.
+    in_gpus = bool(as_json["gpu_hours"]) and bool(as_json.get("gpus"))
+    amounts = (
+        as_json["gpu_hours"] if in_gpus else {b: s / 3600 for b, s in as_json["seconds"].items()}
+    )
+    unit = "GPU-h" if in_gpus else "h"
     if sum(amounts.values()) < 1.0:  # a short run read 0.00 in every bucket: minutes instead
         amounts = {b: h * 60 for b, h in amounts.items()}
-        unit = "GPU-min" if as_json["gpu_hours"] else "min"
+        unit = "GPU-min" if in_gpus else "min"
     total = sum(amounts.values())
     head = f"{as_json['percent']:.0f}% productive of {total:.2f} {unit}"
     if as_json.get("cost_usd") is not None:
@@ -291,4 +402,19 @@ def lines_of(as_json: Mapping[str, Any] | None) -> list[str]:
         spent = f"{cost['gpu_hours']:.2f} GPU-h" if cost.get("gpu_hours") is not None else "cost"
         parts = ", ".join(f"{p} {cost[p]:.0f} s" for p in _COST_PARTS if cost[p] >= 0.5)
         lines.append(f"the end of {cost['after']}: {spent} ({parts or 'nothing'})")
+    if as_json.get("startups"):
+        lines.append(
+            "start-up (GPUs asked for to first step): "
+            + ", ".join(
+                f"{one['submission_id']} {startup_text(one)}" for one in as_json["startups"]
+            )
+        )
     return lines
+
+
+def startup_text(one: Mapping[str, Any]) -> str:
+    """One attempt's start-up (an item of `as_json()["startups"]`) as `status` and `report` say it."""
+    seconds = one.get("startup_s")
+    if seconds is None:
+        return "no step seen"
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"

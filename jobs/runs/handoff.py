@@ -451,6 +451,13 @@ def stop_run(
     if runs_root:
         roots.add(runs_root)
     gone = not any(not s.status.is_terminal() for s in sups)
+    # With no supervisor alive the stop job on the head ends the live attempts itself (so the
+    # record's end is Ray's, jobs/head/stop.py): they are reported as this stop's all the same.
+    ended_by_record = (
+        [j.submission_id or "" for j in _attempts(cluster, run) if not j.status.is_terminal()]
+        if gone and roots
+        else []
+    )
     for root in sorted(roots):
         sid, status = request_stop(cluster, run, root, watcher, supervisor_gone=gone)
         if status != JobStatus.SUCCEEDED:
@@ -470,6 +477,10 @@ def stop_run(
             job_id = j.submission_id or ""
             cluster.stop(job_id)
             stopped.append((job_id, watcher.wait_for(job_id, follow.terminal, "stopping")))
+    told = {sid for sid, _ in stopped}
+    for sid in ended_by_record:
+        if sid not in told:
+            stopped.append((sid, watcher.wait_for(sid, follow.terminal, "stopping")))
     return stopped
 
 

@@ -14,7 +14,7 @@ from jobs.head.run_store import RunStore
 from jobs.recipes.overrides import parse
 from jobs.runs import goodput, metrics, save_period
 from jobs.runs.metadata import RecipeRun
-from jobs.runs.run_life import gpus_of, trace
+from jobs.runs.run_life import gpus_of, run_gpus, trace
 
 
 def of_run(
@@ -91,7 +91,8 @@ def of_record(
     spec = store.spec() or {}
     recorded = RecipeRun.of_job(spec.get("metadata"))
     framework = recorded.framework if recorded else ""
-    gpus = recorded.nodes * recorded.gpus_per_node if recorded else spec.get("gpus_needed")
+    declared = recorded.nodes * recorded.gpus_per_node if recorded else spec.get("gpus_needed")
+    gpus = run_gpus(declared if isinstance(declared, int) else None, records)
     final = ev.outcome(list(records))
     starts: dict[str, int | None] = {}
     ends: dict[str, int | None] = {}

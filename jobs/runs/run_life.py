@@ -32,23 +32,41 @@ def trace(job: JobDetails, curves: metrics.Curves) -> goodput.AttemptTrace:
 def gpus_of(
     attempts: Sequence[JobDetails], records: Sequence[Mapping[str, Any]] = ()
 ) -> int | None:
-    """The run's GPUs: nodes x GPUs per node of its latest attempt that recorded its size (a
-    recipe run), else the GPUs its supervisor was told it needs (`run --gpus N`, the `armed`
-    record, as the runs root's view reads its spec), else the GPUs its latest attempt reserved
-    (`run --gpus N` unsupervised); None when nothing says."""
+    """The run's GPUs as the cluster tells them: nodes x GPUs per node of its latest attempt
+    that recorded its size (a recipe run), else the GPUs its supervisor was told it needs (`run
+    --gpus N`, or 0 without it: the `armed` record, as the runs root's view reads its spec), else
+    the GPUs its latest attempt reserved (`run --gpus N` unsupervised); then `run_gpus`."""
+    declared: int | None = None
     for job in reversed(attempts):
         recorded = RecipeRun.of_job(job.metadata)
         if recorded is not None:
-            return recorded.nodes * recorded.gpus_per_node
-    armed = [
-        r["gpus_needed"] for r in records if r.get("event") == ev.ARMED and r.get("gpus_needed")
+            declared = recorded.nodes * recorded.gpus_per_node
+            break
+    armed = [r["gpus_needed"] for r in records if r.get("event") == ev.ARMED]
+    armed = [g for g in armed if isinstance(g, int)]
+    if declared is None and armed:
+        declared = armed[-1]
+    if declared is None:
+        # Ray's job record does not give a reservation back: `run` records it in the metadata.
+        asked = [Reserve.from_json((j.metadata or {}).get("reserve", "")).gpus for j in attempts]
+        given = [g for g in asked if g]
+        declared = int(given[-1]) if given else None
+    return run_gpus(declared, records)
+
+
+def run_gpus(declared: int | None, records: Sequence[Mapping[str, Any]]) -> int | None:
+    """The one GPU count of a run in every view (status, list, report, cost, the runs root's):
+    what it declares, or more when its supervisor learnt its workers ran on nodes with more
+    (`gpus_used`: a `run` without --gpus whose tasks sit on GPU nodes); None when nothing says.
+    A run that declares 0 and used none counts 0 GPUs: 0 GPU-hours, not unknown."""
+    used = [
+        int(r["gpus_used"])
+        for r in records
+        if r.get("event") == ev.GPUS_USED and isinstance(r.get("gpus_used"), int)
     ]
-    if armed:
-        return int(armed[-1])
-    # Ray's job record does not give a reservation back: `run` records it in the metadata.
-    asked = [Reserve.from_json((j.metadata or {}).get("reserve", "")).gpus for j in attempts]
-    given = [g for g in asked if g]
-    return int(given[-1]) if given else None
+    if declared is None and not used:
+        return None
+    return max([declared or 0, *used])
 
 
 def life_gpu_hours(found: Any, records: Sequence[dict[str, Any]]) -> float | None:

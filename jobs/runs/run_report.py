@@ -369,6 +369,7 @@ def timeline_svg(
 
 
 def _attempt_table(report: RunReport) -> str:
+    startups = {s["submission_id"]: s for s in (report.goodput or {}).get("startups", [])}
     rows = "".join(
         "<tr>"
         + "".join(
@@ -380,6 +381,9 @@ def _attempt_table(report: RunReport) -> str:
                 _when(a.start_ms),
                 _when(a.end_ms),
                 f"{a.hours(report.now_ms):.2f}",
+                goodput.startup_text(startups[a.submission_id])
+                if a.submission_id in startups
+                else "-",
                 "?" if a.gpus is None else a.gpus,
                 "; ".join(m for m in (a.message, report.unreadable_logs.get(a.submission_id)) if m),
             )
@@ -389,7 +393,17 @@ def _attempt_table(report: RunReport) -> str:
     )
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("attempt", "submission id", "status", "start", "end", "hours", "GPUs", "message")
+        for h in (
+            "attempt",
+            "submission id",
+            "status",
+            "start",
+            "end",
+            "hours",
+            "start-up",
+            "GPUs",
+            "message",
+        )
     )
     return f"<table><tr>{head}</tr>{rows}</table>"
 

@@ -367,3 +367,45 @@ def test_the_sandbox_pool_is_required_exactly_when_enabled(enabled: bool) -> Non
         match=f"code_sandbox_pool: given exactly when rewards.codeSandbox.enabled \\(enabled is {enabled}\\)",
     ):
         render_layer(config, code_sandbox_pool=not enabled)
+
+
+def test_workers_run_as_their_own_ksa_with_the_same_google_identity_and_no_autoscaler_rights(
+    run,
+) -> None:
+    """KubeRay binds its autoscaler Role (patch pods, the RayCluster) to the head template's
+    serviceAccountName (kuberay v1.7.0 ray-operator/controllers/ray/utils/util.go
+    `GetHeadGroupServiceAccountName`, raycluster_controller.go `reconcileAutoscalerRoleBinding`).
+    Workers get a KSA of their own, so code on a GPU worker cannot resize or delete the cluster,
+    and the same Google SA through a Workload Identity binding of its own."""
+    spec = run.rendering.one(RAY_CLUSTER).inputs["spec"]
+    head_ksa = spec["headGroupSpec"]["template"]["spec"]["serviceAccountName"]
+    worker_ksa = spec["workerGroupSpecs"][0]["template"]["spec"]["serviceAccountName"]
+    assert (head_ksa, worker_ksa) == ("rl-test-training", "rl-test-ray-worker")
+    ksas = {
+        r.inputs["metadata"]["name"]: r
+        for r in run.rendering.of_type("kubernetes:core/v1:ServiceAccount")
+    }
+    worker = ksas[worker_ksa]
+    validate_core(rendered_manifest(worker))
+    assert worker.inputs["metadata"]["namespace"] == "rl-train"
+    assert (
+        worker.inputs["metadata"]["annotations"]["iam.gke.io/gcp-service-account"]
+        == "rl-test-training@example-project.iam.gserviceaccount.com"
+    )
+    [binding] = [
+        b
+        for b in run.rendering.of_type("gcp:serviceaccount/iAMMember:IAMMember")
+        if b.inputs["member"].endswith("[rl-train/rl-test-ray-worker]")
+    ]
+    assert binding.inputs["role"] == "roles/iam.workloadIdentityUser"
+    assert binding.inputs["member"].startswith("serviceAccount:example-project.svc.id.goog[")
+    assert run.rendering.one(CLUSTER).urn in binding.dependencies
+    assert worker.urn in run.rendering.one(RAY_CLUSTER).dependencies
+    # The program binds no Kubernetes role to the workers' KSA (KubeRay's goes to the head's).
+    subjects = [
+        subject
+        for r in run.rendering.resources
+        if r.type.endswith("Binding") and "rbac.authorization" in r.type
+        for subject in r.inputs.get("subjects", [])
+    ]
+    assert subjects and worker_ksa not in {s.get("name") for s in subjects}

@@ -9,6 +9,8 @@ import pytest
 
 from components.k8s import sandbox
 from components.k8s.sandbox import SandboxServiceInputs
+from jobs.rewards import compile_cache
+from jobs.rewards import sandbox as rewards_sandbox
 from tests.components.k8s.manifests import validate_core
 
 REPO = Path(__file__).resolve().parents[3]
@@ -192,3 +194,28 @@ def test_the_kernel_wide_uid_leases_have_a_writable_run() -> None:
     assert str(uids.LEASE_DIR.parent) == "/run" and mounts["/run"] == "run"
     (run,) = [v for v in pod["volumes"] if v["name"] == "run"]
     assert run["emptyDir"] == {"medium": "Memory", "sizeLimit": sandbox.RUN_SIZE}
+
+
+def test_every_solution_the_pod_runs_at_once_may_compile_at_once_within_its_memory() -> None:
+    """The largest compile times the solutions run at once fits the executor's budget, and the
+    budget plus the service's own share fits the pod's memory limit: with the defaults, compile
+    bombs wait for no one and the pod is never killed for memory."""
+    defaults = inputs()
+    (container,) = by_kind(sandbox.manifests(defaults))["Deployment"]["spec"]["template"]["spec"][
+        "containers"
+    ]
+    command = container["command"]
+    budget = int(command[command.index("--memory-bytes") + 1])
+    limit = sandbox.quantity_bytes(container["resources"]["limits"]["memory"])
+    assert defaults.concurrency * rewards_sandbox.COMPILE_BYTES <= budget
+    assert budget + sandbox.SERVICE_OWN_BYTES <= limit
+
+
+def test_the_binaries_a_pod_may_hold_at_once_fit_its_scratch_disk() -> None:
+    """Each running compile holds its binary twice (the compiler's output, the executor's copy),
+    the cache up to CACHE_BYTES more: within the pod's ephemeral storage, which the kubelet
+    enforces by evicting the pod, not by ENOSPC."""
+    defaults = inputs()
+    scratch = sandbox.quantity_bytes(defaults.scratch)
+    worst = defaults.concurrency * 2 * compile_cache.MAX_BINARY_BYTES + compile_cache.CACHE_BYTES
+    assert worst <= scratch

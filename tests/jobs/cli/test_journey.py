@@ -271,9 +271,13 @@ def _total_gpu_hours(goodput: dict[str, Any]) -> float | None:
     return None if hours is None else sum(hours.values())
 
 
+def _startups(goodput: dict[str, Any]) -> dict[str, float | None]:
+    return {one["submission_id"]: one["startup_s"] for one in goodput["startups"]}
+
+
 def agree(phase: Phase, run: str, seen: dict[str, tuple[int, str]], reading_s: float) -> None:
-    """Every view of the run tells the same state, step, attempt count, duration and GPU-hours;
-    `reading_s`: how long the reads took (a live run's life grows meanwhile)."""
+    """Every view of the run tells the same state, step, attempt count, duration, GPU-hours and
+    start-up of each attempt; `reading_s`: how long the reads took (a live run's life grows meanwhile)."""
     as_json = {k: json.loads(v[1]) for k, v in seen.items() if k.endswith("--json")}
     listed = _row(as_json["list --json"], run)
     listed_root = _row(as_json["list --runs-root --json"], run)
@@ -325,6 +329,22 @@ def agree(phase: Phase, run: str, seen: dict[str, tuple[int, str]], reading_s: f
     assert None not in gpu_hours.values(), (where, gpu_hours)
     values = [float(v) for v in gpu_hours.values() if v is not None]
     assert max(values) - min(values) <= slack / 3600 + 0.002, (where, gpu_hours)
+    # Each attempt's start-up (its GPUs asked for to its first step) alike, for the same attempts,
+    # wherever a view could time the attempt's steps: the cluster cannot for an attempt whose log
+    # went with its node (the runs root kept its step lines), and says so alike in status and report.
+    startups = {
+        "status": _startups(status["goodput"]),
+        "status --runs-root": _startups(status_root["goodput"]),
+        "report": _startups(as_json["report --json"]["goodput"]),
+    }
+    assert len({tuple(sorted(v)) for v in startups.values()}) == 1, (where, startups)
+    cluster = [startups[k] for k in ("status", "report")]
+    assert [{s: v is None for s, v in c.items()} for c in cluster] == 2 * [
+        {s: v is None for s, v in cluster[0].items()}
+    ], (where, startups)
+    for sid in startups["status"]:
+        known = [v[sid] for v in startups.values() if v[sid] is not None]
+        assert not known or max(known) - min(known) <= slack, (where, sid, startups)
 
 
 def _kill_supervisor(run: str) -> None:

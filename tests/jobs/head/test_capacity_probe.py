@@ -4,13 +4,15 @@ read from a real local Ray whose GPU raylet is taken away."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
 
+from jobs.client.api import JobsAPI
 from jobs.head import capacity_probe
 from tests import localray
-from tests.jobs.gpu_node import GpuNode, wait_gpus
+from tests.jobs.gpu_node import GpuNode
 
 
 def _summary(*rows: dict) -> dict:
@@ -92,18 +94,18 @@ def test_a_lost_raylet_stops_answering_before_ray_marks_it_dead(head):
 def test_gpus_held_by_a_placement_group_are_not_free(head):
     """Free, not total (item 12): a job holding one GPU leaves one free, as veRL's own check
     would count it."""
-    from ray.job_submission import JobSubmissionClient
-
     node = GpuNode(head, gpus=2)
-    node.start()
-    client = JobSubmissionClient(head.dashboard_url)
+    # The project's client: it resends a submit whose link to the job agent dropped (Ray
+    # 2.46/2.48's dashboard answers 500 ServerDisconnectedError then), which Ray's own does not.
+    client = JobsAPI(head.dashboard_url)
     job = None
     try:
-        wait_gpus(head.dashboard_url, 2)
+        node.join()
         job = client.submit_job(
             entrypoint='python -c "import ray, time; ray.init(); '
             "pg = ray.util.placement_group([{'GPU': 1}]); ray.get(pg.ready()); "
-            "print('HELD', flush=True); time.sleep(120)\""
+            "print('HELD', flush=True); time.sleep(120)\"",
+            submission_id=f"held-{uuid.uuid4().hex[:8]}",
         )
         deadline = time.monotonic() + 90
         free = None
@@ -113,7 +115,8 @@ def test_gpus_held_by_a_placement_group_are_not_free(head):
                 if free == 1.0:  # the GCS's usage report refreshes every few seconds
                     break
             time.sleep(0.5)
-        assert free == 1.0, client.get_job_logs(job)
+        info = client.get_job_info(job)
+        assert free == 1.0, (info.status, info.message, client.get_job_logs(job))
     finally:
         if job is not None:
             client.stop_job(job)

@@ -38,11 +38,27 @@ class Service:
     """The service as the image starts it; with `uid`, run as that uid from a copy of the runtime
     it can read, so its boxes are built in bwrap's user-namespace mode (a laptop without sudo)."""
 
-    def __init__(self, uid: int | None = None, **extra_env: str) -> None:
+    def __init__(
+        self,
+        uid: int | None = None,
+        concurrency: int = 2,
+        memory_bytes: int | None = None,
+        scratch_bytes: int | None = None,
+        **extra_env: str,
+    ) -> None:
+        """`memory_bytes`: the service's memory budget (--memory-bytes); `scratch_bytes`: its
+        TMPDIR is a tmpfs of that size in a mount namespace of its own (root only), a scratch
+        disk the test can fill without touching the machine's."""
         self.token = secrets.token_hex(24)
         self.uid = uid
         self.top: Path | None = None
-        argv = service_command(0, 2, host="127.0.0.1", socket_timeout_s=SOCKET_TIMEOUT_S)
+        argv = service_command(
+            0,
+            concurrency,
+            host="127.0.0.1",
+            socket_timeout_s=SOCKET_TIMEOUT_S,
+            memory_bytes=memory_bytes,
+        )
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "PYTHONPATH": str(REPO),
@@ -55,6 +71,9 @@ class Service:
         if uid is not None:
             _service_uids.add(uid)
             command, cwd = self._unprivileged(uid, argv, env)
+        self.scratch: Path | None = None
+        if scratch_bytes is not None:
+            command = self._on_scratch(scratch_bytes, command, env)
         self.proc = subprocess.Popen(
             command,
             cwd=cwd,
@@ -84,6 +103,20 @@ class Service:
         setpriv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
         return [*setpriv, python, *argv[1:]], run
 
+    def _on_scratch(self, size: int, command: list[str], env: dict[str, str]) -> list[str]:
+        """`command` with TMPDIR on a fresh tmpfs of `size` bytes that only its mount namespace
+        sees (seen from here through /proc/PID/root, `scratch_path`)."""
+        assert os.geteuid() == 0 and self.uid is None, "a tmpfs scratch needs the root service"
+        self.scratch = Path(tempfile.mkdtemp(prefix="rl-service-scratch-"))
+        env["TMPDIR"] = str(self.scratch)
+        mount = f'mount -t tmpfs -o size={size},mode=0755 rl-scratch "$TMPDIR" && exec "$@"'
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, "sh", *command]
+
+    def scratch_path(self) -> Path:
+        """The service's scratch tmpfs as this process reaches it (its mount namespace's view)."""
+        assert self.scratch is not None
+        return Path(f"/proc/{self.proc.pid}/root{self.scratch}")
+
     def box_pids(self) -> list[int]:
         """Live processes its boxes left: of the test's pool uids, or (user-namespace mode) of the
         service's own uid but the service."""
@@ -102,6 +135,8 @@ class Service:
         self.proc.stderr.close()
         if self.top is not None:
             shutil.rmtree(self.top, ignore_errors=True)
+        if self.scratch is not None:  # the tmpfs went with the service's mount namespace
+            shutil.rmtree(self.scratch, ignore_errors=True)
         if self.uid is not None:
             _service_uids.discard(self.uid)
 

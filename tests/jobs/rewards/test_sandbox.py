@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from jobs.rewards import seccomp, uids
-from jobs.rewards.sandbox import IDLE_MARGIN_S, Case, Executor, Limits, Status, remove_tree
+from jobs.rewards.sandbox import IDLE_MARGIN_S, Case, Executor, Limits, Status
+from jobs.rewards.state_dir import remove_tree
 from tests.jobs.rewards.attacks import MANY_FILES
 from tests.jobs.rewards.serving import copy_runtime, pool_pids, system_python
 

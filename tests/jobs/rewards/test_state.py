@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from jobs.rewards import box, uids
-from jobs.rewards.sandbox import Executor, remove_dead_executors
+from jobs.rewards.sandbox import Executor
+from jobs.rewards.state_dir import remove_dead_executors
 
 pytestmark = pytest.mark.compiler
 

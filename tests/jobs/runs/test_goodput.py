@@ -74,14 +74,18 @@ def test_a_preempted_run_splits_into_work_redo_saves_restart_capacity_and_settle
         )
     ]
     assert g.as_json()["interruptions"][0]["gpu_hours"] == round(16 * 875 / 3600, 3)
-    head, buckets, cost = goodput.lines_of(g.as_json())
+    head, buckets, cost, startup = goodput.lines_of(g.as_json())
     assert cost == (
         "the end of r-a1: 3.89 GPU-h (redone 100 s, capacity 599 s, settle 60 s, restart 116 s)"
     )
+    # a1: its hand-off to its first step (its 100-s start-up and its cut step's 50 s, as its
+    # steps sit at its end); a2: a1's end to its first step (the gap and a2's start-up).
+    assert startup == "start-up (GPUs asked for to first step): r-a1 2.5 min, r-a2 12.9 min"
     assert head == f"40% productive of {16 * now / 3600:.2f} GPU-h"
     # docs/jobs.md shows this run's status lines
     doc = (Path(__file__).resolve().parents[3] / "docs" / "jobs.md").read_text()
     assert f"goodput: {head}\n" in doc and f" {buckets}\n" in doc and f" {cost}\n" in doc
+    assert f" {startup}\n" in doc
     assert buckets.startswith("productive 3.11, redone 0.44, saves 0.09, restart 1.18, capacity")
     assert "stalls" not in buckets
 
@@ -118,7 +122,7 @@ def test_step_lines_that_claim_more_than_the_attempt_lasted_are_scaled_into_it()
     assert g.seconds["restart"] == pytest.approx(0.0)
     assert g.gpu_hours() is None
     # Under an hour in all: minutes (it read "0.03 h", and a shorter run 0.00 in every bucket).
-    head, buckets = goodput.lines_of(g.as_json())
+    head, buckets, _ = goodput.lines_of(g.as_json())
     assert head == "75% productive of 1.67 min"
     assert buckets == "productive 1.25, saves 0.42"
 
@@ -204,3 +208,103 @@ def test_a_priced_stack_puts_the_runs_cost_beside_its_goodput() -> None:
     assert lines[0] == ("50% productive of 16.00 GPU-h = 2.00 node-h, $80.00 at $40 per node-hour")
     assert lines[2] == "price: cost.nodeHourUsd (stack config)"
     assert goodput.priced(spent, None)["cost_usd"] is None
+
+
+def test_a_capacity_wait_is_priced_at_the_gpus_still_there_not_the_lost_nodes() -> None:
+    # 2 nodes x 8 GPUs; one node preempted: for the 600 s wait the cluster has the other 8 (the
+    # waiting record's `gpus`), which sit idle for the run; the lost node is nobody's bill.
+    attempts = [
+        AttemptTrace("r-a1", at(0), at(1000), {1: Step(900.0)}),
+        AttemptTrace("r-a2", at(1620), at(2620), {2: Step(900.0)}),
+    ]
+    records = [
+        rec(ev.SUBMITTED, 0),
+        rec(ev.WAITING, 1010, gpus=8, gpus_needed=16),
+        rec(ev.STILL_WAITING, 1300, gpus=8, gpus_needed=16),
+        rec(ev.GPUS_BACK, 1610, gpus=16, gpus_needed=16),
+        rec(ev.SUBMITTED, 1620),
+    ]
+    g = goodput.account(attempts, records, now_ms=at(2620), gpus=16)
+    assert g.seconds["capacity"] == pytest.approx(600.0)
+    hours = g.gpu_hours()
+    assert hours["capacity"] == pytest.approx(8 * 600 / 3600)
+    assert hours["restart"] == pytest.approx(16 * g.seconds["restart"] / 3600)
+    # The interruption's price counts the same 8 GPUs for its capacity part.
+    [cost] = g.as_json()["interruptions"]
+    assert cost["gpu_hours"] == round((8 * 600 + 16 * (20 + 100)) / 3600, 3)
+
+
+def test_a_wait_where_the_cluster_has_more_gpus_than_the_run_is_priced_at_the_run() -> None:
+    attempts = [AttemptTrace("r-a1", at(100), at(200), {1: Step(50.0)})]
+    records = [rec(ev.WAITING, 0, gpus=64, gpus_needed=8), rec(ev.GPUS_BACK, 90, gpus=64)]
+    g = goodput.account(attempts, records, now_ms=at(200), gpus=8)
+    assert g.gpu_hours()["capacity"] == pytest.approx(8 * 90 / 3600)
+
+
+def test_a_capacity_wait_inside_an_attempt_is_capacity_even_under_a_redone_step() -> None:
+    # a2 redoes step 5; the supervisor waited for GPUs from 1100 s to 1500 s while a2 was Ray's
+    # live job (its driver held on, its step timer ran through the wait): those 400 s are
+    # capacity, and the step is scaled into what is left of a2's wall time.
+    attempts = [
+        AttemptTrace("r-a1", at(0), at(1000), {n: Step(180.0) for n in range(1, 6)}),
+        AttemptTrace("r-a2", at(1000), at(1600), {5: Step(600.0)}),
+    ]
+    records = [
+        rec(ev.SUBMITTED, 0),
+        rec(ev.SUBMITTED, 1000),
+        rec(ev.WAITING, 1100, gpus=0),
+        rec(ev.GPUS_BACK, 1500, gpus=8),
+    ]
+    g = goodput.account(attempts, records, now_ms=at(1600), gpus=8)
+    assert g.seconds["capacity"] == pytest.approx(400.0)
+    assert g.seconds["redone"] == pytest.approx(200.0)
+    assert g.total_s == pytest.approx(1600.0)
+    assert g.gpu_hours()["capacity"] == pytest.approx(0.0)  # no GPU was there to pay for
+    [cost] = g.interruptions
+    assert cost["capacity"] == pytest.approx(400.0) and cost["redone"] == pytest.approx(200.0)
+
+
+def test_a_zero_gpu_run_tells_its_life_in_hours_and_its_gpu_hours_as_zero() -> None:
+    attempts = [AttemptTrace("r-a1", at(0), at(120), {1: Step(60.0)})]
+    as_json = goodput.account(attempts, [], now_ms=at(120), gpus=0).as_json()
+    assert as_json["gpus"] == 0 and sum(as_json["gpu_hours"].values()) == 0.0
+    assert goodput.lines_of(as_json)[0] == "50% productive of 2.00 min"
+
+
+def test_each_attempts_start_up_runs_from_the_scale_up_request_to_its_first_step() -> None:
+    # On demand: the run asks Ray's autoscaler at 2 s, a node boots and pulls the image until
+    # 400 s, a1 is submitted at 405 s and spends 100 s loading before its 2 steps of 50 s.
+    # Preempted; a2 goes 300 s after a1's end (a new node), loads 60 s, then a 40-s step.
+    attempts = [
+        AttemptTrace("r-a1", at(405), at(605), {1: Step(50.0), 2: Step(50.0)}),
+        AttemptTrace("r-a2", at(905), at(1005), {3: Step(40.0)}),
+        AttemptTrace("r-a3", at(1100), None),  # no step yet
+    ]
+    records = [
+        rec(ev.ARMED, 0, fresh=True),
+        rec(ev.GPUS_REQUESTED, 2),
+        rec(ev.WAITING, 3, gpus=0, scaling_up=True),
+        rec(ev.GPUS_BACK, 400, gpus=8),
+        rec(ev.SUBMITTED, 405),
+        rec(ev.WAITING, 610, gpus=0, scaling_up=True),
+        rec(ev.SUBMITTED, 905),
+        rec(ev.SUBMITTED, 1100),
+    ]
+    g = goodput.account(attempts, records, now_ms=at(1200), gpus=8)
+    assert g.as_json()["startups"] == [
+        {"submission_id": "r-a1", "startup_s": 503.0},  # 2 s -> 505 s
+        {"submission_id": "r-a2", "startup_s": 360.0},  # a1's end 605 s -> 965 s
+        {"submission_id": "r-a3", "startup_s": None},
+    ]
+    assert goodput.lines_of(g.as_json())[-1] == (
+        "start-up (GPUs asked for to first step): r-a1 8.4 min, r-a2 6.0 min, r-a3 no step seen"
+    )
+
+
+def test_without_a_scale_up_request_the_start_up_runs_from_the_hand_off() -> None:
+    attempts = [AttemptTrace("r-a1", at(10), at(100), {1: Step(30.0)})]
+    g = goodput.account(attempts, [rec(ev.ARMED, 0, fresh=True)], now_ms=at(100), gpus=8)
+    assert g.as_json()["startups"] == [{"submission_id": "r-a1", "startup_s": 70.0}]
+    assert goodput.lines_of(g.as_json())[-1] == (
+        "start-up (GPUs asked for to first step): r-a1 70 s"
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from jobs.runs import goodput, metrics, run_report
@@ -150,3 +152,17 @@ def test_saves_sit_on_their_attempts_bar_counted_back_from_its_end() -> None:
     page = Page(run_report.timeline_svg([attempt], end))
     [mark] = page.all("g", **{"class": "save"})
     assert (mark["data-attempt"], mark["data-step"]) == ("1", "2")
+
+
+def test_the_attempts_table_gives_each_attempts_start_up_as_status_does() -> None:
+    report = _report(steps=2)
+    traces = [
+        goodput.AttemptTrace("r1-a1", 1_000_000, 1_000_000 + 1_800_000, {1: goodput.Step(600.0)}),
+        goodput.AttemptTrace("r1-a2", 3_000_000, None),
+    ]
+    report.goodput = goodput.account(traces, [], report.now_ms, 8).as_json()
+    text = run_report.render(report)
+    assert "<th>hours</th><th>start-up</th><th>GPUs</th>" in text
+    # a1: its start to its first step (1800 s less its 600-s step); a2: no step yet.
+    cells = re.findall(r"<td>(r1-a\d)</td>(?:<td>[^<]*</td>){4}<td>([^<]*)</td>", text)
+    assert cells == [("r1-a1", "20.0 min"), ("r1-a2", "no step seen")]

@@ -11,6 +11,7 @@ before its rename leaves the old file). Only one simulated process runs at a tim
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +28,7 @@ class MemFiles(Files):
         # renewal lists the run's folder), scanning every key made it most of a schedule's time.
         self.children: dict[str, set[str]] = {"/": set()}
         self.full = False
+        self.before_create: Callable[[Path], None] | None = None
 
     # ------------------------------------------------------------------ reads
 
@@ -97,8 +99,18 @@ class MemFiles(Files):
     def write_atomic(self, path: Path, text: str) -> None:
         self._put(self._writable(path), text.encode())
 
-    def create_exclusive(self, path: Path) -> None:
+    def create(self, path: Path, flags: int) -> None:
+        """open(2)'s semantics for the flags the run store asks for: with O_EXCL a name that
+        exists fails (the create that lost the race), without it the file is opened, and
+        emptied with O_TRUNC. `before_create` runs first: the simulation switches to another
+        taker there, between its lease read and this create."""
+        if self.before_create is not None:
+            self.before_create(path)
         key = self._writable(path)
-        if key in self.data or key in self.dirs:
+        exists = key in self.data or key in self.dirs
+        if exists and flags & os.O_EXCL:
             raise FileExistsError(errno.EEXIST, "File exists", key)
-        self._put(key, b"")
+        if key in self.dirs:
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", key)
+        if not exists or flags & os.O_TRUNC:
+            self._put(key, b"")

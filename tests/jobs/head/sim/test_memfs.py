@@ -61,3 +61,33 @@ def test_a_full_disk_changes_nothing(tmp_path):
     with pytest.raises(OSError):
         store.append({"event": "armed"})
     assert store.spec() == {"run": "r"} and store.events() == []
+
+
+def test_a_create_without_o_excl_opens_what_exists_and_with_it_fails(tmp_path):
+    """The in-memory root honours the flags the run store asks for, so a run store that lost
+    O_EXCL (a planted bug of tests/jobs/head/sim/mutants/) wins races here as it would on Lustre."""
+    import os
+
+    files = MemFiles(lambda: 0.0)
+    files.makedirs(tmp_path)
+    files.write_atomic(tmp_path / "lease.1", "held")
+    files.create(tmp_path / "lease.1", os.O_WRONLY | os.O_CREAT)
+    assert files.read_text(tmp_path / "lease.1") == "held"
+    with pytest.raises(FileExistsError):
+        files.create(tmp_path / "lease.1", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+
+
+def test_two_takers_interleaved_between_read_and_create_have_one_winner(tmp_path):
+    """The rival takes the lease between the first taker's read of the lapsed lease and its
+    create: the first taker's create fails and it gets nothing."""
+    files = MemFiles(lambda: 0.0)
+    first, rival = RunStore(tmp_path, "r", files=files), RunStore(tmp_path, "r", files=files)
+    won: list[object] = []
+
+    def between(_path) -> None:
+        files.before_create = None
+        won.append(rival.acquire("r-s2", ttl_s=60))
+
+    files.before_create = between
+    assert first.acquire("r-s2-other", ttl_s=60) is None
+    assert won and won[0] is not None and first.lease().holder == "r-s2"

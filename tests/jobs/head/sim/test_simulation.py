@@ -31,8 +31,8 @@ from tests.jobs.head.sim.world import (
     sweep_schedule,
 )
 
-# Seeds per run of the suite, swept in chunks that two workers share: `make test` sweeps 5,000,
-# `make test-fast` the first 1,000, `SIM_SCHEDULES=50000` for a long hunt.
+# Seeds per run of the suite, swept in chunks that two workers share: `make test` and
+# `make test-fast` sweep 5,000, `SIM_SCHEDULES=50000` for a long hunt.
 SCHEDULES = int(os.environ.get("SIM_SCHEDULES", "5000"))
 CHUNK = 250
 SEED_BASE = int(os.environ.get("SIM_SEED_BASE", "0"))
@@ -53,8 +53,10 @@ def base(tmp_path: Path) -> Path:
 
 
 def _replay_hint(schedule: Schedule, why: str, history: list[str]) -> str:
-    shape = ("" if schedule.declare_gpus else ", no_gpus=True") + (
-        ", slow_submits=True" if schedule.slow_submits else ""
+    shape = (
+        ("" if schedule.declare_gpus else ", no_gpus=True")
+        + (", slow_submits=True" if schedule.slow_submits else "")
+        + (", races=True" if schedule.races else "")
     )
     seeded = (
         f"simulate(random_schedule({schedule.seed}{shape}), DIR), i.e. "
@@ -533,3 +535,36 @@ def test_every_attempt_of_a_run_logs_to_one_wandb_run_and_a_new_run_to_another(b
         if j.kind != "supervisor"
     }
     assert other_id not in ids
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23, 24])
+def test_two_heads_racing_for_one_lapsed_lease_drive_the_run_from_one(base, seed):
+    """Issue 41 finding 4: the head is lost and a second head comes up on the same runs root;
+    the two re-armers race between the lease's read and its create (which goes first is the
+    seed's), each with its own job table, so Ray's refusal of a duplicate supervisor id hides
+    nothing. One wins; the run finishes driven from one head."""
+    world = _run(Schedule(seed=seed, faults=[Fault(1000, "two_heads", 300)]), base)
+    assert world.succeeded
+    assert any("race:" in line for line in world.history)
+    assert sum("re-armer" in line and "submits" in line for line in world.history) == 1
+
+
+def test_a_failing_seed_prints_a_schedule_that_replays(base, monkeypatch):
+    """The mutation set's promise (tests/jobs/head/sim/mutants/): with O_EXCL removed from the
+    lease's create, the sweep's seed 4 (a two-heads race) fails, and the schedule the failure prints,
+    run again as printed, fails the same way."""
+    import os as _os
+
+    from jobs.head.files import Files
+
+    monkeypatch.setattr(
+        Files, "create_exclusive", lambda self, path: self.create(path, _os.O_WRONLY | _os.O_CREAT)
+    )
+    with pytest.raises(pytest.fail.Exception) as failed:
+        _run(sweep_schedule(4), base / "first")  # a two-heads race (the mutants' first kill)
+    text = str(failed.value)
+    printed = text.split("SCHEDULE is\n", 1)[1].split("\nlast events:", 1)[0]
+    replayed = eval(printed, {"Schedule": Schedule, "Fault": Fault})
+    with pytest.raises(Violation) as again:
+        simulate(replayed, base / "again")
+    assert str(again.value) == text.split("\n", 1)[0]

@@ -44,6 +44,7 @@ from jobs.head.run_store import RunStore
 from jobs.head.supervisor import from_job
 from jobs.runs import goodput
 from tests.jobs.head.memory_kv import DictKV
+from tests.jobs.head.sim.heads import ClusterView, SecondHead
 from tests.jobs.head.sim.memfs import MemFiles
 
 RUN = "sim"
@@ -171,6 +172,7 @@ class Job:
     runner: _Runner | None = None
     sup: Any = None
     stop_asked: bool = False
+    cluster: str = "A"  # whose job table holds it (two heads on one runs root: "A", "B")
 
     @property
     def start_time(self) -> int:
@@ -244,6 +246,7 @@ class Schedule:
     on_demand: bool = False
     from_seed: bool = False  # made by random_schedule(seed), which replays it too
     slow_submits: bool = False  # random_schedule(seed, slow_submits=True) made it
+    races: bool = False  # random_schedule(seed, races=True) made it
 
     def describe(self) -> str:
         """The schedule as Python that replays it with `simulate(schedule, folder)`."""
@@ -281,7 +284,13 @@ class World:
         # the checkpoint dir is a real folder: the trainer, pruning and completion read it.
         self.files = MemFiles(lambda: self.now) if files is None else files
         self.ckpt = base / "ckpt"
+        # Every cluster's jobs, keyed by `key(cluster, sid)`: the primary cluster's by their id,
+        # a second head's (tests/jobs/head/sim/heads.py) by "B/<id>". The invariants read them all.
         self.jobs: dict[str, Job] = {}
+        self.primary = "A"
+        self.heads = SecondHead(self)
+        if isinstance(self.files, MemFiles):  # the race needs a runs root that can switch
+            self.files.before_create = self.heads.hook
         self.head_up = True
         self.head_losses = 0
         self.rearmers: list[Rearmer] = []
@@ -466,31 +475,35 @@ class World:
             if kind == "malformed":
                 raise ValueError("Expecting value: line 1 column 1 (char 0)")
 
-    def _job(self, sid: str) -> Job:
-        job = self.jobs.get(sid)
+    def key(self, cluster: str, sid: str) -> str:
+        return sid if cluster == self.primary else f"{cluster}/{sid}"
+
+    def _job(self, sid: str, cluster: str | None = None) -> Job:
+        job = self.jobs.get(self.key(cluster or self.primary, sid))
         if job is None:
             raise JobsAPIError(404, f"Job {sid} does not exist")
         return job
 
-    def get_job_status(self, sid: str) -> JobStatus:
+    def get_job_status(self, sid: str, cluster: str | None = None) -> JobStatus:
         self._api("get_job_status")
-        return self._job(sid).status
+        return self._job(sid, cluster).status
 
-    def get_job_info(self, sid: str) -> Job:
+    def get_job_info(self, sid: str, cluster: str | None = None) -> Job:
         self._api("get_job_info")
-        return self._job(sid)
+        return self._job(sid, cluster)
 
-    def list_jobs(self) -> list[Job]:
+    def list_jobs(self, cluster: str | None = None) -> list[Job]:
         self._api("list_jobs")
-        return list(self.jobs.values())
+        cluster = cluster or self.primary
+        return [j for j in self.jobs.values() if j.cluster == cluster]
 
-    def get_job_logs(self, sid: str) -> str:
+    def get_job_logs(self, sid: str, cluster: str | None = None) -> str:
         self._api("get_job_logs")
         return ""
 
-    def stop_job(self, sid: str) -> bool:
+    def stop_job(self, sid: str, cluster: str | None = None) -> bool:
         self._api("stop_job")
-        job = self._job(sid)
+        job = self._job(sid, cluster)
         if job.status not in LIVE:
             return False
         self._sigterm(job)
@@ -503,8 +516,10 @@ class World:
         runtime_env: dict[str, Any],
         metadata: dict[str, str],
         submission_id: str,
+        cluster: str | None = None,
         **reservations: Any,
     ) -> str:
+        cluster = cluster or self.primary
         slow = self._api("submit_job") == "slow"
         if slow and metadata.get("kind") not in (protocol.SUPERVISOR, protocol.STOP):
             # Only a supervisor submits attempts, from its own process (never a world event).
@@ -516,30 +531,38 @@ class World:
 
             def taken() -> None:
                 self.in_flight -= 1
-                if self.head_up and submission_id not in self.jobs:
+                if self.head_up and self.key(cluster, submission_id) not in self.jobs:
                     job = Job(
                         submission_id,
                         dict(metadata),
                         entrypoint,
                         sent_at=sent,
                         runtime_env=dict(runtime_env),
+                        cluster=cluster,
                     )
                     self._take_job(job, reservations, answered=False)
 
             self.at(self.now + SLOW_SUBMIT_S, taken)
             self.wait(threading.Event(), SLOW_SUBMIT_S + 1)
-            if submission_id in self.jobs:
+            if self.key(cluster, submission_id) in self.jobs:
                 return submission_id
-        job = Job(submission_id, dict(metadata), entrypoint, runtime_env=dict(runtime_env))
+        job = Job(
+            submission_id,
+            dict(metadata),
+            entrypoint,
+            runtime_env=dict(runtime_env),
+            cluster=cluster,
+        )
         return self._take_job(job, reservations)
 
     def _take_job(self, job: Job, reservations: dict[str, Any], answered: bool = True) -> str:
         submission_id = job.submission_id
-        if submission_id in self.jobs:
+        key = self.key(job.cluster, submission_id)
+        if key in self.jobs:
             raise JobsAPIError(500, f"Job with submission_id {submission_id} already exists")
         job.submitted_at = self.now
         job.reservations = dict(reservations)
-        self.jobs[submission_id] = job
+        self.jobs[key] = job
         if job.kind == protocol.SUPERVISOR:
             self._start_supervisor(job)
         elif job.kind == protocol.STOP:
@@ -554,15 +577,16 @@ class World:
     # ------------------------------------------------------------------ supervisors
 
     def _start_supervisor(self, job: Job) -> None:
+        view = ClusterView(self, job.cluster)
         probes = Probes(
             nodes=self._node_rows,
-            log_size=lambda sid: self._log_size(sid),
-            steps=lambda sid: self._steps_done(sid),
-            hosts=lambda sid: self._hosts(sid),
+            log_size=lambda sid: self._log_size(self.key(view.cluster, sid)),
+            steps=lambda sid: self._steps_done(self.key(view.cluster, sid)),
+            hosts=lambda sid: self._hosts(self.key(view.cluster, sid)),
             capacity=self._probe_capacity if self.schedule.probe_capacity else None,
         )
         sup = from_job(
-            self,
+            view,
             job.submission_id,
             job.metadata,
             probes,
@@ -897,6 +921,14 @@ class World:
     def sweep(self, twin: bool = False) -> None:
         if not (self.head_up and self.rearmer_up):
             return
+        self.heads.settle()
+        self.heads.in_rearm = True
+        try:
+            self._sweep(twin)
+        finally:
+            self.heads.in_rearm = False
+
+    def _sweep(self, twin: bool) -> None:
         if not self.rearmers:  # long-lived, as the sidecar's own is
             self.rearmers = [self._rearmer(), self._rearmer()]
         # Twin: two re-armers (two heads) seeing the same lapsed lease at once.
@@ -1059,10 +1091,18 @@ class World:
         lease = store.lease()
         if lease is None:
             return
-        self.files.create_exclusive(store.dir / f"lease.{lease.gen + 1}")
+        self.heads.quietly(
+            lambda: self.files.create_exclusive(store.dir / f"lease.{lease.gen + 1}")
+        )
 
     def _fault_twin_rearm(self, _arg: float) -> None:
         self.sweep(twin=True)
+
+    def _fault_race(self, _arg: float) -> None:
+        self.heads.arm_twin()
+
+    def _fault_two_heads(self, seconds: float) -> None:
+        self.heads.two_heads(seconds)
 
     # ------------------------------------------------------------------ invariants
 
@@ -1083,15 +1123,20 @@ class World:
             return False  # a submit Ray has yet to take
         if self.schedule.on_demand and (self.asked or any(n.alive and n.gpus for n in self.nodes)):
             return False  # the idle GPU nodes still have to go (or the run leaks them)
-        return not any(j.status in LIVE for j in self.jobs.values())
+        if any(j.status in LIVE for j in self.jobs.values()):
+            return False
+        # A trainer that finished while no supervisor held the run: the re-armed one has yet
+        # to record the end (the final check wants it: an unrecorded success reads as a run
+        # still to drive).
+        return self.stop_at is not None or ev.outcome(self.store().events()) is not None
 
     def queue_has_user(self) -> bool:
         return any(getattr(fn, "user", False) for _, _, fn in self.queue)
 
     def check(self) -> None:
         live = [
-            j.submission_id
-            for j in self.jobs.values()
+            key
+            for key, j in self.jobs.items()
             if j.kind not in (protocol.SUPERVISOR, protocol.STOP) and j.status in LIVE
         ]
         if len(live) > 1:
@@ -1134,8 +1179,13 @@ class World:
                 raise Violation(f"stopped by the user, but {live} still run")
             return
         if self.succeeded:
-            if end is not None and end.get("event") == ev.FINISHED:  # not ended unsupervised
-                self._every_attempt_has_its_end(ev.life(recs))
+            # The trainer reached its target: the record must say so, and nothing else (a
+            # supervisor that gave the run up while its attempt went on to finish would have
+            # passed here unseen).
+            if end is None or end.get("event") != ev.FINISHED:
+                why = json.dumps(end, sort_keys=True) if end else "no end recorded"
+                raise Violation(f"the trainer finished but the record ends otherwise: {why}")
+            self._every_attempt_has_its_end(ev.life(recs))
             return
         if end is not None and self._an_end_the_user_accepts(end):
             return
@@ -1168,10 +1218,28 @@ def sweep_schedule(seed: int) -> Schedule:
         seed,
         no_gpus=random.Random(seed + 4_000_003).random() < 0.25,
         slow_submits=True,
+        races=True,
     )
 
 
-def random_schedule(seed: int, no_gpus: bool = False, slow_submits: bool = False) -> Schedule:
+def _race_faults(seed: int, horizon: float) -> list[Fault]:
+    """The lease's race (tests/jobs/head/sim/heads.py), from a generator of its own: a rival
+    re-armer armed at the next lease create, after a SIGKILL of the supervisor so that a re-arm
+    comes; or a head loss with a second head on the runs root racing the first one's re-armer."""
+    rng = random.Random(seed + 6_000_003)
+    faults: list[Fault] = []
+    roll = rng.random()
+    at = round(rng.uniform(FIRST_LOOK_S, max(FIRST_LOOK_S, horizon)))
+    if roll < 0.15:
+        faults += [Fault(at, "race"), Fault(at, "sigkill")]
+    elif roll < 0.35:
+        faults.append(Fault(at, "two_heads", round(rng.uniform(60, 600))))
+    return faults
+
+
+def random_schedule(
+    seed: int, no_gpus: bool = False, slow_submits: bool = False, races: bool = False
+) -> Schedule:
     rng = random.Random(seed)
     faults: list[Fault] = []
     t = 0.0
@@ -1219,6 +1287,8 @@ def random_schedule(seed: int, no_gpus: bool = False, slow_submits: bool = False
         faults.append(Fault(at, "api", 1, "slow@submit_job"))
         if slow.random() < 0.5:
             faults.append(Fault(round(at + slow.uniform(0, 900)), "stop"))
+    if races:
+        faults += _race_faults(seed, horizon)
     faults.sort(key=lambda f: f.at)
     stall_timeout_s = more.choice([0.0, 7200.0])
     if not stall_timeout_s:  # without a watchdog a hang is forever (the user's to notice)
@@ -1236,6 +1306,7 @@ def random_schedule(seed: int, no_gpus: bool = False, slow_submits: bool = False
         from_seed=True,
         declare_gpus=not no_gpus,
         slow_submits=slow_submits,
+        races=races,
         spare_nodes=more.choice([0, 0, 1]),
         stall_timeout_s=stall_timeout_s,
         reserve_gpus=random.Random(seed + 2_000_003).choice([0.0, 0.0, 16.0]),
