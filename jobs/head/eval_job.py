@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,9 @@ from jobs.head.eval_shards import Shard
 # Problems per shard: a lost node costs at most one shard's work, and each shard starts the
 # framework (its model load) again; 200 cuts GSM8K's 1,319 test problems into 7.
 DEFAULT_SHARD_SIZE = 200
+# The head's environment may set another default (the shard size is part of the fingerprint, so
+# every try of one eval must see the same value: a cluster-wide setting, not a per-try one).
+SHARD_SIZE_ENV = "JOBS_EVAL_SHARD_SIZE"
 SAMPLES = {"nemo-rl": eval_result.nemo_rl_samples, "verl": eval_result.verl_samples}
 
 
@@ -59,8 +63,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--shard-size",
         type=int,
-        default=DEFAULT_SHARD_SIZE,
-        help="problems per shard, each kept once done (0: one shard)",
+        default=int(os.environ.get(SHARD_SIZE_ENV, DEFAULT_SHARD_SIZE)),
+        help=f"problems per shard (default {DEFAULT_SHARD_SIZE}, or ${SHARD_SIZE_ENV} on the head)"
+        ", each kept once done (0: one shard)",
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the framework's eval")
     args = parser.parse_args(argv)
