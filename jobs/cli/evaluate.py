@@ -7,11 +7,12 @@ from typing import Annotated
 import typer
 
 from components.contract import RUNS_ROOT
+from jobs.cli import drive
 from jobs.cli import options as opt
 from jobs.cli.console import emit_json, err, handled
 from jobs.cli.drive import print_dry_run
-from jobs.common.errors import ExitCode, UsageError
-from jobs.runs import address, follow, plan
+from jobs.common.errors import UsageError
+from jobs.runs import address, plan
 
 app = typer.Typer()
 
@@ -87,21 +88,29 @@ def eval_cmd(
         if dry_run:
             print_dry_run(sub, as_json, [])
             return
-        job_id = evaluate.submit(dashboard, sub, opt.where_flags(where))
+        # The eval is supervised under its own name: its supervisor sends it again after a lost
+        # node, and the new try resumes from the shards the cut one kept.
+        name = sub.submission_id
+        sid = evaluate.supervise(dashboard, sub, prepared.gpus, opt.where_flags(where))
         what = "the base model" if chosen is None else f"step {chosen}"
         err().print(
-            f"submitted {job_id} (eval of run {run}, {what}, {metric} k={k} n={n})",
+            f"submitted {name} (eval of run {run}, {what}, {metric} k={k} n={n}), "
+            f"supervised by {sid}",
             markup=False,
         )
         if not follow_logs:
             if as_json:
                 emit_json(
-                    {"run": run, "submission_id": job_id, "status": "SUBMITTED", "step": chosen}
+                    {
+                        "run": run,
+                        "submission_id": name,
+                        "supervisor": sid,
+                        "status": "SUBMITTED",
+                        "step": chosen,
+                    }
                 )
             else:
-                opt.print_submitted(job_id, where)
+                opt.print_submitted(sid, where)
             return
-        status = opt.follow_or_detach(dashboard, where, job_id, to_stderr=as_json)
-    if as_json:
-        emit_json({"run": run, "submission_id": job_id, "status": status.value, "step": chosen})
-    raise typer.Exit(int(ExitCode.OK if follow.succeeded(status) else ExitCode.JOB_FAILED))
+        code = drive.follow_supervised(dashboard, where, name, sid, as_json)
+    raise typer.Exit(code)

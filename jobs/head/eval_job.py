@@ -6,8 +6,9 @@ complete (`jobs.head.checkpoints`, the rule export and resume share), converts a
 Hugging Face format when the run's `hf/step_N` does not hold it yet (run_eval.py loads HF models
 only), runs the framework's own evaluation (the command after `--`), then scores pass@k from the
 per-sample output and writes `<run dir>/eval/step_N.json` (jobs.head.eval_result).
-Run again (a resubmission after a lost node) it starts the framework's evaluation over into an
-emptied output folder, and a result already written for the same settings is kept, not redone.
+The held-out file is evaluated in shards (jobs.head.eval_shards): run again (a resubmission after
+a lost node) it keeps the shards already finished, starts the unfinished one over into an emptied
+folder, and a result already written for the same settings is kept, not redone.
 Exit codes: the framework's or the converter's, 1 when there is nothing to evaluate.
 """
 
@@ -16,14 +17,22 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.head import checkpoints, eval_result
+from jobs.head import checkpoints, eval_result, eval_shards
+from jobs.head.eval_shards import Shard
 
+# Problems per shard: a lost node costs at most one shard's work, and each shard starts the
+# framework (its model load) again; 200 cuts GSM8K's 1,319 test problems into 7.
+DEFAULT_SHARD_SIZE = 200
+# The head's environment may set another default (the shard size is part of the fingerprint, so
+# every try of one eval must see the same value: a cluster-wide setting, not a per-try one).
+SHARD_SIZE_ENV = "JOBS_EVAL_SHARD_SIZE"
 SAMPLES = {"nemo-rl": eval_result.nemo_rl_samples, "verl": eval_result.verl_samples}
 
 
@@ -51,6 +60,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--cache-dir", default="", help="where base-model results are shared between runs"
     )
     parser.add_argument("--cwd", default=None, help="where the framework's command runs")
+    parser.add_argument(
+        "--shard-size",
+        type=int,
+        default=int(os.environ.get(SHARD_SIZE_ENV, DEFAULT_SHARD_SIZE)),
+        help=f"problems per shard (default {DEFAULT_SHARD_SIZE}, or ${SHARD_SIZE_ENV} on the head)"
+        ", each kept once done (0: one shard)",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the framework's eval")
     args = parser.parse_args(argv)
     args.command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -141,18 +157,27 @@ def _from_cache(args: argparse.Namespace, cached: Path | None) -> dict[str, Any]
     return {**content, "run": args.run}
 
 
-def _evaluate(args: argparse.Namespace, settings: eval_result.Settings) -> int | dict[str, Any]:
-    """Run the framework's evaluation into an emptied folder and score it: the result, or an
-    exit code."""
-    shutil.rmtree(args.raw, ignore_errors=True)  # a cut run's partial output is never read
-    args.raw.mkdir(parents=True, exist_ok=True)
-    what = "the base model" if args.step is None else f"step {args.step}"
-    print(
-        f"eval: {what} of {args.run} on {args.dataset}, {args.metric} k={args.k} n={args.n}",
-        flush=True,
-    )
+def _shards(args: argparse.Namespace, settings: eval_result.Settings) -> list[Shard]:
+    """The evaluation's shards; one, of the whole file, when the command names no file to swap."""
+    digest = eval_shards.fingerprint(settings, args.shard_size, args.command)
+    folder = eval_shards.parts_dir(args.out_dir, settings.step, digest)
+    data = Path(args.data_path) if args.data_path else None
+    shards = eval_shards.plan(folder, args.raw, data, args.shard_size)
+    if eval_shards.command_for(args.command, shards[0], data, args.raw) is None:
+        shards = eval_shards.plan(folder, args.raw, None, 0)
+    return shards
+
+
+def _run_shard(args: argparse.Namespace, shard: Shard, of: int) -> int | list[eval_result.Sample]:
+    """The framework's evaluation of one shard into its emptied folder: its samples, or an exit code."""
+    data = Path(args.data_path) if args.data_path else None
+    command = eval_shards.command_for(args.command, shard, data, args.raw)
+    assert command is not None  # _shards fell back to one shard otherwise
+    shutil.rmtree(shard.raw, ignore_errors=True)  # a cut run's partial output is never read
+    shard.raw.mkdir(parents=True, exist_ok=True)
+    print(f"eval: shard {shard.index} of {of}", flush=True)
     try:
-        code = subprocess.run(args.command, cwd=args.cwd).returncode
+        code = subprocess.run(command, cwd=args.cwd).returncode
     except OSError as e:  # no such program: not the image this recipe runs in
         print(f"eval: cannot run the evaluation: {e}", file=sys.stderr, flush=True)
         return 127
@@ -160,7 +185,36 @@ def _evaluate(args: argparse.Namespace, settings: eval_result.Settings) -> int |
         print(f"eval: the evaluation exited {code}", file=sys.stderr, flush=True)
         return code
     try:
-        return eval_result.result(settings, SAMPLES[args.framework](args.raw))
+        samples = SAMPLES[args.framework](shard.raw)
+    except (eval_result.NoSamples, ValueError, KeyError) as e:
+        print(f"eval: {e}", file=sys.stderr, flush=True)
+        return 1
+    eval_shards.keep(shard, samples)
+    return samples
+
+
+def _evaluate(args: argparse.Namespace, settings: eval_result.Settings) -> int | dict[str, Any]:
+    """Run the framework's evaluation shard by shard, skipping shards a cut run of this job
+    finished, and score every sample: the result, or an exit code."""
+    what = "the base model" if args.step is None else f"step {args.step}"
+    print(
+        f"eval: {what} of {args.run} on {args.dataset}, {args.metric} k={args.k} n={args.n}",
+        flush=True,
+    )
+    shards = _shards(args, settings)
+    samples: list[eval_result.Sample] = []
+    for shard in shards:
+        done = eval_shards.kept(shard)
+        if done is not None:
+            print(f"eval: shard {shard.index} of {len(shards)} already evaluated; kept", flush=True)
+        else:
+            ran = _run_shard(args, shard, len(shards))
+            if isinstance(ran, int):
+                return ran
+            done = ran
+        samples += done
+    try:
+        return eval_result.result(settings, samples)
     except (eval_result.NoSamples, ValueError, KeyError) as e:
         print(f"eval: {e}", file=sys.stderr, flush=True)
         return 1
@@ -192,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         if cached is not None:
             eval_result.write_atomic(cached, {k: v for k, v in content.items() if k != "run"})
     target = eval_result.write(args.out_dir, content)
+    eval_shards.drop(args.out_dir, args.step)
     print(
         f"eval: {args.dataset} {content['metric'].replace('@k', f'@{args.k}')} "
         f"{100 * content['score']:.1f}% over {content['count']} problems -> {target}",

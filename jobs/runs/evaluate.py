@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.contract import HF_HOME_ENV, HF_HOME_PATH, RUNS_ROOT
-from jobs.client.dashboard import AlreadySubmitted, Dashboard
+from jobs.client.dashboard import Dashboard
 from jobs.client.types import Submission
 from jobs.common import commands
 from jobs.common.errors import UsageError
@@ -60,7 +60,9 @@ def eval_id(run: str, number: int) -> str:
 
 
 def next_number(submission_ids: list[str], run: str) -> int:
-    pattern = re.compile(rf"^{re.escape(run)}-eval-(?P<n>[0-9]+)$")
+    """1 + the highest N among the run's eval jobs, their supervisors (`-sK`) and tries (`-aK`)
+    included: a supervised eval `RUN-eval-N` exists only as those."""
+    pattern = re.compile(rf"^{re.escape(run)}-eval-(?P<n>[0-9]+)(-[as][0-9]+)?$")
     numbers = [int(m["n"]) for s in submission_ids if (m := pattern.match(s))]
     return max(numbers, default=0) + 1
 
@@ -219,15 +221,32 @@ def for_run(
     )
 
 
-def submit(dashboard: Dashboard, sub: Submission, where: str) -> str:
-    """Send the eval job; two evals of one run racing for the same number collide."""
-    try:
-        return dashboard.submit(sub)
-    except AlreadySubmitted:
-        raise UsageError(
-            f"{sub.submission_id} already exists on this cluster",
-            f"another eval of this run started at the same time; see {commands.command('list', where=where)}",
-        ) from None
+# A failure that is no lost node is tried once more (a transient fault, such as a collective's
+# timeout while vLLM loads, costs only the shard it cut); the same end twice is a crash anyway.
+EVAL_MAX_RESTARTS = 1
+
+
+def supervise(dashboard: Dashboard, sub: Submission, gpus: int, where: str) -> str:
+    """Hand the eval job to a supervisor of its own, `<eval id>-s1`, which sends it as
+    `<eval id>-a1`, `-a2`... (each the same command, so a try after a lost node resumes from the
+    shards the cut one kept) under the run supervision's rules (jobs/head/restart_policy.py):
+    a preemption waits for the eval's `gpus` and is sent again, never charged to the restarts.
+    Its record stays in its own job log (no runs root: nothing is re-armed after a head loss).
+    Returns the supervisor's id; two evals of one run racing for the same number collide on
+    it, and the second is refused (jobs/runs/handoff.py)."""
+    from jobs.runs import handoff  # start-up time: only a submitting eval
+
+    handed = handoff.hand_off(
+        dashboard,
+        sub,
+        max_restarts=EVAL_MAX_RESTARTS,
+        gpus=gpus,
+        checkpoint_dir="",  # the eval reads a checkpoint; it never saves nor prunes one
+        hint_where=where,
+        options=handoff.Options(max_preemptions=protocol.DEFAULT_MAX_PREEMPTIONS),
+        supervised_as=sub.submission_id,
+    )
+    return handed.supervisor
 
 
 def recorded_run(dashboard: Dashboard, run: str, where: str) -> tuple[Recipe, RecipeRun, int]:
@@ -265,9 +284,14 @@ class Ask:
 
 @dataclass(frozen=True)
 class Prepared:
+    """The eval job, the step chosen (None: the base model), notes to show, and the GPUs the
+    framework's evaluation takes (the run's nodes x GPUs per node), which its supervisor waits
+    for before each try."""
+
     sub: Submission
     step: int | None
     notes: list[str]
+    gpus: int = 0
 
 
 def prepare(
@@ -299,4 +323,4 @@ def prepare(
         plan.git_commit(),
         sandbox.url,
     )
-    return Prepared(sub, chosen, sandbox.notes)
+    return Prepared(sub, chosen, sandbox.notes, recorded.nodes * recorded.gpus_per_node)

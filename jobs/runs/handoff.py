@@ -101,10 +101,13 @@ def hand_off(
     options: Options = Options(),
     stall_default_s: float = 0.0,
     cluster_jobs: list[JobDetails] | None = None,
+    supervised_as: str | None = None,
 ) -> HandedOff:
     """Submit the run's supervisor and, unless the cluster vouches for it, wait until it has the
-    run. `cluster_jobs`: the cluster's job list if the caller just read it."""
-    run = sub.run
+    run. `cluster_jobs`: the cluster's job list if the caller just read it. `supervised_as`: the
+    name supervised when the job is not an attempt of its run (an eval job `RUN-eval-N`, whose
+    tries are `RUN-eval-N-aK`, its supervisor `RUN-eval-N-s1`); its tries start at 1."""
+    run = supervised_as or sub.run
     existing = cluster.jobs() if cluster_jobs is None else cluster_jobs
     sups = _refuse_if_taken(existing, run, hint_where)
     # The attempt's working dir is uploaded now, from here: the supervisor submits attempts
@@ -113,7 +116,7 @@ def hand_off(
     attempt_env = cluster.upload_working_dir(sub.runtime_env)
     spec = protocol.Spec(
         run=run,
-        first_attempt=sub.attempt,
+        first_attempt=1 if supervised_as else sub.attempt,
         max_restarts=max_restarts,
         gpus_needed=gpus,
         checkpoint_dir=checkpoint_dir,
@@ -330,10 +333,18 @@ def annotate(
 
 
 def _attempts(cluster: Dashboard, run: str) -> list[JobDetails]:
-    found = [
-        j for j in cluster.jobs() if listing.run_of(j) == run and listing.attempt_of(j) is not None
-    ]
-    return sorted(found, key=lambda j: listing.attempt_of(j) or 0)
+    """The run's attempts in order; for a job supervised under its own name (an eval job), the
+    tries its supervisor sent (`<name>-aK`), which are filed under the run they evaluate."""
+    tries = re.compile(rf"^{re.escape(run)}-a(?P<n>[0-9]+)$")
+
+    def number(job: JobDetails) -> int | None:
+        if listing.run_of(job) == run and listing.attempt_of(job) is not None:
+            return listing.attempt_of(job)
+        m = tries.match(job.submission_id or "")
+        return int(m["n"]) if m else None
+
+    found = [(n, j) for j in cluster.jobs() if (n := number(j)) is not None]
+    return [j for _, j in sorted(found, key=lambda pair: pair[0])]
 
 
 def follow_run(

@@ -30,9 +30,12 @@ def is_supervisor(job: JobDetails) -> bool:
 
 
 def attempt_of(job: JobDetails) -> int | None:
-    if is_supervisor(job):
+    """The run's attempt number of `job`; None for a supervisor, and for an eval job, whose
+    supervisor numbers its tries (`attempt`) but which is never an attempt of the run."""
+    meta = metadata_of(job)
+    if meta.kind in (protocol.SUPERVISOR, protocol.EVAL):
         return None
-    return metadata_of(job).attempt
+    return meta.attempt
 
 
 def describe(job: JobDetails) -> dict[str, Any]:

@@ -10,7 +10,8 @@ model key to per-problem answer lists: `{"nemo": {"step_20": {"<question>": ["72
 "base": {...}}, "verl": {...}}`; the model key is the checkpoint's step
 (`hf/step_N` or `global_step_N` in the arguments) or `base`. A sample's reward is 1.0 when its
 answer equals the problem's expected answer, as the math environment scores. EVAL_STUB_SLEEP
-seconds between problems lets a test kill it mid-evaluation.
+seconds between problems lets a test kill it mid-evaluation; EVAL_STUB_FAIL_ON makes it exit 3
+when an argument contains that text (a shard's file, say), as a node lost under it would.
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ def _samples(
 
 
 def main(argv: list[str]) -> int:
+    fail_on = os.environ.get("EVAL_STUB_FAIL_ON")
+    if fail_on and any(fail_on in a for a in argv):
+        print(f"stub: failing as told ({fail_on} in the arguments)", file=sys.stderr, flush=True)
+        return 3
     values = _settings(argv)
     if values.get("trainer.val_only") == "True":
         problems = _problems(values["data.val_files"], "", "")

@@ -1,8 +1,9 @@
 """`rl-jobs eval RUN --step N` on a real local Ray head with a fake GPU node: the eval job runs the
 framework's entrypoint (`python3 -m verl.trainer.main_ppo`, answered by the stub generator with
 veRL's interface through an actor holding a GPU), writes eval/step_N.json, and `status` and
-`report` show it; a kill of the GPU node mid-eval fails that job without a result, and the eval
-run again writes the same bytes as an uninterrupted one."""
+`report` show it. The eval is supervised: a kill of the GPU node mid-eval (a shard kept, the
+last not yet) is judged a preemption, the eval is sent again once the node is back, resumes
+from the kept shards and writes the same bytes as an uninterrupted one."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ import ray  # noqa: F401  (makes Ray's vendored psutil importable)
 
 # isort: split
 import psutil  # Ray's vendored copy, importable once `ray` is imported
-from ray.job_submission import JobStatus, JobSubmissionClient
+from ray.job_submission import JobSubmissionClient
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
-from jobs.head import pass_k
+from jobs.head import events, pass_k
 from tests import localray
 from tests.jobs import eval_fixture as fx
 from tests.jobs.conftest import wait_until
@@ -70,6 +71,8 @@ def head(
         "EVAL_STUB_ANSWERS": str(lustre.answers),
         "EVAL_STUB_RAY": "1",
         "EVAL_STUB_SLEEP": "1.5",
+        # 5 problems in shards of 2: a kill can fall after a kept shard and before the last.
+        "JOBS_EVAL_SHARD_SIZE": "2",
     }
     h = localray.start(num_cpus=2, extra_env=env)
     try:
@@ -78,8 +81,19 @@ def head(
         h.stop()
 
 
+# The eval's supervisor, quick as the survival tests': the settle after a failure is a back-off
+# between tries, the lost node being judged by Ray's node table and the probe.
+SUPERVISOR = {
+    "JOBS_SUPERVISOR_POLL_S": "0.5",
+    "JOBS_SUPERVISOR_SETTLE_S": "3",
+    "JOBS_SUPERVISOR_PROGRESS_S": "5",
+    "JOBS_SUPERVISOR_MAX_WAIT_S": "300",
+}
+
+
 def cli(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args), env={"RAY_ADDRESS": None, "COLUMNS": "250"})
+    env = {"RAY_ADDRESS": None, "COLUMNS": "250", **SUPERVISOR}
+    result = CliRunner().invoke(app, list(args), env=env)
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -94,6 +108,7 @@ def _attempt(client: JobSubmissionClient, lustre: fx.Lustre, run: str) -> None:
         update={
             "checkpoint_dir": str(lustre.runs / run / "checkpoints"),
             "overrides": [f"data.val_files={val}"],
+            "gpus_per_node": 1,  # what the eval's supervisor waits for: the fake node's one
         }
     )
     client.submit_job(entrypoint="true", submission_id=f"{run}-a1", metadata=meta.to_ray())
@@ -112,7 +127,11 @@ def _kill(node: GpuNode) -> None:
     node.process = None
 
 
-def test_eval_runs_as_a_job_and_a_cut_eval_run_again_writes_the_same_bytes(head, lustre):
+def _kept(lustre: fx.Lustre, run: str, shard: int) -> bool:
+    return any((lustre.runs / run / "eval" / "parts").glob(f"step_20-*/shard-{shard}.json"))
+
+
+def test_a_supervised_eval_cut_by_a_lost_node_resumes_and_writes_the_same_bytes(head, lustre):
     url = head.dashboard_url
     client = JobSubmissionClient(url)
     run = f"ev-{uuid.uuid4().hex[:8]}"
@@ -124,6 +143,7 @@ def test_eval_runs_as_a_job_and_a_cut_eval_run_again_writes_the_same_bytes(head,
         ask = ["--step", "20", "--k", "2", "--n", "4", "--runs-root", str(lustre.runs)]
         code, out, err = cli("eval", run, *ask, "--follow", "--address", url)
         assert code == 0, out + err
+        assert f"supervised by {run}-eval-1-s1" in err
         result = lustre.runs / run / "eval" / "step_20.json"
         first = result.read_bytes()
         assert f'"score": {pass_k.mean_pass_at_k(fx.RIGHT["step_20"], 4, 2)}'.encode() in first
@@ -138,22 +158,39 @@ def test_eval_runs_as_a_job_and_a_cut_eval_run_again_writes_the_same_bytes(head,
         assert code == 0, out + err
         assert f"Held-out evaluation: {line}" in page.read_text()
 
-        # Cut mid-evaluation: the GPU node dies under the generator.
+        # Cut mid-evaluation: the GPU node dies under the generator once shard 1 of 3 is kept.
         result.unlink()
         code, out, err = cli("eval", run, *ask, "--address", url)
         assert code == 0, out + err
-        cut = f"{run}-eval-2"
-        wait_until(lambda: "answered problem 2" in client.get_job_logs(cut), 120, "problem 2")
+        name, cut = f"{run}-eval-2", f"{run}-eval-2-a1"
+        wait_until(lambda: _kept(lustre, run, 1), 180, "shard 1 kept")
+        assert not _kept(lustre, run, 3)
         _kill(node)
-        wait_until(lambda: client.get_job_status(cut).is_terminal(), 180, "the cut eval to end")
-        assert client.get_job_status(cut) == JobStatus.FAILED
+        wait_until(lambda: client.get_job_status(cut).is_terminal(), 180, "the cut try to end")
         assert not result.exists()
 
         node.start()
         wait_gpus(url, 1)
-        code, out, err = cli("eval", run, *ask, "--follow", "--address", url)
-        assert code == 0, out + err
+        sup = f"{name}-s1"
+        wait_until(lambda: client.get_job_status(sup).is_terminal(), 300, "the eval's end")
+        recs = events.parse(client.get_job_logs(sup))
+        assert [r["event"] for r in recs if r["event"] in ("preempted", "finished")] == [
+            "preempted",
+            "finished",
+        ], recs
+        resumed = client.get_job_logs(f"{name}-a2")
+        assert "eval: shard 1 of 3 already evaluated; kept" in resumed
+        assert "eval: shard 1 of 3\n" not in resumed
         assert result.read_bytes() == first
+
+        code, out, _ = cli("status", run, "--address", url)
+        assert f"eval: {line}" in out
+        code, out, err = cli("report", run, "--address", url, "--out", str(page))
+        assert code == 0, out + err
+        assert f"Held-out evaluation: {line}" in page.read_text()
+        # The next eval of the run takes the next number past the supervised one's jobs.
+        code, out, err = cli("eval", run, "--dry-run", "--json", "--address", url)
+        assert json.loads(out)["submission_id"] == f"{run}-eval-3", err
     finally:
         node.close()
 

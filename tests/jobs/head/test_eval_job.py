@@ -18,13 +18,16 @@ from jobs.runs.plan import JOBS_REPO
 from tests.jobs import eval_fixture as fx
 
 
-def run_job(lustre: fx.Lustre, argv: list[str]) -> subprocess.CompletedProcess[str]:
-    env = {
+def run_env(lustre: fx.Lustre) -> dict[str, str]:
+    return {
         "PATH": os.environ["PATH"],
         "PYTHONPATH": str(JOBS_REPO),
         "EVAL_STUB_ANSWERS": str(lustre.answers),
     }
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+
+
+def run_job(lustre: fx.Lustre, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, env=run_env(lustre), capture_output=True, text=True, timeout=120)
 
 
 def expected(model: str, k: int) -> float:
@@ -128,3 +131,65 @@ def test_the_base_model_is_evaluated_once_per_model_and_data_revision(tmp_path):
     argv = fx.job_argv(lustre, fx.recorded(lustre, "three", "verl-grpo-gsm8k"), req, None)
     third = run_job(lustre, [*argv[: argv.index("--") + 1], "false"])
     assert third.returncode == 1 and "the evaluation exited 1" in third.stderr
+
+
+def sharded(argv: list[str], size: int) -> list[str]:
+    """The job's argv with `--shard-size` before the framework's command."""
+    cut = argv.index("--")
+    return [*argv[:cut], "--shard-size", str(size), *argv[cut:]]
+
+
+def test_a_job_cut_mid_shard_keeps_finished_shards_and_writes_the_same_bytes(tmp_path):
+    # 5 problems in shards of 2: 3 shards. An uninterrupted job on one stand-in, and on another a
+    # job whose framework dies on shard 2 (as under a lost node), then the same job again.
+    req = evals.request("pass@k", k=2, n=4, seed=3)
+    whole = fx.make(tmp_path / "whole", "r6")
+    rec = fx.recorded(whole, "r6", "nemo-rl-grpo-gsm8k")
+    done = run_job(whole, sharded(fx.job_argv(whole, rec, req, 20), 2))
+    assert done.returncode == 0, done.stderr
+    assert [f"shard {i} of 3" in done.stdout for i in (1, 2, 3)] == [True] * 3
+    first = (whole.runs / "r6" / "eval" / "step_20.json").read_bytes()
+
+    cut = fx.make(tmp_path / "cut", "r6")
+    rec = fx.recorded(cut, "r6", "nemo-rl-grpo-gsm8k")
+    argv = sharded(fx.job_argv(cut, rec, req, 20), 2)
+    env = {"EVAL_STUB_FAIL_ON": "data-2."}
+    failed = subprocess.run(
+        argv, env={**run_env(cut), **env}, capture_output=True, text=True, timeout=120
+    )
+    assert failed.returncode == 3, failed.stderr
+    result = cut.runs / "r6" / "eval" / "step_20.json"
+    assert not result.exists()
+    (parts,) = (cut.runs / "r6" / "eval" / "parts").iterdir()
+    assert sorted(p.name for p in parts.glob("shard-*.json")) == ["shard-1.json"]
+
+    again = run_job(cut, argv)
+    assert again.returncode == 0, again.stderr
+    assert "shard 1 of 3 already evaluated; kept" in again.stdout
+    assert "eval: shard 1 of 3\n" not in again.stdout  # not run again
+    assert result.read_bytes() == first
+    assert list((cut.runs / "r6" / "eval" / "parts").iterdir()) == []  # gone with the result
+    assert fx.RIGHT["step_20"] == [p["correct"] for p in json.loads(first)["problems"]]
+
+
+def test_a_parquet_held_out_file_is_cut_into_whole_rows_in_order(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jobs.head import eval_shards
+
+    data = tmp_path / "test.parquet"
+    pq.write_table(pa.table({"prompt": [f"p{i}" for i in range(5)], "i": list(range(5))}), data)
+    shards = eval_shards.plan(tmp_path / "parts", tmp_path / "raw", data, 2)
+    assert [s.index for s in shards] == [1, 2, 3]
+    pieces = [pq.read_table(s.data).to_pylist() for s in shards if s.data is not None]
+    assert [r["i"] for piece in pieces for r in piece] == list(range(5))
+    assert [len(p) for p in pieces] == [2, 2, 1]
+    command = ["main", f"data.val_files={data}", f"trainer.validation_data_dir={tmp_path / 'raw'}"]
+    assert eval_shards.command_for(command, shards[1], data, tmp_path / "raw") == [
+        "main",
+        f"data.val_files={shards[1].data}",
+        f"trainer.validation_data_dir={tmp_path / 'raw' / 'shard-2'}",
+    ]
+    # A command that names no held-out file cannot be sharded: the job evaluates it whole.
+    assert eval_shards.command_for(["main"], shards[1], data, tmp_path / "raw") is None

@@ -7,10 +7,12 @@ import shlex
 
 import pytest
 
+from jobs.client.types import JobDetails, JobStatus
 from jobs.common.errors import UsageError
 from jobs.recipes import evals
 from jobs.recipes.catalogue import RECIPES
-from jobs.runs import evaluate
+from jobs.runs import evaluate, handoff
+from jobs.runs import listing as job_listing
 from jobs.runs.metadata import RecipeRun
 
 
@@ -108,3 +110,33 @@ def test_the_base_model_is_evaluated_by_name_into_base_json():
     assert f"generation.model_name={recipe.model}" in sub.entrypoint
     assert "--step" not in shlex.split(sub.entrypoint)[: shlex.split(sub.entrypoint).index("--")]
     assert sub.metadata["step"] == ""
+
+
+def test_the_next_eval_number_counts_a_supervised_evals_supervisor_and_tries():
+    ids = ["r-a1", "r-eval-1", "r-eval-2-s1", "r-eval-2-a1", "r-eval-2-a2", "other-eval-9"]
+    assert evaluate.next_number(ids, "r") == 3
+    assert evaluate.next_number(["r-eval-4-a1"], "r") == 5
+    assert evaluate.next_number(["r-eval-1-b1", "r-a7"], "r") == 1
+
+
+def _job(sid: str, meta: dict[str, str]) -> JobDetails:
+    return JobDetails(
+        status=JobStatus.RUNNING, entrypoint="x", submission_id=sid, start_time=1, metadata=meta
+    )
+
+
+def test_a_supervised_evals_tries_are_never_the_runs_attempts_and_are_followed_as_its_own():
+    eval_meta = {"run": "r", "kind": "eval", "recipe": "verl-grpo-gsm8k"}
+    tries = [_job(f"r-eval-1-a{n}", {**eval_meta, "attempt": str(n)}) for n in (2, 1)]
+    attempt = _job("r-a1", {"run": "r", "kind": "recipe", "attempt": "1"})
+    everyone = [*tries, attempt]
+    assert [job_listing.attempt_of(j) for j in everyone] == [None, None, 1]
+    assert [j.submission_id for j in job_listing.attempts(everyone, "r")] == ["r-a1"]
+
+    class Cluster:
+        def jobs(self) -> list[JobDetails]:
+            return everyone
+
+    followed = handoff._attempts(Cluster(), "r-eval-1")  # type: ignore[arg-type]
+    assert [j.submission_id for j in followed] == ["r-eval-1-a1", "r-eval-1-a2"]
+    assert [j.submission_id for j in handoff._attempts(Cluster(), "r")] == ["r-a1"]  # type: ignore[arg-type]
