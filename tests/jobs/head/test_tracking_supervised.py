@@ -17,13 +17,15 @@ import ray  # noqa: F401  (makes Ray's vendored psutil importable)
 
 # isort: split
 import psutil  # Ray's vendored copy, importable once `ray` is imported
+from typer.testing import CliRunner
 
+from jobs.cli.app import app
 from jobs.head import tracking
 from tests import localray
 from tests.jobs import wandb_offline
 from tests.jobs.conftest import wait_until
 from tests.jobs.gpu_node import GpuNode
-from tests.jobs.head.test_survival import cli, finished, name, record, runs_root
+from tests.jobs.head.test_survival import FAST, finished, name, record, runs_root
 
 pytestmark = pytest.mark.ray
 
@@ -130,6 +132,53 @@ def _preempt(head: localray.LocalRay, nodes: list[GpuNode]) -> None:
     replacement.join(timeout=180)
 
 
+# The settle a failure waits for Ray to mark a lost node dead before it is judged a crash. Under
+# FAST_HEALTH Ray marks a SIGKILLed raylet dead 4-7 s after the kill on a quiet machine, later with
+# other suites on both cores; the driver can see its actor gone before that. The settle ends as soon
+# as the death is seen, so a long one costs these preemptions nothing; a short one (3 s) can turn a
+# preemption into a crash under load, which ends this run (no restarts allowed).
+SETTLE = {**FAST, "JOBS_SUPERVISOR_SETTLE_S": "30"}
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(
+        app, list(args), env={**SETTLE, "RAY_ADDRESS": None, "COLUMNS": "250"}
+    )
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _story(head: localray.LocalRay, root: Path, run: str) -> str:
+    """The run's decisions and its newest attempt's log tail: what a failed wait shows."""
+    from ray.job_submission import JobSubmissionClient
+
+    recs = record(root, run)
+    lines = [f"{r.get('t')} {r['event']}: {r.get('message', '')}" for r in recs]
+    submitted = [r["submission_id"] for r in recs if r["event"] == "submitted"]
+    if submitted:
+        try:
+            log = JobSubmissionClient(head.dashboard_url).get_job_logs(submitted[-1])
+        except Exception as e:  # the story of a failure must not hide it
+            log = f"(its log could not be read: {e})"
+        lines += [f"--- {submitted[-1]}, last 40 lines:", *log.splitlines()[-40:]]
+    return "\n".join(lines)
+
+
+def _wait_stepping(head: localray.LocalRay, root: Path, run: str, d: Path, attempt: int) -> None:
+    """Wait for attempt `attempt` (0-based) to step; a run that ends first fails at once."""
+    stepped = d / f"stepped-{attempt}"
+    try:
+        wait_until(
+            lambda: stepped.exists() or finished(root, run) is not None,
+            300,
+            f"attempt {attempt + 1} stepping",
+        )
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{_story(head, root, run)}") from None
+    assert stepped.exists(), f"the run ended before attempt {attempt + 1} stepped:\n" + _story(
+        head, root, run
+    )
+
+
 def _supervise(head: localray.LocalRay, root: Path, run: str, script: str) -> None:
     code, _, err = cli(
         "run",
@@ -162,11 +211,11 @@ def test_a_run_preempted_three_times_is_one_wandb_run_with_steps_that_never_repe
     for i in range(3):
         # Death detection, a resubmit, a driver start, wandb's start: seconds on a quiet machine,
         # minutes with other suites on two cores.
-        wait_until(lambda i=i: (d / f"stepped-{i}").exists(), 300, f"attempt {i + 1} stepping")
+        _wait_stepping(head, root, run, d, i)
         _preempt(head, gpu)
     wait_until(lambda: finished(root, run) is not None, 600, "the run's end")
     recs = record(root, run)
-    assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
+    assert finished(root, run)["event"] == "finished", _story(head, root, run)
     assert [r["attempt"] for r in recs if r["event"] == "preempted"] == [1, 2, 3]
 
     kept = tracking.kept_id(recs)
