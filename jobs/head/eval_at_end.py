@@ -110,8 +110,8 @@ def queue(sup: SupervisorPort) -> str | None:
         return None
     sup.record(
         ev.EVAL_QUEUED,
-        f"evaluation of run {spec.run} step {step} queued as {sid} "
-        f"(`rl-jobs status {spec.run}` shows its score once it ends)",
+        f"evaluation of step {step} queued as {sid} (its score shows in "
+        f"`status {spec.run}` once it ends)",
         submission_id=sid,
         step=step,
     )
