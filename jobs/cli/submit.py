@@ -229,6 +229,7 @@ def _submit_new(ask: Ask, asked: SubmitOptions) -> int:
     if asked.eval_at_end:
         from jobs.runs import eval_at_end  # start-up time: only with the flag
 
+        eval_at_end.check_gpus(options.request_gpus, where.stack)
         at_end = _eval_job(ask, planned, options.runs_root, where.stack)
         options = replace(options, eval_job=eval_at_end.for_spec(at_end))
     with address.reach(where, spinner=opt.spinner) as dashboard:

@@ -34,6 +34,18 @@ def check(recipe: Recipe) -> None:
         )
 
 
+def check_gpus(request_gpus: bool, stack: str | None) -> None:
+    """Refused on GPUs that scale on demand: the run's request for its GPU nodes is released at
+    its end, before the eval is sent, and nothing would ask for the eval's."""
+    if request_gpus:
+        raise UsageError(
+            f"{FLAG}: stack {stack}'s GPUs scale on demand, and nothing asks Ray's autoscaler "
+            "for the GPUs of an eval sent at the run's end (the run's request ends with it)",
+            f"submit without {FLAG}, and evaluate the run with `rl-jobs eval RUN` once it "
+            "succeeded",
+        )
+
+
 def job(
     recipe: Recipe,
     attempt: Submission,

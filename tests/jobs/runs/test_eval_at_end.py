@@ -60,6 +60,13 @@ def test_a_recipe_without_a_held_out_split_is_refused_by_the_flags_name(monkeypa
     )
 
 
+def test_gpus_that_scale_on_demand_are_refused_by_the_flags_name():
+    with pytest.raises(UsageError) as e:
+        eval_at_end.check_gpus(True, "dev")
+    assert str(e.value).startswith("--eval-at-end: stack dev's GPUs scale on demand")
+    eval_at_end.check_gpus(False, "dev")  # fixed GPUs: accepted
+
+
 class Cluster:
     """A dashboard that uploads local files as `gcs://` packages and records the submits."""
 
