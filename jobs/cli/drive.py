@@ -155,6 +155,7 @@ class SubmitOptions:
     dry_run: bool = False
     force: bool = False
     allow_unsandboxed: bool = False
+    eval_at_end: bool = False
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,6 +13,9 @@ from jobs.cli.console import emit_json, err, handled
 from jobs.cli.drive import print_dry_run
 from jobs.common.errors import UsageError
 from jobs.runs import address, plan
+
+if TYPE_CHECKING:
+    from jobs.runs.evaluate import Ask
 
 app = typer.Typer()
 
@@ -40,6 +43,15 @@ OutRootOpt = Annotated[
     ),
 ]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the eval job; submit nothing.")]
+EveryOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--every",
+        metavar="K",
+        help="Evaluate every complete step that is a multiple of K and has no result yet, "
+        "one supervised eval each (not with --step, --base, --follow).",
+    ),
+]
 
 
 @app.command("eval")
@@ -48,6 +60,7 @@ def eval_cmd(
     run: RunArg,
     step: StepOpt = None,
     base: BaseOpt = False,
+    every: EveryOpt = None,
     metric: MetricOpt = "pass@k",
     k: KOpt = 1,
     n: NOpt = 1,
@@ -65,9 +78,10 @@ def eval_cmd(
     The framework's own evaluation runs as a Ray job (RUN-eval-N); the result is kept with the
     run, in <runs root>/RUN/eval/step_N.json."""
     from jobs.recipes import evals
-    from jobs.runs import evaluate  # start-up time: only this command
+    from jobs.runs import eval_every, evaluate  # start-up time: only this command
 
     plan.check_run_name(run)
+    eval_every.check_flags(every, step, base, follow_logs)
     if base and step is not None:
         raise UsageError("--step and --base together", "give one: a step, or the base model")
     ask = evaluate.Ask(
@@ -80,6 +94,9 @@ def eval_cmd(
         dry_run,
     )
     where = address.choose(addr, stack_name)
+    if every is not None:
+        _every(ask, every, where, as_json)
+        return
     with address.reach(where, spinner=opt.spinner) as dashboard:
         prepared = evaluate.prepare(dashboard, ask, where, opt.watcher(dashboard, where))
         for note in prepared.notes:
@@ -114,3 +131,37 @@ def eval_cmd(
             return
         code = drive.follow_supervised(dashboard, where, name, sid, as_json)
     raise typer.Exit(code)
+
+
+def _every(ask: Ask, every: int, where: address.Where, as_json: bool) -> None:
+    """`--every K`: one supervised eval per chosen step, what was skipped and why."""
+    from jobs.runs import eval_every, evaluate
+
+    with address.reach(where, spinner=opt.spinner) as dashboard:
+        chosen = eval_every.prepare(dashboard, ask, every, where, opt.watcher(dashboard, where))
+        for note in chosen.notes:
+            err().print(note, markup=False)
+        queued: list[dict[str, object]] = []
+        for step, sub in chosen.queued:
+            if ask.dry_run:
+                if not as_json:
+                    print_dry_run(sub, False, [])
+                queued.append({"step": step, "submission_id": sub.submission_id})
+                continue
+            sid = evaluate.supervise(dashboard, sub, chosen.gpus, opt.where_flags(where))
+            queued.append({"step": step, "submission_id": sub.submission_id, "supervisor": sid})
+            err().print(
+                f"queued step {step}: {sub.submission_id}, supervised by {sid}", markup=False
+            )
+        for step, why in chosen.skipped:
+            err().print(f"skipped step {step}: {why}", markup=False)
+    if as_json:
+        emit_json(
+            {
+                "run": ask.run,
+                "every": every,
+                "dry_run": ask.dry_run,
+                "queued": queued,
+                "skipped": [{"step": s, "why": why} for s, why in chosen.skipped],
+            }
+        )

@@ -64,7 +64,7 @@ def status_cmd(
             view = listing.describe(listing.find(cluster, ident, flags, jobs_))
         if found is not None:
             _how_it_goes(view, found, AttemptLogs(cluster.logs), outputs, flags)
-            view["eval"] = _eval_of_cluster(found, cluster)
+            view["eval"] = _eval_of_cluster(found, cluster, view.get("history") or [])
     if as_json:
         emit_json(view)
         return
@@ -141,6 +141,8 @@ def _print_how_it_goes(shown: Any, view: dict[str, Any]) -> None:
             shown.print(f"{'reward':>16}: {spark} ({low:.3g} to {high:.3g})", markup=False)
     if summary := (view.get("eval") or {}).get("summary"):
         shown.print(f"{'eval':>16}: {summary}", markup=False)
+    if queued := (view.get("eval") or {}).get("at_end"):
+        shown.print(f"{'eval at end':>16}: {queued['message']}", markup=False)
     for n, text in enumerate(goodput.lines_of(view.get("goodput"))):
         shown.print(
             f"{'goodput' if n == 0 else '':>16}{':' if n == 0 else ' '} {text}", markup=False
@@ -158,14 +160,19 @@ def _recorded_view(runs_root: str, run: str, priced_by: Any) -> dict[str, Any]:
     from jobs.runs import eval_results, record_view  # lazy: status only
 
     view = record_view.with_goodput(record_view.view(runs_root, run), runs_root, priced_by)
-    return {**view, "eval": eval_results.as_json(*eval_results.read(runs_root, run))}
+    evals = eval_results.as_json(*eval_results.read(runs_root, run))
+    return {**view, "eval": {**evals, "at_end": eval_results.at_end(view.get("history") or [])}}
 
 
-def _eval_of_cluster(found: state.Run, cluster: Dashboard) -> dict[str, Any]:
-    """The run's held-out scores, from its succeeded eval jobs' logs."""
+def _eval_of_cluster(
+    found: state.Run, cluster: Dashboard, history: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The run's held-out scores, from its succeeded eval jobs' logs, and the eval its
+    supervisor queued at its end (`submit --eval-at-end`), if any."""
     from jobs.runs import eval_results  # lazy: status only
 
-    return eval_results.as_json(eval_results.of_jobs(found.others, cluster.logs), {})
+    evals = eval_results.as_json(eval_results.of_jobs(found.others, cluster.logs), {})
+    return {**evals, "at_end": eval_results.at_end(history)}
 
 
 def _supervisor_state(view: dict[str, Any]) -> str:

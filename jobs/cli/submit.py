@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -9,12 +10,13 @@ import typer
 from components.contract import FRAMEWORK_NAMES
 from jobs.cli import options as opt
 from jobs.cli import resume
-from jobs.cli.console import err, handled
+from jobs.cli.console import emit_json, err, handled, out
 from jobs.cli.drive import (
     SubmitOptions,
     Submitting,
     check_ray_version,
     drive,
+    dry_run_lines,
     print_dry_run,
     recipe_attempt,
     takes_submitting,
@@ -26,7 +28,8 @@ from jobs.runs import address, plan
 # The recipe machinery is imported in the functions that plan a recipe run, so the commands that
 # import this module start without it (tests/jobs/cli/test_startup.py).
 if TYPE_CHECKING:
-    from jobs.runs.recipe_run import Ask
+    from jobs.runs.plan import Submission
+    from jobs.runs.recipe_run import Ask, Planned
 
 app = typer.Typer()
 
@@ -102,6 +105,14 @@ def submit_cmd(
         ),
     ] = False,
     allow_unsandboxed: opt.UnsandboxedOpt = False,
+    eval_at_end: Annotated[
+        bool,
+        typer.Option(
+            "--eval-at-end",
+            metavar="",
+            help="When the run succeeds, its supervisor queues the eval of its newest complete step (pass@1 on the recipe's held-out split; `rl-jobs eval`).",
+        ),
+    ] = False,
 ) -> None:
     """Submit a recipe as a run, or --resume a run.
 
@@ -126,11 +137,18 @@ def submit_cmd(
         dry_run=dry_run,
         force=force,
         allow_unsandboxed=allow_unsandboxed,
+        eval_at_end=eval_at_end,
     )
     if resume_run is not None:
         # --set and --nodes are changes the run's checkpoints are checked against
         # (jobs/runs/resume_changes.py); a name or a node size is the run itself.
         _refuse_with_resume(resume_run, {"--name": name, "--gpus-per-node": gpus_per_node})
+        if eval_at_end:
+            raise UsageError(
+                f"--resume {resume_run} cannot be combined with --eval-at-end",
+                f"it is asked when a run is first submitted; once the resumed run succeeded, "
+                f"evaluate it with {commands.command('eval', resume_run)}",
+            )
         raise typer.Exit(resume.resume(resume_run, asked))
     _submit(asked)
 
@@ -158,6 +176,10 @@ def _submit(asked: SubmitOptions) -> None:
             f"pass a RECIPE (see {commands.command('recipes')}), or --resume RUN to continue a run",
         )
     recipe = recipe_named(asked.recipe_name)
+    if asked.eval_at_end:
+        from jobs.runs import eval_at_end
+
+        eval_at_end.check(recipe)  # before anything is planned
     run = plan.check_run_name(asked.name or plan.default_run_name(recipe.name))
     every = asked.every
     parsed, save_note = save_choice.choose(
@@ -182,7 +204,9 @@ def _submit(asked: SubmitOptions) -> None:
     if asked.dry_run:
         stack_name = asked.submitting.stack_name
         planned = plan_recipe(ask, Place(stack_name, None, "a dry run", dry_run=True))
-        print_dry_run(planned.submission, asked.submitting.as_json, planned.notes)
+        root = asked.submitting.supervision.runs_root
+        at_end = _eval_job(ask, planned, root, stack_name) if asked.eval_at_end else None
+        _print_dry_run(planned, asked.submitting.as_json, at_end)
         return
     raise typer.Exit(_submit_new(ask, asked))
 
@@ -201,9 +225,48 @@ def _submit_new(ask: Ask, asked: SubmitOptions) -> int:
     chosen = submitting.defaults_on(
         outputs, where.stack, planned.gpus_needed, ask.recipe.framework, planned.notes
     )
+    options = chosen.options
+    if asked.eval_at_end:
+        from jobs.runs import eval_at_end  # start-up time: only with the flag
+
+        eval_at_end.check_gpus(options.request_gpus, where.stack)
+        at_end = _eval_job(ask, planned, options.runs_root, where.stack)
+        options = replace(options, eval_job=eval_at_end.for_spec(at_end))
     with address.reach(where, spinner=opt.spinner) as dashboard:
         if outputs is None and asked.framework is None:
             check_ray_version(ask.recipe, dashboard, where)
-        attempt = recipe_attempt(dashboard, planned, chosen.options)
+        attempt = recipe_attempt(dashboard, planned, options)
         code = drive(dashboard, where, planned.submission, submitting, attempt)
     return code
+
+
+def _eval_job(ask: Ask, planned: Planned, runs_root: str, stack: str | None) -> Submission:
+    """`--eval-at-end`: the eval job the run's supervisor sends once the run succeeded."""
+    from jobs.runs import eval_at_end
+
+    return eval_at_end.job(
+        ask.recipe, planned.submission, runs_root, stack, plan.git_commit(), planned.sandbox_url
+    )
+
+
+def _print_dry_run(planned: Planned, as_json: bool, at_end: Submission | None) -> None:
+    """The run's first attempt, then (with --eval-at-end) the eval its supervisor would queue."""
+    if at_end is None:
+        print_dry_run(planned.submission, as_json, planned.notes)
+        return
+    from jobs.runs import eval_at_end
+
+    shown = eval_at_end.shown(at_end)
+    if as_json:
+        emit_json({**planned.submission.model_dump(), "eval_at_end": shown.model_dump()})
+        return
+    print_dry_run(planned.submission, False, [])
+    out().print(
+        f"when the run succeeds, its supervisor queues ({eval_at_end.STEP}: the newest "
+        "complete step):",
+        markup=False,
+    )
+    for line in dry_run_lines(shown):
+        out().print(line, markup=False)
+    for note in planned.notes:
+        err().print(note, markup=False)

@@ -34,6 +34,8 @@ REARMED = "rearmed"  # the re-armer gave the run a new supervisor (its lease had
 LEFT = "left"  # this supervisor leaves the run to another one (not the run's end)
 ADOPTED = "adopted"  # a re-armed supervisor took over the run's live attempt
 FINISHED = "finished"  # the run succeeded
+EVAL_QUEUED = "eval_queued"  # `submit --eval-at-end`: the run's eval job sent after its success
+EVAL_NOT_QUEUED = "eval_not_queued"  # ...or why it could not be (the run stays a success)
 GAVE_UP = "gave_up"  # no further attempt, and why (reason: jobs.head.restart_policy.Reason)
 STOPPED = "stopped"  # `stop RUN`: the supervisor was stopped
 # The supervisor refused to start (a runs root missing on the head, protocol.runs_root_refusal):

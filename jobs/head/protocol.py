@@ -31,6 +31,9 @@ CHECKPOINTS_MODULE = "jobs.head.list_checkpoints"
 # `rl-jobs eval RUN` evaluating a checkpoint on held-out data (jobs/head/eval_job.py)
 EVAL: Final = "eval"
 EVAL_MODULE = "jobs.head.eval_job"
+# `submit --eval-at-end`: the eval job is composed by the CLI at submit time, before any step is
+# known; the supervisor puts the newest complete step in place of this wherever it appears.
+EVAL_STEP = "__EVAL_STEP__"
 
 # The module the supervisor job runs: `python -m jobs.head.supervisor <its own submission id>`.
 SUPERVISOR_MODULE = "jobs.head.supervisor"
@@ -162,6 +165,12 @@ class Spec:
     # (jobs/head/scale_up.py).
     request_gpus: bool = False
     gpus_per_node: int = 0
+    # `submit --eval-at-end`: when the run succeeds, the supervisor sends `eval_job` (the eval
+    # job `rl-jobs eval` builds, as a Submission's fields, its step EVAL_STEP) for the newest
+    # complete checkpoint (jobs/head/eval_at_end.py). Composed on the CLI side, where the
+    # recipes are: the head needs no recipe code.
+    eval_at_end: bool = False
+    eval_job: dict[str, Any] | None = None
 
     METADATA_KEY = "spec"
 

@@ -1,6 +1,7 @@
 """How a supervised run's supervisor ends: the user's stop (its attempt stopped, the run's GPU
 request released, "stopped" recorded), a SIGTERM that is no stop (the run left to the re-armer),
-the run lost to another supervisor, and a finished or given-up run's last record.
+the run lost to another supervisor, and a finished or given-up run's last record (a finished
+run's evaluation asked at its end sent after it, jobs/head/eval_at_end.py).
 
 Every end returns the supervisor job's exit code, 0: it ended as designed. Standard library and
 Ray only: this runs on the Ray head inside the framework's image.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from jobs.head import attempt_end
+from jobs.head import attempt_end, eval_at_end
 from jobs.head import events as ev
 from jobs.head.restart_policy import Reason
 from jobs.head.run_state import RunState
@@ -90,3 +91,11 @@ def ended(sup: SupervisorPort, event: str, message: str, **fields: Any) -> int:
     _release_gpus(sup)
     sup.record(event, message, **fields)
     return 0
+
+
+def succeeded(sup: SupervisorPort, message: str, **fields: Any) -> int:
+    """The run's success recorded, then the evaluation it asked for at its end sent (never
+    undoing the success: a failure to send it is recorded beside it)."""
+    code = ended(sup, ev.FINISHED, message, **fields)
+    eval_at_end.queue(sup)
+    return code

@@ -272,9 +272,8 @@ class Supervisor:
                 attempt_end.record_end(self, state, ended)
             d, s = self.waits.decide(state)
             if d.action == Action.FINISH:
-                return run_end.ended(
+                return run_end.succeeded(
                     self,
-                    ev.FINISHED,
                     f"run {spec.run} succeeded ({state.current})",
                     reason=d.reason.value,
                 )

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jobs.client.types import JobDetails, JobStatus
 from jobs.head import eval_result, protocol
+from jobs.head import events as run_events
 from jobs.head.eval_result import LOG_PREFIX
 
 EVAL_DIR = "eval"
@@ -168,3 +169,11 @@ def table(results: list[EvalResult]) -> list[tuple[str, str, str, str, str]]:
         )
         for r in results
     ]
+
+
+def at_end(history: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """`submit --eval-at-end`: the supervisor's record of the eval it queued when the run
+    succeeded (`eval_queued`, with its submission id), or of why it could not
+    (`eval_not_queued`); None when the run asked for none or has not ended."""
+    wanted = (run_events.EVAL_QUEUED, run_events.EVAL_NOT_QUEUED)
+    return next((r for r in reversed(history) if r.get("event") in wanted), None)

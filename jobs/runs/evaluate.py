@@ -49,9 +49,10 @@ class EvalRun(RunMetadata):
 
 @dataclass(frozen=True)
 class Target:
-    """What to evaluate: a step of the run, or the recipe's base model (`step` None)."""
+    """What to evaluate: a step of the run, or the recipe's base model (`step` None); for
+    `submit --eval-at-end`, protocol.EVAL_STEP, the step the supervisor puts in at the end."""
 
-    step: int | None
+    step: int | str | None
     runs_root: str = RUNS_ROOT
 
 
@@ -135,7 +136,7 @@ def raw_dir(target: Target, run: str) -> str:
     return f"{run_dir(target, run)}/{EVAL_DIR}/raw/{name}"
 
 
-def hf_dir(target: Target, run: str, step: int) -> str:
+def hf_dir(target: Target, run: str, step: int | str) -> str:
     return f"{run_dir(target, run)}/hf/step_{step}"
 
 

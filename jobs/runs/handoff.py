@@ -62,10 +62,14 @@ class Options:
     # what a wait would find out (`vouching_supervisor`); then return at submit, as `ray job
     # submit --no-wait` does. `--wait` / `--no-wait` decide it either way.
     wait_armed: bool | None = None
+    # `submit --eval-at-end`: the eval job the supervisor sends once the run succeeded
+    # (jobs/runs/eval_at_end.py `for_spec`, its local files uploaded at the hand-off); None: none.
+    eval_job: dict[str, Any] | None = None
 
     def supervised(self, max_restarts: int) -> bool:
         return (
-            max_restarts > 0
+            self.eval_job is not None  # only a supervisor sees the run succeed
+            or max_restarts > 0
             or bool(self.max_preemptions)
             or bool(self.stall_timeout_s)
             or bool(self.runs_root)
@@ -140,6 +144,8 @@ def hand_off(
         entrypoint_num_cpus=sub.entrypoint_num_cpus,
         entrypoint_num_gpus=sub.entrypoint_num_gpus,
         entrypoint_resources=sub.entrypoint_resources,
+        eval_at_end=options.eval_job is not None,
+        eval_job=_uploaded(cluster, options.eval_job),
     )
     # Uploaded before the submit (which then uploads nothing) so its package URI, a hash of
     # the code, can be compared with earlier supervisors'.
@@ -242,6 +248,15 @@ def _supervisor_env(attempt_env: dict[str, Any]) -> dict[str, object]:
         # as long as it may resubmit, so a restart after a long wait still finds it.
         sup_env["working_dir"] = attempt_env["working_dir"]
     return sup_env
+
+
+def _uploaded(cluster: Dashboard, job: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The eval job with its working dir and py_modules uploaded: the supervisor sends it from
+    the head, where the caller's files are not. Its packages are the run's own (the same
+    files, so the same gcs:// URIs), which the run's supervisor refers to until it ends."""
+    if job is None:
+        return None
+    return {**job, "runtime_env": cluster.upload_working_dir(dict(job["runtime_env"]))}
 
 
 def _no_ray_on_head(log: str) -> bool:

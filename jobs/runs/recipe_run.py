@@ -58,6 +58,8 @@ class Planned:
     # Complete checkpoints the supervisor keeps between attempts (jobs/head/hygiene.py): veRL's
     # keep-N forgets earlier attempts' saves; NeMo RL prunes across attempts itself. 0: none.
     keep: int = 0
+    # Where model-written code is judged (the stack's sandbox service), for an eval of the run.
+    sandbox_url: str | None = None
 
     @property
     def gpus_needed(self) -> int:
@@ -141,7 +143,10 @@ def plan_recipe(ask: Ask, place: Place) -> Planned:
     )
     keep = compose.value(composed.config, recipe.keep_key)
     return Planned(
-        sub, notes, keep=keep if recipe.framework == "verl" and isinstance(keep, int) else 0
+        sub,
+        notes,
+        keep=keep if recipe.framework == "verl" and isinstance(keep, int) else 0,
+        sandbox_url=sandbox.url,
     )
 
 

@@ -222,3 +222,70 @@ def test_refusals_name_the_flag_and_submit_nothing(head, lustre):
     assert " -- python3 -m verl.trainer.main_ppo " in sent["entrypoint"]
     assert "trainer.val_only=True" in sent["entrypoint"]
     assert sent["metadata"]["kind"] == "eval"
+
+
+def test_a_run_submitted_with_eval_at_end_queues_its_eval_when_it_succeeds(
+    head, lustre, monkeypatch
+):
+    """`submit --eval-at-end` end to end but for the trainer: the run's attempt (`true`) stands
+    for a training that succeeded with steps 20 and 40 saved; its supervisor sends the eval job
+    the CLI composed for it, for step 40, which runs the stub framework and writes the result."""
+    from jobs.client.dashboard import Dashboard
+    from jobs.client.types import Submission
+    from jobs.recipes.catalogue import RECIPES
+    from jobs.runs import eval_at_end, handoff
+
+    for key, value in SUPERVISOR.items():
+        monkeypatch.setenv(key, value)  # forwarded to the supervisor at the hand-off
+    url = head.dashboard_url
+    client = JobSubmissionClient(url)
+    run = f"ev-{uuid.uuid4().hex[:8]}"
+    (lustre.runs / run).mkdir(parents=True)
+    (lustre.runs / run / "staged-model.json").write_text('{"commit": "c0ffee"}')
+    rec = fx.recorded(lustre, run, "verl-grpo-gsm8k")
+    val = lustre.datasets / "gsm8k" / "verl" / "test.parquet"
+    meta = rec.model_copy(
+        update={
+            "checkpoint_dir": str(lustre.runs / run / "checkpoints"),
+            "overrides": [f"data.val_files={val}"],
+            "gpus_per_node": 1,
+        }
+    )
+    attempt = Submission(
+        submission_id=f"{run}-a1", entrypoint="true", runtime_env={}, metadata=meta.to_ray()
+    )
+    job = eval_at_end.job(
+        RECIPES["verl-grpo-gsm8k"], attempt, str(lustre.runs), None, "c0ffee", None
+    )
+    node = GpuNode(head, gpus=1)
+    node.start()
+    try:
+        wait_gpus(url, 1)
+        handed = handoff.hand_off(
+            Dashboard(url),
+            attempt,
+            max_restarts=0,
+            gpus=0,
+            checkpoint_dir=meta.checkpoint_dir,
+            hint_where="",
+            options=handoff.Options(eval_job=eval_at_end.for_spec(job)),
+        )
+        sup = handed.supervisor
+        wait_until(lambda: client.get_job_status(sup).is_terminal(), 120, "the run's end")
+        recs = events.parse(client.get_job_logs(sup))
+        ends = [r for r in recs if r["event"] in ("finished", "eval_queued", "eval_not_queued")]
+        assert [r["event"] for r in ends] == ["finished", "eval_queued"], recs
+        assert (ends[1]["submission_id"], ends[1]["step"]) == (f"{run}-eval-1", 40)
+        sent = f"{run}-eval-1"
+        wait_until(lambda: client.get_job_status(sent).is_terminal(), 300, "the eval's end")
+        assert client.get_job_status(sent).value == "SUCCEEDED", client.get_job_logs(sent)
+        assert client.get_job_info(sent).metadata["step"] == "40"
+        result = json.loads((lustre.runs / run / "eval" / "step_40.json").read_text())
+        assert (result["step"], result["k"], result["n"]) == (40, 1, 1)
+
+        code, out, err = cli("status", run, "--address", url)
+        assert code == 0, out + err
+        assert f"eval at end: evaluation of step 40 queued as {sent}" in out
+        assert "eval: GSM8K " in out and " at step 40" in out
+    finally:
+        node.close()

@@ -64,7 +64,27 @@ def test_status_of_a_runs_root_says_the_newest_step_beside_the_base_model(tmp_pa
 def test_a_run_without_evaluations_shows_no_eval_line(tmp_path):
     _record(tmp_path, "r")
     got = CliRunner().invoke(app, ["status", "r", "--runs-root", str(tmp_path)], env=NARROW)
-    assert got.exit_code == 0 and "eval:" not in got.stdout
+    assert got.exit_code == 0 and "eval:" not in got.stdout and "eval at end" not in got.stdout
+
+
+def test_status_says_the_eval_the_supervisor_queued_when_the_run_succeeded(tmp_path):
+    _record(tmp_path, "r")
+    store = RunStore(tmp_path, "r")
+    store.append(ev.record(ev.FINISHED, "r", "run r succeeded (r-a1)", reason="succeeded"))
+    said = "evaluation of step 300 queued as r-eval-1 (its score shows in `status r` once it ends)"
+    store.append(ev.record(ev.EVAL_QUEUED, "r", said, submission_id="r-eval-1", step=300))
+    got = CliRunner().invoke(app, ["status", "r", "--runs-root", str(tmp_path)], env=NARROW)
+    assert got.exit_code == 0, got.output
+    assert f"     eval at end: {said}" in got.stdout.splitlines()
+    as_json = CliRunner().invoke(
+        app, ["status", "r", "--runs-root", str(tmp_path), "--json"], env=NARROW
+    )
+    at_end = json.loads(as_json.stdout)["eval"]["at_end"]
+    assert (at_end["event"], at_end["submission_id"], at_end["step"]) == (
+        ev.EVAL_QUEUED,
+        "r-eval-1",
+        300,
+    )
 
 
 def test_list_of_a_runs_root_has_an_eval_column(tmp_path):

@@ -144,3 +144,16 @@ def test_live_job_ids_are_the_runs_unended_jobs_of_a_kind_in_order():
     assert protocol.live_job_ids(jobs, protocol.SUPERVISOR, "r") == ["r-s2", "r-s3"]
     assert protocol.live_job_ids(jobs, protocol.EXPORT, "r") == ["r-e1"]
     assert protocol.live_job_ids(jobs, protocol.STOP, "r") == []
+
+
+def test_a_spec_from_before_eval_at_end_loads_without_one():
+    old = {k: v for k, v in json.loads(spec().to_json()).items() if not k.startswith("eval_")}
+    loaded = Spec.from_json(json.dumps(old))
+    assert loaded.eval_at_end is False and loaded.eval_job is None
+
+
+def test_a_spec_asking_for_an_eval_at_the_end_carries_its_job_through_metadata():
+    job = {"entrypoint": f"python3 -m jobs.head.eval_job --step {protocol.EVAL_STEP}"}
+    sent = spec(eval_at_end=True, eval_job=job)
+    assert Spec.from_json(sent.to_json()) == sent
+    assert Spec.from_json(sent.to_json()).eval_job == job

@@ -57,6 +57,13 @@ STEP_S = 120.0
 SAVE_EVERY = 3
 SAVE_S = 60.0
 LOAD_S = 240.0
+# The eval job `submit --eval-at-end` hands over (jobs/runs/eval_at_end.py builds the real one).
+EVAL_JOB = {
+    "entrypoint": f"python3 -m jobs.head.eval_job --step {protocol.EVAL_STEP} -- run_eval",
+    "runtime_env": {"working_dir": "gcs://_ray_pkg_eval.zip"},
+    "metadata": {"run": RUN, "kind": protocol.EVAL, "step": protocol.EVAL_STEP},
+    "entrypoint_num_cpus": 1.0,
+}
 PLACEMENT_TIMEOUT_S = 90.0  # NeMo RL gives up on placement groups after about a minute
 FAIL_AFTER_DEATH_S = 10.0  # NCCL / Ray notices a lost worker
 DRIVER_START_S = 2.0
@@ -257,6 +264,10 @@ class Schedule:
     from_seed: bool = False  # made by random_schedule(seed), which replays it too
     slow_submits: bool = False  # random_schedule(seed, slow_submits=True) made it
     races: bool = False  # random_schedule(seed, races=True) made it
+    # `submit --eval-at-end`: the spec carries an eval job, sent by the supervisor at the run's
+    # success; `eval_refused`: the dashboard refuses that submit with this answer (HTTP 400).
+    eval_at_end: bool = False
+    eval_refused: str = ""
 
     def describe(self) -> str:
         """The schedule as Python that replays it with `simulate(schedule, folder)`."""
@@ -268,7 +279,8 @@ class Schedule:
             f"stall_timeout_s={self.stall_timeout_s:g}, "
             f"reserve_gpus={self.reserve_gpus:g}, save_every={self.save_every}, "
             f"target_steps={self.target_steps}, probe_capacity={self.probe_capacity}, "
-            f"on_demand={self.on_demand}, "
+            f"on_demand={self.on_demand}, eval_at_end={self.eval_at_end}, "
+            f"eval_refused={self.eval_refused!r}, "
             f"faults=[{faults}\n    ])"
         )
 
@@ -534,6 +546,8 @@ class World:
         **reservations: Any,
     ) -> str:
         cluster = cluster or self.primary
+        if metadata.get("kind") == protocol.EVAL and self.schedule.eval_refused:
+            raise JobsAPIError(400, self.schedule.eval_refused)
         slow = self._api("submit_job") == "slow"
         if slow and metadata.get("kind") not in (protocol.SUPERVISOR, protocol.STOP):
             # Only a supervisor submits attempts, from its own process (never a world event).
@@ -581,6 +595,10 @@ class World:
             self._start_supervisor(job)
         elif job.kind == protocol.STOP:
             self.at(self.now + DRIVER_START_S, lambda: self._run_stop_job(job))
+        elif job.kind == protocol.EVAL:
+            # It reads a checkpoint and writes a result file: nothing the run's invariants see.
+            self.note(f"{submission_id} (eval) submitted")
+            job.status = JobStatus.SUCCEEDED
         else:
             self._start_attempt(job)
         if answered and self.api_faults and self.api_faults[0] == ("lost_answer", "submit_job"):
@@ -891,6 +909,8 @@ class World:
             entrypoint_num_gpus=self.schedule.reserve_gpus or None,
             request_gpus=self.schedule.on_demand,
             gpus_per_node=GPUS_PER_NODE,
+            eval_at_end=self.schedule.eval_at_end,
+            eval_job=EVAL_JOB if self.schedule.eval_at_end else None,
         )
         self.stop_at = None
         sid = protocol.supervisor_id(RUN, n)
