@@ -31,6 +31,11 @@ from jobs.runs import follow, listing, state
 from jobs.runs.metadata import SUBMITTED_BY
 from jobs.runs.plan import jobs_commit
 from jobs.runs.report import Reporter
+from jobs.runs.supervisor_start import (
+    SupervisorNeverRan,
+    ray_lost_the_job_supervisor,
+    submit_until_armed,
+)
 from jobs.runs.workdir import DEFAULT_EXCLUDES
 
 JOBS_DIR = Path(jobs.__file__).resolve().parent
@@ -155,27 +160,34 @@ def hand_off(
     if wait is None:
         vouched_by = vouching_supervisor(cluster, existing, sup_env, options.runs_root)
         wait = vouched_by is None
-    n = 1 + max((protocol.supervisor_number(s.submission_id or "") for s in sups), default=0)
-    sid = protocol.supervisor_id(run, n)
-    meta = protocol.supervisor_metadata(spec.to_dict(), n, SUBMITTED_BY, jobs_commit=jobs_commit())
-    try:
-        cluster.submit(
-            Submission(
-                submission_id=sid,
-                entrypoint=protocol.supervisor_entrypoint(sid),
-                runtime_env=sup_env,
-                metadata=meta,
-            )
+    first = 1 + max((protocol.supervisor_number(s.submission_id or "") for s in sups), default=0)
+
+    def submit(n: int) -> str:
+        sid = protocol.supervisor_id(run, n)
+        meta = protocol.supervisor_metadata(
+            spec.to_dict(), n, SUBMITTED_BY, jobs_commit=jobs_commit()
         )
-    except AlreadySubmitted:
-        raise UsageError(
-            f"{sid} already exists on this cluster",
-            f"another command armed run {run} first; follow it with "
-            f"{commands.command('logs', run, '--follow', where=hint_where)}",
-        ) from None
-    if wait:
-        _wait_armed(cluster, sid, hint_where)
-    return HandedOff(sid, armed=wait, vouched_by=vouched_by)
+        try:
+            cluster.submit(
+                Submission(
+                    submission_id=sid,
+                    entrypoint=protocol.supervisor_entrypoint(sid),
+                    runtime_env=sup_env,
+                    metadata=meta,
+                )
+            )
+        except AlreadySubmitted:
+            raise UsageError(
+                f"{sid} already exists on this cluster",
+                f"another command armed run {run} first; follow it with "
+                f"{commands.command('logs', run, '--follow', where=hint_where)}",
+            ) from None
+        return sid
+
+    if not wait:
+        return HandedOff(submit(first), armed=False, vouched_by=vouched_by)
+    sid = submit_until_armed(first, submit, lambda sid: _wait_armed(cluster, sid, hint_where))
+    return HandedOff(sid, armed=True, vouched_by=vouched_by)
 
 
 @dataclass(frozen=True)
@@ -291,10 +303,14 @@ def _wait_armed(cluster: Dashboard, sid: str, where: str = "") -> None:
                     )
                 # An empty log: Ray failed the job before its driver ran (runtime env setup, the
                 # job supervisor actor); Ray's own message says why.
+                info = cluster.info(sid)
                 tail = " | ".join(log.strip().splitlines()[-3:]) or (
-                    f"Ray: {cluster.info(sid).message or 'no message'}"
+                    f"Ray: {info.message or 'no message'}"
                 )
-                raise UsageError(
+                failed = (
+                    SupervisorNeverRan if ray_lost_the_job_supervisor(info, log) else UsageError
+                )
+                raise failed(
                     f"the supervisor {sid} ended {status.value} before it took the run: {tail}",
                     f"see {commands.command('logs', sid, where=where)}",
                 )
