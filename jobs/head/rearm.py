@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobs.client.api import JobsAPI
 from jobs.head import events as ev
 from jobs.head import protocol
 from jobs.head.clock import REAL, Clock
@@ -57,6 +58,9 @@ class Rearmer:
     write: Any = print
     clock: Clock = REAL
     files: Files = LOCAL
+    # This head's Ray session, written into the hand-off lease: a supervisor on another head
+    # then knows its own Ray cannot tell whether the new supervisor lives (run_store.py `Lease`).
+    head: str | None = None
     _stores: dict[str, RunStore] = field(default_factory=dict, init=False)
 
     def store(self, run: str) -> RunStore:
@@ -157,7 +161,7 @@ class Rearmer:
         seen = [_number(r.get("supervisor")) for r in store.events()]
         seen += [_number(j.submission_id) for j in jobs if (j.metadata or {}).get("run") == run]
         sid = f"{run}-s{1 + max(seen, default=0)}"
-        if store.acquire(sid, HANDOFF_S) is None:
+        if store.acquire(sid, HANDOFF_S, self.head) is None:
             return None  # another re-armer (or a supervisor) took it first
         meta = protocol.supervisor_metadata(
             spec, _number(sid), "python -m jobs.head.rearm", rearmed=True
@@ -219,11 +223,13 @@ def main(argv: list[str]) -> int:
 
     stop = threading.Event()
     client: Any = None
+    head: str | None = None
     while not stop.is_set():
         try:
             if client is None:  # the head may not answer yet: it starts with us
                 client = JobSubmissionClient(args.address)
-            Rearmer(client, args.runs_root).sweep()
+                head = JobsAPI(args.address).session_name()
+            Rearmer(client, args.runs_root, head=head).sweep()
         except (RuntimeError, OSError, ConnectionError, ValueError) as e:
             print(f"rearm: {type(e).__name__}: {e}", flush=True)
             client = None
