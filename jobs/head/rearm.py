@@ -29,12 +29,18 @@ from jobs.head import events as ev
 from jobs.head import protocol
 from jobs.head.clock import REAL, Clock
 from jobs.head.files import LOCAL, Files
-from jobs.head.run_store import RunStore, runs
+from jobs.head.run_store import Lease, RunStore, runs
 
 JOBS_DIR = Path(__file__).resolve().parents[1]
 # How long the lease taken for a new supervisor lasts before it renews it itself: a driver
 # starts in a few seconds (reference §4.3), a minute means the head is in trouble.
 HANDOFF_S = 120.0
+# How long after a lease of another Ray head lapsed this head's re-armer leaves the run to that
+# head's (which sweeps every 10 s). Its supervisor may have been killed with the head still up and
+# the run's attempt running there: only that head's Ray knows the attempt, so only its re-armer's
+# supervisor adopts it; one re-armed here would take it for lost with the head (404) and start
+# the next attempt beside it. After a head loss a new head's pod takes longer than this to start.
+OTHER_HEAD_GRACE_S = 60.0
 
 
 def _number(sid: str | None) -> int:
@@ -85,12 +91,21 @@ class Rearmer:
             # The lease first: it is one small file, while the record grows all the run long
             # (a "still waiting" line a minute through a stockout of hours), and a run whose
             # lease is alive is never a candidate, whatever its record says.
-            if store.alive(store.lease()) or store.spec() is None:
+            if self._held(store.lease()) or store.spec() is None:
                 continue
             recs = store.events()
             if ev.outcome(recs) is None:
                 (stopped if ev.stop_requested(recs) else rearm).append(run)
         return rearm, stopped
+
+    def _held(self, lease: Lease | None) -> bool:
+        """Alive, or lapsed a moment ago on another head (`OTHER_HEAD_GRACE_S`)."""
+        if lease is None:
+            return False
+        now = self.clock.time()
+        if lease.head is None or self.head is None or lease.head == self.head:
+            return lease.alive(now)
+        return now < lease.renewed + lease.ttl_s + OTHER_HEAD_GRACE_S
 
     def candidates(self) -> list[str]:
         """Runs whose record is supervised, unfinished, not asked to stop, and whose lease
