@@ -129,6 +129,13 @@ class JobsAPI:
         """`GET /api/version`: {"version", "ray_version", "ray_commit", ...} (job_head.py L345)."""
         return dict(self._request("GET", "/api/version"))
 
+    def session_name(self) -> str | None:
+        """The head's Ray session (`session_name` of `GET /api/version`), new with every head
+        process, so it names the head a supervisor runs on: job_head.py `get_version`, L420-427
+        in Ray 2.46.0, L419-426 in 2.48.0, L346-353 in 2.60.0. None when the answer has none."""
+        name = self.get_version().get("session_name")
+        return name if isinstance(name, str) and name else None
+
     def submit_job(
         self,
         *,

@@ -37,6 +37,9 @@ class LeaseKeeper:
     # Production renews the lease from a thread, so a blocking call cannot let it lapse; the
     # simulation renews it where its simulated time passes (`renew_if_due`).
     in_thread: bool = field(default=True, kw_only=True)
+    # This supervisor's Ray head session (`GET /api/version` `session_name`), written into the
+    # lease; None when it could not be read (the lease then says nothing of the head).
+    head: str | None = field(default=None, kw_only=True)
     lease: Lease | None = field(default=None, init=False)
     _renewed_at: float = field(default=0.0, init=False)
 
@@ -52,11 +55,11 @@ class LeaseKeeper:
         expires: waiting that out beats leaving the run to a re-arm of the previous life's spec
         (found by the simulation, seeds 3696 and 4223: a resume left, and the re-arm gave the
         run up)."""
-        self.lease = self.store.acquire(self.own_id, self.lease_s)
+        self.lease = self.store.acquire(self.own_id, self.lease_s, self.head)
         while self.lease is None and self.holder_gone(self.store.lease(), job_status):
             if pause(poll_s):
                 return False
-            self.lease = self.store.acquire(self.own_id, self.lease_s)
+            self.lease = self.store.acquire(self.own_id, self.lease_s, self.head)
         if self.lease is not None:
             self._renewed_at = self.clock.monotonic()
             if self.in_thread:
@@ -72,12 +75,16 @@ class LeaseKeeper:
         self, lease: Lease | None, job_status: Callable[[str], JobStatus | None]
     ) -> bool:
         """The lease's holder cannot renew it any more: never written, or a supervisor job
-        that Ray has ended (or does not know)."""
+        that Ray has ended (or does not know). A holder on another Ray head is never gone by
+        what this head's Ray says: that Ray knows nothing of the other head's jobs (a 404), and
+        an ended job of the same id there is an earlier life's. Such a lease holds the run until
+        it lapses (two heads on one runs root; seeds 1286 and 3020 of the simulation's sweep
+        drove the run from both)."""
         if lease is None:
             return False
         if lease.unwritten:
             return True
-        if lease.holder == self.own_id:
+        if lease.holder == self.own_id or self.on_another_head(lease):
             return False
         try:
             status = job_status(lease.holder)
@@ -86,6 +93,12 @@ class LeaseKeeper:
         except (OSError, ValueError, http.client.HTTPException):
             return False  # cannot tell: the holder keeps the run, as before
         return status is not None and status.is_terminal()
+
+    def on_another_head(self, lease: Lease) -> bool:
+        """The lease names a head, and it is not ours. Unknown on either side (a lease written
+        before leases had a head, or a head whose session could not be read) reads as one head:
+        the rule of one head per runs root, as before."""
+        return lease.head is not None and self.head is not None and lease.head != self.head
 
     def _keep(self) -> None:
         while self.lease is not None:

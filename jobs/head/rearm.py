@@ -24,16 +24,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jobs.client.api import JobsAPI
 from jobs.head import events as ev
 from jobs.head import protocol
 from jobs.head.clock import REAL, Clock
 from jobs.head.files import LOCAL, Files
-from jobs.head.run_store import RunStore, runs
+from jobs.head.run_store import Lease, RunStore, runs
 
 JOBS_DIR = Path(__file__).resolve().parents[1]
 # How long the lease taken for a new supervisor lasts before it renews it itself: a driver
 # starts in a few seconds (reference §4.3), a minute means the head is in trouble.
 HANDOFF_S = 120.0
+# How long after a lease of another Ray head lapsed this head's re-armer leaves the run to that
+# head's (which sweeps every 10 s). Its supervisor may have been killed with the head still up and
+# the run's attempt running there: only that head's Ray knows the attempt, so only its re-armer's
+# supervisor adopts it; one re-armed here would take it for lost with the head (404) and start
+# the next attempt beside it. After a head loss a new head's pod takes longer than this to start.
+OTHER_HEAD_GRACE_S = 60.0
 
 
 def _number(sid: str | None) -> int:
@@ -57,6 +64,9 @@ class Rearmer:
     write: Any = print
     clock: Clock = REAL
     files: Files = LOCAL
+    # This head's Ray session, written into the hand-off lease: a supervisor on another head
+    # then knows its own Ray cannot tell whether the new supervisor lives (run_store.py `Lease`).
+    head: str | None = None
     _stores: dict[str, RunStore] = field(default_factory=dict, init=False)
 
     def store(self, run: str) -> RunStore:
@@ -81,12 +91,21 @@ class Rearmer:
             # The lease first: it is one small file, while the record grows all the run long
             # (a "still waiting" line a minute through a stockout of hours), and a run whose
             # lease is alive is never a candidate, whatever its record says.
-            if store.alive(store.lease()) or store.spec() is None:
+            if self._held(store.lease()) or store.spec() is None:
                 continue
             recs = store.events()
             if ev.outcome(recs) is None:
                 (stopped if ev.stop_requested(recs) else rearm).append(run)
         return rearm, stopped
+
+    def _held(self, lease: Lease | None) -> bool:
+        """Alive, or lapsed a moment ago on another head (`OTHER_HEAD_GRACE_S`)."""
+        if lease is None:
+            return False
+        now = self.clock.time()
+        if lease.head is None or self.head is None or lease.head == self.head:
+            return lease.alive(now)
+        return now < lease.renewed + lease.ttl_s + OTHER_HEAD_GRACE_S
 
     def candidates(self) -> list[str]:
         """Runs whose record is supervised, unfinished, not asked to stop, and whose lease
@@ -157,7 +176,7 @@ class Rearmer:
         seen = [_number(r.get("supervisor")) for r in store.events()]
         seen += [_number(j.submission_id) for j in jobs if (j.metadata or {}).get("run") == run]
         sid = f"{run}-s{1 + max(seen, default=0)}"
-        if store.acquire(sid, HANDOFF_S) is None:
+        if store.acquire(sid, HANDOFF_S, self.head) is None:
             return None  # another re-armer (or a supervisor) took it first
         meta = protocol.supervisor_metadata(
             spec, _number(sid), "python -m jobs.head.rearm", rearmed=True
@@ -219,11 +238,13 @@ def main(argv: list[str]) -> int:
 
     stop = threading.Event()
     client: Any = None
+    head: str | None = None
     while not stop.is_set():
         try:
             if client is None:  # the head may not answer yet: it starts with us
                 client = JobSubmissionClient(args.address)
-            Rearmer(client, args.runs_root).sweep()
+                head = JobsAPI(args.address).session_name()
+            Rearmer(client, args.runs_root, head=head).sweep()
         except (RuntimeError, OSError, ConnectionError, ValueError) as e:
             print(f"rearm: {type(e).__name__}: {e}", flush=True)
             client = None

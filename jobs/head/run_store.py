@@ -4,7 +4,7 @@ Layout, one folder per run: `<runs root>/<run>/supervision/`
   spec.json     what the supervisor drives (written once, atomically)
   events.jsonl  every decision, append-only, one JSON object a line, flushed and fsynced per
                 event, so a head lost mid-run loses at most the line being written
-  lease.<gen>   who drives the run: {"holder", "gen", "renewed", "ttl_s"}
+  lease.<gen>   who drives the run: {"holder", "gen", "renewed", "ttl_s", "head"}
   progress.<attempt>.log  the attempt's step lines, kept when it ended (its goodput)
 The lease is fenced by generation: taking a run over creates `lease.<gen+1>` with O_EXCL, which
 one creator wins on a POSIX file system (Lustre included), and a holder that sees a higher
@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,10 @@ class Lease:
     gen: int
     renewed: float
     ttl_s: float
+    # The Ray head session its holder runs on (`GET /api/version` `session_name`): only that
+    # head's Ray can say whether the holder lives. None in a lease written before leases had
+    # one, or by a taker that could not read its head's.
+    head: str | None = None
 
     def alive(self, now: float) -> bool:
         return now < self.renewed + self.ttl_s
@@ -199,7 +203,14 @@ class RunStore:
                 if self._lease_read[0] == (gen, text):  # read at every sweep and renewal
                     return self._lease_read[1]
                 d = json.loads(text)
-                lease = Lease(str(d["holder"]), gen, float(d["renewed"]), float(d["ttl_s"]))
+                head = d.get("head")
+                lease = Lease(
+                    str(d["holder"]),
+                    gen,
+                    float(d["renewed"]),
+                    float(d["ttl_s"]),
+                    head if isinstance(head, str) else None,
+                )
                 self._lease_read = ((gen, text), lease)
                 return lease
             except (OSError, ValueError, KeyError, TypeError):
@@ -215,12 +226,13 @@ class RunStore:
     def alive(self, lease: Lease | None) -> bool:
         return lease is not None and lease.alive(self.clock.time())
 
-    def acquire(self, holder: str, ttl_s: float) -> Lease | None:
-        """The lease for `holder`: kept if it holds it, taken if it is free or expired; None
-        when another holder's lease is alive or another taker won the race."""
+    def acquire(self, holder: str, ttl_s: float, head: str | None = None) -> Lease | None:
+        """The lease for `holder` (on Ray head session `head`): kept if it holds it, taken if it
+        is free or expired; None when another holder's lease is alive or another taker won the
+        race."""
         current = self.lease()
         if current is not None and current.holder == holder:
-            return self.renew(current, ttl_s)
+            return self.renew(replace(current, head=head or current.head), ttl_s)
         if self.alive(current):
             return None
         gen = (current.gen if current else 0) + 1
@@ -229,7 +241,7 @@ class RunStore:
             self.files.create_exclusive(self._path(f"lease.{gen}"))
         except FileExistsError:
             return None
-        lease = Lease(holder, gen, self.clock.time(), ttl_s)
+        lease = Lease(holder, gen, self.clock.time(), ttl_s, head)
         self._write(f"lease.{gen}", self._lease_dict(lease))
         for old in self._gens():
             if old < gen - 1:
@@ -241,7 +253,11 @@ class RunStore:
         if max(self._gens(), default=0) > lease.gen:
             return None
         renewed = Lease(
-            lease.holder, lease.gen, self.clock.time(), lease.ttl_s if ttl_s is None else ttl_s
+            lease.holder,
+            lease.gen,
+            self.clock.time(),
+            lease.ttl_s if ttl_s is None else ttl_s,
+            lease.head,
         )
         self._write(f"lease.{lease.gen}", self._lease_dict(renewed))
         return renewed
@@ -250,7 +266,8 @@ class RunStore:
         """Give the lease up at once (the run ended): an expired lease nobody renews."""
         if max(self._gens(), default=0) == lease.gen:
             self._write(
-                f"lease.{lease.gen}", self._lease_dict(Lease(lease.holder, lease.gen, 0.0, 0.0))
+                f"lease.{lease.gen}",
+                self._lease_dict(Lease(lease.holder, lease.gen, 0.0, 0.0, lease.head)),
             )
 
     @staticmethod
@@ -260,4 +277,5 @@ class RunStore:
             "gen": lease.gen,
             "renewed": lease.renewed,
             "ttl_s": lease.ttl_s,
+            "head": lease.head,
         }

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from jobs.head import events as ev
 from jobs.head import scale_up
-from jobs.head.run_store import RunStore
+from jobs.head.run_store import Lease, RunStore
 
 
 def request_stop(store: RunStore, by: str) -> None:
@@ -38,6 +38,7 @@ def record_stop(
     drop_gpu_request: Callable[[str], None],
     supervisor_gone: bool = False,
     end_attempts: Callable[[list[str]], int | None] = lambda _sids: None,
+    head: str | None = None,
 ) -> None:
     """The user's stop on the record; with no supervisor holding the run (killed, or lost with
     its head) none will write its end or release its GPU request, so the request is the end
@@ -45,10 +46,12 @@ def record_stop(
     (`end_attempts`: stops them and returns when the last one ended, in ms, as Ray recorded it)
     and the GPU request is dropped. `supervisor_gone`: Ray's job table shows no live
     supervisor of the run, so a lease that has not lapsed yet (a supervisor killed a moment
-    ago) is nobody's."""
+    ago) is nobody's, unless it names another Ray head than ours (`head`): this head's job
+    table knows nothing of that head's supervisor, which writes the end itself."""
     if not ev.stop_requested(store.events()):
         request_stop(store, by)
-    if store.alive(store.lease()) and not supervisor_gone:
+    lease = store.lease()
+    if store.alive(lease) and (not supervisor_gone or _on_another_head(lease, head)):
         return
     # The end is recorded once the attempts ended, at Ray's time: the record then tells the
     # run's life as the cluster's job table does (a trainer takes seconds to exit after SIGTERM).
@@ -63,6 +66,26 @@ def record_stop(
     spec = store.spec()
     if spec is not None and spec.get("request_gpus"):
         drop_gpu_request(store.run)
+
+
+def _on_another_head(lease: Lease | None, head: str | None) -> bool:
+    return lease is not None and None not in (lease.head, head) and lease.head != head
+
+
+def _own_head() -> str | None:
+    """This head's Ray session (jobs/client/api.py `session_name`); None outside a Ray job or
+    when the dashboard does not say."""
+    if not os.environ.get("RAY_ADDRESS"):
+        return None
+    try:
+        import ray
+
+        from jobs.client.api import JobsAPI
+
+        ctx = ray.init(log_to_driver=False, ignore_reinit_error=True)
+        return JobsAPI(f"http://{ctx.dashboard_url}").session_name()
+    except Exception:  # unknown: the stop reads the lease as one of this head's, as before
+        return None
 
 
 def _append_stop(store: RunStore, kind: str, by: str, message: str, **fields: object) -> None:
@@ -160,6 +183,7 @@ def main(argv: list[str]) -> int:
         _drop_gpu_request,
         supervisor_gone=args.supervisor_gone,
         end_attempts=_end_on_ray,
+        head=_own_head() if args.supervisor_gone else None,
     )
     print(f"stop of {args.run} recorded in {store.dir}", flush=True)
     return 0

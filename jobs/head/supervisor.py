@@ -95,6 +95,7 @@ class Supervisor:
         publish: Callable[[str], None] | None = None,
         files: Files = LOCAL,
         gpu_requests: scale_up.Requests | None = None,
+        head: str | None = None,
     ) -> None:
         self.client = client
         self.own_id = own_id
@@ -123,6 +124,7 @@ class Supervisor:
                 self.stopping,
                 self.lost,
                 in_thread=renew_in_thread,
+                head=head,
             )
         )
         self.cluster = ClusterView(probes, spec, clock)
@@ -398,6 +400,11 @@ def main(argv: list[str]) -> int:
     dashboard = f"http://{ctx.dashboard_url}"
     client = JobsAPI(dashboard)
     own = client.get_job_info(own_id)
+    try:  # read once: the head's session is the head's for its whole life
+        head = client.session_name()
+    except (RuntimeError, OSError, ValueError, http.client.HTTPException):
+        head = None  # the lease then names no head: other heads judge it as one of theirs
+
     supervisor = from_job(
         client,
         own_id,
@@ -405,6 +412,7 @@ def main(argv: list[str]) -> int:
         from_ray(client, dashboard, ctx),
         Settings.from_env(),
         working_dir=rearm_code.own_working_dir(),
+        head=head,
         gpu_requests=scale_up.Requests(
             scale_up.RayKV(), scale_up.send_to_ray, lambda sid: job_alive(client, sid)
         ),

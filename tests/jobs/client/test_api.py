@@ -178,3 +178,41 @@ def test_every_request_names_its_user_agent() -> None:
         server.server_close()
         thread.join()
     assert len(seen) == 1 and seen[0] and seen[0].startswith("rl-jobs")
+
+
+def test_the_heads_session_is_read_from_its_version_and_none_without_one() -> None:
+    """The supervisor's lease names its Ray head by the session `GET /api/version` answers; a
+    dashboard whose answer has none (or not a string) gives None, not an error."""
+    import http.server
+    import threading
+
+    answers = [b'{"version": "4", "session_name": "session_2026_a"}', b'{"version": "4"}']
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = answers.pop(0)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        api = JobsAPI(f"http://127.0.0.1:{server.server_port}", timeout_s=5)
+        assert api.session_name() == "session_2026_a"
+        assert api.session_name() is None
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.ray
+def test_a_real_heads_session_is_its_ray_session(ray_url) -> None:
+    name = JobsAPI(ray_url).session_name()
+    assert name is not None and name.startswith("session_")

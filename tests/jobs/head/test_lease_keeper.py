@@ -12,10 +12,17 @@ from jobs.head.run_store import RunStore
 from tests.jobs.head.step_clock import StepClock
 
 
-def _keeper(tmp_path, own_id: str, clock: StepClock) -> LeaseKeeper:
+def _keeper(tmp_path, own_id: str, clock: StepClock, head: str | None = None) -> LeaseKeeper:
     store = RunStore(str(tmp_path), "r", clock, LOCAL)
     return LeaseKeeper(
-        store, own_id, 15.0, clock, threading.Event(), threading.Event(), in_thread=False
+        store,
+        own_id,
+        15.0,
+        clock,
+        threading.Event(),
+        threading.Event(),
+        in_thread=False,
+        head=head,
     )
 
 
@@ -96,3 +103,50 @@ def test_a_holder_is_gone_when_unwritten_ended_or_unknown_and_kept_when_ray_cann
     assert keeper.holder_gone(other, raises(RuntimeError("Request failed with status code 404")))
     assert not keeper.holder_gone(other, raises(RuntimeError("Request failed, code 400")))
     assert not keeper.holder_gone(other, raises(OSError("connection refused")))
+
+
+def _not_found(_sid: str) -> JobStatus | None:
+    raise RuntimeError("Request failed with status code 404: Job r-s1 does not exist.")
+
+
+def test_a_holder_this_heads_ray_does_not_know_is_gone_when_it_holds_from_this_head(tmp_path):
+    from jobs.head.run_store import Lease
+
+    keeper = _keeper(tmp_path, "r-s2", StepClock(), head="session_a")
+    assert keeper.holder_gone(Lease("r-s1", 1, 1000.0, 15.0, "session_a"), _not_found)
+    assert keeper.holder_gone(
+        Lease("r-s1", 1, 1000.0, 15.0, "session_a"), lambda _sid: JobStatus.FAILED
+    )
+
+
+def test_a_holder_on_another_head_is_never_gone_by_what_this_heads_ray_says(tmp_path):
+    """Two heads on one runs root: this head's Ray knows nothing of the other's jobs, so its
+    404 (or an ended job of the same id, from an earlier life) says nothing of the holder."""
+    from jobs.head.run_store import Lease
+
+    keeper = _keeper(tmp_path, "r-s2", StepClock(), head="session_b")
+    other = Lease("r-s1", 1, 1000.0, 15.0, "session_a")
+    assert not keeper.holder_gone(other, _not_found)
+    assert not keeper.holder_gone(other, lambda _sid: JobStatus.FAILED)
+
+
+def test_a_lease_written_before_leases_had_a_head_keeps_the_rule_of_one_head(tmp_path):
+    from jobs.head.run_store import Lease
+
+    keeper = _keeper(tmp_path, "r-s2", StepClock(), head="session_b")
+    assert keeper.holder_gone(Lease("r-s1", 1, 1000.0, 15.0), _not_found)
+    unknown_here = _keeper(tmp_path, "r-s3", StepClock())  # this head's session unread
+    assert unknown_here.holder_gone(Lease("r-s1", 1, 1000.0, 15.0, "session_a"), _not_found)
+
+
+def test_a_resume_on_a_new_head_leaves_the_old_heads_run_and_takes_it_once_lapsed(tmp_path):
+    clock = StepClock()
+    old = _keeper(tmp_path, "r-s1", clock, head="session_a")
+    assert old.take(_never_asked, lambda _s: False, 1.0)
+    assert old.store.lease() is not None and old.store.lease().head == "session_a"
+    new = _keeper(tmp_path, "r-s2", clock, head="session_b")
+    assert new.take(_not_found, lambda _s: False, 1.0)
+    assert new.lease is None and new.holder() == "r-s1"  # left to the other head's holder
+    clock.now += 16.0  # session_a's head was lost: its lease lapsed
+    assert new.take(_never_asked, lambda _s: False, 1.0)
+    assert new.lease is not None and new.lease.head == "session_b"

@@ -116,3 +116,36 @@ def test_ctrl_c_ends_the_rearmer_with_one_line_and_no_traceback(tmp_path):
         proc.kill()
     assert proc.returncode == 130
     assert "Traceback" not in rest and rest.startswith("rearm: interrupted"), rest
+
+
+def test_a_lapsed_lease_of_another_head_is_left_to_that_heads_rearmer_for_a_while(tmp_path):
+    """Two heads on one runs root: a supervisor on head A killed, A still up with the run's
+    attempt running. Only A's Ray knows that attempt: A's re-armer adopts it, while a supervisor
+    re-armed on B would take it for lost with the head (404) and start the next beside it. So B's
+    re-armer leaves such a run for OTHER_HEAD_GRACE_S after the lease lapsed (A's re-armer sweeps
+    every 10 s), and takes it after (head A was lost)."""
+    from jobs.head.clock import Clock
+    from jobs.head.rearm import OTHER_HEAD_GRACE_S
+
+    class _At(Clock):
+        def __init__(self) -> None:
+            self.now = 1000.0
+
+        def time(self) -> float:
+            return self.now
+
+        def monotonic(self) -> float:
+            return self.now
+
+    clock = _At()
+    for run, head in (("ours", "session_b"), ("theirs", "session_a"), ("old", None)):
+        store = RunStore(tmp_path, run, clock)
+        store.acquire(f"{run}-s1", ttl_s=15, head=head)
+        store.write_spec({"run": run, "max_restarts": 1})
+    clock.now += 16  # every lease lapsed a second ago
+    on_b = Rearmer(_Client(), str(tmp_path), write=lambda _: None, clock=clock, head="session_b")
+    on_a = Rearmer(_Client(), str(tmp_path), write=lambda _: None, clock=clock, head="session_a")
+    assert on_b.candidates() == ["old", "ours"]
+    assert on_a.candidates() == ["old", "theirs"]
+    clock.now += OTHER_HEAD_GRACE_S
+    assert on_b.candidates() == ["old", "ours", "theirs"]

@@ -112,3 +112,29 @@ def test_a_store_reading_its_log_again_sees_appends_a_finished_torn_line_and_a_r
     assert same() == [9]
     writer.append({"event": "submitted", "n": 10})
     assert same() == [9, 10]
+
+
+def test_the_lease_records_its_holders_head_and_an_old_lease_without_one_reads_none(tmp_path):
+    import json
+
+    store = RunStore(tmp_path, "r")
+    taken = store.acquire("r-s1", ttl_s=60, head="session_a")
+    assert taken is not None and taken.head == "session_a"
+    assert RunStore(tmp_path, "r").lease().head == "session_a"
+    renewed = store.renew(taken)
+    assert renewed is not None and renewed.head == "session_a"
+    assert RunStore(tmp_path, "r").lease().head == "session_a"
+    old = {"holder": "r-s1", "gen": 1, "renewed": time.time(), "ttl_s": 60.0}
+    (store.dir / "lease.1").write_text(json.dumps(old))  # written before leases had a head
+    read = RunStore(tmp_path, "r").lease()
+    assert read is not None and read.holder == "r-s1" and read.head is None
+    assert RunStore(tmp_path, "r").alive(read)
+
+
+def test_a_lapsed_lease_of_another_head_is_taken(tmp_path):
+    a, b = RunStore(tmp_path, "r"), RunStore(tmp_path, "r")
+    assert a.acquire("r-s1", ttl_s=0.2, head="session_a") is not None
+    assert b.acquire("r-s2", ttl_s=5, head="session_b") is None
+    time.sleep(0.3)
+    taken = b.acquire("r-s2", ttl_s=5, head="session_b")
+    assert taken is not None and taken.gen == 2 and taken.head == "session_b"

@@ -107,3 +107,17 @@ def test_a_stop_with_a_live_supervisor_leaves_the_attempts_to_it(tmp_path):
     asked: list[list[str]] = []
     stop.record_stop(store, "rl-jobs stop", lambda _run: None, end_attempts=asked.append)
     assert asked == []
+
+
+def test_a_stop_on_another_head_than_the_live_holders_leaves_the_end_to_it(tmp_path):
+    """Two heads on one runs root: a stop job on head B finds no supervisor of the run in B's
+    job table, but the live lease names head A: its supervisor lives there for all B can tell,
+    and it writes the end (and stops its attempts, which B's Ray cannot)."""
+    store = RunStore(tmp_path, "r")
+    store.write_spec({"run": "r"})
+    store.acquire("r-s1", ttl_s=3600, head="session_a")
+    dropped: list[str] = []
+    stop.record_stop(store, "rl-jobs stop", dropped.append, supervisor_gone=True, head="session_b")
+    assert _events(store)[-1] == ev.STOP_REQUESTED and not dropped
+    stop.record_stop(store, "rl-jobs stop", dropped.append, supervisor_gone=True, head="session_a")
+    assert _events(store)[-1] == ev.STOPPED  # its own head's job table is the one to believe

@@ -21,6 +21,8 @@ import psutil  # Ray's vendored copy, importable once `ray` is imported
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
+from jobs.client.api import JobsAPI
+from jobs.head.run_store import RunStore
 from tests import localray
 from tests.jobs.conftest import wait_until
 from tests.jobs.gpu_node import GpuNode
@@ -374,6 +376,9 @@ def test_the_whole_cluster_lost_mid_run_goes_on_on_a_new_one_with_the_rearmer(tm
         )
         assert code == 0, err
         wait_until(lambda: (d / "0").exists(), 60, "a1 running")
+        # The lease names the head its holder runs on: the new cluster's Ray cannot vouch for it.
+        lost_head = JobsAPI(first.dashboard_url).session_name()
+        assert lost_head and RunStore(root, run).lease().head == lost_head
     finally:
         # The head pod lost: every process of the cluster SIGKILLed at once (when a container's
         # PID 1 ends, the kernel SIGKILLs the rest of its PID namespace), then cleaned up.
@@ -386,7 +391,9 @@ def test_the_whole_cluster_lost_mid_run_goes_on_on_a_new_one_with_the_rearmer(tm
     second = localray.start(num_cpus=2)
     rearmer = _rearmer(second.dashboard_url, root)
     try:
-        wait_until(lambda: finished(root, run) is not None, 120, "the run's end")
+        # Re-armed once the lost head's lease lapsed and the grace a lease of another head gets
+        # (15 s + 60 s after its last renewal, jobs/head/rearm.py OTHER_HEAD_GRACE_S).
+        wait_until(lambda: finished(root, run) is not None, 180, "the run's end")
         v = _status(root, run)
         assert v["status"] == "SUCCEEDED", [r["message"] for r in v["history"]]
         assert [(a["submission_id"], a["status"]) for a in v["attempts"]] == [
@@ -395,6 +402,8 @@ def test_the_whole_cluster_lost_mid_run_goes_on_on_a_new_one_with_the_rearmer(tm
         ]
         sups = {r.get("supervisor") for r in v["history"] if r["event"] == "submitted"}
         assert sups == {f"{run}-s1", f"{run}-s2"}  # attempts from before and after the loss
+        new_head = JobsAPI(second.dashboard_url).session_name()
+        assert RunStore(root, run).lease().head == new_head != lost_head
     finally:
         _stop(rearmer)
         second.stop()

@@ -66,20 +66,12 @@ class SecondHead:
         self.rival: Callable[[], None] | None = None
         self.second: str | None = None  # a second head is up (its name), until retired
         self._quiet = False
-        # The two-heads rival meets re-armers only: a hand-off on one head asks its own Ray
-        # whether the lease's holder lives, and the other head's supervisor is unknown there
-        # (404, "gone"): that hand-off waits for the lease and later drives the run beside the
-        # other head's (seeds 1286, 3020 of the sweep; a design question, left open).
-        self.rearmers_only = False
-        self.in_rearm = False
 
     # ------------------------------------------------------------------ the race
 
     def hook(self, path: Path) -> None:
         """Before any create on the runs root: a lease create runs the armed rival first."""
         if self.rival is None or self._quiet or not path.name.startswith("lease."):
-            return
-        if self.rearmers_only and not self.in_rearm:
             return
         rival, self.rival = self.rival, None
         self.world.note(
@@ -98,14 +90,21 @@ class SecondHead:
     def rearmer(self, cluster: str) -> Rearmer:
         w = self.world
         client = ClusterView(w, cluster)
-        return Rearmer(client, str(w.root), write=lambda _l: None, clock=w.clock, files=w.files)
+        return Rearmer(
+            client,
+            str(w.root),
+            write=lambda _l: None,
+            clock=w.clock,
+            files=w.files,
+            head=w.sessions[cluster],
+        )
 
     def rival_sweep(self, cluster: str) -> Callable[[], None]:
         """A re-armer of `cluster` re-arming whatever it finds lapsed, as its sweep would."""
         rearmer = self.rearmer(cluster)
 
         def sweep() -> None:
-            was, self.in_rearm = self.in_rearm, True
+            rearmer.head = self.world.sessions[cluster]  # its head now (a head back is new)
             try:
                 listing = rearmer.client.list_jobs()
                 for run in rearmer.candidates():
@@ -113,8 +112,6 @@ class SecondHead:
                         self.world.note(f"rival re-armer ({cluster}) submits {sid}")
             except (RuntimeError, OSError, ConnectionError, ValueError):
                 pass
-            finally:
-                self.in_rearm = was
 
         return sweep
 
@@ -129,7 +126,7 @@ class SecondHead:
         w = self.world
         w._fault_head_loss(seconds)
         self.second = SECOND
-        self.rearmers_only = True
+        w.sessions[SECOND] = f"session_{SECOND}_{w.head_losses}"
         first_is_b = w.rng.random() < 0.5
         self.rival = self.rival_sweep(w.primary if first_is_b else SECOND)
         if first_is_b:
@@ -159,4 +156,4 @@ class SecondHead:
             w.note(f"head {self.second} retired (it took nothing)")
         else:
             return
-        self.second, self.rearmers_only = None, False
+        self.second = None

@@ -560,6 +560,18 @@ def test_two_heads_racing_for_one_lapsed_lease_drive_the_run_from_one(base, seed
     assert sum("re-armer" in line and "submits" in line for line in world.history) == 1
 
 
+@pytest.mark.parametrize("seed", [1286, 3020])
+def test_a_resume_on_one_head_racing_the_other_heads_rearmer_is_driven_from_one(base, seed):
+    """Sweep seeds 1286 and 3020: both heads up on one runs root, and head B's re-armer takes the
+    run between a resume's read of the lease and its create on head A. The resume's supervisor
+    asks A's Ray about B's supervisor (404 there); the lease names B's head, so that is no
+    sign it is gone: the resume leaves the run to B, not waits for the lease and drives it
+    beside B (an attempt on each head, before the lease named its head)."""
+    world = _run(sweep_schedule(seed), base)
+    assert any("race:" in line for line in world.history)
+    assert any("head B won the run" in line for line in world.history)
+
+
 def test_a_failing_seed_prints_a_schedule_that_replays(base, monkeypatch):
     """The mutation set's promise (tests/jobs/head/sim/mutants/): with O_EXCL removed from the
     lease's create, the sweep's seed 4 (a two-heads race) fails, and the schedule the failure prints,

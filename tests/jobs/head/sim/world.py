@@ -310,6 +310,10 @@ class World:
         # a second head's (tests/jobs/head/sim/heads.py) by "B/<id>". The invariants read them all.
         self.jobs: dict[str, Job] = {}
         self.primary = "A"
+        # Each head's Ray session (`GET /api/version` `session_name`), which its supervisors and
+        # re-armer write into the leases they take: new with every head pod (a head back after a
+        # loss is a new one).
+        self.sessions = {self.primary: "session_A_0"}
         self.heads = SecondHead(self)
         if isinstance(self.files, MemFiles):  # the race needs a runs root that can switch
             self.files.before_create = self.heads.hook
@@ -629,6 +633,7 @@ class World:
             write=lambda _line: None,
             files=self.files,
             gpu_requests=self.gpu_requests(),
+            head=self.sessions[job.cluster],
         )
         job.sup = sup
 
@@ -965,17 +970,15 @@ class World:
         if not (self.head_up and self.rearmer_up):
             return
         self.heads.settle()
-        self.heads.in_rearm = True
-        try:
-            self._sweep(twin)
-        finally:
-            self.heads.in_rearm = False
+        self._sweep(twin)
 
     def _sweep(self, twin: bool) -> None:
         if not self.rearmers:  # long-lived, as the sidecar's own is
             self.rearmers = [self._rearmer(), self._rearmer()]
         # Twin: two re-armers (two heads) seeing the same lapsed lease at once.
         rearmers = self.rearmers if twin else self.rearmers[:1]
+        for rearmer in rearmers:  # the world's re-armer is the primary head's, whichever it is
+            rearmer.head = self.sessions[self.primary]
         try:
             # One read of the runs root per re-armer and sweep, as `Rearmer.sweep` does (the
             # two lists apart read it twice: a tenth of a schedule's time went to sweeps).
@@ -1110,6 +1113,7 @@ class World:
                 self._add_node(GPUS_PER_NODE)
             self.head_up = True
             self.rearmer_back_at = self.now
+            self.sessions[self.primary] = f"session_{self.primary}_{loss}"
             self.note("head back (new cluster)")
 
         self.at(self.now + seconds, back)
