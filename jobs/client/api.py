@@ -44,6 +44,11 @@ AGENT_WAIT_S = 90.0
 # sent again only under its own submission id: Ray refuses a second job of one id ("already
 # exists", job_manager.py `submit_job`), which then means the first one was made.
 AGENT_LINK_DROPPED = "ServerDisconnectedError"
+# The same proxy on a head whose agent is not listening yet: aiohttp could not open the connection
+# (`ClientConnectorError: Cannot connect to host ... [Connect call failed ...]`, answered as a 500
+# traceback by the same handler; seen 2026-12-06 under Ray 2.46.0 on a head that had just
+# started). Nothing reached an agent, so it is sent again as a NO_AGENT_YET answer is.
+AGENT_NOT_LISTENING = "ClientConnectorError"
 # What Ray's 500 for a submission id it already holds says: "Job with submission_id ... already
 # exists" (job_manager.py `submit_job`, Ray 2.46 and 2.60).
 ALREADY_EXISTS = "already exists"
@@ -166,8 +171,9 @@ class JobsAPI:
         return str(answer["submission_id"])  # JobSubmitResponse
 
     def _post_until_an_agent_takes_it(self, path: str, body: dict[str, Any]) -> Any:
-        """POST, sent again while the head answers that no job agent is up yet (NO_AGENT_YET),
-        for at most `agent_wait_s`; any other answer is returned or raised at once."""
+        """POST, sent again while the head answers that no job agent is up yet (NO_AGENT_YET,
+        AGENT_NOT_LISTENING) or dropped the link (AGENT_LINK_DROPPED), for at most
+        `agent_wait_s`; any other answer is returned or raised at once."""
         deadline = time.monotonic() + self.agent_wait_s
         submission_id = body.get("submission_id")
         sent_into_a_dropped_link = False
@@ -178,7 +184,9 @@ class JobsAPI:
                 if sent_into_a_dropped_link and e.status == 500 and ALREADY_EXISTS in e.body:
                     return {"submission_id": submission_id}
                 dropped = e.status == 500 and AGENT_LINK_DROPPED in e.body and submission_id
-                no_agent = e.status == 500 and NO_AGENT_YET in e.body
+                no_agent = e.status == 500 and (
+                    NO_AGENT_YET in e.body or AGENT_NOT_LISTENING in e.body
+                )
                 if not (dropped or no_agent) or time.monotonic() > deadline:
                     raise
                 sent_into_a_dropped_link = sent_into_a_dropped_link or bool(dropped)

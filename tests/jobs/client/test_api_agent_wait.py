@@ -134,3 +134,19 @@ def test_a_dropped_submit_without_an_id_is_not_sent_twice(head_factory) -> None:
     with pytest.raises(JobsAPIError):
         JobsAPI(head.url, agent_wait_s=30).submit_job(entrypoint="true")
     assert head.posts == 1
+
+
+# What Ray 2.46's job head answered a submit on a head whose agent was not listening yet (seen
+# 2026-12-06 in `make test-image-ray`): the end of the same handler's traceback.
+RAY_246_AGENT_NOT_LISTENING_TEXT = (
+    "Traceback (most recent call last):\n"
+    "ConnectionRefusedError: [Errno 111] Connect call failed ('192.0.2.2', 58005)\n"
+    "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 192.0.2.2:58005 "
+    "ssl:default [Connect call failed ('192.0.2.2', 58005)]\n"
+)
+
+
+def test_a_submit_to_an_agent_not_listening_yet_is_sent_again_until_taken(head_factory) -> None:
+    head = head_factory(refusals=2, text=RAY_246_AGENT_NOT_LISTENING_TEXT)
+    job_id = JobsAPI(head.url, agent_wait_s=30).submit_job(entrypoint="true", submission_id="r-a1")
+    assert (job_id, head.posts) == ("r-a1", 3)
