@@ -461,12 +461,16 @@ class Executor:
 
 
 def _disk_full(log: str, scratch: Path) -> bool:
-    """A failed compile the scratch disk may have caused: the C library's ENOSPC text, or a link
-    that failed (GNU ld through g++ -pipe reports only "ld returned 1 exit status" here) while the
-    disk has less room than a binary may take."""
+    """A failed compile the scratch disk may have caused: the C library's ENOSPC text, or, while
+    the disk has less room than a binary may take, a link that failed (GNU ld through g++ -pipe
+    reports only "ld returned 1 exit status" here) or a failure that left no log at all. The
+    compile log is on the same disk: a sibling's binary filling it can swallow the compiler's
+    reason too (seen in CI, 2026-12-06: an honest solution scored as a compile error), and a
+    compiler that fails always says why when it can write."""
     if DISK_FULL in log:
         return True
-    return "ld returned" in log and disk_free(scratch) < MAX_BINARY_BYTES
+    failed_silently = not log.strip()
+    return ("ld returned" in log or failed_silently) and disk_free(scratch) < MAX_BINARY_BYTES
 
 
 def _give_up(deadline: float | None, cancel: threading.Event | None) -> Callable[[], bool]:

@@ -29,6 +29,7 @@ from jobs.rewards.sandbox import (
     Executor,
     Limits,
     Status,
+    _disk_full,
 )
 from tests.jobs.rewards import attacks as a
 from tests.jobs.rewards.serving import Service
@@ -161,6 +162,24 @@ def test_a_full_scratch_disk_is_a_fault_that_harms_no_sibling(
         assert "No space left on device" in caplog.text
         assert _free(scratch) >= before - 2**20, "the failed binaries left files behind"
         _nothing_outlives(small_disk)
+    finally:
+        filler.unlink()
+
+
+def test_a_compile_that_failed_without_a_word_on_a_full_disk_is_the_disks_fault(
+    small_disk: Service,
+) -> None:
+    """The compile log lives on the scratch disk: a sibling's big binary filling it swallowed an
+    honest solution's linker error whole, and the empty log was scored as its compile error."""
+    scratch = small_disk.scratch_path()
+    assert not _disk_full("", scratch)  # room for any binary: a silent failure is the solution's
+    filler = scratch / "filler"
+    with open(filler, "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, _free(scratch) - 40 * 2**20)
+    try:
+        assert _disk_full("", scratch)
+        assert _disk_full("collect2: error: ld returned 1 exit status", scratch)
+        assert not _disk_full("main.cpp:1:1: error: expected ';' before '}' token", scratch)
     finally:
         filler.unlink()
 
