@@ -24,9 +24,10 @@ $(IMAGE_VENV)/.installed: requirements-image.txt
 # events, gauges, stop) runs there under the framework image's Ray: 2.46.0 (NeMo RL v0.4.0) and
 # 2.48.0 (veRL 0.6.0), not .venv's. `make venv-ray` makes one venv per version (the Grafana test
 # reads each version's metric labels from them), and `make test-image-ray` runs the head's real-Ray
-# tests (HEAD_RAY_TESTS) under the versions HEAD_RAY_VERSIONS names; .ci/run names both. Under
-# 2.48.0 the JobSupervisor actor once died loading its class from the GCS ("Expected str or bytes,
-# got NoneType", function_manager.py, 2026-12-05), not seen since; the target's rerun covers it.
+# tests (HEAD_RAY_TESTS) under the versions HEAD_RAY_VERSIONS names, by hand (not in .ci/run: see
+# there). A test's JobSupervisor actor can die before it runs ("Expected str or bytes, got
+# NoneType" loading its class; Ray's message: its node missed too many heartbeats): on 2026-12-06
+# one survival test met it on both runs of the target under 2.48.0, under 2.46.0 only the first.
 IMAGE_RAY_VERSIONS := 2.46.0 2.48.0
 HEAD_RAY_VERSIONS ?= 2.46.0 2.48.0
 IMAGE_RAY_VENVS := $(foreach v,$(IMAGE_RAY_VERSIONS),.venv-ray-$(v))
