@@ -3,7 +3,11 @@ CLI errors its failures become: unknown job, duplicate id, a dashboard that is g
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -146,50 +150,14 @@ def test_local_packages_are_uploaded_by_rays_packaging_then_submitted(ray_url, t
     assert "packaged-by-ray" in cluster.logs(sid)
 
 
-def test_every_request_names_its_user_agent() -> None:
-    """Ray 2.46 and 2.48 (the NeMo RL and veRL images) answer 500 to a request without a
-    User-Agent header: the dashboard's middleware reads `req.headers["User-Agent"]`
-    (ray/dashboard/optional_utils.py L137 `is_browser_request`, called for every request by
-    http_server_head.py L189). http.client sends none unless told."""
-    import http.server
-    import threading
-
-    seen: list[str | None] = []
+@contextlib.contextmanager
+def _dashboard(answers: list[bytes], seen: list[str | None]) -> Iterator[str]:
+    """A loopback stand-in for the dashboard's `GET /api/version`: it answers `answers` in turn
+    and keeps each request's User-Agent in `seen`; yields its URL."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             seen.append(self.headers.get("User-Agent"))
-            body = b'{"version": "4", "ray_version": "2.46.0"}'
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        JobsAPI(f"http://127.0.0.1:{server.server_port}", timeout_s=5).get_version()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-    assert len(seen) == 1 and seen[0] and seen[0].startswith("rl-jobs")
-
-
-def test_the_heads_session_is_read_from_its_version_and_none_without_one() -> None:
-    """The supervisor's lease names its Ray head by the session `GET /api/version` answers; a
-    dashboard whose answer has none (or not a string) gives None, not an error."""
-    import http.server
-    import threading
-
-    answers = [b'{"version": "4", "session_name": "session_2026_a"}', b'{"version": "4"}']
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
             body = answers.pop(0)
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
@@ -203,13 +171,32 @@ def test_the_heads_session_is_read_from_its_version_and_none_without_one() -> No
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        api = JobsAPI(f"http://127.0.0.1:{server.server_port}", timeout_s=5)
-        assert api.session_name() == "session_2026_a"
-        assert api.session_name() is None
+        yield f"http://127.0.0.1:{server.server_port}"
     finally:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def test_every_request_names_its_user_agent() -> None:
+    """Ray 2.46 and 2.48 (the NeMo RL and veRL images) answer 500 to a request without a
+    User-Agent header: the dashboard's middleware reads `req.headers["User-Agent"]`
+    (ray/dashboard/optional_utils.py L137 `is_browser_request`, called for every request by
+    http_server_head.py L189). http.client sends none unless told."""
+    seen: list[str | None] = []
+    with _dashboard([b'{"version": "4", "ray_version": "2.46.0"}'], seen) as url:
+        JobsAPI(url, timeout_s=5).get_version()
+    assert len(seen) == 1 and seen[0] and seen[0].startswith("rl-jobs")
+
+
+def test_the_heads_session_is_read_from_its_version_and_none_without_one() -> None:
+    """The supervisor's lease names its Ray head by the session `GET /api/version` answers; a
+    dashboard whose answer has none (or not a string) gives None, not an error."""
+    answers = [b'{"version": "4", "session_name": "session_2026_a"}', b'{"version": "4"}']
+    with _dashboard(answers, []) as url:
+        api = JobsAPI(url, timeout_s=5)
+        assert api.session_name() == "session_2026_a"
+        assert api.session_name() is None
 
 
 @pytest.mark.ray
