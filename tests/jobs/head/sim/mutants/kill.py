@@ -4,7 +4,9 @@
 copies this checkout's tracked files as they are on disk into a temporary folder, applies one
 patch there, and runs the fault sweeps (tests/jobs/head/sim/, static and on-demand GPUs) against
 the copy, stopping at the first failing seed, whose replayable schedule it prints. A mutant the
-sweep passes survived: the script says which and exits 1. The checkout itself is never changed.
+sweep passes survived: the script says which and exits 1; so does a patch that no longer applies
+to the code it was made against (it is reported as stale, and the other mutants still run). The
+checkout itself is never changed.
 `survivors/` is for planted bugs the sweep does not kill yet (`--survivors` tries them); none
 is there now.
 """
@@ -40,12 +42,31 @@ def copy_tree(dest: Path) -> None:
             shutil.copy2(src, dest / rel)
 
 
+def apply(patch: Path, root: Path) -> str | None:
+    """Apply `patch` to the tree at `root`; None when it applied, else patch's own reason (the
+    tree is left unchanged: a dry run comes first, so no hunk lands half-way)."""
+    for dry in (True, False):
+        cmd = ["patch", "-s", "-p1", "--batch", "-i", str(patch)]
+        done = subprocess.run(
+            [*cmd, "--dry-run"] if dry else cmd, cwd=root, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            return (done.stdout + done.stderr).strip() or f"patch exited {done.returncode}"
+    return None
+
+
 def kill(patch: Path, schedules: int) -> bool:
-    """True when the sweep fails with the mutant applied (it is killed)."""
+    """True when the sweep fails with the mutant applied (it is killed); False when it survives
+    or its patch no longer applies (stale: it tests nothing until it is remade)."""
     with tempfile.TemporaryDirectory(prefix=f"mutant-{patch.stem}-") as tmp:
         root = Path(tmp)
         copy_tree(root)
-        subprocess.run(["patch", "-s", "-p1", "-i", str(patch)], cwd=root, check=True)
+        stale = apply(patch, root)
+        if stale is not None:
+            print(f"{patch.stem}: STALE (the patch no longer applies; remake it)")
+            for line in stale.splitlines()[:5]:
+                print(f"    {line[:300]}")
+            return False
         env = {
             **os.environ,
             "PYTHONPATH": str(root),
@@ -79,7 +100,7 @@ def main(argv: list[str]) -> int:
     survived = [p.stem for p in patches if not kill(p, args.schedules)]
     print(f"{len(patches) - len(survived)} of {len(patches)} mutants killed")
     if survived:
-        print(f"survived: {', '.join(survived)}")
+        print(f"survived or stale: {', '.join(survived)}")
     return 1 if survived else 0
 
 
