@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import subprocess
 from pathlib import Path
 from types import ModuleType
 
@@ -27,14 +26,7 @@ pytestmark = pytest.mark.skipif(shutil.which("patch") is None, reason="needs pat
 
 @pytest.mark.parametrize("patch", sorted(MUTANTS.glob("*.patch")), ids=lambda p: p.stem)
 def test_every_mutant_still_applies_to_the_code_it_plants_a_bug_in(patch: Path) -> None:
-    repo = MUTANTS.parents[4]
-    done = subprocess.run(
-        ["patch", "-s", "-p1", "--batch", "--dry-run", "-i", str(patch)],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert load_kill().stale_reason(patch, MUTANTS.parents[4]) is None
 
 
 def test_a_patch_that_no_longer_applies_is_stale_and_leaves_the_tree_unchanged(

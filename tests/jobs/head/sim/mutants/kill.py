@@ -42,17 +42,24 @@ def copy_tree(dest: Path) -> None:
             shutil.copy2(src, dest / rel)
 
 
+def _patch(patch: Path, root: Path, *extra: str) -> str | None:
+    """Run patch(1) on the tree at `root`; None when it succeeded, else patch's own reason."""
+    cmd = ["patch", "-s", "-p1", "--batch", "-i", str(patch), *extra]
+    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    if done.returncode == 0:
+        return None
+    return (done.stdout + done.stderr).strip() or f"patch exited {done.returncode}"
+
+
+def stale_reason(patch: Path, root: Path) -> str | None:
+    """Why `patch` would not apply to the tree at `root` (None: it applies); nothing changes."""
+    return _patch(patch, root, "--dry-run")
+
+
 def apply(patch: Path, root: Path) -> str | None:
     """Apply `patch` to the tree at `root`; None when it applied, else patch's own reason (the
     tree is left unchanged: a dry run comes first, so no hunk lands half-way)."""
-    for dry in (True, False):
-        cmd = ["patch", "-s", "-p1", "--batch", "-i", str(patch)]
-        done = subprocess.run(
-            [*cmd, "--dry-run"] if dry else cmd, cwd=root, capture_output=True, text=True
-        )
-        if done.returncode != 0:
-            return (done.stdout + done.stderr).strip() or f"patch exited {done.returncode}"
-    return None
+    return stale_reason(patch, root) or _patch(patch, root)
 
 
 def kill(patch: Path, schedules: int) -> bool:
