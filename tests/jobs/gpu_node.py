@@ -4,6 +4,8 @@ away and bring back (a reclaimed spot node and its replacement)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
+import json
 import os
 import subprocess
 import time
@@ -21,6 +23,59 @@ from tests import localray
 def gcs_address(head: localray.LocalRay) -> str:
     port = next(a.split("=", 1)[1] for a in head.process.args if str(a).startswith("--port="))
     return f"127.0.0.1:{port}"
+
+
+# Each fake GPU node has a loopback address of its own, as each GPU VM has its own IP; 127.0.0.1
+# is the head's (Ray advertises the machine's IP for it). On one IP a driver on the head can
+# attach to a GPU node's raylet: Ray 2.46/2.48 take the first alive raylet on the driver's IP
+# (GlobalStateAccessor::GetNodeToConnectForDriver; 2.60 prefers the head). Under 2.48.0 the head's
+# job agent did so, and when that node was killed the GCS marked the agent's job finished
+# (GcsJobManager::OnNodeDead) and dropped the classes it had exported: every later JobSupervisor
+# died loading its class ("Expected str or bytes, got NoneType").
+_node_numbers = itertools.count()
+
+
+def loopback_ip(number: int) -> str:
+    n = number % (250 * 250)
+    return f"127.0.{1 + n // 250}.{1 + n % 250}"
+
+
+# Ray 2.46/2.48 keep a node's IP in the session dir, which every node on a machine shares
+# (a worker node's --temp-dir is ignored: scripts.py `ray start`), and a driver takes its IP from
+# there (services.py get_cached_node_ip_address / write_node_ip_address, last writer wins). After
+# a GPU node has written its own, the head's is put back: a driver on the head (the head's only
+# drivers) must read the head's IP, as on a machine of its own, or it exports its metrics to an
+# agent at the GPU node's address. A driver that read it in between finds no raylet of that IP
+# yet and takes the head's (the same function's fallback). Ray 2.60 keeps no such file.
+NODE_IP_FILE = "node_ip_address.json"
+
+
+def _cached_ip_file(head: localray.LocalRay) -> Path | None:
+    found = sorted(head.temp_dir.glob(f"session_2*/{NODE_IP_FILE}"))
+    return found[-1] if found else None
+
+
+def _read_cached_ip(path: Path) -> str | None:
+    try:
+        return json.loads(path.read_text() or "{}").get("node_ip_address")
+    except (OSError, ValueError):
+        return None
+
+
+def restore_head_ip(
+    path: Path, head_ip: str, node_ip: str, process: subprocess.Popen[bytes], timeout: float = 60
+) -> None:
+    """Wait until the GPU node's `ray start` has written `node_ip` to the shared session file,
+    then write `head_ip` back, under the lock Ray takes for that file."""
+    from filelock import FileLock  # Ray's own dependency, for its own lock on this file
+
+    deadline = time.monotonic() + timeout
+    while _read_cached_ip(path) != node_ip:
+        if process.poll() is not None or time.monotonic() > deadline:
+            return  # it never wrote it: nothing to put back
+        time.sleep(0.05)
+    with FileLock(str(path.absolute()) + ".lock"):
+        path.write_text(json.dumps({"node_ip_address": head_ip}))
 
 
 # How many times `GpuNode.join` starts a raylet whose `ray start` gave up joining.
@@ -46,6 +101,7 @@ class GpuNode:
         self.head = head
         self.gpus = gpus
         self.process: subprocess.Popen[bytes] | None = None
+        self.ip = loopback_ip(next(_node_numbers))
         self.log = Path(f"{head.temp_dir}.gpu-node.log")
 
     def start(self) -> None:
@@ -56,7 +112,7 @@ class GpuNode:
             "start",
             f"--address={gcs_address(self.head)}",
             "--block",
-            "--node-ip-address=127.0.0.1",
+            f"--node-ip-address={self.ip}",
             f"--num-gpus={self.gpus}",
             "--num-cpus=0",
             f"--node-manager-port={ports[0]}",
@@ -71,10 +127,14 @@ class GpuNode:
         ]
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
         env["RAY_USAGE_STATS_ENABLED"] = "0"
+        ip_file = _cached_ip_file(self.head)
+        head_ip = _read_cached_ip(ip_file) if ip_file else None
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
+        if ip_file and head_ip:
+            restore_head_ip(ip_file, head_ip, self.ip, self.process)
 
     def join(self, timeout: float = 90) -> None:
         """Start the raylet and wait until the cluster counts its GPUs. A `ray start` that gave up
