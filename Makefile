@@ -24,10 +24,10 @@ $(IMAGE_VENV)/.installed: requirements-image.txt
 # events, gauges, stop) runs there under the framework image's Ray: 2.46.0 (NeMo RL v0.4.0) and
 # 2.48.0 (veRL 0.6.0), not .venv's. `make venv-ray` makes one venv per version (the Grafana test
 # reads each version's metric labels from them), and `make test-image-ray` runs the head's real-Ray
-# tests (HEAD_RAY_TESTS) under the versions HEAD_RAY_VERSIONS names, by hand (not in .ci/run: see
-# there). A test's JobSupervisor actor can die before it runs ("Expected str or bytes, got
-# NoneType" loading its class; Ray's message: its node missed too many heartbeats): on 2026-12-06
-# one survival test met it on both runs of the target under 2.48.0, under 2.46.0 only the first.
+# tests (HEAD_RAY_TESTS) under the versions HEAD_RAY_VERSIONS names; .ci/run runs it after
+# `make test`. (Until 2026-12-06 a JobSupervisor there could die loading its class: the fake GPU
+# nodes shared the head's IP, and a driver on the head attached to one of them; see
+# tests/jobs/gpu_node.py.)
 IMAGE_RAY_VERSIONS := 2.46.0 2.48.0
 HEAD_RAY_VERSIONS ?= 2.46.0 2.48.0
 IMAGE_RAY_VENVS := $(foreach v,$(IMAGE_RAY_VERSIONS),.venv-ray-$(v))
@@ -71,9 +71,9 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 # The whole suite on both cores: the slow seams mostly wait (a Ray head starting, a raylet dying,
 # a supervisor's poll), so two workers nearly halve the wall time; each worker starts its own
 # private Ray head on free loopback ports, and work stealing keeps both busy to the end.
-# `make test-image-ray` (the head's tests under the images' Ray, about 4 min per version) is not
+# `make test-image-ray` (the head's tests under the images' Ray, about 4.5 min per version) is not
 # part of `make test`, which must stay under 20 minutes on two cores; .ci/run runs it after
-# `make test` under both 2.46.0 and 2.48.0 (20/20 each on 2026-12-05, load 0-5).
+# `make test` under both 2.46.0 and 2.48.0 (20/20 each on 2026-12-06, quiet machine).
 # The four venvs are made side by side (pip is mostly one core's unpacking, and .venv takes about
 # as long as the three image venvs together): on two cores this saves about a minute of a fresh
 # clone's `make test`.
