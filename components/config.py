@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -34,16 +34,42 @@ from components.contract import Framework
 from components.images_config import ImageDigests
 from components.maintenance import MaintenanceSettings
 from components.rewards_config import RewardsSettings
-from components.rules import NAMESPACE, ConfigError, Settings, describe_error, matching, rule
+from components.rules import NAMESPACE, ConfigError, Settings, describe_error, matches, rule
 
 _GCP_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_PROJECT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
-_REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
-_FILESYSTEM = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,7}$")
-_RESERVATION = re.compile(
-    r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
-    r"(/reservationBlocks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)?$"
-)
+ProjectId = Annotated[
+    str,
+    matches(
+        re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$"),
+        "must be a GCP project id: 6-30 lowercase letters, digits or '-', starting with a letter",
+    ),
+]
+RegionName = Annotated[
+    str, matches(re.compile(r"^[a-z]+-[a-z]+[0-9]+$"), "must be a GCP region such as us-east1")
+]
+# Lustre API: "eight characters or less and can only contain letters and numbers"; the CSI
+# reference adds "beginning with an alphabetic character".
+FilesystemName = Annotated[
+    str,
+    matches(
+        re.compile(r"^[A-Za-z][A-Za-z0-9]{0,7}$"),
+        "must be 1-8 letters or digits, starting with a letter",
+    ),
+]
+ReservationName = Annotated[
+    str,
+    matches(
+        re.compile(
+            r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+            r"(/reservationBlocks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)?$"
+        ),
+        "must be a reservation name, or projects/<project>/reservations/<name>"
+        "[/reservationBlocks/<block>]",
+    ),
+]
+MachineTypeName = Annotated[
+    str, matches(_GCP_NAME, "must be a Compute Engine machine type such as n2-standard-16")
+]
 _SYSTEM_NAMESPACES = {
     "default",
     "kube-system",
@@ -78,7 +104,7 @@ class GpuSettings(Settings):
     # (cluster-toolkit gke-node-pool main.tf preconditions: flex-start needs NO_RESERVATION and
     # never spot). flex-start is Dynamic Workload Scheduler (GKE "flex-start provisioning mode").
     provisioning: Literal["spot", "reservation", "on-demand", "flex-start"] = "spot"
-    reservation: str | None = None
+    reservation: ReservationName | None = None
     compact_placement: bool = False
     # flex-start only: hours each node may run before GKE removes it (pulumi-gcp
     # NodePoolNodeConfigArgs.max_run_duration); GKE's limit and default is 7 days.
@@ -99,18 +125,6 @@ class GpuSettings(Settings):
         if value not in MACHINES:
             raise ValueError(f"must be one of {', '.join(sorted(MACHINES))}")
         return value
-
-    @field_validator("reservation")
-    @classmethod
-    def _reservation_name(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        return matching(
-            _RESERVATION,
-            value,
-            "must be a reservation name, or projects/<project>/reservations/<name>"
-            "[/reservationBlocks/<block>]",
-        )
 
     @model_validator(mode="after")
     def _reservation_only_for_reservation(self) -> GpuSettings:
@@ -270,7 +284,7 @@ class MonitoringSettings(Settings):
 class LustreSettings(Settings):
     per_unit_storage_throughput: int
     capacity_gib: int
-    filesystem: str = "lustrefs"
+    filesystem: FilesystemName = "lustrefs"
     protect: bool = True
 
     @field_validator("per_unit_storage_throughput")
@@ -290,13 +304,6 @@ class LustreSettings(Settings):
         if tier is not None and not tier.allows(value):
             raise ValueError(f"at {tier.throughput} MB/s/TiB must be {tier.describe()}")
         return value
-
-    @field_validator("filesystem")
-    @classmethod
-    def _filesystem_name(cls, value: str) -> str:
-        # Lustre API: "eight characters or less and can only contain letters and numbers";
-        # the CSI reference adds "beginning with an alphabetic character".
-        return matching(_FILESYSTEM, value, "must be 1-8 letters or digits, starting with a letter")
 
 
 class AuthorizedNetwork(Settings):
@@ -385,7 +392,7 @@ class ClusterSettings(Settings):
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
     # A fuzzy version ("1.35") lets GKE pick the newest patch of that minor.
     min_master_version: str = "1.35"
-    system_machine_type: str = "n2-standard-16"
+    system_machine_type: MachineTypeName = "n2-standard-16"
     system_node_count: int = Field(default=1, ge=1, le=10)
     deletion_protection: bool = False
     # Reach the control plane through GKE's DNS-based endpoint, gated by IAM rather than source
@@ -411,13 +418,6 @@ class ClusterSettings(Settings):
             highest = max((v for v, _ in _GKE_VERSION_FLOORS), key=_version_tuple)  # type: ignore[arg-type]
             raise ValueError(f"must be at least {highest} ({'; '.join(short)})")
         return value
-
-    @field_validator("system_machine_type")
-    @classmethod
-    def _machine_name(cls, value: str) -> str:
-        return matching(
-            _GCP_NAME, value, "must be a Compute Engine machine type such as n2-standard-16"
-        )
 
 
 # Every GKE version a feature of the stack needs, with the feature: the cluster's minimum version
@@ -460,8 +460,8 @@ class RaySettings(Settings):
 class StackConfig(Settings):
     """What one stack builds. Field names are snake_case; the stack file uses camelCase."""
 
-    project: str
-    region: str
+    project: ProjectId
+    region: RegionName
     zone: str
     name_prefix: str
     gpu: GpuSettings
@@ -481,20 +481,6 @@ class StackConfig(Settings):
     monitoring: MonitoringSettings = MonitoringSettings()
     # Per catalogue image: the digest pods pull it by (components/images_config.py).
     images: ImageDigests = Field(default_factory=dict)
-
-    @field_validator("project")
-    @classmethod
-    def _project_id(cls, value: str) -> str:
-        return matching(
-            _PROJECT_ID,
-            value,
-            "must be a GCP project id: 6-30 lowercase letters, digits or '-', starting with a letter",
-        )
-
-    @field_validator("region")
-    @classmethod
-    def _region(cls, value: str) -> str:
-        return matching(_REGION, value, "must be a GCP region such as us-east1")
 
     @field_validator("zone")
     @classmethod

@@ -8,24 +8,19 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, field_validator
+from pydantic import AfterValidator
 
 from components.catalogue import IMAGES
 from components.registry import (
     DIGEST,
 )
-from components.rules import Settings, matching
+from components.rules import Settings, matches
 
 
 class ImageSettings(Settings):
     """One catalogue image's pin for this stack: the digest its tag was read at."""
 
-    digest: str
-
-    @field_validator("digest")
-    @classmethod
-    def _digest(cls, value: str) -> str:
-        return matching(DIGEST, value, "must be sha256:<64 lowercase hex digits>")
+    digest: Annotated[str, matches(DIGEST, "must be sha256:<64 lowercase hex digits>")]
 
 
 def _known(value: dict[str, ImageSettings]) -> dict[str, ImageSettings]:

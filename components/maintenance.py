@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from components.rules import Settings, rule
+from components.rules import Settings, checked_by, rule
 
 MIN_HOURS_PER_32_DAYS = 48
 MIN_CONTIGUOUS_HOURS = 4
@@ -84,6 +84,10 @@ def parse_utc(value: str) -> datetime:
         raise ValueError(f"must be a real RFC 3339 UTC date and time ({err})") from None
 
 
+# A time field: an RFC 3339 time in UTC (`parse_utc`).
+UtcTime = Annotated[str, checked_by(parse_utc)]
+
+
 def _utc(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -106,15 +110,9 @@ def min_hours_in_rolling_window(recurrence: str, duration: timedelta) -> float:
 class MaintenanceWindow(Settings):
     """One recurring window: the first occurrence (start/end) and an RFC 5545 RRULE."""
 
-    start_time: str
-    end_time: str
+    start_time: UtcTime
+    end_time: UtcTime
     recurrence: str
-
-    @field_validator("start_time", "end_time")
-    @classmethod
-    def _rfc3339(cls, value: str) -> str:
-        parse_utc(value)
-        return value
 
     @field_validator("recurrence")
     @classmethod
@@ -160,21 +158,14 @@ class MaintenanceExclusion(Settings):
     """A one-off period without (some) automatic upgrades, e.g. a training campaign."""
 
     name: str = Field(min_length=1, max_length=64)
-    start_time: str
-    end_time: str | None = None
+    start_time: UtcTime
+    end_time: UtcTime | None = None
     # NO_MINOR_OR_NODE_UPGRADES keeps node versions still while still allowing control-plane
     # patches (cluster-toolkit gke-a4 / gke-a3-ultragpu blueprints use it).
     scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = (
         "NO_MINOR_OR_NODE_UPGRADES"
     )
     end_time_behavior: Literal["UNTIL_END_OF_SUPPORT"] | None = None
-
-    @field_validator("start_time", "end_time")
-    @classmethod
-    def _rfc3339(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_utc(value)
-        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> MaintenanceExclusion:

@@ -20,11 +20,12 @@ the program adds a GKE Sandbox (gVisor) CPU pool and the executor service on it
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from components.capacity import executor_pods_per_node
-from components.rules import Settings, matching, rule
+from components.rules import Settings, checked_by, matches, rule
 
 # The executor pod's size (components/k8s/sandbox.py SandboxServiceInputs defaults: cpu "4",
 # memory "8Gi"); capacity is checked against these.
@@ -41,6 +42,14 @@ _IMAGE = re.compile(
     r"^(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?(?::\d+)?/)?[a-z0-9]+(?:[._/-][a-z0-9]+)*"
     r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
 )
+ImageRef = Annotated[
+    str,
+    matches(
+        _IMAGE,
+        "must be a container image reference such as "
+        "us-docker.pkg.dev/PROJECT/REPO/code-sandbox:TAG (digest form preferred)",
+    ),
+]
 
 
 def machine_shape(machine_type: str) -> tuple[int, int]:
@@ -58,32 +67,14 @@ def machine_shape(machine_type: str) -> tuple[int, int]:
 class CodeSandboxSettings(Settings):
     enabled: bool = False
     # 8 vCPUs, 32 GB: one 4-CPU / 8 GiB executor per node after GKE's reservations and daemons.
-    machine_type: str = "n2-standard-8"
+    machine_type: Annotated[str, checked_by(machine_shape)] = "n2-standard-8"
     # Two nodes with one executor each: a node upgraded in place (one at a time, cluster.py
     # IN_PLACE_UPGRADE) leaves the other serving, so the reward's retries ride it out.
     node_count: int = Field(default=2, ge=1, le=16)
     replicas: int = Field(default=2, ge=1, le=64)
     # Solutions one executor runs at once (more get 503 and the reward backs off).
     concurrency: int = Field(default=4, ge=1, le=32)
-    image: str | None = None
-
-    @field_validator("machine_type")
-    @classmethod
-    def _machine(cls, value: str) -> str:
-        machine_shape(value)
-        return value
-
-    @field_validator("image")
-    @classmethod
-    def _image(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        return matching(
-            _IMAGE,
-            value,
-            "must be a container image reference such as "
-            "us-docker.pkg.dev/PROJECT/REPO/code-sandbox:TAG (digest form preferred)",
-        )
+    image: ImageRef | None = None
 
     @model_validator(mode="after")
     def _usable_when_enabled(self) -> CodeSandboxSettings:

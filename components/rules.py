@@ -1,4 +1,4 @@
-"""The one base model, pattern check and rule error every settings block of the stack config shares, and how an error reads (pure pydantic).
+"""The one base model, field checks and rule error every settings block of the stack config shares, and how an error reads (pure pydantic).
 
 `config.py`, `maintenance.py` and `rewards_config.py` validate their blocks with these, so the
 formatter (`describe_error`) reads every cross-field violation in one shape and names it by the key
@@ -8,10 +8,10 @@ the user writes in the stack file.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -32,6 +32,23 @@ def matching(pattern: re.Pattern[str], value: str, must_be: str) -> str:
     if not pattern.match(value):
         raise ValueError(must_be)
     return value
+
+
+def checked_by(check: Callable[[str], object]) -> AfterValidator:
+    """A string field type's own check, `Annotated[str, checked_by(check)]`: the value once
+    `check` passes it; `check` raises ValueError, which reads what the field must be."""
+
+    def validate(value: str) -> str:
+        check(value)
+        return value
+
+    return AfterValidator(validate)
+
+
+def matches(pattern: re.Pattern[str], must_be: str) -> AfterValidator:
+    """A string field type's pattern check, `Annotated[str, matches(pattern, must_be)]`
+    (`matching` on every value the field is given)."""
+    return checked_by(lambda value: matching(pattern, value, must_be))
 
 
 class Settings(BaseModel):

@@ -73,11 +73,16 @@ class GrafanaInputs:
 
     @property
     def grafana_url(self) -> str:
-        return f"http://{self.grafana}.{self.namespace}.svc:{GRAFANA_PORT}"
+        return service_url(self.grafana, self.namespace, GRAFANA_PORT)
 
     @property
     def frontend_url(self) -> str:
-        return f"http://{self.frontend}.{self.namespace}.svc:{FRONTEND_PORT}"
+        return service_url(self.frontend, self.namespace, FRONTEND_PORT)
+
+
+def service_url(service: str, namespace: str, port: int) -> str:
+    """A Service's address inside the cluster (its `<service>.<namespace>.svc` DNS name)."""
+    return f"http://{service}.{namespace}.svc:{port}"
 
 
 def head_env(inputs: GrafanaInputs) -> list[dict[str, str]]:

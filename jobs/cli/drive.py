@@ -231,17 +231,9 @@ def _announce(started: Started, where: address.Where, as_json: bool) -> int:
         )
         return int(ExitCode.OK)
     job_id = started.submission_id
-    if as_json:
-        emit_json(
-            {
-                "run": started.run,
-                "submission_id": job_id,
-                "status": "SUBMITTED",
-                "attempts": [{"submission_id": job_id, "status": "SUBMITTED"}],
-            }
-        )
-    else:
-        opt.print_submitted(job_id, where, with_stop=True)
+    attempts = [{"submission_id": job_id, "status": "SUBMITTED"}]
+    view = {"run": started.run, "submission_id": job_id, "attempts": attempts}
+    opt.report_submitted(job_id, where, as_json, view, with_stop=True)
     return int(ExitCode.OK)
 
 

@@ -116,18 +116,8 @@ def eval_cmd(
             markup=False,
         )
         if not follow_logs:
-            if as_json:
-                emit_json(
-                    {
-                        "run": run,
-                        "submission_id": name,
-                        "supervisor": sid,
-                        "status": "SUBMITTED",
-                        "step": chosen,
-                    }
-                )
-            else:
-                opt.print_submitted(sid, where)
+            view = {"run": run, "submission_id": name, "supervisor": sid, "step": chosen}
+            opt.report_submitted(sid, where, as_json, view)
             return
         code = drive.follow_supervised(dashboard, where, name, sid, as_json)
     raise typer.Exit(code)

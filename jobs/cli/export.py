@@ -102,17 +102,8 @@ def export_cmd(
             return
         job_id = _submit_export(dashboard, where, sub, run, recipe, out_template)
         if not follow_logs:
-            if as_json:
-                emit_json(
-                    {
-                        "run": run,
-                        "submission_id": job_id,
-                        "status": "SUBMITTED",
-                        "out": out_template,
-                    }
-                )
-            else:
-                opt.print_submitted(job_id, where)
+            view = {"run": run, "submission_id": job_id, "out": out_template}
+            opt.report_submitted(job_id, where, as_json, view)
             return
         status = opt.follow_or_detach(dashboard, where, job_id, to_stderr=as_json)
     if as_json:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
 
 from components.contract import RUNS_ROOT
-from jobs.cli.console import ConsoleReporter, detached, err, out
+from jobs.cli.console import ConsoleReporter, detached, emit_json, err, out
 from jobs.common import commands
 from jobs.common.errors import UsageError
 from jobs.recipes.reward_placement import ALLOW_FLAG
@@ -180,6 +180,21 @@ def print_submitted(job_id: str, where: address.Where, with_stop: bool = False) 
     if with_stop:
         hints += f"\nstop:   {stop_hint(job_id, where)}"
     err().print(hints, markup=False)
+
+
+def report_submitted(
+    job_id: str,
+    where: address.Where,
+    as_json: bool,
+    view: Mapping[str, object],
+    with_stop: bool = False,
+) -> None:
+    """A job submitted and not followed: with --json, `view` with status SUBMITTED on stdout;
+    else `print_submitted` for `job_id`."""
+    if as_json:
+        emit_json({**view, "status": "SUBMITTED"})
+    else:
+        print_submitted(job_id, where, with_stop)
 
 
 def supervision(

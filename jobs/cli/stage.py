@@ -114,10 +114,7 @@ def stage_cmd(
         what = " and its Megatron conversion" if ask.convert else ""
         err().print(f"submitted {job_id}: {ask.target.model}@{revision}{what}", markup=False)
         if not follow_logs:
-            if as_json:
-                emit_json({"submission_id": job_id, "status": "SUBMITTED"})
-            else:
-                opt.print_submitted(job_id, where)
+            opt.report_submitted(job_id, where, as_json, {"submission_id": job_id})
             return
         status = opt.follow_or_detach(
             dashboard,

@@ -280,6 +280,12 @@ _MATH_72B = {
 }
 
 
+def _grpo_math_launcher(config_file: str) -> tuple[str, ...]:
+    """NeMo RL's GRPO math example (run from NEMO_RL_HOME) on one of its example configs."""
+    example = ("uv", "run", "python", "examples/run_grpo_math.py")
+    return (*example, "--config", f"examples/configs/{config_file}")
+
+
 def _math_72b(name: str, summary: str, extra: dict[str, str]) -> Recipe:
     # grpo_math_70B_megatron.yaml is laid out for 8 x 8 GPUs (§1.3): Megatron TP 4 x PP 4 = 16
     # GPUs per model replica, so the run needs 16, 32, 64 or 128 GPUs (DP 1, 2, 4, 8 divides
@@ -289,14 +295,7 @@ def _math_72b(name: str, summary: str, extra: dict[str, str]) -> Recipe:
         name=name,
         framework="nemo-rl",
         summary=summary,
-        launcher=(
-            "uv",
-            "run",
-            "python",
-            "examples/run_grpo_math.py",
-            "--config",
-            "examples/configs/grpo_math_70B_megatron.yaml",
-        ),
+        launcher=_grpo_math_launcher("grpo_math_70B_megatron.yaml"),
         config_file="grpo_math_70B_megatron.yaml",
         defaults={**_MATH_72B, **_NEMO_COMMON, **extra},
         # dataset_name DeepScaler loads these two by name
@@ -496,14 +495,7 @@ RECIPES: dict[str, Recipe] = {
             # so the payload writes question/answer/task_name JSONL on Lustre once (jobs.data.gsm8k)
             # and the run reads that.
             setup="python3 prepare_gsm8k.py --format nemo --out {datasets}/gsm8k",
-            launcher=(
-                "uv",
-                "run",
-                "python",
-                "examples/run_grpo_math.py",
-                "--config",
-                "examples/configs/grpo_math_1B.yaml",
-            ),
+            launcher=_grpo_math_launcher("grpo_math_1B.yaml"),
             config_file="grpo_math_1B.yaml",
             defaults={
                 "policy.model_name": "Qwen/Qwen2.5-1.5B-Instruct",

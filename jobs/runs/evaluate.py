@@ -10,7 +10,6 @@ checked here with the framework's own config code (jobs.recipes.evals); the job 
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +22,10 @@ from jobs.head import protocol
 from jobs.recipes import compose, evals, overrides, reward_placement
 from jobs.recipes import prepare as validate
 from jobs.recipes.catalogue import NEMO_RL_HOME, RECIPES, Recipe, RunContext
-from jobs.runs import address, export, follow, listing, plan, run_checkpoints, state, workdir
+from jobs.runs import address, export, follow, listing, plan, run_checkpoints, state
 from jobs.runs.eval_results import EVAL_DIR
 from jobs.runs.metadata import RecipeRun, RunMetadata
-from jobs.runs.plan import JOBS_PACKAGE, MODEL_PIN, provenance
+from jobs.runs.plan import MODEL_PIN, provenance
 
 # Beside the runs, hidden: a folder without a run record is never listed as a run.
 BASE_CACHE = ".eval-base"
@@ -195,13 +194,8 @@ def for_run(
         gpus_per_node=recorded.gpus_per_node,
         code_sandbox_url=code_sandbox_url,
     )
-    runtime_env: dict[str, object] = {"env_vars": {**recipe.env(ctx), HF_HOME_ENV: HF_HOME_PATH}}
-    payload = recipe.payload_dir()
-    if payload is not None:
-        workdir.check(payload)
-        runtime_env.update(workdir.runtime_env(payload))
-    workdir.check(JOBS_PACKAGE)
-    runtime_env["py_modules"] = [str(JOBS_PACKAGE)]
+    env_vars = {**recipe.env(ctx), HF_HOME_ENV: HF_HOME_PATH}
+    runtime_env = plan.shipped_env(env_vars, recipe.payload_dir())
     meta = EvalRun(
         run=recorded.run,
         **provenance(stack, commit),
@@ -213,13 +207,7 @@ def for_run(
         k=str(req.k),
         n=str(req.n),
     )
-    return Submission(
-        submission_id=eval_id(recorded.run, number),
-        entrypoint=shlex.join(argv),
-        runtime_env=runtime_env,
-        metadata=meta.to_ray(),
-        entrypoint_num_cpus=DRIVER_CPUS,
-    )
+    return plan.driver_job(eval_id(recorded.run, number), argv, runtime_env, meta, DRIVER_CPUS)
 
 
 # A failure that is no lost node is tried once more (a transient fault, such as a collective's

@@ -10,7 +10,6 @@ which stays inside the run's own directory.
 from __future__ import annotations
 
 import re
-import shlex
 
 from components.contract import HF_HOME_ENV, HF_HOME_PATH, RUNS_ROOT
 from jobs.client.dashboard import AlreadySubmitted, Dashboard
@@ -20,10 +19,10 @@ from jobs.common.errors import UsageError
 from jobs.head import protocol
 from jobs.recipes import compose, overrides
 from jobs.recipes.catalogue import PAYLOADS, RECIPES, Recipe, RunContext
-from jobs.runs import listing, plan, state, workdir
+from jobs.runs import listing, plan, state
 from jobs.runs.eval_results import EVAL_DIR
 from jobs.runs.metadata import ExportRun, RecipeRun
-from jobs.runs.plan import JOBS_PACKAGE, provenance
+from jobs.runs.plan import provenance
 
 PAYLOAD = PAYLOADS / "export"
 SCRIPT = "export_checkpoint.py"
@@ -100,17 +99,11 @@ def for_run(
         argv += ["--step", str(step)]
     if best:
         argv += ["--best-from", f"{RUNS_ROOT}/{recorded.run}/{EVAL_DIR}"]
-    workdir.check(PAYLOAD)
-    workdir.check(JOBS_PACKAGE)
-    runtime_env: dict[str, object] = {
-        # The converters read the model's config (and NeMo RL's DCP one its tokenizer) by name
-        # from the shared model cache, offline: the run staged that commit (jobs/staging), and
-        # an online read could move the cache's refs/main to a commit no run staged. Tokens
-        # come from the pod's Secret, never from here.
-        "env_vars": {HF_HOME_ENV: HF_HOME_PATH, "HF_HUB_OFFLINE": "1"},
-        **workdir.runtime_env(PAYLOAD),
-        "py_modules": [str(JOBS_PACKAGE)],
-    }
+    # The converters read the model's config (and NeMo RL's DCP one its tokenizer) by name
+    # from the shared model cache, offline: the run staged that commit (jobs/staging), and
+    # an online read could move the cache's refs/main to a commit no run staged. Tokens
+    # come from the pod's Secret, never from here.
+    runtime_env = plan.shipped_env({HF_HOME_ENV: HF_HOME_PATH, "HF_HUB_OFFLINE": "1"}, PAYLOAD)
     meta = ExportRun(
         run=recorded.run,
         **provenance(stack, commit),
@@ -121,13 +114,7 @@ def for_run(
         out=out,
         step="best" if best else "" if step is None else str(step),
     )
-    return Submission(
-        submission_id=export_id(recorded.run, number),
-        entrypoint=shlex.join(argv),
-        runtime_env=runtime_env,
-        metadata=meta.to_ray(),
-        entrypoint_num_cpus=DRIVER_CPUS,
-    )
+    return plan.driver_job(export_id(recorded.run, number), argv, runtime_env, meta, DRIVER_CPUS)
 
 
 def latest_attempt(found: state.Run | None, run: str, where: str) -> JobDetails:

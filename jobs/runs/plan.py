@@ -64,6 +64,37 @@ JOBS_PACKAGE = Path(jobs.__file__).resolve().parent
 JOBS_REPO = JOBS_PACKAGE.parent
 
 
+def shipped_env(env_vars: dict[str, str], payload: Path | None = None) -> dict[str, object]:
+    """A job's runtime_env: `env_vars`, the `payload` directory (checked) as its working dir
+    when there is one, and this package (checked) as py_modules, importable as `jobs` on the
+    cluster."""
+    runtime_env: dict[str, object] = {"env_vars": env_vars}
+    if payload is not None:
+        workdir.check(payload)
+        runtime_env.update(workdir.runtime_env(payload))
+    workdir.check(JOBS_PACKAGE)
+    runtime_env["py_modules"] = [str(JOBS_PACKAGE)]
+    return runtime_env
+
+
+def driver_job(
+    submission_id: str,
+    argv: list[str],
+    runtime_env: dict[str, object],
+    meta: RunMetadata,
+    cpus: float,
+) -> Submission:
+    """A job whose driver runs `argv` itself, reserving `cpus` (entrypoint_num_cpus) so that it
+    lands on a worker: the eval and export jobs."""
+    return Submission(
+        submission_id=submission_id,
+        entrypoint=shlex.join(argv),
+        runtime_env=runtime_env,
+        metadata=meta.to_ray(),
+        entrypoint_num_cpus=cpus,
+    )
+
+
 def git_commit(cwd: Path | None = None) -> str:
     """The commit of the git tree at `cwd` (default: the caller's working directory, i.e. the
     user's own code), `-dirty` when it has changes, or "unknown" outside a git tree."""
@@ -142,16 +173,9 @@ def for_recipe(
     )
     if composed is None:
         composed = validate.compose_run(recipe, ctx, checked)
-    runtime_env: dict[str, object] = {"env_vars": recipe.env(ctx)}
-    payload = recipe.payload_dir()
-    if payload is not None:
-        workdir.check(payload)
-        runtime_env.update(workdir.runtime_env(payload))
     # The first step (jobs.staging.ensure) and payloads (e.g. jobs.data.gsm8k, the same
-    # conversion as `rl-jobs data`) import shared code: ship this package, importable
-    # as `jobs` on the cluster.
-    workdir.check(JOBS_PACKAGE)
-    runtime_env["py_modules"] = [str(JOBS_PACKAGE)]
+    # conversion as `rl-jobs data`) import shared code: shipped_env ships this package.
+    runtime_env = shipped_env(recipe.env(ctx), recipe.payload_dir())
     checkpoint_dir = ctx.fill(recipe.defaults.get(recipe.checkpoint_key, ""))
     if recipe.checkpoint_key in checked:
         checkpoint_dir = checked[recipe.checkpoint_key][1]

@@ -21,9 +21,9 @@ from jobs.client.types import Submission
 from jobs.common.errors import UsageError
 from jobs.recipes import compose
 from jobs.recipes.catalogue import RECIPES, Recipe
-from jobs.runs import plan, workdir
+from jobs.runs import plan
 from jobs.runs.metadata import StageRun
-from jobs.runs.plan import JOBS_PACKAGE, provenance
+from jobs.runs.plan import provenance
 from jobs.staging import layout
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def for_stage(ask: Ask, stack: str | None) -> Submission:
         argv += ["--convert", "--gpus", str(ask.gpus), "--dtype", precision(t.megatron_recipes[0])]
     env = {HF_HOME_ENV: ask.hf_home or HF_HOME_PATH}
     env.update({k: os.environ[k] for k in FORWARDED_ENV if os.environ.get(k)})
-    workdir.check(JOBS_PACKAGE)
+    runtime_env = plan.shipped_env(env)
     meta = StageRun(
         run=stage_run(t.model),
         **provenance(stack, plan.git_commit()),
@@ -139,7 +139,7 @@ def for_stage(ask: Ask, stack: str | None) -> Submission:
     return Submission(
         submission_id=stage_id(t.model, ask.number),
         entrypoint=shlex.join(argv),
-        runtime_env={"env_vars": env, "py_modules": [str(JOBS_PACKAGE)]},
+        runtime_env=runtime_env,
         metadata=meta.to_ray(),
         entrypoint_num_gpus=float(ask.gpus) if ask.convert else None,
     )
