@@ -62,6 +62,7 @@ from jobs.rewards.compile_cache import (
     disk_free,
     take_binary,
 )
+from jobs.rewards.compile_gate import CompileGate
 from jobs.rewards.judge import Checker, accepts
 from jobs.rewards.state_dir import (
     claim_executor_dir,
@@ -81,8 +82,9 @@ COMPILE_PROCESSES = 32  # g++ -> cc1plus, as, collect2, ld
 COMPILE_MEMORY = 1536 * 2**20
 COMPILE_TOOLS_AT_ONCE = 3
 COMPILE_DISK = 256 * 2**20
-# Compiles tried again after the scratch disk had no room for a binary: a moment's fullness
-# (other compiles' outputs) costs an honest solution nothing; a lasting one is a fault.
+# Compiles tried again, alone (compile_gate.py), after the scratch disk had no room for a binary:
+# a moment's fullness (other compiles' outputs) costs an honest solution nothing; a lasting one is
+# a fault.
 DISK_RETRIES = 2
 # Codeforces refuses sources over 64 KiB ("The source code size must not exceed 64 KB",
 # its submission form); both paths (in-process and the service) score a longer one the same way.
@@ -238,6 +240,7 @@ class Executor:
         self.pch = build_pch(self.root) if precompile else None
         self._dir, self._lock_fd = claim_executor_dir(self.root)
         self._cache = CompileCache(self._dir / "bin")
+        self._gate = CompileGate()
         (self._dir / "bin").mkdir(mode=0o700)
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sandbox")
         self._probe()
@@ -321,19 +324,27 @@ class Executor:
     ) -> tuple[str | None, str]:
         """The binary of `code`, or its compile error. Waits for the memory budget until
         `give_up()` (then CompileNotStarted). A compile the scratch disk had no room for (the
-        linker's or the copy's ENOSPC) is tried again, DISK_RETRIES times: another compile's
-        output may have filled the disk for a moment; still without room, it raises OSError
-        ENOSPC, the sandbox's fault, never the solution's."""
+        linker's or the copy's ENOSPC) is tried again alone, DISK_RETRIES times: other compiles'
+        outputs may have filled the disk for a moment; still without room (or the run's deadline
+        passed while it waited to be alone), it raises OSError ENOSPC, the sandbox's fault, never
+        the solution's."""
         if not self.budget.acquire(COMPILE_BYTES, give_up):
             raise CompileNotStarted(
                 "the compile did not start before its run's deadline: the executor's memory "
                 f"budget ({self.budget.total} bytes) was held by other boxes"
             )
         try:
-            for _ in range(DISK_RETRIES + 1):
+            with self._gate.shared():
                 binary, error = self._compile_once(code, key, limits)
+            for _ in range(DISK_RETRIES):
                 if DISK_FULL not in error:
-                    return binary, error
+                    break
+                with self._gate.exclusive(give_up) as alone:
+                    if not alone:
+                        break
+                    binary, error = self._compile_once(code, key, limits)
+            if DISK_FULL not in error:
+                return binary, error
         finally:
             self.budget.release(COMPILE_BYTES)
         raise OSError(

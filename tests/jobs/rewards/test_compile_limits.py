@@ -20,7 +20,7 @@ import pytest
 from jobs.rewards import SANDBOX_TOKEN_ENV
 from jobs.rewards import code_contests as cc
 from jobs.rewards.batch import compute_score_batch
-from jobs.rewards.compile_cache import MAX_BINARY_BYTES
+from jobs.rewards.compile_cache import DISK_FULL, MAX_BINARY_BYTES
 from jobs.rewards.sandbox import (
     COMPILE_BYTES,
     LARGEST_BOX_BYTES,
@@ -164,6 +164,58 @@ def test_a_full_scratch_disk_is_a_fault_that_harms_no_sibling(
         _nothing_outlives(small_disk)
     finally:
         filler.unlink()
+
+
+def test_a_compile_that_met_a_full_disk_beside_a_sibling_is_tried_again_alone(
+    executor: Executor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two compiles whose outputs together fill the disk: each failed with ENOSPC, was tried again
+    at once beside the other (also trying again), met the same full disk three times and was
+    scored a fault (CI, 2026-12-06, under load). Tried again alone, each has the room it needs.
+    The disk stands in here (a compile beside another fails as if full), the compiler is real."""
+    compile_once = executor._compile_once
+    lock = threading.Lock()
+    in_flight = [0]
+    first_tries = threading.Barrier(2, timeout=10)
+    attempts: list[tuple[str, bool]] = []
+
+    def on_a_shared_disk(code: str, key: str, limits: Limits) -> tuple[str | None, str]:
+        with lock:
+            in_flight[0] += 1
+            first = not any(c == code for c, _ in attempts)
+        try:
+            if first:
+                first_tries.wait()  # both outputs on the disk at once
+            time.sleep(0.3)
+            with lock:  # the first tries met each other at the barrier
+                crowded = first or in_flight[0] > 1
+                attempts.append((code, crowded))
+            if crowded:
+                return None, f"/usr/bin/ld: final link failed: {DISK_FULL}"
+            return compile_once(code, key, limits)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(executor, "_compile_once", on_a_shared_disk)
+    results: dict[str, object] = {}
+
+    def run(code: str) -> None:
+        try:
+            results[code] = executor.run(code, [Case(input="1 2", output="3")], Limits())
+        except BaseException as e:
+            results[code] = e
+
+    threads = [threading.Thread(target=run, args=(code,)) for code in (a.SUM, a.SLOW_SUM)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for code in (a.SUM, a.SLOW_SUM):
+        result = results[code]
+        assert not isinstance(result, BaseException), repr(result)
+        assert result.compiled and [r.status for r in result.results] == [Status.passed], result  # type: ignore[union-attr]
+    assert sum(1 for _, crowded in attempts if crowded) == 2  # only the first tries met the other
 
 
 def test_a_compile_that_failed_without_a_word_on_a_full_disk_is_the_disks_fault(
