@@ -47,6 +47,7 @@ SOURCE_FILES = (
     "jobs/rewards/sandbox.py",
     "jobs/rewards/judge.py",
     "jobs/rewards/compile_cache.py",
+    "jobs/rewards/compile_gate.py",
     "jobs/rewards/service.py",
     "jobs/rewards/box.py",
     "jobs/rewards/uids.py",
