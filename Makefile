@@ -71,7 +71,7 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 # The whole suite on both cores: the slow seams mostly wait (a Ray head starting, a raylet dying,
 # a supervisor's poll), so two workers nearly halve the wall time; each worker starts its own
 # private Ray head on free loopback ports, and work stealing keeps both busy to the end. Three
-# workers took 16.5-17 min instead of about 22, but at load averages of 8-9 two fresh-clone runs
+# workers took 16.5-17 min instead of 19.7-23, but at load averages of 8-9 two fresh-clone runs
 # of 2026-12-06 each failed a load-sensitive test (a lost node's eval try not ended in 180 s; a
 # compile race since fixed): docs/benchmarks.md, "The test suite".
 # `make test-image-ray` (the head's tests under the images' Ray, about 4.5 min per version) is not
