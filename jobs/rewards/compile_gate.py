@@ -1,11 +1,13 @@
-"""The executor's compile gate: compiles run side by side, and one tried again after the scratch
-disk had no room runs alone.
+"""The executor's compile gate: compiles and test boxes run side by side, and a compile tried
+again after the scratch disk had no room runs alone.
 
 Compiles share the executor's scratch disk. When one fails for want of room, the cause may be
 its siblings' binaries being written at that moment: tried again at once beside the same siblings
 (also trying again), an honest solution met the same full disk three times under load (CI,
 2026-12-06, `test_a_full_scratch_disk_is_a_fault_that_harms_no_sibling`). Alone, it fails again
-only if the disk has no room for its own binary: the sandbox's fault, told as such.
+only if the disk has no room for its own binary: the sandbox's fault, told as such. Test boxes
+write their inputs to the same disk, so they hold the gate too: a sibling's tests running beside
+a big binary's retry lost a case to the full disk (scored 0.5, CI 2026-12-06).
 """
 
 from __future__ import annotations

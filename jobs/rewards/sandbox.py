@@ -424,7 +424,9 @@ class Executor:
         if not self.budget.acquire(need, give_up):
             return not_run
         try:
-            return self._tests_in_box(binary, cases, limits, give_up)
+            # A box writes its inputs to the scratch disk too: a disk-full retry runs without it.
+            with self._gate.shared():
+                return self._tests_in_box(binary, cases, limits, give_up)
         finally:
             self.budget.release(need)
 
