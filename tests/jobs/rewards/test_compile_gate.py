@@ -21,6 +21,15 @@ def _hold_shared(gate: CompileGate, entered: threading.Event, leave: threading.E
         leave.wait(10)
 
 
+def _holding(gate: CompileGate) -> tuple[threading.Thread, threading.Event]:
+    """A compile in flight: a thread inside `gate.shared()` until the returned event is set."""
+    entered, leave = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_hold_shared, args=(gate, entered, leave), daemon=True)
+    holder.start()
+    assert entered.wait(5)
+    return holder, leave
+
+
 def test_shared_holders_are_in_at_once():
     gate = CompileGate()
     entered = [threading.Event(), threading.Event()]
@@ -40,10 +49,7 @@ def test_shared_holders_are_in_at_once():
 
 def test_an_exclusive_holder_waits_for_every_shared_one_and_keeps_new_ones_out():
     gate = CompileGate()
-    first_in, leave_first = threading.Event(), threading.Event()
-    first = threading.Thread(target=_hold_shared, args=(gate, first_in, leave_first), daemon=True)
-    first.start()
-    assert first_in.wait(5)
+    first, leave_first = _holding(gate)
     alone = threading.Event()
     leave_alone = threading.Event()
 
@@ -77,10 +83,7 @@ def test_an_exclusive_holder_waits_for_every_shared_one_and_keeps_new_ones_out()
 
 def test_a_retry_gives_up_holding_nothing_when_its_run_does():
     gate = CompileGate()
-    entered, leave = threading.Event(), threading.Event()
-    holder = threading.Thread(target=_hold_shared, args=(gate, entered, leave), daemon=True)
-    holder.start()
-    assert entered.wait(5)
+    holder, leave = _holding(gate)
     deadline = time.monotonic() + 0.3
     try:
         with gate.exclusive(lambda: time.monotonic() > deadline, poll_s=0.05) as got:
