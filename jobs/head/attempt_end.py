@@ -12,6 +12,7 @@ import http.client
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from jobs.client import errors
 from jobs.head import checkpoints, node_events, progress
 from jobs.head import events as ev
 from jobs.head import restart_policy as policy
@@ -52,7 +53,7 @@ def record_end(
     # at placement reached none).
     state.gpus_used = node_events.gpus_on(sup.cluster.nodes, state.hosts) or state.gpus_used
     needed = policy.gpus_to_wait_for(spec.gpus_needed, state.gpus_used)
-    failure = None if for_node_end else _failure(sup, job_id, ended)
+    failure = None if for_node_end else read_failure(sup, job_id, ended)
     state.failure = failure
     exit_code = None if failure is None else failure[0]
     keep_progress(sup, job_id)
@@ -161,15 +162,27 @@ def learn_gpus_used(sup: SupervisorPort, state: RunState) -> bool:
     return True
 
 
-def _failure(sup: SupervisorPort, job_id: str, ended: str) -> policy.Failure | None:
+# How many times an ended attempt's job record is read before its failure counts as unknown.
+FAILURE_READS = 3
+
+
+def read_failure(sup: SupervisorPort, job_id: str, ended: str) -> policy.Failure | None:
     """A FAILED attempt's driver exit code and the last exception of its log, when Ray has them
-    (None when the dashboard cannot say: the failure is then never one of a crash's two)."""
+    (None when the dashboard cannot say: the failure is then never one of a crash's two).
+
+    A read that failed is tried again, a poll period apart: an unknown failure also erases the
+    one the next failure is compared with, so one dashboard error under load (an HTTP 500, a
+    timeout) turned a bad config's two attempts into four. A job Ray no longer has is not read
+    again."""
     if ended != "FAILED":
         return None
-    try:
-        info = sup.client.get_job_info(job_id)
-    except (RuntimeError, OSError, ValueError, http.client.HTTPException):
-        return None
+    for reads_left in reversed(range(FAILURE_READS)):
+        try:
+            info = sup.client.get_job_info(job_id)
+            break
+        except (RuntimeError, OSError, ValueError, http.client.HTTPException) as e:
+            if reads_left == 0 or errors.is_not_found(e) or sup.pause(sup.config.poll_s):
+                return None
     code = info.driver_exit_code
     message = info.message if isinstance(info.message, str) else None
     return (code if isinstance(code, int) else None, policy.last_exception(message))

@@ -270,7 +270,7 @@ def test_a_crash_with_every_gpu_present_is_tried_twice_whatever_max_restarts(
     assert result["attempts"] == [
         {"submission_id": f"{run}-a1", "status": "FAILED"},
         {"submission_id": f"{run}-a2", "status": "FAILED"},
-    ]
+    ], done.stderr  # the supervisor's story says why an attempt was not one of the two
     assert result["outcome"]["reason"] == "crash"
     assert "[supervisor]" in done.stderr and "bad config" in done.stderr
     assert f"{run}-a3" not in _ids(ray_client)
