@@ -58,6 +58,7 @@ def _replay_hint(schedule: Schedule, why: str, history: list[str]) -> str:
         ("" if schedule.declare_gpus else ", no_gpus=True")
         + (", slow_submits=True" if schedule.slow_submits else "")
         + (", races=True" if schedule.races else "")
+        + (", verl=True" if schedule.framework == "verl" else "")
     )
     seeded = (
         f"simulate(random_schedule({schedule.seed}{shape}), DIR), i.e. "

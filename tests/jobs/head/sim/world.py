@@ -9,11 +9,13 @@ supervisor's wait (`Clock.wait`) hands control to the world, which advances its 
 thing due (a world event, or another supervisor's wake-up). So a run of schedules is
 deterministic for a seed and hours of capacity wait cost microseconds.
 
-The trainer is a model of NeMo RL's: an attempt's driver starts, places its GPU workers (fails
-after a placement timeout when the GPUs are not there), loads, then makes one step every
-`STEP_S` and saves every `SAVE_EVERY` steps into `tmp_step_N`, renamed `step_N` when done; it
-resumes from the highest complete `step_N`; it fails a little after a node hosting its workers
-dies; it succeeds at `TARGET_STEPS`.
+The trainer is a model of NeMo RL's or veRL's (`Schedule.framework`): an attempt's driver starts,
+places its GPU workers (fails after a placement timeout when the GPUs are not there), loads, then
+makes one step every `STEP_S` and saves every `SAVE_EVERY` steps; it fails a little after a node
+hosting its workers dies; it succeeds at `TARGET_STEPS`. NeMo RL saves into `tmp_step_N`, renamed
+`step_N` when done, and resumes from the highest complete `step_N`. veRL saves into
+`global_step_N/actor` (its own keep rule first), then writes its tracker, and resumes from the
+step its tracker names (see `_save_verl` and `_verl_resume` for the upstream lines).
 """
 
 from __future__ import annotations
@@ -98,6 +100,13 @@ LOST_WORKER = (
 NO_PLACEMENT = (
     "TimeoutError: Timed out after 90 seconds while waiting for placement group to be ready."
 )
+# veRL's FSDP shard of rank 0 in a 16-GPU job (two nodes of eight), the file a save ends with
+# (verl docs/advance/checkpoint.rst: model_world_size_{W}_rank_{R}.pt); its tracker file.
+VERL_WEIGHTS = "model_world_size_16_rank_0.pt"
+VERL_TRACKER = "latest_checkpointed_iteration.txt"
+# The actor's shards are written before veRL's dataloader state and its tracker: a save cut in
+# between leaves a step with weights that the tracker does not name yet.
+VERL_WEIGHTS_AT = 0.75
 
 
 def transient_error(seq: int) -> str:
@@ -183,6 +192,8 @@ class Job:
     token: int = 0
     ended_at: float | None = None
     reservations: dict[str, Any] = field(default_factory=dict)  # entrypoint_num_gpus, ...
+    # veRL: the steps this trainer process saved, its keep rule's list (in memory only)
+    saved: list[int] = field(default_factory=list)
     # (step, compute seconds, save seconds) as the trainer would log them (goodput's input)
     logged: list[list[float]] = field(default_factory=list)
     # supervisors
@@ -268,6 +279,10 @@ class Schedule:
     # success; `eval_refused`: the dashboard refuses that submit with this answer (HTTP 400).
     eval_at_end: bool = False
     eval_refused: str = ""
+    # The trainer modelled: "nemo-rl" or "verl"; veRL's `trainer.max_actor_ckpt_to_keep`
+    # (0: null, every save kept; the product refuses 1, jobs/recipes).
+    framework: str = "nemo-rl"
+    verl_keep: int = 0
 
     def describe(self) -> str:
         """The schedule as Python that replays it with `simulate(schedule, folder)`."""
@@ -280,8 +295,8 @@ class Schedule:
             f"reserve_gpus={self.reserve_gpus:g}, save_every={self.save_every}, "
             f"target_steps={self.target_steps}, probe_capacity={self.probe_capacity}, "
             f"on_demand={self.on_demand}, eval_at_end={self.eval_at_end}, "
-            f"eval_refused={self.eval_refused!r}, "
-            f"faults=[{faults}\n    ])"
+            f"eval_refused={self.eval_refused!r}, framework={self.framework!r}, "
+            f"verl_keep={self.verl_keep}, faults=[{faults}\n    ])"
         )
 
 
@@ -807,7 +822,19 @@ class World:
         job.nodes = job.hosted = tuple(n.node_id for n in free[:NODES])
         for node_id in job.nodes:
             self.idle_since.pop(node_id, None)
-        job.step = job.start_step = self._resume_step()
+        if self.schedule.framework == "verl":
+            start, unloadable = self._verl_resume()
+        else:
+            start, unloadable = self._resume_step(), ""
+        if start < self.newest_complete and not unloadable:
+            self.fail(
+                f"{job.submission_id} resumed from step {start}, behind the newest complete "
+                f"checkpoint (step {self.newest_complete}): its progress was lost"
+            )
+        job.step = job.start_step = start
+        if unloadable:
+            self.at(self.now + LOAD_S, lambda: self._fail(job, token, unloadable))
+            return
         self.at(self.now + LOAD_S, lambda: self._step(job, token))
 
     def _resume_step(self) -> int:
@@ -817,6 +844,24 @@ class World:
                 steps.append(int(name[5:]))
         return max(steps, default=0)
 
+    def _verl_resume(self) -> tuple[int, str]:
+        """veRL's resume (`_load_checkpoint`, ray_trainer.py L826-881 @v0.6.0): the step its
+        tracker names (`find_latest_ckpt_path`, checkpoint_manager.py L167-196: no tracker, or
+        no folder of that step, is "Training from scratch"); a folder whose actor/ has no
+        weights fails the load, every time (the step and that failure's last exception)."""
+        try:
+            with open(f"{self.ckpt}/{VERL_TRACKER}") as f:
+                step = int(f.read())
+        except OSError:
+            return 0, ""
+        folder = f"{self.ckpt}/global_step_{step}"
+        if not os.path.isdir(folder):
+            return 0, ""
+        weights = f"{folder}/actor/{VERL_WEIGHTS}"
+        if not os.path.exists(weights):
+            return step, f"FileNotFoundError: [Errno 2] No such file or directory: '{weights}'"
+        return step, ""
+
     def _step(self, job: Job, token: int) -> None:
         if job.token != token or job.status != JobStatus.RUNNING:
             return
@@ -825,6 +870,9 @@ class World:
         if job.step >= self.schedule.target_steps:
             self._end(job, token, JobStatus.SUCCEEDED)
             self.succeeded = True
+            return
+        if job.step % self.schedule.save_every == 0 and self.schedule.framework == "verl":
+            self._save_verl(job, token, job.step)
             return
         if job.step % self.schedule.save_every == 0:
             n = job.step
@@ -848,6 +896,58 @@ class World:
             self.at(self.now + SAVE_S, finish)
             return
         self.at(self.now + STEP_S, lambda: self._step(job, token))
+
+    def _save_verl(self, job: Job, token: int, n: int) -> None:
+        """veRL's `_save_checkpoint` (ray_trainer.py L768-824 @v0.6.0): the keep rule of this
+        trainer process first (fsdp_checkpoint_manager.py L204-214: its own saves beyond keep-1
+        lose their actor/ before the new one is written), the actor's shards, then the tracker."""
+        keep = self.schedule.verl_keep
+        if keep and len(job.saved) >= keep:
+            cut = len(job.saved) - keep + 1
+            for old in job.saved[:cut]:
+                remove_tree(f"{self.ckpt}/global_step_{old}/actor")
+            job.saved = job.saved[cut:]
+            # veRL's own deletion, not hygiene's: the newest complete one may be gone now
+            # (keep=1), which the invariant on pruning must not blame on the supervisor.
+            self.newest_complete = max(
+                (
+                    int(name[len("global_step_") :])
+                    for name in os.listdir(self.ckpt)
+                    if name.startswith("global_step_")
+                    and os.path.exists(f"{self.ckpt}/{name}/actor/{VERL_WEIGHTS}")
+                ),
+                default=0,
+            )
+        folder = f"{self.ckpt}/global_step_{n}"
+        _mkdirs(self.ckpt, f"global_step_{n}", "actor")
+        self.note(f"{job.submission_id} saves global_step_{n}")
+
+        def live() -> bool:
+            # Every rank writes its shards and rank 0 the tracker after a barrier: a save goes
+            # no further once a node of the job is gone, though its driver fails only later.
+            return (
+                job.token == token
+                and job.status == JobStatus.RUNNING
+                and all(n.alive for n in self.nodes if n.node_id in job.nodes)
+            )
+
+        def shards() -> None:
+            if live():
+                open(f"{folder}/actor/{VERL_WEIGHTS}", "w").close()
+                self.at(self.now + SAVE_S * (1 - VERL_WEIGHTS_AT), tracker)
+
+        def tracker() -> None:
+            if not live():
+                return
+            open(f"{folder}/data.pt", "w").close()
+            with open(f"{self.ckpt}/{VERL_TRACKER}", "w") as f:
+                f.write(str(n))
+            job.saved.append(n)
+            job.logged[-1][2] = SAVE_S
+            self.newest_complete = max(self.newest_complete, n)
+            self.at(self.now + STEP_S, lambda: self._step(job, token))
+
+        self.at(self.now + SAVE_S * VERL_WEIGHTS_AT, shards)
 
     def _fail(self, job: Job, token: int, exception: str) -> None:
         self._end(job, token, JobStatus.FAILED, code=1, exception=exception)
@@ -1245,8 +1345,13 @@ class World:
         # or a newer save, not after each of a schedule's hundreds of events.
         seen = (self.newest_complete, _PRUNES[0])
         if self.newest_complete and seen != self._ckpt_seen:
-            if not os.path.isdir(f"{self.ckpt}/step_{self.newest_complete}"):
-                self.fail(f"the newest complete checkpoint step_{self.newest_complete} was pruned")
+            newest = (
+                f"global_step_{self.newest_complete}/actor/{VERL_WEIGHTS}"
+                if self.schedule.framework == "verl"
+                else f"step_{self.newest_complete}"
+            )
+            if not os.path.exists(f"{self.ckpt}/{newest}"):
+                self.fail(f"the newest complete checkpoint {newest} was pruned")
             self._ckpt_seen = seen
         if self.error is not None:
             self.fail(f"the supervisor raised {type(self.error).__name__}: {self.error}")
@@ -1303,13 +1408,15 @@ class World:
 
 def sweep_schedule(seed: int) -> Schedule:
     """The sweep's schedule for a seed: one seed in four runs `run` without --gpus (Ray's usual
-    shape: the driver needs none, its workers sit on GPU nodes), drawn from a generator of its
-    own so that `random_schedule(seed)` still replays every seed a regression test names."""
+    shape: the driver needs none, its workers sit on GPU nodes), one in three trains veRL, each
+    drawn from a generator of its own so that `random_schedule(seed)` still replays every seed
+    a regression test names."""
     return random_schedule(
         seed,
         no_gpus=random.Random(seed + 4_000_003).random() < 0.25,
         slow_submits=True,
         races=True,
+        verl=True,
     )
 
 
@@ -1329,7 +1436,11 @@ def _race_faults(seed: int, horizon: float) -> list[Fault]:
 
 
 def random_schedule(
-    seed: int, no_gpus: bool = False, slow_submits: bool = False, races: bool = False
+    seed: int,
+    no_gpus: bool = False,
+    slow_submits: bool = False,
+    races: bool = False,
+    verl: bool = False,
 ) -> Schedule:
     rng = random.Random(seed)
     faults: list[Fault] = []
@@ -1390,11 +1501,18 @@ def random_schedule(
     # faults begin once the first supervisor has looked (its first polls).
     if no_gpus:
         faults = [f for f in faults if f.at >= FIRST_LOOK_S]
+    # `verl`: one seed in three trains veRL, with a keep rule the product accepts (null or >= 2).
+    trainer = random.Random(seed + 7_000_003)
+    framework, verl_keep = "nemo-rl", 0
+    if verl and trainer.random() < 1 / 3:
+        framework, verl_keep = "verl", trainer.choice([0, 2, 3])
     return Schedule(
         seed,
         faults,
         keep=keep,
         from_seed=True,
+        framework=framework,
+        verl_keep=verl_keep,
         declare_gpus=not no_gpus,
         slow_submits=slow_submits,
         races=races,
