@@ -41,12 +41,16 @@ class ClusterView:
         return gpus, self.stability.observe(ids, self.clock.monotonic())
 
     def lasting_nodes(self) -> list[dict[str, Any]]:
-        """The node table without the flex-start nodes that end before an attempt could save on
-        them: their GPUs are not capacity (an attempt there would save at once and stop)."""
+        """The node table without the flex-start nodes that end before an attempt could train
+        and save on them: their GPUs are not capacity (an attempt there would save at once and
+        stop, or do nothing but load)."""
         if self.spec.node_max_run_s <= 0:
             return self.nodes
         ending = node_end.ending(
-            self.nodes, self.spec.node_max_run_s, self.clock.time(), node_end.SAVE_MARGIN_S
+            self.nodes,
+            self.spec.node_max_run_s,
+            self.clock.time(),
+            node_end.no_capacity_within_s(self.spec.save_before_node_end, self.spec.node_max_run_s),
         )
         return [n for n in self.nodes if str(n.get("node_id")) not in ending]
 

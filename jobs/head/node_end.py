@@ -70,6 +70,19 @@ def ending(
     )
 
 
+def no_capacity_within_s(framework: str, max_run_s: float) -> float:
+    """How close to its end a flex-start node is no longer capacity for a new attempt: the save
+    margin; for NeMo RL also its start allowance and as long again to train, since its deadline
+    counts from after its start. Nodes ending sooner got NeMo RL attempts that loaded, saved
+    after one step and returned, again and again until the nodes ended (in the simulation, a
+    120-step run on 3-hour nodes took 12 attempts; tests/jobs/head/sim/test_flex_start.py).
+    At most a third of the nodes' life: when nodes end at different times, every node has this
+    much left at once only if it is well under half their life, else a run would wait for ever."""
+    if framework != NEMO_RL:
+        return SAVE_MARGIN_S
+    return max(SAVE_MARGIN_S, min(SAVE_MARGIN_S + 2 * NEMO_RL_START_S, max_run_s / 3))
+
+
 def nodes_end_at(nodes: Iterable[Mapping[str, Any]], max_run_s: float, now_s: float) -> float:
     """When the first of the alive GPU nodes reaches its maximum run duration (epoch seconds).
     With none alive, the attempt's nodes are yet to come, so none ends before now + max_run_s."""

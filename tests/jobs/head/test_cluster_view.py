@@ -49,6 +49,40 @@ def test_flex_start_nodes_ending_before_a_save_are_not_capacity():
     assert len(everlasting.lasting_nodes()) == 2
 
 
+@pytest.mark.parametrize(("framework", "capacity"), [("nemo-rl", 0.0), ("verl", 8.0), ("", 8.0)])
+def test_a_node_too_close_to_its_end_for_nemo_rl_to_start_and_train_is_not_its_capacity(
+    framework, capacity
+):
+    """NeMo RL's deadline counts from after its start (node_end.NEMO_RL_START_S): on a node
+    with less left than the save margin, that start and as long again to train, an attempt
+    would load, save after a step and return, and the next one the same until the node ended.
+    veRL's expiry is absolute: it trains on the node until the end."""
+    clock = StepClock(100_000.0)
+    left = node_end.SAVE_MARGIN_S + 2 * node_end.NEMO_RL_START_S - 600
+    assert left > node_end.SAVE_MARGIN_S
+    ending = node("ending", 100_000.0 - 12 * 3600 + left)
+    probes = Probes(nodes=lambda: [ending], log_size=lambda _j: 0)
+    view = ClusterView(
+        probes, spec(node_max_run_s=12 * 3600.0, save_before_node_end=framework), clock
+    )
+    assert view.observe()[0] == capacity
+
+
+@pytest.mark.parametrize("hours", [1, 2, 3, 6, 24, 7 * 24])
+def test_no_node_life_leaves_nemo_rl_without_a_moment_when_all_its_nodes_are_capacity(hours):
+    """Two nodes half a life apart (the worst offset), a new one joining 15 min after each end:
+    whatever the pool's maximum run duration (1 h to GKE's 7 days), a moment comes when both
+    have more left than the window that keeps them out of capacity."""
+    life = hours * 3600.0
+    window = node_end.no_capacity_within_s("nemo-rl", life)
+    assert node_end.SAVE_MARGIN_S <= window <= node_end.SAVE_MARGIN_S + 2 * node_end.NEMO_RL_START_S
+    replace_s = 900.0
+    # When a node's replacement joins, the other node has half a life less the delay left;
+    # if that is too little, the other's replacement joins when this one has the rest.
+    other_left = life / 2 - replace_s
+    assert other_left >= window or life - (other_left + replace_s) >= window
+
+
 def test_probes_that_cannot_answer_now_give_their_safe_default():
     failing = _raise(OSError("the dashboard restarts"))
     probes = Probes(

@@ -59,6 +59,7 @@ def _replay_hint(schedule: Schedule, why: str, history: list[str]) -> str:
         + (", slow_submits=True" if schedule.slow_submits else "")
         + (", races=True" if schedule.races else "")
         + (", verl=True" if schedule.framework == "verl" else "")
+        + (", flex=True" if schedule.node_max_run_s else "")
     )
     seeded = (
         f"simulate(random_schedule({schedule.seed}{shape}), DIR), i.e. "

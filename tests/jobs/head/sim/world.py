@@ -15,7 +15,11 @@ makes one step every `STEP_S` and saves every `SAVE_EVERY` steps; it fails a lit
 hosting its workers dies; it succeeds at `TARGET_STEPS`. NeMo RL saves into `tmp_step_N`, renamed
 `step_N` when done, and resumes from the highest complete `step_N`. veRL saves into
 `global_step_N/actor` (its own keep rule first), then writes its tracker, and resumes from the
-step its tracker names (see `_save_verl` and `_verl_resume` for the upstream lines).
+step its tracker names (see `_save_verl` and `_verl_resume` for the upstream lines). On flex-start
+GPUs (`Schedule.node_max_run_s`) each GPU node ends at its maximum run duration and a new one
+joins later; each trainer saves before the end as the supervisor told it: NeMo RL once its
+`checkpoint_must_save_by` is near, then returns (its job SUCCEEDS unfinished), veRL at every
+step once its ESI expiry is near, training on until the node ends (`_save_due`).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from typing import Any
 from jobs.client.api import JobsAPIError
 from jobs.client.types import JobStatus
 from jobs.head import events as ev
-from jobs.head import hygiene, protocol, scale_up, stop
+from jobs.head import hygiene, node_end, protocol, scale_up, stop
 from jobs.head.capacity_probe import Probed
 from jobs.head.clock import Clock
 from jobs.head.files import Files
@@ -107,6 +111,9 @@ VERL_TRACKER = "latest_checkpointed_iteration.txt"
 # The actor's shards are written before veRL's dataloader state and its tracker: a save cut in
 # between leaves a step with weights that the tracker does not name yet.
 VERL_WEIGHTS_AT = 0.75
+# Flex-start: a new GPU node joins this long after one reached its maximum run duration (the
+# Dynamic Workload Scheduler provisions it again).
+FLEX_REPLACE_S = 900.0
 
 
 def transient_error(seq: int) -> str:
@@ -194,6 +201,8 @@ class Job:
     reservations: dict[str, Any] = field(default_factory=dict)  # entrypoint_num_gpus, ...
     # veRL: the steps this trainer process saved, its keep rule's list (in memory only)
     saved: list[int] = field(default_factory=list)
+    trainer_start: float = 0.0  # when its training loop began (NeMo RL's timeout counts from it)
+    stopped_for_node_end: bool = False  # NeMo RL saved for its nodes' end and returned
     # (step, compute seconds, save seconds) as the trainer would log them (goodput's input)
     logged: list[list[float]] = field(default_factory=list)
     # supervisors
@@ -221,6 +230,7 @@ class Node:
     marked_dead_ms: int | None = None  # what Ray's node table says, late
     is_head: bool = False
     message: str = ""
+    ends_at: float | None = None  # flex-start: when its VM reaches its maximum run duration
     _row: dict[str, Any] | None = field(default=None, repr=False, compare=False)
     _row_key: tuple[int | None, str] | None = field(default=None, repr=False, compare=False)
 
@@ -283,6 +293,10 @@ class Schedule:
     # (0: null, every save kept; the product refuses 1, jobs/recipes).
     framework: str = "nemo-rl"
     verl_keep: int = 0
+    # Flex-start GPUs: each GPU node's maximum run duration (0: none). The nodes up at the
+    # submit started earlier, by up to `flex_age` of it (drawn per schedule).
+    node_max_run_s: float = 0.0
+    flex_age: float = 0.0
 
     def describe(self) -> str:
         """The schedule as Python that replays it with `simulate(schedule, folder)`."""
@@ -296,7 +310,8 @@ class Schedule:
             f"target_steps={self.target_steps}, probe_capacity={self.probe_capacity}, "
             f"on_demand={self.on_demand}, eval_at_end={self.eval_at_end}, "
             f"eval_refused={self.eval_refused!r}, framework={self.framework!r}, "
-            f"verl_keep={self.verl_keep}, faults=[{faults}\n    ])"
+            f"verl_keep={self.verl_keep}, node_max_run_s={self.node_max_run_s:g}, "
+            f"flex_age={self.flex_age:g}, faults=[{faults}\n    ])"
         )
 
 
@@ -343,6 +358,8 @@ class World:
         self.history: list[str] = []  # what happened, for a failing seed's report
         # ground truth
         self.newest_complete = 0
+        # At each flex-start node end, the steps its attempt had made since its last save.
+        self.node_end_losses: list[int] = []
         self._ckpt_seen: tuple[int, int] = (0, -1)
         self.stop_at: float | None = None  # the user's last stop, while not resumed since
         self.succeeded = False
@@ -363,8 +380,10 @@ class World:
         self.api_clear_at = T0  # when the last faulty API answer was given
         self.rearmer_back_at = T0  # when the re-armer (and its head) last came back
         self.stale_since: dict[str, float] = {}  # supervisor -> when a newer lease was first seen
+        ages = random.Random(schedule.seed + 8_000_003)
         for _ in range(0 if schedule.on_demand else NODES + schedule.spare_nodes):
-            self._add_node(GPUS_PER_NODE)
+            age = ages.uniform(0, schedule.flex_age) * schedule.node_max_run_s
+            self._add_node(GPUS_PER_NODE, started=self.now - age)
 
     # ------------------------------------------------------------------ scheduler
 
@@ -468,10 +487,38 @@ class World:
 
     # ------------------------------------------------------------------ the cluster
 
-    def _add_node(self, gpus: int, head: bool = False) -> Node:
-        node = Node(f"node{next(self.node_ids):04d}", gpus, int(self.now * 1000), is_head=head)
+    def _add_node(
+        self,
+        gpus: int,
+        head: bool = False,
+        started: float | None = None,
+        ends_at: float | None = None,
+    ) -> Node:
+        """A node joins Ray now (its VM `started` then); on flex-start a GPU node's VM ends
+        `node_max_run_s` after it started, or at `ends_at` (a VM that outlived a head loss: Ray
+        records its new raylet's start, the VM keeps its end)."""
+        started = self.now if started is None else started
+        node = Node(f"node{next(self.node_ids):04d}", gpus, int(started * 1000), is_head=head)
         self.nodes.append(node)
+        if gpus and self.schedule.node_max_run_s > 0:
+            node.ends_at = ends_at or started + self.schedule.node_max_run_s
+            self.at(max(self.now, node.ends_at), lambda: self._node_end(node))
         return node
+
+    def _node_end(self, node: Node) -> None:
+        """A flex-start VM reaches its maximum run duration: GKE removes it; a new one joins
+        later. Work since the last save is lost as in a preemption, though it was known."""
+        if node not in self.nodes or not node.alive:
+            return
+        for job in self.jobs.values():
+            if job.status in LIVE and node.node_id in job.nodes:
+                self.node_end_losses.append(job.step - self._saved_by(job))
+        self.kill_node(node, "flex-start maximum run duration")
+        self.at(self.now + FLEX_REPLACE_S, lambda: self._replace(node))
+
+    def _saved_by(self, job: Job) -> int:
+        """The newest step this attempt saved completely (its start step when none)."""
+        return max([job.start_step, *job.saved])
 
     def free_gpu_nodes(self) -> list[Node]:
         busy = {n for j in self.jobs.values() if j.status in LIVE for n in j.nodes}
@@ -635,6 +682,9 @@ class World:
             steps=lambda sid: self._steps_done(self.key(view.cluster, sid)),
             hosts=lambda sid: self._hosts(self.key(view.cluster, sid)),
             capacity=self._probe_capacity if self.schedule.probe_capacity else None,
+            stopped_for_node_end=lambda sid: self._stopped_for_node_end(
+                self.key(view.cluster, sid)
+            ),
         )
         sup = from_job(
             view,
@@ -707,6 +757,11 @@ class World:
             frozenset(n.node_id for n in self.nodes if n.alive),
             float(sum(n.gpus for n in self.free_gpu_nodes())),
         )
+
+    def _stopped_for_node_end(self, sid: str) -> bool:
+        self._api("get_job_logs")  # production reads the log for NeMo RL's line
+        job = self.jobs.get(sid)
+        return bool(job and job.stopped_for_node_end)
 
     def _log_size(self, sid: str) -> int:
         return self.jobs[sid].step * 100 if sid in self.jobs else 0
@@ -832,6 +887,7 @@ class World:
                 f"checkpoint (step {self.newest_complete}): its progress was lost"
             )
         job.step = job.start_step = start
+        job.trainer_start = self.now + LOAD_S
         if unloadable:
             self.at(self.now + LOAD_S, lambda: self._fail(job, token, unloadable))
             return
@@ -871,10 +927,11 @@ class World:
             self._end(job, token, JobStatus.SUCCEEDED)
             self.succeeded = True
             return
-        if job.step % self.schedule.save_every == 0 and self.schedule.framework == "verl":
+        by_period, for_node_end = self._save_due(job)
+        if (by_period or for_node_end) and self.schedule.framework == "verl":
             self._save_verl(job, token, job.step)
             return
-        if job.step % self.schedule.save_every == 0:
+        if by_period or for_node_end:
             n = job.step
             # Plain strings, not pathlib: thousands of schedules save hundreds of times each.
             tmp = f"{self.ckpt}/tmp_step_{n}"
@@ -890,12 +947,43 @@ class World:
                     remove_tree(final)
                 os.replace(tmp, final)
                 job.logged[-1][2] = SAVE_S
+                job.saved.append(n)
                 self.newest_complete = max(self.newest_complete, n)
+                if for_node_end:  # grpo.py L1389-1391 @v0.4.0: saved for the timeout, it returns
+                    job.stopped_for_node_end = True
+                    self.note(f"{job.submission_id} saved before its nodes' end and returns")
+                    self._end(job, token, JobStatus.SUCCEEDED)
+                    return
                 self.at(self.now + STEP_S, lambda: self._step(job, token))
 
             self.at(self.now + SAVE_S, finish)
             return
         self.at(self.now + STEP_S, lambda: self._step(job, token))
+
+    def _save_due(self, job: Job) -> tuple[bool, bool]:
+        """Whether the trainer saves after this step: by its save period, and for its nodes'
+        end as the supervisor told it (jobs/head/node_end.py writes both settings).
+        NeMo RL v0.4.0: `checkpointing.checkpoint_must_save_by` counted from its training
+        loop's start, one mean step early (timer.py L264-300 `TimeoutChecker` with
+        fit_last_save_time, grpo.py L855-858, L1226). veRL 0.6.0: the expiry in
+        MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP within its longest step + 60 s +
+        `trainer.esi_redundant_time` (checkpoint_manager.py L207-229 `should_save_ckpt_esi`,
+        ray_trainer.py L1209-1226), every step from then on: no latch."""
+        by_period = job.step % self.schedule.save_every == 0
+        if self.schedule.framework == "verl":
+            expiry = (job.runtime_env.get("env_vars") or {}).get(node_end.VERL_EXPIRY_ENV)
+            margin = _override(job.entrypoint, node_end.VERL_MARGIN_KEY)
+            if expiry is None:
+                return by_period, False
+            remaining = float(expiry) - self.now
+            near = 0 < remaining <= STEP_S + node_end.VERL_RESERVED_S + float(margin or 0)
+            return by_period, near
+        must = _override(job.entrypoint, node_end.NEMO_RL_KEY)
+        if must is None:
+            return by_period, False
+        days, hours, minutes, secs = (int(x) for x in must.split(":"))
+        must_s = days * 86400 + hours * 3600 + minutes * 60 + secs
+        return by_period, self.now - job.trainer_start + STEP_S >= must_s
 
     def _save_verl(self, job: Job, token: int, n: int) -> None:
         """veRL's `_save_checkpoint` (ray_trainer.py L768-824 @v0.6.0): the keep rule of this
@@ -1016,6 +1104,8 @@ class World:
             gpus_per_node=GPUS_PER_NODE,
             eval_at_end=self.schedule.eval_at_end,
             eval_job=EVAL_JOB if self.schedule.eval_at_end else None,
+            node_max_run_s=self.schedule.node_max_run_s,
+            save_before_node_end=self.schedule.framework if self.schedule.node_max_run_s else "",
         )
         self.stop_at = None
         sid = protocol.supervisor_id(RUN, n)
@@ -1206,11 +1296,11 @@ class World:
                 return  # lost again while down: the later loss brings it back (seed 543)
             self.jobs = {}
             self.asked, self.kv = [], DictKV()  # the GCS is new: no request, an empty KV
-            gpu_alive = sum(1 for n in self.nodes if n.alive and n.gpus)
+            gpu_alive = [n for n in self.nodes if n.alive and n.gpus]
             self.nodes = []
             self._add_node(0, head=True)
-            for _ in range(gpu_alive):
-                self._add_node(GPUS_PER_NODE)
+            for old in gpu_alive:  # their pods rejoin the new head; their VMs keep their end
+                self._add_node(GPUS_PER_NODE, ends_at=old.ends_at)
             self.head_up = True
             self.rearmer_back_at = self.now
             self.sessions[self.primary] = f"session_{self.primary}_{loss}"
@@ -1406,10 +1496,19 @@ class World:
             raise Violation(f"attempts submitted without an end on the record: {missing}")
 
 
+def _override(entrypoint: str, key: str) -> str | None:
+    """The value of a `key=value` override on the trainer's command line (None: absent)."""
+    for word in entrypoint.split():
+        name, eq, value = word.partition("=")
+        if eq and name.lstrip("+~") == key:
+            return value
+    return None
+
+
 def sweep_schedule(seed: int) -> Schedule:
     """The sweep's schedule for a seed: one seed in four runs `run` without --gpus (Ray's usual
-    shape: the driver needs none, its workers sit on GPU nodes), one in three trains veRL, each
-    drawn from a generator of its own so that `random_schedule(seed)` still replays every seed
+    shape: the driver needs none, its workers sit on GPU nodes), one in three trains veRL, one
+    in four runs on flex-start GPUs, each drawn from a generator of its own so that `random_schedule(seed)` still replays every seed
     a regression test names."""
     return random_schedule(
         seed,
@@ -1417,6 +1516,7 @@ def sweep_schedule(seed: int) -> Schedule:
         slow_submits=True,
         races=True,
         verl=True,
+        flex=True,
     )
 
 
@@ -1441,6 +1541,7 @@ def random_schedule(
     slow_submits: bool = False,
     races: bool = False,
     verl: bool = False,
+    flex: bool = False,
 ) -> Schedule:
     rng = random.Random(seed)
     faults: list[Fault] = []
@@ -1506,6 +1607,13 @@ def random_schedule(
     framework, verl_keep = "nemo-rl", 0
     if verl and trainer.random() < 1 / 3:
         framework, verl_keep = "verl", trainer.choice([0, 2, 3])
+    # `flex`: one seed in four runs on flex-start GPUs of a 3, 6 or 12-hour life, the nodes up
+    # at the submit of any age.
+    flex_draw = random.Random(seed + 9_000_003)
+    node_max_run_s, flex_age = 0.0, 0.0
+    if flex and flex_draw.random() < 0.25:
+        node_max_run_s = flex_draw.choice([3, 6, 12]) * 3600.0
+        flex_age = round(flex_draw.random(), 2)
     return Schedule(
         seed,
         faults,
@@ -1513,6 +1621,8 @@ def random_schedule(
         from_seed=True,
         framework=framework,
         verl_keep=verl_keep,
+        node_max_run_s=node_max_run_s,
+        flex_age=flex_age,
         declare_gpus=not no_gpus,
         slow_submits=slow_submits,
         races=races,
