@@ -1105,7 +1105,13 @@ class World:
             eval_at_end=self.schedule.eval_at_end,
             eval_job=EVAL_JOB if self.schedule.eval_at_end else None,
             node_max_run_s=self.schedule.node_max_run_s,
-            save_before_node_end=self.schedule.framework if self.schedule.node_max_run_s else "",
+            # Only a recipe's supervisor knows its trainer: `submit`, which declares the GPUs;
+            # `run -- COMMAND` gets none (jobs/runs/supervision.py `saves_before_node_end`).
+            save_before_node_end=(
+                self.schedule.framework
+                if self.schedule.node_max_run_s and self.schedule.declare_gpus
+                else ""
+            ),
         )
         self.stop_at = None
         sid = protocol.supervisor_id(RUN, n)
