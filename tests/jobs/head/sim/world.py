@@ -1478,6 +1478,7 @@ class World:
                 why = json.dumps(end, sort_keys=True) if end else "no end recorded"
                 raise Violation(f"the trainer finished but the record ends otherwise: {why}")
             self._every_attempt_has_its_end(ev.life(recs))
+            self._goodput_is_what_the_trainers_did(ev.life(recs))
             return
         if end is not None and self._an_end_the_user_accepts(end):
             return
@@ -1493,6 +1494,36 @@ class World:
             return True
         return reason == "deadline" and self.schedule.capacity_deadline_s > 0
 
+    def _goodput_is_what_the_trainers_did(self, recs: list[dict]) -> None:
+        """Goodput (jobs/runs/goodput.py), read from Ray's job records, the trainers' step lines
+        and the supervisor's records as `rl-jobs goodput` reads them, against what the simulated
+        trainers did: every step computed once is productive, every step computed again is
+        redone, every save finished is a save, and the buckets add up to the run's life, from its
+        first record to its end."""
+        if _GOODPUT_UNCHECKED & {f.kind for f in self.schedule.faults}:
+            return
+        traces = attempt_traces(self)
+        spent = goodput.account(traces, recs, int(self.now * 1000), NODES * GPUS_PER_NODE)
+        logged = [e for j in self.jobs.values() if j.kind != protocol.SUPERVISOR for e in j.logged]
+        first = len({int(e[0]) for e in logged})
+        truth = {
+            "productive": first * STEP_S,
+            "redone": (len(logged) - first) * STEP_S,
+            "saves": sum(1 for e in logged if e[2]) * SAVE_S,
+        }
+        stamps = [t for t in map(goodput.record_ms, recs) if t]
+        life_ms = (goodput.record_ms(ev.outcome(recs) or {}) or 0) - min(
+            [*stamps, *(t.start_ms for t in traces if t.start_ms)]
+        )
+        wrong = {
+            b: (spent.seconds[b], s) for b, s in truth.items() if abs(spent.seconds[b] - s) > 1
+        }
+        if abs(spent.total_s - life_ms / 1000) > 1:
+            wrong["total"] = (spent.total_s, life_ms / 1000)
+        wrong.update({b: (s, 0.0) for b, s in spent.seconds.items() if s < 0})
+        if wrong:
+            raise Violation(f"goodput is not what the trainers did (goodput, truth): {wrong}")
+
     def _every_attempt_has_its_end(self, recs: list[dict]) -> None:
         """Each attempt submitted in the run's last life has its end on the record (goodput and the
         restart count are read from these records)."""
@@ -1500,6 +1531,11 @@ class World:
         ended = {r["submission_id"] for r in recs if r["event"] == ev.ATTEMPT_ENDED}
         if missing := sorted(submitted - ended):
             raise Violation(f"attempts submitted without an end on the record: {missing}")
+
+
+# Faults after which Ray's job table no longer holds every attempt of the run (a new head), or
+# the run has more than one life: goodput is checked against the trainers without them.
+_GOODPUT_UNCHECKED = frozenset({"head_loss", "two_heads", "stop", "resume"})
 
 
 def _override(entrypoint: str, key: str) -> str | None:
