@@ -452,10 +452,12 @@ def is_capacity_wait(reason: Reason) -> bool:
 
 
 def may_be_own_next_attempt(d: Decision, noted: Reason | None) -> bool:
-    """GPUs newly found busy may be busy with our own next attempt, submitted before an error
-    hid it from us (a lost answer, then a malformed one: found by the simulation, seed 558):
+    """GPUs newly found busy or missing may be held by our own next attempt, submitted before an
+    error hid it from us (a lost answer, then a malformed one: found by the simulation, seed 558
+    with the GPUs busy; seed 1025 with them missing, the flex-start nodes it ran on too close to
+    their end to count, so the supervisor waited beside its own running attempt for 38 min):
     worth asking Ray whether it is there before waiting for them."""
-    return d.reason == Reason.GPUS_BUSY and d.reason != noted
+    return d.reason in (Reason.GPUS_BUSY, Reason.NO_CAPACITY) and d.reason != noted
 
 
 class Note(str, Enum):

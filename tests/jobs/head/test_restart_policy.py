@@ -548,6 +548,17 @@ def test_gpus_newly_busy_may_be_held_by_our_own_next_attempt():
     assert not may_be_own_next_attempt(Decision(Action.WAIT, Reason.SETTLING, "s"), None)
 
 
+def test_gpus_newly_missing_may_be_held_by_our_own_next_attempt_too():
+    """Seed 1025: the flex-start nodes our unseen attempt ran on were too close to their end to
+    count, so the GPUs read as missing, not busy, and the supervisor waited beside it."""
+    from jobs.head.restart_policy import Decision, may_be_own_next_attempt
+
+    missing = Decision(Action.WAIT, Reason.NO_CAPACITY, "missing")
+    assert may_be_own_next_attempt(missing, None)
+    assert may_be_own_next_attempt(missing, Reason.GPUS_BUSY)
+    assert not may_be_own_next_attempt(missing, Reason.NO_CAPACITY)  # once per spell
+
+
 # ------------------------------------------------------------------ a re-armed supervisor
 
 

@@ -611,3 +611,16 @@ def test_a_supervisor_that_renews_a_lease_taken_over_fails_the_schedule(base, mo
     monkeypatch.setattr(RunStore, "renew", renew)
     with pytest.raises(pytest.fail.Exception, match=r"renewed lease 1 of the run .* after lease 2"):
         _run(sweep_schedule(2), base / "planted")
+
+
+def test_seed_1025_an_attempt_whose_submit_answer_was_lost_is_adopted_not_waited_beside(base):
+    """A submit's answer lost, then errors; the flex-start nodes the attempt ran on were too
+    close to their end to count as capacity: the supervisor recorded a wait for GPUs beside its
+    own running attempt for 38 min, unwatched (and goodput booked that time as a wait)."""
+    world = _run(sweep_schedule(1025), base)
+    assert world.succeeded
+    recs = _events(world)
+    a2 = next(r for r in recs if r["event"] == ev.SUBMITTED and r["attempt"] == 2)
+    ended = next(r for r in recs if r["event"] == ev.ATTEMPT_ENDED and r["attempt"] == 2)
+    between = recs[recs.index(a2) : recs.index(ended)]
+    assert not [r for r in between if r["event"] == ev.WAITING], between
