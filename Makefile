@@ -111,12 +111,12 @@ browser:
 # Everything but the slow seams (pytest.ini lists them: a real Ray cluster, the compiler, the CLI
 # as a subprocess, a real kubectl, whole-program renderings, the frameworks' own code, the
 # stand-in Hub, a headless browser), on two workers, in under a minute. The supervision
-# simulation runs its first 1,000 seeded schedules here (500 with on-demand scaling); `make test`
-# runs all 5,000 (and 1,000): about 10 ms of CPU each, with them the target took 156 CPU-s on
-# 2026-12-05, over a minute on two cores (docs/benchmarks.md, "The test suite").
+# simulation sweeps all its 5,000 seeded schedules here (7 ms of CPU each) and the first 500 with
+# on-demand scaling (`make test` runs 1,000): 54-58 s on a quiet machine on 2026-12-07
+# (docs/benchmarks.md, "The test suite").
 FAST_MARKERS := not ray and not compiler and not subprocess_cli and not kubectl and not plan and not frameworks and not hub and not browser
 test-fast: venv
-	SIM_SCHEDULES=1000 SIM_ON_DEMAND_SCHEDULES=500 $(PYTEST) -q -n 2 --dist worksteal -m "$(FAST_MARKERS)"
+	SIM_SCHEDULES=5000 SIM_ON_DEMAND_SCHEDULES=500 $(PYTEST) -q -n 2 --dist worksteal -m "$(FAST_MARKERS)"
 
 # The simulation's mutation test: each planted bug in tests/jobs/head/sim/mutants/ (a patch) is
 # applied to a temporary copy of this checkout and the fault sweeps run against it; each must

@@ -36,6 +36,7 @@ TIMEOUT_S = 120.0
 # WAIT_AVAILABLE_AGENT_TIMEOUT, Ray 2.60). Nothing reached an agent, so sending it again is safe.
 NO_AGENT_YET = "No available agent to submit job"
 AGENT_WAIT_S = 90.0
+AGENT_RETRY_S = 1.0  # between two sends of a submit no agent took
 
 # Ray 2.46's head proxies a submit to the node's job agent over one aiohttp session, and an agent
 # that drops that connection mid-request gives the caller a 500 carrying the traceback of this
@@ -71,7 +72,11 @@ class JobsAPI:
     """One dashboard's Jobs API; method names and results are JobSubmissionClient's."""
 
     def __init__(
-        self, url: str, timeout_s: float = TIMEOUT_S, agent_wait_s: float = AGENT_WAIT_S
+        self,
+        url: str,
+        timeout_s: float = TIMEOUT_S,
+        agent_wait_s: float = AGENT_WAIT_S,
+        agent_retry_s: float = AGENT_RETRY_S,
     ) -> None:
         # Ray strips trailing slashes from the address (dashboard_sdk.py SubmissionClient).
         self.url = url.rstrip("/")
@@ -84,6 +89,7 @@ class JobsAPI:
         self._prefix = parts.path  # a dashboard behind a path-routing proxy
         self.timeout_s = timeout_s
         self.agent_wait_s = agent_wait_s
+        self.agent_retry_s = agent_retry_s
 
     # ------------------------------------------------------------------ transport
 
@@ -190,7 +196,7 @@ class JobsAPI:
                 if not (dropped or no_agent) or time.monotonic() > deadline:
                     raise
                 sent_into_a_dropped_link = sent_into_a_dropped_link or bool(dropped)
-            time.sleep(1.0)
+            time.sleep(self.agent_retry_s)
 
     def package_exists(self, uri: str) -> bool:
         """Whether the head still holds an uploaded package (`gcs://_ray_pkg_....zip`): Ray's

@@ -17,6 +17,8 @@ from jobs.runs import eval_results
 from jobs.runs.plan import JOBS_REPO
 from tests.jobs import eval_fixture as fx
 
+pytestmark = pytest.mark.subprocess_cli  # every test starts the eval job as its own process
+
 
 def run_env(lustre: fx.Lustre) -> dict[str, str]:
     return {
