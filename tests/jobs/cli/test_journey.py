@@ -130,9 +130,18 @@ def head() -> Iterator[localray.LocalRay]:
         h.stop()
 
 
-def cli(*args: str) -> tuple[int, str, str]:
+# The settle a failure waits for Ray to mark a lost node dead before it is judged a crash: Ray
+# marks a SIGKILLed raylet dead 4-7 s after the kill on a quiet machine (FAST_HEALTH), later under
+# load, and the attempt can end before that. It ends as soon as the death is seen, so a long one
+# costs a preemption nothing; with 2 s a fresh clone's CI judged the preemption journey's first
+# loss a crash, and with --max-restarts 0 the run ended. Only that journey loses nodes; the
+# others keep 2 s, the back-off between attempts that die before their first step.
+SETTLE_FOR_A_LOST_NODE = {"JOBS_SUPERVISOR_SETTLE_S": "30"}
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     result = CliRunner().invoke(
-        app, list(args), env={**FAST, "RAY_ADDRESS": None, "COLUMNS": "120"}
+        app, list(args), env={**FAST, **(env or {}), "RAY_ADDRESS": None, "COLUMNS": "120"}
     )
     return result.exit_code, result.stdout, result.stderr
 
@@ -203,7 +212,7 @@ class Life:
         # A raylet's start takes seconds on a quiet machine, a minute or more on a busy one.
         self.node.join(timeout=240)
 
-    def start(self, *extra: str) -> None:
+    def start(self, *extra: str, env: dict[str, str] | None = None) -> None:
         script = TRAINER.format(
             marks=str(self.marks),
             ckpt=str(self.ckpt),
@@ -213,7 +222,7 @@ class Life:
         code, _, err = cli(
             "run", "--address", self.url, "--name", self.run, "--gpus", "1",
             "--runs-root", str(self.root), "--checkpoint-dir", str(self.ckpt), *extra,
-            "--", "python", "-c", script,
+            "--", "python", "-c", script, env=env,
         )  # fmt: skip
         assert code == 0, err
 
@@ -232,6 +241,21 @@ class Life:
 
     def until(self, event: str, timeout: float = 180) -> None:
         wait_until(lambda: event in self.events(), timeout, f"{self.run} records {event}")
+
+    def counted(self, event: str, n: int, timeout: float = 120) -> None:
+        """Wait until the run has recorded `event` `n` times; a run that ended first fails at
+        once, with its decisions."""
+
+        def seen() -> bool:
+            records = list(RunStore(self.root, self.run).events())
+            if sum(r["event"] == event for r in records) >= n:
+                return True
+            if ev.outcome(records) is not None:
+                story = "\n".join(f"{r['event']}: {r.get('message', '')}" for r in records)
+                raise AssertionError(f"{self.run} ended before {event} {n}:\n{story}")
+            return False
+
+        wait_until(seen, timeout, f"{self.run}: {event} {n}")
 
     def read(self, phase: Phase) -> dict[str, tuple[int, str]]:
         """Every read command at this phase; each answers as documented."""
@@ -360,12 +384,12 @@ def _kill_supervisor(run: str) -> None:
 
 def _preempted_twice(life: Life, phases: list[Phase]) -> None:
     life.node_up()
-    life.start("--max-restarts", "0", "--max-preemptions", "3")
+    life.start("--max-restarts", "0", "--max-preemptions", "3", env=SETTLE_FOR_A_LOST_NODE)
     life.held(1)
     life.read(phases[0])
     for n, (waiting, training) in enumerate([(phases[1], phases[2]), (phases[3], None)], 1):
         life.node.stop(grace_s=0)  # a reclaimed spot VM: raylet, agent and driver go at once
-        wait_until(lambda n=n: life.events().count(ev.PREEMPTED) == n, 120, f"preemption {n}")
+        life.counted(ev.PREEMPTED, n)
         wait_until(lambda n=n: life.events().count(ev.WAITING) >= n, 120, f"wait {n}")
         life.read(waiting)  # a stockout: no GPU node until the reads are done
         life.node_up()
