@@ -67,6 +67,8 @@ class Rearmer:
     # This head's Ray session, written into the hand-off lease: a supervisor on another head
     # then knows its own Ray cannot tell whether the new supervisor lives (run_store.py `Lease`).
     head: str | None = None
+    # `OTHER_HEAD_GRACE_S` unless the re-armer was started with --other-head-grace.
+    other_head_grace_s: float = OTHER_HEAD_GRACE_S
     _stores: dict[str, RunStore] = field(default_factory=dict, init=False)
 
     def store(self, run: str) -> RunStore:
@@ -99,13 +101,13 @@ class Rearmer:
         return rearm, stopped
 
     def _held(self, lease: Lease | None) -> bool:
-        """Alive, or lapsed a moment ago on another head (`OTHER_HEAD_GRACE_S`)."""
+        """Alive, or lapsed a moment ago on another head (`other_head_grace_s`)."""
         if lease is None:
             return False
         now = self.clock.time()
         if lease.head is None or self.head is None or lease.head == self.head:
             return lease.alive(now)
-        return now < lease.renewed + lease.ttl_s + OTHER_HEAD_GRACE_S
+        return now < lease.renewed + lease.ttl_s + self.other_head_grace_s
 
     def candidates(self) -> list[str]:
         """Runs whose record is supervised, unfinished, not asked to stop, and whose lease
@@ -233,6 +235,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--address", required=True, help="the Ray dashboard URL")
     parser.add_argument("--runs-root", required=True, help="where run records live")
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between sweeps")
+    parser.add_argument(
+        "--other-head-grace",
+        type=float,
+        default=OTHER_HEAD_GRACE_S,
+        metavar="SECONDS",
+        help="how long a lapsed lease of another Ray head stays that head's to re-arm",
+    )
     args = parser.parse_args(argv)
     from ray.job_submission import JobSubmissionClient
 
@@ -244,7 +253,9 @@ def main(argv: list[str]) -> int:
             if client is None:  # the head may not answer yet: it starts with us
                 client = JobSubmissionClient(args.address)
                 head = JobsAPI(args.address).session_name()
-            Rearmer(client, args.runs_root, head=head).sweep()
+            Rearmer(
+                client, args.runs_root, head=head, other_head_grace_s=args.other_head_grace
+            ).sweep()
         except (RuntimeError, OSError, ConnectionError, ValueError) as e:
             print(f"rearm: {type(e).__name__}: {e}", flush=True)
             client = None

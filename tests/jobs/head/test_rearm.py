@@ -149,3 +149,44 @@ def test_a_lapsed_lease_of_another_head_is_left_to_that_heads_rearmer_for_a_whil
     assert on_a.candidates() == ["old", "theirs"]
     clock.now += OTHER_HEAD_GRACE_S
     assert on_b.candidates() == ["old", "ours", "theirs"]
+
+
+def test_the_grace_for_another_heads_lease_is_the_one_the_rearmer_was_started_with(tmp_path):
+    """`--other-head-grace` (a shorter grace where heads restart faster, or in the tests):
+    another head's lapsed lease is taken once that grace is over, not the default's."""
+    from jobs.head.clock import Clock
+
+    class _At(Clock):
+        now = 1000.0
+
+        def time(self) -> float:
+            return self.now
+
+        def monotonic(self) -> float:
+            return self.now
+
+    clock = _At()
+    store = RunStore(tmp_path, "theirs", clock)
+    store.acquire("theirs-s1", ttl_s=15, head="session_a")
+    store.write_spec({"run": "theirs", "max_restarts": 1})
+    on_b = Rearmer(
+        _Client(),
+        str(tmp_path),
+        write=lambda _: None,
+        clock=clock,
+        head="session_b",
+        other_head_grace_s=5.0,
+    )
+    clock.now += 15 + 4.9
+    assert on_b.candidates() == []
+    clock.now += 0.2
+    assert on_b.candidates() == ["theirs"]
+
+
+def test_the_rearmer_refuses_a_grace_that_is_not_a_number(capsys):
+    from jobs.head.rearm import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(["--address", "http://127.0.0.1:1", "--runs-root", "/tmp", "--other-head-grace", "x"])
+    assert ended.value.code == 2
+    assert "--other-head-grace" in capsys.readouterr().err

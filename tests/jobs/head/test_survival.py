@@ -257,7 +257,7 @@ def test_a_silent_attempt_is_stopped_as_stalled_and_restarted(head, tmp_path):
     assert "stalled" in out
 
 
-def _rearmer(address: str, root: Path):
+def _rearmer(address: str, root: Path, *flags: str):
     import subprocess
     import sys
 
@@ -274,6 +274,7 @@ def _rearmer(address: str, root: Path):
             str(root),
             "--interval",
             "1",
+            *flags,
         ],
         cwd=REPO,
         env=clean_env(**FAST),
@@ -389,10 +390,11 @@ def test_the_whole_cluster_lost_mid_run_goes_on_on_a_new_one_with_the_rearmer(tm
                 pass
         first.stop()
     second = localray.start(num_cpus=2)
-    rearmer = _rearmer(second.dashboard_url, root)
+    # The grace a lease of another head gets (60 s, jobs/head/rearm.py OTHER_HEAD_GRACE_S) is
+    # shortened: its own test is test_rearm.py's; this one is the whole life across two clusters.
+    rearmer = _rearmer(second.dashboard_url, root, "--other-head-grace", "5")
     try:
-        # Re-armed once the lost head's lease lapsed and the grace a lease of another head gets
-        # (15 s + 60 s after its last renewal, jobs/head/rearm.py OTHER_HEAD_GRACE_S).
+        # Re-armed once the lost head's lease lapsed and the grace was over.
         wait_until(lambda: finished(root, run) is not None, 180, "the run's end")
         v = _status(root, run)
         assert v["status"] == "SUCCEEDED", [r["message"] for r in v["history"]]
