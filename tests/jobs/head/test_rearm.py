@@ -114,7 +114,7 @@ def test_ctrl_c_ends_the_rearmer_with_one_line_and_no_traceback(tmp_path):
         rest, _ = proc.communicate(timeout=30)
     finally:
         proc.kill()
-    assert proc.returncode == 130
+    assert proc.returncode == 130, rest  # once in a loaded CI run it was 1: what it printed
     assert "Traceback" not in rest and rest.startswith("rearm: interrupted"), rest
 
 
