@@ -76,7 +76,7 @@ def bare_judge(code: str, cases: list[tuple[str, str]], pch_dir: Path | None = N
 
 
 def load_before(tmp: Path):
-    """The pre-issue-17 executor module, from git, as `before_sandbox`."""
+    """The executor module before its bwrap boxes (BEFORE_COMMIT), from git, as `before_sandbox`."""
     source = subprocess.run(
         ["git", "show", f"{BEFORE_COMMIT}:jobs/rewards/sandbox.py"],
         cwd=ROOT,

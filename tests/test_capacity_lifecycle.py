@@ -1,6 +1,6 @@
 """Every capacity mode through its whole life: create, grow, park, unpark, change machine type, destroy.
 
-Issue 26 ("Every capacity mode through its whole life"). One table, spot / reservation / on-demand /
+One table, spot / reservation / on-demand /
 flex-start x the six steps of a stack's life, each step applied to the state the previous one
 left. For every cell:
   - the step's rendering (the whole program under Pulumi's mock runtime, `preview=False`) passes
@@ -17,7 +17,7 @@ left. For every cell:
 
 Each distinct stack config is rendered once (cached), so unpark reuses create's rendering.
 
-Beside the six steps, the transitions of a running stack (issue 42): static <-> on-demand
+Beside the six steps, the transitions of a running stack: static <-> on-demand
 scaling, and a RayCluster change on a stack whose workers Ray's autoscaler has started. Every
 RayCluster update that makes KubeRay recreate its pods is a restart the gate asks a label for
 (`restart-ray`), and the update applies over the autoscaler's writes without a conflict.
@@ -398,7 +398,7 @@ def check_destroy(mode: str) -> None:
         assert passes is EXPECTED["destroy"].gate_passes, message
 
 
-# ------------------------------------------- transitions of a running stack (issue 42 item 3)
+# ------------------------------------------------------------- transitions of a running stack
 
 SPOT_TWO = Gpu("a4-highgpu-8g", 2)
 STATIC = (("scaling", "static"),)

@@ -1,4 +1,5 @@
-"""Whole stacks: both stack files render through __main__.py, and what issue 2/3 promise holds."""
+"""Whole stacks: both stack files render through __main__.py, with the networks, cluster, pools,
+outputs and refusals a stack promises."""
 
 from __future__ import annotations
 
@@ -501,7 +502,7 @@ def test_enabling_the_code_sandbox_adds_a_gvisor_pool_upgraded_in_place(stack: s
     assert pool["nodeConfig"]["imageType"] == "COS_CONTAINERD"
     assert pool["nodeConfig"]["machineType"] == "n2-standard-8" and pool["nodeCount"] == 2
     assert "guestAccelerators" not in pool["nodeConfig"] and not pool["nodeConfig"].get("spot")
-    # The same in-place upgrade as the GPU pool (issue 11); the system pool surges (issue 18).
+    # The same in-place upgrade as the GPU pool; the system pool surges, never left without a node.
     assert (
         pool["upgradeSettings"]
         == pools["gpu"].inputs["upgradeSettings"]
@@ -607,7 +608,7 @@ def test_the_executor_code_in_the_configmap_is_the_repositorys() -> None:
 
 @pytest.mark.plan
 def test_each_stack_exports_its_node_hour_price_with_its_source() -> None:
-    """Issue 27 item 2: jobs read the price through the stack outputs contract."""
+    """Jobs read the price through the stack outputs contract."""
     from components.prices import list_price
 
     dev = jobs_stack.parse("dev", _as_stack_output_json(rendered("dev").outputs))
@@ -656,7 +657,7 @@ def _head_env(rendering) -> dict[str, str]:
 
 @pytest.mark.plan
 def test_rays_metrics_tab_is_wired_to_the_stacks_grafana_and_can_be_turned_off() -> None:
-    """Issue 28: the head's env names the Grafana and query-frontend Services the stack renders."""
+    """The head's env names the Grafana and query-frontend Services the stack renders."""
     on = rendered("dev")
     services = {
         s.inputs["metadata"]["name"]: s.inputs for s in on.of_type("kubernetes:core/v1:Service")

@@ -30,7 +30,7 @@ CODE_SANDBOX = {
 }
 
 
-# A stack file with a budget (issue 27): its budget and e-mail channels are only rendered then.
+# A stack file with a budget: its budget and e-mail channels are only rendered then.
 BUDGET = "+budget"
 BUDGET_CONFIG = {
     "billingAccount": "012345-6789AB-CDEF01",
@@ -39,7 +39,7 @@ BUDGET_CONFIG = {
     "emails": ["ml-platform@example.com"],
 }
 
-# A stack file with alert e-mails (issue 28): its channels and alert policies are only rendered then.
+# A stack file with alert e-mails: its channels and alert policies are only rendered then.
 MONITORING = "+alerts"
 MONITORING_CONFIG = {"alertEmails": ["oncall@example.com"], "lustreFullPercent": 80}
 
@@ -160,7 +160,7 @@ def test_the_walk_reaches_the_sandbox_pool_keys() -> None:
 
 @pytest.mark.plan
 def test_the_walk_accepts_the_flex_start_pool_keys() -> None:
-    # The flex-start capacity mode's fields (issue 18), checked against the SDK's NodePoolArgs.
+    # The flex-start capacity mode's fields, checked against the SDK's NodePoolArgs.
     config, secret_keys = load_stack_file("dev")
     config["gcp:project"] = "example-project"
     config["rl-on-gke:gpu"] = {
@@ -178,7 +178,7 @@ def test_the_walk_accepts_the_flex_start_pool_keys() -> None:
 
 @pytest.mark.plan
 def test_the_walk_reaches_the_budget_keys() -> None:
-    """Issue 27 item 3: the budget's nested inputs are walked, not skipped."""
+    """The budget's nested inputs are walked, not skipped."""
     rendered = {r.type: r.inputs for r in _gcp_resources(f"h200{BUDGET}")}
     budget = rendered["gcp:billing/budget:Budget"]
     assert budget["amount"]["specifiedAmount"]["units"] == "5000"
@@ -188,7 +188,7 @@ def test_the_walk_reaches_the_budget_keys() -> None:
 
 @pytest.mark.plan
 def test_the_walk_reaches_the_monitoring_keys() -> None:
-    """Issue 28: the alert policies', log metric's and channels' nested inputs are walked."""
+    """The alert policies', log metric's and channels' nested inputs are walked."""
     rendered = [(r.type, r.name, r.inputs) for r in _gcp_resources(f"dev{MONITORING}")]
     policies = [i for t, _, i in rendered if t == "gcp:monitoring/alertPolicy:AlertPolicy"]
     assert len(policies) == 2
@@ -211,7 +211,7 @@ def test_the_walk_reaches_the_monitoring_keys() -> None:
 
 @pytest.mark.plan
 def test_the_walk_accepts_the_autoscaled_pool_keys() -> None:
-    """Issue 27 item 1: a spot pool that scales on demand autoscales from zero."""
+    """A spot pool that scales on demand autoscales from zero."""
     config, secret_keys = load_stack_file("dev")
     config["gcp:project"] = "example-project"
     config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "scaling": "on-demand"}
@@ -252,7 +252,7 @@ def test_a_misspelt_nested_key_is_caught() -> None:
 @pytest.mark.plan
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_walk_reaches_the_image_keys(stack: str) -> None:
-    """Issue 45: the remote repositories' and the streaming pool's nested inputs are walked."""
+    """The remote repositories' and the streaming pool's nested inputs are walked."""
     resources = _gcp_resources(stack)
     repos = [r for r in resources if r.type == "gcp:artifactregistry/repository:Repository"]
     assert repos and all(unknown_keys(r.inputs, args_class(r.type), "") == [] for r in repos)

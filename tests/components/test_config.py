@@ -38,7 +38,7 @@ def _problems(stack_config: dict[str, Any]) -> list[str]:
     return caught.value.problems
 
 
-# The acceptance list of issue 2: each bad config, and the key its error must name.
+# Each bad config, and the key its error must name.
 BAD_CONFIGS = {
     "lustre 10000 GiB at 1000": (
         _with("rl-on-gke:lustre.capacityGib", 10000),
@@ -325,7 +325,7 @@ def test_a_new_config_field_is_read_and_known_with_no_second_edit() -> None:
 
 
 def test_the_config_reference_names_every_key() -> None:
-    # Docs match code: each settings field, nested ones included, has its row (issue 18 added some).
+    # Docs match code: each settings field, nested ones included, has its row.
     from pathlib import Path
 
     from pydantic import BaseModel

@@ -191,7 +191,7 @@ def test_the_hold_can_be_turned_off() -> None:
 
 
 def test_an_ended_exclusion_is_dropped_with_a_warning_and_never_breaks_the_stack() -> None:
-    """Issue 26 item 6: exclusions were validated against the wall clock, so a stack valid today
+    """Exclusions were validated against the wall clock, so a stack valid today
     refused to preview once an exclusion's end had passed, with no change to its code. Now the
     config parses on any date; the ended exclusion is left out of the policy (GKE drops it anyway,
     terraform-provider-google #9941) and named in a warning."""
@@ -235,7 +235,7 @@ def test_an_ended_exclusion_is_dropped_with_a_warning_and_never_breaks_the_stack
 
 
 def test_the_cluster_warns_about_ended_exclusions_through_pulumi_log(monkeypatch) -> None:
-    """Issue 26 item 6: the warning reaches the user in `pulumi preview` / `up` output."""
+    """The ended exclusions' warning reaches the user in `pulumi preview` / `up` output."""
     from datetime import UTC, datetime
 
     import pulumi

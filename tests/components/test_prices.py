@@ -1,4 +1,4 @@
-"""The price table behind `cost.nodeHourUsd` (issue 27 item 2): every machine and mode priced, sourced, dated."""
+"""The price table behind `cost.nodeHourUsd`: every machine and mode priced, sourced, dated."""
 
 from __future__ import annotations
 

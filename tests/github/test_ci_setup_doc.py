@@ -124,7 +124,7 @@ def _program_accounts() -> tuple[set[str], set[str]]:
 
 
 def test_the_deployer_gets_no_service_account_role_on_the_project(tmp_path: Path) -> None:
-    """Issue 26 item 8: project-level Service Account User and Admin let the deployer act as (and
+    """Project-level Service Account User and Admin let the deployer act as (and
     re-grant) every service account in the project; the doc must grant neither there."""
     project_roles = {
         _flag(call, "--role")
@@ -142,7 +142,7 @@ def test_the_deployer_gets_no_service_account_role_on_the_project(tmp_path: Path
 def test_the_deployer_is_granted_exactly_on_the_accounts_the_program_creates(
     tmp_path: Path,
 ) -> None:
-    """Issue 26 item 8: each account the stacks create is created by the setup (the program adopts
+    """Each account the stacks create is created by the setup (the program adopts
     it) and the deployer holds Service Account Admin on each and Service Account User only on the
     ones GKE nodes run as."""
     calls = _deployer_calls(tmp_path)

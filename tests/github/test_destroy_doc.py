@@ -29,7 +29,7 @@ def test_config_keys_in_the_commands_exist_in_the_stack_files() -> None:
 
 @pytest.mark.plan
 def test_the_peering_deletion_policy_the_doc_names_is_the_one_each_stack_renders() -> None:
-    """Issue 26 item 3: docs/destroy.md said nothing remains after A while the abandoned peering
+    """docs/destroy.md said nothing remains after A while the abandoned peering
     kept the main VPC; it now names the policy per protection, which must be what is rendered."""
     connection = "gcp:servicenetworking/connection:Connection"
     for stack, policy in (("dev", "REMOVE_PEERING"), ("h200", "ABANDON")):

@@ -378,7 +378,7 @@ def test_preview_gates_replacements_on_the_json_preview_and_the_pr_labels() -> N
 
 
 def test_deploy_runs_up_only_after_the_gate_passed_on_the_merged_state() -> None:
-    """Issue 26 item 4: the deploy workflow ran `up` on main with no gate, and a PR is gated
+    """The deploy workflow ran `up` on main with no gate, and a PR is gated
     against the state of the day it was opened. Now: install the CLI, preview the commit being
     deployed as JSON, gate it, then `up` -- in that order, with the merged PR's labels (push) or
     the dispatch input (by hand)."""

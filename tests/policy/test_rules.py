@@ -66,7 +66,7 @@ def test_a_parked_stack_breaks_no_rule() -> None:
 
 @pytest.mark.plan
 def test_a_stack_whose_gpus_scale_on_demand_breaks_no_rule() -> None:
-    """Issue 27 item 1: the autoscaled pool and RayCluster, running and parked."""
+    """The autoscaled pool and RayCluster, running and parked."""
 
     def on_demand(config: dict[str, Any]) -> None:
         config["rl-on-gke:gpu"] = {**config["rl-on-gke:gpu"], "scaling": "on-demand"}
@@ -81,7 +81,7 @@ def test_a_stack_whose_gpus_scale_on_demand_breaks_no_rule() -> None:
 
 @pytest.mark.plan
 def test_a_stack_with_a_budget_breaks_no_rule() -> None:
-    """Issue 27 item 3: the budget, its e-mail channels and its own provider."""
+    """The budget, its e-mail channels and its own provider."""
 
     def budget(config: dict[str, Any]) -> None:
         config["rl-on-gke:budget"] = {
@@ -96,7 +96,7 @@ def test_a_stack_with_a_budget_breaks_no_rule() -> None:
 
 @pytest.mark.plan
 def test_a_stack_with_alerts_breaks_no_rule() -> None:
-    """Issue 28: the dashboard, the log-based metric, e-mail channels and alert policies."""
+    """The dashboard, the log-based metric, e-mail channels and alert policies."""
 
     def alerts(config: dict[str, Any]) -> None:
         config["rl-on-gke:monitoring"] = {"alertEmails": ["oncall@example.com"]}

@@ -78,7 +78,7 @@ def test_plans_of_both_stacks_show_the_day_two_settings() -> None:
             f'kind="Network", metadata.name="rdma-0", waitsFor=["rl-{stack}-k8s-crd-gate-job"]'
             in text
         ), stack
-        # The CRD gate fails once, at its one deadline (issue 18).
+        # The CRD gate fails once, at its one deadline.
         assert "spec.backoffLimit=0" in text and '"name":"GATE_DEADLINE_SECONDS"' in text, stack
         assert 'upgradeSettings={"maxSurge":1,"strategy":"SURGE","maxUnavailable":0}' in text, stack
 
@@ -91,7 +91,7 @@ def test_plan_json_records_each_resources_dependencies() -> None:
 
 
 def test_plan_fits_the_readers_80_columns_and_keeps_wrapped_settings_under_their_resource() -> None:
-    """Issue 19 (polish): the plan was laid out at a fixed 160 columns, so an 80-column
+    """The plan was laid out at a fixed 160 columns, so an 80-column
     terminal broke every long line through the tree's guides."""
     result = subprocess.run(
         [sys.executable, "-m", "tools.plan", "--stack", "dev"],

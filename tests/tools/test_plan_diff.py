@@ -197,7 +197,7 @@ def test_unknown_base_ref_exits_2_with_one_line(repo_copy: Path) -> None:
 def test_a_new_ray_namespace_replaces_namespace_raycluster_claim_and_the_volume(
     repo_copy: Path,
 ) -> None:
-    """Issue 26 items 4 and 5 (acceptance): `ray.namespace: other` replaces the Namespace, the
+    """`ray.namespace: other` replaces the Namespace, the
     RayCluster and the PVC, and the plan says what happens to the PV: it is named from its claim,
     so it is replaced too (a fresh volume the new claim can bind, with the Lustre data untouched),
     instead of staying Released with the old claim's uid in its claimRef."""

@@ -70,7 +70,7 @@ def test_an_in_place_node_count_update_passes() -> None:
 
 
 def test_deleting_lustre_and_replacing_its_persistent_volume_are_both_blocked() -> None:
-    """Issue 26 item 4: the PV is guarded too (it was let through before)."""
+    """The PV is guarded too (it was let through before)."""
     blocked = blocked_steps(_load("delete-lustre.json"))
     assert [(b.op, b.type, b.name) for b in blocked] == [
         ("delete", "gcp:lustre/instance:Instance", "rl-dev-lustre-instance"),
@@ -79,7 +79,7 @@ def test_deleting_lustre_and_replacing_its_persistent_volume_are_both_blocked() 
 
 
 def test_a_replacement_is_one_replace_step_in_the_default_json_format() -> None:
-    """Issue 26 item 4: the fixture described a replacement as three steps; `pulumi preview
+    """The fixture described a replacement as three steps; `pulumi preview
     --json` without `--show-replacement-steps` emits one `replace` step."""
     document = _load("replace-gpu-pool.json")
     assert [s["op"] for s in document["steps"]] == ["same", "replace"]
@@ -87,7 +87,7 @@ def test_a_replacement_is_one_replace_step_in_the_default_json_format() -> None:
 
 
 def test_with_replacement_steps_the_three_ops_report_as_one_replacement() -> None:
-    """Issue 26 item 4: the gate reads both formats and reports the same verdict for each."""
+    """The gate reads both formats and reports the same verdict for each."""
     detailed = _load("replace-gpu-pool-replacement-steps.json")
     assert [s["op"] for s in detailed["steps"]] == [
         "same",
@@ -133,7 +133,7 @@ _K8S = "urn:pulumi:dev::rl-on-gke::rl-on-gke:k8s:TrainingLayer$"
     ],
 )
 def test_what_running_jobs_live_in_is_guarded(urn: str, what: str) -> None:
-    """Issue 26 item 4: GUARDED_TYPES omitted the RayCluster, the Namespace, the PV and PVC, the
+    """GUARDED_TYPES omitted the RayCluster, the Namespace, the PV and PVC, the
     service networking connection and the PSA address, so a `ray.namespace` change (every run
     dies) passed the gate."""
     for op in ("replace", "delete"):
@@ -226,7 +226,7 @@ def _ray_update(*paths: str) -> dict:
     ],
 )
 def test_a_raycluster_update_that_recreates_its_pods_needs_the_restart_label(paths) -> None:
-    """Issue 42 item 3: KubeRay's Recreate strategy turns these in-place updates into a restart of
+    """KubeRay's Recreate strategy turns these in-place updates into a restart of
     the head and every worker, which kills running jobs; the gate says so and asks."""
     document = _ray_update(*paths)
     passes, message = verdict(document, [ALLOW_LABEL])

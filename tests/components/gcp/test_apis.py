@@ -40,7 +40,7 @@ def test_the_apis_cover_every_gcp_module_the_stack_uses() -> None:
         "servicenetworking": "servicenetworking.googleapis.com",
         "serviceaccount": "iam.googleapis.com",
         "projects": "cloudresourcemanager.googleapis.com",
-        # The stack dashboard and its log-based metric (issue 28, components/gcp/monitoring.py).
+        # The stack dashboard and its log-based metric (components/gcp/monitoring.py).
         "monitoring": "monitoring.googleapis.com",
         "logging": "logging.googleapis.com",
         # The remote repositories every image is pulled through (components/gcp/registry.py).
@@ -57,7 +57,7 @@ def test_the_apis_cover_every_gcp_module_the_stack_uses() -> None:
 
 def test_the_apis_include_the_ones_behind_the_resources_the_program_does_not_name() -> None:
     # Enabling an API goes through Service Usage and needs Cloud Resource Manager on (tpg #6101);
-    # Workload Identity tokens come from the IAM Service Account Credentials API (issue 18).
+    # Workload Identity tokens come from the IAM Service Account Credentials API.
     assert {
         "serviceusage.googleapis.com",
         "cloudresourcemanager.googleapis.com",

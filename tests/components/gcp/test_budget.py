@@ -1,4 +1,4 @@
-"""The budget (issue 27 item 3): e-mail channels and a monthly budget on the project, or nothing at all."""
+"""The budget: e-mail channels and a monthly budget on the project, or nothing at all."""
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def test_amount_thresholds_and_addresses_are_checked_by_key() -> None:
 
 
 def test_a_billing_account_that_does_not_pay_for_the_project_is_refused_by_name() -> None:
-    """Issue 42 item 7: a valid but wrong `budget.billingAccount` gives a budget that never sees
+    """A valid but wrong `budget.billingAccount` gives a budget that never sees
     the project's spend. The project's own account (get_project's `billingAccount`) decides."""
     from components.gcp.budget import paying_account
 

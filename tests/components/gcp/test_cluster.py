@@ -133,7 +133,7 @@ def test_kubeconfig_points_at_the_endpoint_with_its_ca() -> None:
 
 def test_system_pool_upgrades_surge_first_so_it_never_runs_out_of_nodes(config) -> None:
     # The Ray head, kube-dns and konnectivity live here: a one-node pool upgraded in place (0 / 1)
-    # would have no node for them during every upgrade or auto-repair (issue 18).
+    # would have no node for them during every upgrade or auto-repair.
     pool = _render(config).one(POOL).inputs
     assert pool["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 1, "maxUnavailable": 0}
 
@@ -146,7 +146,7 @@ def test_cluster_gets_the_weekend_night_window_and_states_its_pods_per_node(conf
             "endTime": "2026-01-03T13:00:00Z",
             "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU",
         },
-        # By default node versions are held until end of support (issue 18).
+        # By default node versions are held until end of support.
         "maintenanceExclusions": [
             {
                 "exclusionName": "rl-on-gke-hold-node-versions",

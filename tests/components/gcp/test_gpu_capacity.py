@@ -193,7 +193,7 @@ def _reservation(required: bool, template: str = "", machine: str | None = "a3-u
 
 
 def test_a_reservation_any_vm_may_consume_is_refused_as_cluster_toolkit_does() -> None:
-    """Issue 26 item 7: cluster-toolkit only targets a reservation whose
+    """Cluster-toolkit only targets a reservation whose
     specificReservationRequired is true (modules/compute/gke-node-pool/reservation_definitions.tf
     line 58, checked by the main.tf precondition "Its consumption type must be specific"); the
     check did not look at it."""
@@ -207,7 +207,7 @@ def test_a_reservation_any_vm_may_consume_is_refused_as_cluster_toolkit_does() -
 
 
 def test_a_reservation_defined_by_an_instance_template_is_checked_through_the_template() -> None:
-    """Issue 26 item 7: a reservation created from an instance template has no
+    """A reservation created from an instance template has no
     instanceProperties; it was reported as one that "reserves no machine type". Its machine type
     is the template's."""
     from components.gcp.gpu_capacity import reservation_problems

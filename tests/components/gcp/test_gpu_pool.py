@@ -147,7 +147,7 @@ def test_a_parked_pool_has_zero_nodes_and_keeps_its_shape(stack_config) -> None:
 def test_flex_start_pool_autoscales_from_zero_without_repair_reservation_or_spot(
     stack_config,
 ) -> None:
-    # cluster-toolkit gke-node-pool preconditions and GKE's flex-start guide (issue 18).
+    # cluster-toolkit gke-node-pool preconditions and GKE's flex-start guide.
     pool = _gpu_pool(_config(stack_config, provisioning="flex-start", maxRunDurationHours=72))
     assert "nodeCount" not in pool and pool["initialNodeCount"] == 0
     assert pool["autoscaling"] == {
@@ -216,7 +216,7 @@ def _gpu_pool_resource(config):
 
 
 def test_a_parked_flex_start_pool_never_renders_a_zero_maximum(stack_config) -> None:
-    """Issue 26 item 1: nodeCount 0 on flex-start rendered total min 0 / max 0, which GKE refuses
+    """A nodeCount of 0 on flex-start rendered total min 0 / max 0, which GKE refuses
     ("max_node_count and total_max_node_count cannot be both set to zero",
     terraform-google-kubernetes-engine#1554); the same for a stack created parked. Parked, the
     pool keeps a ceiling of one node and scales to none because no Ray worker asks for a GPU."""
@@ -229,7 +229,7 @@ def test_a_parked_flex_start_pool_never_renders_a_zero_maximum(stack_config) -> 
 
 
 def test_a_flex_start_pool_leaves_upgrade_settings_to_gke_and_ignores_them(stack_config) -> None:
-    """Issue 26 item 2: GKE forces the SHORT_LIVED strategy on flex-start pools while the provider
+    """GKE forces the SHORT_LIVED strategy on flex-start pools while the provider
     accepts only SURGE or BLUE_GREEN (google-beta resource_container_node_pool.go line 471), so a
     SURGE 0/1 the program sets never converges: every preview showed a diff."""
     pool = _gpu_pool_resource(_config(stack_config, provisioning="flex-start"))
@@ -238,19 +238,19 @@ def test_a_flex_start_pool_leaves_upgrade_settings_to_gke_and_ignores_them(stack
 
 
 def test_static_pools_keep_their_in_place_upgrade_and_do_not_ignore_it(config) -> None:
-    """Issue 26 item 2, the other side: spot / reservation / on-demand pools keep SURGE 0/1."""
+    """Unlike flex-start, spot / reservation / on-demand pools keep SURGE 0/1."""
     pool = _gpu_pool_resource(config)
     assert pool.inputs["upgradeSettings"]["maxSurge"] == 0
     assert "upgradeSettings" not in pool.ignore_changes
 
 
-# ------------------------------------------------------------------ issue 27: scaling on demand
+# ---------------------------------------------------------------------------- scaling on demand
 
 
 def test_spot_and_on_demand_pools_autoscale_from_zero_to_node_count_by_default(
     stack_config,
 ) -> None:
-    """Issue 27 item 1: nodes come when Ray's autoscaler asks for GPU workers and go when it
+    """Nodes come when Ray's autoscaler asks for GPU workers and go when it
     releases them; no static size and no initial count (ForceNew: it would replace a pool that
     was deployed static)."""
     import copy

@@ -72,7 +72,7 @@ def test_protect_keeps_the_instance_and_its_peering_through_destroy(config, prot
 
 @pytest.mark.parametrize(("protect", "policy"), [(False, "REMOVE_PEERING"), (True, "ABANDON")])
 def test_an_unprotected_peering_is_removed_on_destroy(config, protect: bool, policy: str) -> None:
-    """Issue 26 item 3: with `deletion_policy: ABANDON` the connection only left the state and the
+    """With `deletion_policy: ABANDON` the connection only left the state and the
     peering stayed, and a network with a peering cannot be deleted (magic-modules#18476), so
     `pulumi destroy` of an unprotected stack stopped at the main VPC. pulumi-gcp 10.2's
     REMOVE_PEERING deletes the connection and, when the producer still holds it, removes the VPC

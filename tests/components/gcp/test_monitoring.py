@@ -1,4 +1,4 @@
-"""The stack dashboard, the give-up count and the alerts (issue 28, Cloud Monitoring), as the program renders them."""
+"""The stack dashboard, the give-up count and the alerts (Cloud Monitoring), as the program renders them."""
 
 from __future__ import annotations
 
@@ -234,7 +234,7 @@ def _metric_filters(policy_inputs: dict) -> list[str]:
 
 @pytest.mark.plan
 def test_the_first_up_creates_no_alert_policy_on_a_metric_it_creates_itself() -> None:
-    """Issue 42 item 1, the first `up` chain with alert e-mails and a budget: a log-based metric's
+    """The first `up` chain with alert e-mails and a budget: a log-based metric's
     type becomes readable by alert policies up to 10 minutes after it is created (the API's 404
     "Cannot find metric(s) that match type = ...", terraform-provider-google #11102,
     cloud-foundation-fabric #3739), and `depends_on` waits for the create call only. So no policy

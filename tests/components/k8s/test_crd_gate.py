@@ -79,7 +79,7 @@ def test_job_runs_the_gate_script_over_every_crd_on_the_system_pool(rendering) -
 
 
 def test_the_job_fails_once_and_a_failed_job_is_replaced_not_awaited_on_the_next_up() -> None:
-    # issue 18: with OnFailure / backoffLimit 3 a rerun awaited the already-failed Job.
+    # With OnFailure / backoffLimit 3 a rerun awaited the already-failed Job.
     job = job_manifest("g", "ns", "g", "system", GKE_INSTALLED_CRDS)
     assert job["spec"]["backoffLimit"] == 0
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"

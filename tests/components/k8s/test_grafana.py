@@ -157,7 +157,7 @@ def test_the_training_dashboard_queries_metrics_that_exist(files) -> None:
             assert spec.source == "cloud" and spec.metric in cloud, spec.metric
             kind = CLOUD_METRIC_TYPES["metrics"][cloud[spec.metric]]["kind"]
             # A DELTA series is a rate over time; a GAUGE is read as it is (rate() of a gauge
-            # answers nothing in Managed Prometheus, prometheus-engine issue #436).
+            # answers nothing in Managed Prometheus, prometheus-engine #436).
             assert ("rate(" in target["expr"]) == (kind == "DELTA"), target["expr"]
     assert sources == {"dcgm", "ray", "run", "cloud"}
 
@@ -293,7 +293,7 @@ SCRAPE_LABELS = {"instance", "job", "ray_node_type", "ray_group"}
 
 @pytest.mark.parametrize("version", ["2.46.0", "2.48.0"])
 def test_no_served_ray_panel_filters_on_a_label_the_pods_ray_does_not_emit(version) -> None:
-    """Issue 42 item 4: the dashboards come from .venv's Ray (2.60), the pods run the images' Ray.
+    """The dashboards come from .venv's Ray (2.60), the pods run the images' Ray.
     Every label a panel served to pods of Ray `version` selects on or groups by is one that Ray's
     own package names (its metric tag keys, its dashboards' queries; read from its installed
     sources, `make venv-ray`), or one the scrape adds."""

@@ -42,7 +42,7 @@ def test_longest_prefix_still_fits_gcp_and_kubernetes_limits() -> None:
 
 
 def test_the_volume_is_named_from_its_claim_so_a_claim_that_moves_gets_a_fresh_volume() -> None:
-    """Issue 26 item 5: a PV keeps the uid of the claim it was bound to in `claimRef`, so after
+    """A PV keeps the uid of the claim it was bound to in `claimRef`, so after
     the claim is replaced (a `ray.namespace` change) the new claim never binds it and stays
     Pending. The PV's name carries the claim's namespace, so a moved claim comes with a new,
     Available volume; the default namespace keeps the name stacks were deployed with."""
@@ -59,7 +59,7 @@ def test_the_volume_is_named_from_its_claim_so_a_claim_that_moves_gets_a_fresh_v
 
 
 def test_the_config_reference_ray_namespace_row_names_the_pv_as_the_program_does() -> None:
-    """The `ray.namespace` row said nothing of the PV named from it (issue 26 item 5 follow-up)."""
+    """The `ray.namespace` row said nothing of the PV named from it."""
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parents[3] / "docs" / "configuration.md").read_text()

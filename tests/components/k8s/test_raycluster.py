@@ -138,7 +138,7 @@ def test_static_workers_are_a_fixed_group_of_gpu_node_count() -> None:
 
 
 def test_on_demand_workers_autoscale_from_zero_to_node_count_with_the_idle_timeout() -> None:
-    """Issue 27 item 1: Ray's in-tree autoscaler (v2) owns the GPU worker count, 0..nodeCount,
+    """Ray's in-tree autoscaler (v2) owns the GPU worker count, 0..nodeCount,
     and releases a worker idle for gpu.idleMinutes."""
     config = make_config(node_count=3, scaling="on-demand", idleMinutes=20)
     manifest = _manifest(config)

@@ -107,7 +107,7 @@ def test_an_up_after_the_autoscaler_acted_applies_without_conflict_and_restarts_
 
 
 def test_without_force_the_autoscalers_write_makes_the_next_up_conflict() -> None:
-    """What the error of issue 42 item 2 was: the apply is refused over the worker list."""
+    """Without force, the `up` after an autoscaler write is refused over the worker list."""
     live = LiveObject(SCHEMA)
     live.apply(ray_cluster_manifest(_inputs()), PULUMI)
     _autoscaler_scales_to(live, 3, [])

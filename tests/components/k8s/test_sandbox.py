@@ -107,7 +107,7 @@ def test_tini_is_pid_1_and_starts_the_service_as_the_tests_do() -> None:
 
 
 def test_the_executor_is_told_its_pods_cpus_and_memory_less_its_own_share() -> None:
-    """Issue 25 item 5: the boxes' total stays within the pod's memory; the node's CPU count (what
+    """The boxes' total stays within the pod's memory; the node's CPU count (what
     the executor would read) is not the pod's."""
     (container,) = by_kind(sandbox.manifests(inputs(cpu="6", memory="12Gi")))["Deployment"]["spec"][
         "template"
@@ -184,7 +184,7 @@ def test_missing_sources_are_named() -> None:
 
 
 def test_the_kernel_wide_uid_leases_have_a_writable_run() -> None:
-    """issue 25 item 10: leases moved from $TMPDIR to uids.LEASE_DIR under /run; the root
+    """Leases moved from $TMPDIR to uids.LEASE_DIR under /run; the root
     filesystem is read-only, so /run is a small memory emptyDir of its own."""
     from jobs.rewards import uids
 

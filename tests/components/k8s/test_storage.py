@@ -58,7 +58,7 @@ def test_pv_matches_instance_capacity_is_shared_and_kept() -> None:
 
 def test_the_claim_binds_by_volume_name_and_the_volume_leaves_claim_ref_to_the_controller() -> None:
     # After binding kube-controller-manager owns the (atomic) claimRef; a uid-less one set here
-    # would make every server-side apply of a new capacity conflict (issue 18).
+    # would make every server-side apply of a new capacity conflict.
     pv, pvc = _pv(), _pvc()
     assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
     assert "claimRef" not in pv["spec"]

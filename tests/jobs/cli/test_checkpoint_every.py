@@ -1,6 +1,6 @@
 """`status` shows the Young/Daly save period beside the configured one, and
-`submit --resume RUN --checkpoint-every auto` gives the next attempt that period (issue 24,
-"checkpoint interval chosen, not guessed"), on a real local Ray."""
+`submit --resume RUN --checkpoint-every auto` gives the next attempt that period (a
+checkpoint interval chosen, not guessed), on a real local Ray."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_checkpoint_every_that_is_no_step_count_is_refused_before_anything_is_se
 
 
 def test_resume_dry_run_shows_the_next_attempt_and_submits_nothing(ray_url, ray_client):
-    """Issue 29: `--resume --dry-run` shows what would be submitted (it was refused)."""
+    """`--resume --dry-run` shows what would be submitted (it was refused)."""
     run = _failed_recipe_attempt(ray_client)
     code, out, err = cli(
         "submit", "--resume", run, "--checkpoint-every", "auto", "--dry-run", "--json",
@@ -114,7 +114,7 @@ def test_resume_dry_run_shows_the_next_attempt_and_submits_nothing(ray_url, ray_
 
 
 def test_resume_takes_a_fix_its_checkpoints_load_under_and_keeps_it(ray_url, ray_client):
-    """Issue 29 "continuing with a fix": `--resume RUN --set` changes the learning rate (the
+    """Continuing with a fix: `--resume RUN --set` changes the learning rate (the
     recorded value goes, the new one is sent and recorded for the next resume)."""
     run = _failed_recipe_attempt(ray_client)
     code, out, err = cli(

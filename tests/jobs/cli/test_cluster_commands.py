@@ -331,7 +331,7 @@ def test_small_working_dir_is_uploaded_and_runs(ray_url, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "from the uploaded dir" in done.stdout and "no git" in done.stdout
-    # Issue 19: Ray's client logged "INFO dashboard_sdk.py:371 -- Uploading package ..." here.
+    # Ray's client logged "INFO dashboard_sdk.py:371 -- Uploading package ..." here.
     assert "Uploading package" not in done.stderr and "Creating a file package" not in done.stderr
 
 
@@ -347,7 +347,7 @@ def test_recipe_submit_on_a_bare_address_notes_a_ray_version_no_framework_pins(r
         f"note: framework not checked: {ray_url} runs Ray {ray.__version__}, which no "
         "framework image pins"
     ) in result.stderr
-    # Issue 19: no word that the CPU-only cluster cannot hold the recipe's 8 x 8 GPUs.
+    # There was no word that the CPU-only cluster cannot hold the recipe's 8 x 8 GPUs.
     assert re.search(
         r"warning: the cluster has \d+ GPU\(s\) now and this run needs 64;", result.stderr
     ), result.stderr

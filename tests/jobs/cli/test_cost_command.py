@@ -1,4 +1,4 @@
-"""`rl-jobs cost` on a real local Ray head with a GPU raylet: two runs and an idle gap (issue 27 item 2)."""
+"""`rl-jobs cost` on a real local Ray head with a GPU raylet: two runs and an idle gap."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_a_bad_since_exits_2_naming_the_flag(head) -> None:
 def test_status_of_a_finished_run_shows_its_node_hours_and_cost_with_the_price_source(
     head, gpu, monkeypatch
 ) -> None:
-    """Issue 27 acceptance: `status RUN --stack NAME` prices the run at the stack's node-hour and
+    """`status RUN --stack NAME` prices the run at the stack's node-hour and
     names where that price comes from. The stack's port-forward is the only thing replaced: the
     dashboard answering is the local head."""
     import contextlib

@@ -28,7 +28,7 @@ def test_an_unexpected_error_is_one_line_with_exit_4(monkeypatch):
 
 
 def test_jobs_debug_shows_the_traceback_and_keeps_exit_4(monkeypatch):
-    """Issue 19: JOBS_DEBUG=1 turned exit 4 into 1, which a script reads as "the job failed"."""
+    """JOBS_DEBUG=1 turned exit 4 into 1, which a script reads as "the job failed"."""
 
     def broken(_recipe: object) -> dict:
         raise ValueError("boom")

@@ -118,7 +118,7 @@ def test_command_runs_and_unknown_runs_are_refused(ray_url, ray_client):
     )
     done = run_cli("export", cmd, "--address", ray_url)
     assert done.returncode == 2
-    # Issue 19: this said "started with `python -m jobs command`", and hints dropped --address.
+    # This said "started with `python -m jobs command`", and hints dropped --address.
     assert done.stderr.startswith(f"error: run {cmd} was started with `python -m jobs run`")
     assert f"python -m jobs submit RECIPE --address {ray_url}" in done.stderr
     failed = name("cmdfail")
@@ -126,7 +126,7 @@ def test_command_runs_and_unknown_runs_are_refused(ray_url, ray_client):
         run_cli("run", "--address", ray_url, "--name", failed, "--follow", "--", "false").returncode
         == 1
     )
-    # A `run` run is resumed as Ray recorded it (issue 29): here only shown, not sent.
+    # A `run` run is resumed as Ray recorded it: here only shown, not sent.
     done = run_cli("submit", "--resume", failed, "--address", ray_url, "--dry-run", "--json")
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)

@@ -1,4 +1,4 @@
-"""`list --status S --since T --limit N` on a real local Ray (issue 29, "housekeeping")."""
+"""`list --status S --since T --limit N` on a real local Ray."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The CLI at 80 columns: `recipes`, `list` and every command's --help, rendered at that width
-(issue 19: names and ids broke mid-word, `<bool>` placeholders, a cut option name)."""
+(it broke names and ids mid-word, showed `<bool>` placeholders and cut an option name)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`rl-jobs report` on a real local Ray: two attempts whose actor prints veRL's step lines (issue 28, run report)."""
+"""`rl-jobs report` on a real local Ray: two attempts whose actor prints veRL's step lines."""
 
 from __future__ import annotations
 
@@ -161,7 +161,7 @@ def test_report_of_an_unknown_run_names_it_and_writes_nothing(ray_url: str, tmp_
 def test_the_report_opens_offline_in_chromium_with_every_curve_drawn(
     reported: tuple[Path, str], tmp_path: Path
 ) -> None:
-    """Issue 28 acceptance: headless Chromium (Debian's, `make browser`) opens the file with every
+    """Headless Chromium (Debian's, `make browser`) opens the file with every
     host unresolvable: the screenshot has a drawn curve in each of the five charts, the DOM the
     browser built has every point, and its network log holds no request the page made."""
     out, _ = reported
@@ -199,7 +199,7 @@ SUCCEEDED_RGB = (0x2E, 0x7D, 0x32)  # jobs/runs/report_story.py STATE_COLOUR
 def test_the_report_tells_the_story_first_and_fits_a_phones_width(
     reported: tuple[Path, str], tmp_path: Path
 ) -> None:
-    """Issue 40: the report opened on its attempts' curves; the run's state, outcome, goodput
+    """The report opened on its attempts' curves; the run's state, outcome, goodput
     and each attempt's end come first now, on a 390-pixel-wide screen without sideways scroll."""
     import html as html_lib
     import re

@@ -41,9 +41,9 @@ def _json_values(text: str) -> list[dict]:
 def test_a_generated_name_is_not_checked_against_the_clusters_jobs(
     ray_url, ray_client, monkeypatch
 ):
-    """Issue 29 (run time): listing every job to check a run's name costs a request that grows
+    """Listing every job to check a run's name costs a request that grows
     with the cluster's jobs. A name `run` generated is new by construction; one the user gave
-    is still checked (item 1: a supervisor alone takes a name)."""
+    is still checked (a supervisor alone takes a name)."""
     from jobs.client.dashboard import Dashboard
 
     listed: list[Dashboard] = []
@@ -89,7 +89,7 @@ def test_default_named_runs_started_within_a_second_all_start(ray_url, ray_clien
 
 
 def test_three_default_named_runs_in_a_shell_loop_all_start(ray_url, ray_client, gpu_node):
-    """Issue 19 #3: names were unique per second, so the loop's second `run` exited 2."""
+    """Names were unique per second, so the loop's second `run` exited 2."""
     loop = (
         f'for i in 1 2 3; do "{sys.executable}" -m jobs run --json --address {ray_url} '
         "-- true || exit 1; done"
@@ -109,7 +109,7 @@ PRINT_GPUS = "import os; print('CUDA=' + os.environ.get('CUDA_VISIBLE_DEVICES', 
 
 
 def test_run_gpus_gives_the_command_its_gpu(ray_url, ray_client, gpu_node):
-    """Issue 19 #2: `run --gpus 1` only waited for a GPU in the cluster (and needed
+    """`run --gpus 1` only waited for a GPU in the cluster (and needed
     --max-restarts); the command ran on the GPU-less head without CUDA_VISIBLE_DEVICES."""
     result = CliRunner().invoke(
         app,
@@ -183,7 +183,7 @@ FAST = {
 
 
 def test_logs_of_a_run_show_every_attempt_failed_ones_included(ray_url, gpu_node, tmp_path):
-    """Issue 19 #8: `logs RUN` showed the supervisor's decisions and the latest attempt only."""
+    """`logs RUN` showed the supervisor's decisions and the latest attempt only."""
     marker = tmp_path / "ckpt"
     script = (
         f"import os, sys; p = {str(marker)!r}\n"
@@ -228,7 +228,7 @@ def test_logs_of_a_run_show_every_attempt_failed_ones_included(ray_url, gpu_node
 
 
 def test_stopping_a_job_that_waits_for_resources_ends_with_a_message(ray_url, ray_client, gpu_node):
-    """Issue 19: `stop` of a PENDING job waited forever, silently when piped: Ray keeps a
+    """`stop` of a PENDING job waited forever, silently when piped: Ray keeps a
     stopped job that was never placed PENDING until its start times out (15 min)."""
     job_id = f"pending-{uuid.uuid4().hex[:8]}"
     ray_client.submit_job(
@@ -248,7 +248,7 @@ def test_stopping_a_job_that_waits_for_resources_ends_with_a_message(ray_url, ra
 
 
 def test_submits_gpu_count_is_the_supervisors_reading_of_the_node_table(ray_url, gpu_node):
-    """Issue 29 item 9: submit's GPU warning and the supervisor's wait read one source."""
+    """Submit's GPU warning and the supervisor's wait read one source."""
     from jobs.client.dashboard import Dashboard
     from jobs.head import node_events
     from jobs.runs import capacity
@@ -262,7 +262,7 @@ def test_submits_gpu_count_is_the_supervisors_reading_of_the_node_table(ray_url,
 def test_a_run_run_is_resumed_with_its_code_command_and_checkpoint_dir(
     ray_url, ray_client, tmp_path
 ):
-    """Issue 29 "`run` runs can be resumed": attempt 2 runs the same uploaded code and command
+    """`run` runs can be resumed: attempt 2 runs the same uploaded code and command
     (it finds the marker attempt 1 left and succeeds), saving where attempt 1 did."""
     code_dir = tmp_path / "code"
     code_dir.mkdir()

@@ -1,4 +1,4 @@
-"""A supervised run's life read by every command alike, on a real local Ray (issue 29 items 1-4).
+"""A supervised run's life read by every command alike, on a real local Ray.
 
 A run whose supervisor is gone (an out-of-memory kill: SIGKILL to its python) before attempt 1, or
 while its attempt runs, is still a run: its name is taken, `list`, `status`, `logs` and
@@ -113,7 +113,7 @@ def _no_leftovers(ray_client) -> object:
 
 
 def test_a_run_with_only_its_supervisor_keeps_its_name(ray_url, ray_client):
-    """Issue 29 item 1: `run --name X` was accepted beside X's supervisor (waiting for GPUs, or
+    """`run --name X` was accepted beside X's supervisor (waiting for GPUs, or
     dead before attempt 1) and mixed a new unsupervised attempt into the run."""
     run = name("life-name")
     _armed_waiting(ray_url, run, ["run", "--gpus", "2"], ["--", "true"])
@@ -130,7 +130,7 @@ def test_a_run_with_only_its_supervisor_keeps_its_name(ray_url, ray_client):
 def test_a_recipe_run_whose_supervisor_died_before_attempt_1_reads_alike_everywhere(
     ray_url, ray_client
 ):
-    """Issue 29 item 2: `status` suggested `submit --resume`, which answered "no run named";
+    """`status` suggested `submit --resume`, which answered "no run named";
     `list` showed the run and `logs` printed nothing with exit 0."""
     run = name("life-early")
     # The recipe's 8 x 8 GPUs are missing on this head: the supervisor waits before attempt 1.
@@ -160,7 +160,7 @@ def test_a_recipe_run_whose_supervisor_died_before_attempt_1_reads_alike_everywh
 
 
 def test_status_of_a_run_whose_supervisor_died_mid_attempt_suggests_what_works(ray_url, ray_client):
-    """Issue 29 item 3: status suggested `submit --resume`, which refuses a running attempt; once
+    """`status` suggested `submit --resume`, which refuses a running attempt; once
     the run is stopped, resuming it is suggested and works (`run` runs are resumable now)."""
     run = name("life-mid")
     code, _, err = cli(
@@ -180,7 +180,7 @@ def test_status_of_a_run_whose_supervisor_died_mid_attempt_suggests_what_works(r
     assert cli("stop", run, "--address", ray_url)[0] == 0
     code, out, err = cli("status", run, "--json", "--address", ray_url)
     assert code == 0, err
-    # Stopped, a `run` run can be resumed as it ran (issue 29): suggested, and it would work.
+    # Stopped, a `run` run can be resumed as it ran: suggested, and it would work.
     steps = json.loads(out)["next"]
     assert any(f"submit --resume {run}" in s for s in steps), steps
     code, out, err = cli("submit", "--resume", run, "--address", ray_url, "--dry-run", "--json")
@@ -195,7 +195,7 @@ def _rearm_once(ray_url: str, root: Path) -> list[str]:
 def test_stop_of_an_unsupervised_runs_root_run_ends_its_record_stopped(
     ray_url, ray_client, tmp_path
 ):
-    """Issue 29 item 4: the attempt was stopped in Ray, the record kept saying UNSUPERVISED, and
+    """The attempt was stopped in Ray, the record kept saying UNSUPERVISED, and
     the re-armer re-armed it until it GAVE_UP."""
     run, root = name("life-stop"), runs_root(tmp_path)
     code, _, err = cli(
@@ -224,7 +224,7 @@ def test_stop_of_an_unsupervised_runs_root_run_ends_its_record_stopped(
 
 
 def test_stop_with_runs_root_ends_a_run_this_cluster_does_not_know(ray_url, ray_client, tmp_path):
-    """Issue 29 item 4: `stop` had no --runs-root; a run recorded there whose head was lost
+    """`stop` had no --runs-root; a run recorded there whose head was lost
     (no job of it on this cluster) could not be stopped before the re-armer took it back."""
     run, root = name("life-lost"), runs_root(tmp_path)
     store = RunStore(root, run)
@@ -240,7 +240,7 @@ def test_stop_with_runs_root_ends_a_run_this_cluster_does_not_know(ray_url, ray_
 
 
 def test_list_shows_a_supervisor_that_gave_up_as_gave_up_not_succeeded(ray_url):
-    """Issue 29 (the confusing outputs): a supervisor that gave up ends its Ray job SUCCEEDED
+    """A supervisor that gave up ends its Ray job SUCCEEDED
     (it ended as designed), and `list` showed only that word beside it."""
     run = name("life-gaveup")
     code, out, err = cli(
@@ -270,7 +270,7 @@ def test_list_shows_a_supervisor_that_gave_up_as_gave_up_not_succeeded(ray_url):
 
 
 def test_status_accounts_a_supervised_runs_life_in_goodput_buckets(ray_url):
-    """Issue 24 (goodput): `status` reads the steps the attempt logged (veRL's console line:
+    """Goodput: `status` reads the steps the attempt logged (veRL's console line:
     timing_s/step excludes timing_s/save_checkpoint) and puts the rest of its life elsewhere."""
     run = name("life-goodput")
     steps = (
@@ -309,7 +309,7 @@ def test_status_accounts_a_supervised_runs_life_in_goodput_buckets(ray_url):
 
 
 def test_logs_tail_prints_the_last_lines_of_the_latest_attempt(ray_url):
-    """Issue 29 (logs --tail N)."""
+    """`logs --tail N` prints the last N lines of the latest attempt."""
     run = name("life-tail")
     lines = "; ".join(f"print('line {n}', flush=True)" for n in range(1, 6))
     code, out, err = cli(
@@ -326,7 +326,7 @@ def test_logs_tail_prints_the_last_lines_of_the_latest_attempt(ray_url):
 
 
 def test_status_of_a_failed_run_quotes_the_error_it_ended_on_not_the_log_tail(ray_url):
-    """Issue 29 (why it ended, in one line)."""
+    """Why the run ended, in one line: the error it ended on, not its log's last line."""
     run = name("life-error")
     failing = "print('x' * 300); raise ValueError('the reward function returned None')"
     code, out, err = cli(

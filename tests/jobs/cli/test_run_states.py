@@ -1,6 +1,6 @@
 """`list`, `status`, `logs` and `stop` agree on a run's state, read from Ray or from the runs root.
 
-Issue 29 acceptance: one table over the states a supervised run goes through (waiting, running,
+One table over the states a supervised run goes through (waiting, running,
 unsupervised, succeeded, gave up, stopped, resumed), each brought about on a real local Ray by the
 CLI itself, then read by every command from both sources. The two sources use their own words
 (Ray shows the latest attempt's status beside its supervisor's; the record says whether a

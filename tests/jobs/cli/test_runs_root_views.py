@@ -1,5 +1,5 @@
 """`list`, `status` and `logs` with --runs-root: a missing root is refused by name, and the table of
-recorded runs keeps ids and states whole at 80 columns (issue 29 items 5 and 8)."""
+recorded runs keeps ids and states whole at 80 columns."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _record(root, run: str) -> None:
 
 @pytest.mark.parametrize("command", [["list"], ["status", "r"], ["logs", "r"]])
 def test_a_runs_root_that_does_not_exist_is_refused_by_name(tmp_path, command):
-    """Issue 29 item 8: `list` printed an empty table with exit 0; a typo of /lustre/runs hid
+    """`list` printed an empty table with exit 0; a typo of /lustre/runs hid
     every run."""
     missing = tmp_path / "lustre" / "rnus"
     result = CliRunner().invoke(app, [*command, "--runs-root", str(missing)], env=NARROW)
@@ -45,7 +45,7 @@ def test_a_runs_root_that_does_not_exist_is_refused_by_name(tmp_path, command):
 
 
 def test_list_of_a_runs_root_keeps_ids_and_states_whole_at_80_columns(tmp_path):
-    """Issue 29 item 5: the status column was cut to `SUPERVI`/`SED`."""
+    """The status column was cut to `SUPERVI`/`SED`."""
     run = "grpo-qwen2-5-math-1-5b-long-name"
     _record(tmp_path, run)
     result = CliRunner().invoke(app, ["list", "--runs-root", str(tmp_path)], env=NARROW)
@@ -61,7 +61,7 @@ def test_list_of_a_runs_root_keeps_ids_and_states_whole_at_80_columns(tmp_path):
 
 
 def test_list_of_a_runs_root_shows_each_runs_step_and_time(tmp_path):
-    """Issue 29: `list` shows step and duration per run; from the runs root, the step is the last
+    """`list` shows step and duration per run; from the runs root, the step is the last
     one the latest ended attempt logged (its step lines kept beside the record)."""
     run, t0 = "grpo-1", 1_800_000_000.0
     store = RunStore(tmp_path, run)

@@ -1,5 +1,5 @@
 """What starting the CLI imports: `run`, `list`, `status` and `logs` start without the modules
-only other commands use (issue 29: each must stay under half of Ray's own `ray job` command, and
+only other commands use (each must stay under half of Ray's own `ray job` command, and
 most of ours is Python start-up). Timing is measured in bench/submit_latency.py, not here."""
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def test_any_hf_token_inside_any_text_is_masked(body, before, after):
     ["--out /etc/passwd: is a file", "data/my_secret: exists", "/tmp/run.api_key: x", "~/token: y"],
 )
 def test_a_path_ending_in_a_credential_word_is_not_a_credential(text):
-    """Issue 29 item 7: a file named in a message is kept as written."""
+    """A file named in a message is kept as written."""
     assert redact(text) == text
 
 

@@ -178,7 +178,7 @@ def test_cli_rejects_a_bad_record_and_writes_nothing(tmp_path: Path) -> None:
 @pytest.mark.subprocess_cli
 @pytest.mark.subprocess_cli
 def test_cli_refuses_records_of_another_dataset_and_writes_nothing(tmp_path: Path) -> None:
-    """Issue 19 #6: a GSM8K folder passed as --input exited 0 ("dropped: rating below 800")."""
+    """A GSM8K folder passed as --input exited 0 ("dropped: rating below 800")."""
     (tmp_path / "in").mkdir()
     gsm8k_rows = [{"question": "What is 2 + 3?", "answer": "2 + 3 = 5\n#### 5"}]
     (tmp_path / "in/train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in gsm8k_rows))

@@ -204,7 +204,7 @@ def test_on_a_real_ray_cluster_the_payload_imports_the_shipped_jobs_package(
 @pytest.mark.subprocess_cli
 @pytest.mark.parametrize("under", [False, True])
 def test_an_out_that_is_a_file_is_refused_naming_out(tmp_path: Path, under: bool) -> None:
-    """Issue 19 #6: exit 4 with NotADirectoryError reported as "a bug"."""
+    """It exited 4, with NotADirectoryError reported as "a bug"."""
     (tmp_path / "taken").write_text("mine\n")
     out = tmp_path / "taken" / "gsm8k" if under else tmp_path / "taken"
     done = run_cli("data", "gsm8k", "--input", str(hub_folder(tmp_path / "in")), "--out", str(out))
@@ -220,7 +220,7 @@ def test_an_out_that_is_a_file_is_refused_naming_out(tmp_path: Path, under: bool
 def test_an_out_path_named_like_a_credential_is_printed_as_written(
     tmp_path: Path, name: str
 ) -> None:
-    """Issue 29 item 7: `--out /etc/passwd` was printed as `***` (the redactor read
+    """`--out /etc/passwd` was printed as `***` (the redactor read
     `passwd: ...` as a credential assignment)."""
     (tmp_path / name).write_text("mine\n")
     out = tmp_path / name

@@ -92,7 +92,7 @@ def test_a_lost_raylet_stops_answering_before_ray_marks_it_dead(head):
 
 @pytest.mark.ray
 def test_gpus_held_by_a_placement_group_are_not_free(head):
-    """Free, not total (item 12): a job holding one GPU leaves one free, as veRL's own check
+    """Free, not total: a job holding one GPU leaves one free, as veRL's own check
     would count it."""
     node = GpuNode(head, gpus=2)
     # The project's client: it resends a submit whose link to the job agent dropped (Ray

@@ -214,7 +214,7 @@ def test_the_module_runs_on_the_standard_library_alone():
 
 
 def test_verl_a_tracked_step_whose_actor_lost_its_weights_is_not_complete(tmp_path):
-    """Issue 24 item 8: with max_actor_ckpt_to_keep=1 veRL deletes the previous actor files
+    """With max_actor_ckpt_to_keep=1 veRL deletes the previous actor files
     before writing the new ones (fsdp_checkpoint_manager.py L205-214 @v0.6.0); a preemption
     then leaves the tracker on a folder without weights. Export, pruning and the supervisor
     (one rule) must not take it for complete."""

@@ -18,7 +18,7 @@ def _verl_step(d: Path, n: int, weights: bool, size: int = 1000) -> None:
 
 
 def test_a_verl_run_whose_tracker_names_a_step_without_weights(tmp_path: Path) -> None:
-    """Issue 24 item 8: with max_actor_ckpt_to_keep=1 a cut save leaves the tracker on a folder
+    """With max_actor_ckpt_to_keep=1 a cut save leaves the tracker on a folder
     without weights: a resume would take it, an export takes the last complete one."""
     _verl_step(tmp_path, 10, weights=True, size=4096)
     _verl_step(tmp_path, 20, weights=True)

@@ -47,7 +47,7 @@ def test_only_worker_nodes_dead_within_the_window_count():
 
 
 def test_only_the_attempts_own_nodes_count_when_ray_says_where_it_ran():
-    """Issue 24 item 12: any dead GPU node, hosting the attempt or not, and any death up to the
+    """Any dead GPU node, hosting the attempt or not, and any death up to the
     judgement's "now", made a crash a preemption."""
     rows = [
         _row("host", "DEAD", 8, 0, 1500),

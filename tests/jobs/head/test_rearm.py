@@ -52,7 +52,7 @@ def test_only_unfinished_runs_with_a_lapsed_lease_are_re_armed_once(tmp_path):
 
 
 def test_the_rearmer_writes_the_same_supervisor_metadata_as_the_cli_plus_rearmed(tmp_path):
-    """Issue 23 "one metadata writer": a re-armed supervisor's job carries the keys a handed-off
+    """One metadata writer: a re-armed supervisor's job carries the keys a handed-off
     one does (list/status read them), and says it was re-armed (a continued life)."""
     from jobs.head import protocol
 
@@ -67,7 +67,7 @@ def test_the_rearmer_writes_the_same_supervisor_metadata_as_the_cli_plus_rearmed
 
 
 def test_a_stopped_run_whose_supervisor_died_first_gets_its_stop_job_again(tmp_path):
-    """Issue 27 (found by the on-demand simulation): the stop came while the dead supervisor's
+    """Found by the on-demand simulation: the stop came while the dead supervisor's
     lease was still held, so the stop job left the end to it; once the lease lapses the
     re-armer submits the stop job again, which writes the end and drops the GPU request."""
     from jobs.head import protocol, stop

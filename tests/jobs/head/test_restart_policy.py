@@ -64,7 +64,7 @@ def test_a_preemption_is_never_a_crash_and_never_spends_a_restart(s):
 
 @given(situations)
 def test_waiting_is_only_for_missing_gpus_and_ends_only_at_a_user_deadline(s):
-    """Issue 24 item 1: waiting for capacity alone never ends a run; only a deadline the user
+    """Waiting for capacity alone never ends a run; only a deadline the user
     set (max_wait_s > 0) does."""
     d = decide(s)
     if d.action == Action.WAIT and d.reason == Reason.NO_CAPACITY:
@@ -72,7 +72,7 @@ def test_waiting_is_only_for_missing_gpus_and_ends_only_at_a_user_deadline(s):
         assert s.max_wait_s == 0 or s.waited_s < s.max_wait_s
     if d.action == Action.WAIT and d.reason == Reason.SETTLING:
         # A run that declares no GPUs settles only after a failure, before it is judged (its
-        # workers may have been on a lost node: issue 24 item 0); it has no capacity to settle.
+        # workers may have been on a lost node); it has no capacity to settle.
         assert s.stable_s < s.settle_s
         assert s.gpus_needed > 0 or s.ended in ("FAILED", "STALLED")
     if d.reason == Reason.DEADLINE:
@@ -169,7 +169,7 @@ def test_a_crash_says_why_and_is_not_retried():
 
 
 def test_a_stockout_of_hours_never_ends_a_run_without_a_deadline():
-    """Issue 24 item 1: the old 30 min wait_timeout ended a 20-hour run in a spot stockout."""
+    """The old 30 min wait_timeout ended a 20-hour run in a spot stockout."""
     s = Situation(
         ended="FAILED",
         restarts_used=0,
@@ -279,7 +279,7 @@ def test_a_stall_is_restarted_but_spends_a_restart_and_is_not_a_crash():
 
 
 def test_a_run_without_gpus_is_judged_after_the_settle_too():
-    """Issue 24 item 0: a run that declares no GPUs (its workers on GPU nodes all the same) was
+    """A run that declares no GPUs (its workers on GPU nodes all the same) was
     judged at once, before Ray marked its lost node dead, and called a crash. Its failure now
     waits the settle time like any other; then it is submitted at once (no capacity to wait
     for)."""
@@ -316,7 +316,7 @@ def _ended(**kw: object) -> Situation:
 
 
 def test_a_preempted_attempts_successor_starts_once_its_gpus_are_free_on_answering_nodes():
-    """Settle by probing (issue 24 item 13): no fixed settle after a preemption."""
+    """Settle by probing: no fixed settle after a preemption."""
     s = _ended(preempted=True, gpus_free=16.0)
     assert decide(s).action == Action.SUBMIT
     assert decide(replace(s, gpus_free=8.0)).reason == Reason.GPUS_BUSY
@@ -343,7 +343,7 @@ def test_a_failure_is_judged_at_once_when_every_node_it_ran_on_answers():
 
 
 def test_gpus_held_by_other_jobs_are_a_wait_for_capacity_not_a_submit():
-    """Item 12: veRL checks free GPUs (ray_trainer.py L103-119 at v0.6.0); a cluster with every
+    """veRL checks free GPUs (ray_trainer.py L103-119 at v0.6.0); a cluster with every
     GPU present but half of them held elsewhere is waited on, also before a first attempt."""
     first = _ended(ended=None, progressed=None, gpus_free=8.0)
     d = decide(first)
@@ -352,7 +352,7 @@ def test_gpus_held_by_other_jobs_are_a_wait_for_capacity_not_a_submit():
 
 
 def test_an_attempt_that_could_not_reach_the_hub_gives_the_run_up_at_once_not_as_a_crash():
-    """Issue 29: a recipe attempt that cannot stage is not restarted into the same wall (and its
+    """A recipe attempt that cannot stage is not restarted into the same wall (and its
     second failure called a crash): the first one ends the run with its own reason."""
     from jobs.staging.entry import HUB_UNREACHABLE_EXIT
 
@@ -587,7 +587,7 @@ def test_a_restored_end_is_as_recorded_else_the_watchdogs_stall_or_a_failure():
 
 
 def test_two_failures_are_a_crash_only_when_they_end_alike():
-    """Issue 41 finding 2: two failures without progress, each during a load, are a crash only
+    """Two failures without progress, each during a load, are a crash only
     with the same exit code and the same last exception (a bad config raises the same error
     twice); two NCCL timeouts of different collectives are transient faults, retried."""
     from jobs.head.restart_policy import last_exception, same_failure

@@ -78,7 +78,7 @@ def test_a_lost_lease_and_a_finished_run_are_recorded_as_the_last_word():
 
 
 def test_a_users_stop_keeps_the_attempts_step_lines_as_they_were_at_the_stop(tmp_path):
-    """Issue 40 item 5: after `stop` at step 29 the runs root said step 6 (the lines kept at the
+    """After `stop` at step 29 the runs root said step 6 (the lines kept at the
     watch's last reread, up to 30 s old) and no progress of the stopped attempt was kept."""
     from jobs.head import stop as stop_job
     from jobs.head.run_store import RunStore

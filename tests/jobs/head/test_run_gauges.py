@@ -1,4 +1,4 @@
-"""The run's gauges (issue 28, the training dashboard's reward/KL/step time/tokens): the latest step's
+"""The run's gauges (the training dashboard's reward/KL/step time/tokens): the latest step's
 figures from step lines as the frameworks print them, set with the run's name, nothing else set."""
 
 from __future__ import annotations

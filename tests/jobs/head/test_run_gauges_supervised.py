@@ -1,4 +1,4 @@
-"""The run's gauges on a real local Ray (issue 28): a supervised attempt printing veRL's step lines
+"""The run's gauges on a real local Ray: a supervised attempt printing veRL's step lines
 has its reward, KL, step time and tokens/s on the head's Prometheus export under the names the
 Grafana training dashboard queries, for as long as the attempt runs.
 

@@ -57,7 +57,7 @@ def test_release_expires_the_lease_at_once(tmp_path):
 
 
 def test_two_takers_racing_for_an_expired_lease_exactly_one_wins(tmp_path):
-    """Issue 24 item 15: both takers read the same expired generation before either creates the
+    """Both takers read the same expired generation before either creates the
     next one (a barrier holds them there); the create of `lease.<gen+1>` with O_EXCL lets one
     win. Without O_EXCL both "took" the run and two supervisors drove it."""
     import threading

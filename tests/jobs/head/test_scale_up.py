@@ -125,7 +125,7 @@ def test_what_ray_is_asked_is_whole_numbers_never_less_than_wanted(asked) -> Non
 
 
 def test_a_request_lost_to_a_concurrent_ask_is_sent_again_by_the_waiting_run():
-    """Issue 41 finding 3, the interleaving forced: run A reads the requests (its own only) and,
+    """The interleaving forced: run A reads the requests (its own only) and,
     before its union reaches Ray, run B records its request and sends A + B; A's union then
     lands last, and Ray asks for A's 2 nodes while 4 are wanted. Each run asked once, so B
     waited until someone else asked. A run waiting for GPUs now sends the union again."""

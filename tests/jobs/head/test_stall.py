@@ -1,4 +1,4 @@
-"""The stall timeout from a run's own rhythm (issue 24 item 10): configured until the attempt
+"""The stall timeout from a run's own rhythm: configured until the attempt
 showed steps and a save, then 10 x its median step or 2 x its longest save, bounded."""
 
 from __future__ import annotations

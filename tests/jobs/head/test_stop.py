@@ -1,4 +1,4 @@
-"""`python -m jobs.head.stop`: what the stop job writes in a run's record (issue 29 item 4)."""
+"""`python -m jobs.head.stop`: what the stop job writes in a run's record."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_a_stop_with_a_live_supervisor_leaves_the_release_to_it(tmp_path):
 
 
 def test_a_stop_after_the_supervisor_died_ends_the_run_before_its_lease_lapses(tmp_path):
-    """Issue 40 item 6: a supervisor killed a moment before `stop` leaves a lease that has not
+    """A supervisor killed a moment before `stop` leaves a lease that has not
     lapsed; the stop wrote only its request, and the run read UNSUPERVISED ("the re-armer takes
     the run back") for good, though nothing would ever write its end."""
     store = _store(tmp_path, 3600)

@@ -1,4 +1,4 @@
-"""Runs that survive spot (issue 16), on a real local Ray cluster: a head whose GCS notices a
+"""Runs that survive spot, on a real local Ray cluster: a head whose GCS notices a
 lost node within seconds (RAY_health_check_*; production Ray takes up to ~50 s, which the
 settle wait covers), and GPU raylets SIGKILLed (a reclaimed spot VM) and replaced.
 
@@ -419,7 +419,8 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(
     supervisor prunes to keep-N, but not while an export or an eval of the run (both read a
     checkpoint) is running."""
     # The hand-off runs in this process and forwards these settings to the supervisor: every
-    # failed attempt now settles before it is judged (issue 24 item 0), so settle briefly.
+    # failed attempt now settles before it is judged (its workers may have been on a lost node),
+    # so settle briefly.
     for var, value in FAST.items():
         monkeypatch.setenv(var, value)
     from jobs.client.api import JobsAPI
@@ -429,7 +430,7 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(
     run, root, ckpt = name("hyg"), runs_root(tmp_path), tmp_path / "ckpt"
     for n in (2, 4, 6, 8):
         (ckpt / f"global_step_{n}" / "actor").mkdir(parents=True)
-        # FSDP's per-rank weights: a veRL step without them is not complete (issue 24 item 8).
+        # FSDP's per-rank weights: a veRL step without them is not complete.
         (ckpt / f"global_step_{n}" / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"w")
     (ckpt / "latest_checkpointed_iteration.txt").write_text("6")  # global_step_8: half-written
     release, go = tmp_path / "export-done", tmp_path / "go"
@@ -489,7 +490,7 @@ def test_an_export_holds_the_run_and_restarts_keep_exactly_keep_n_checkpoints(
 def test_item0_a_gpu_node_lost_under_a_run_that_declares_no_gpus_is_a_preemption(
     head, gpu, tmp_path
 ):
-    """Issue 24 item 0, on a real Ray: `run` without --gpus (the driver needs none, its actor
+    """On a real Ray: `run` without --gpus (the driver needs none, its actor
     sits on the GPU raylet, Ray's usual shape) was judged a crash 8 s after that raylet was
     killed ("0 GPU(s) needed", "gave up: restarts exhausted"). The supervisor now asks Ray which
     nodes hosted the attempt's actors and waits for the death to be recorded."""
@@ -567,7 +568,7 @@ print("done", flush=True)
 
 
 def test_a_run_preempted_twice_shows_both_interruptions_in_its_goodput(head, gpu, tmp_path):
-    """Issue 24: `status` of a run preempted twice (the example in docs/jobs.md, "Goodput"):
+    """`status` of a run preempted twice (the example in docs/jobs.md, "Goodput"):
     two preemptions on the record, the steps redone after each, and what each end cost."""
     run, d, root = name("twice"), tmp_path / "marks", runs_root(tmp_path)
     code, out, err = cli(
@@ -617,7 +618,7 @@ def test_a_run_preempted_twice_shows_both_interruptions_in_its_goodput(head, gpu
     assert sum(kept["seconds"].values()) == pytest.approx(sum(spent["seconds"].values()), abs=2)
     code, out, err = cli("status", run, "--runs-root", str(root))
     assert "productive of" in out and "progress: step 12" in out, out
-    # `list` of the cluster and of the runs root say where the run got to (issue 29).
+    # `list` of the cluster and of the runs root say where the run got to.
     for where in (["--address", head.dashboard_url], ["--runs-root", str(root)]):
         code, out, err = cli("list", *where)
         assert code == 0, err
@@ -646,7 +647,7 @@ def gpu_checking_script(d: Path) -> str:
 
 
 def test_a_run_without_gpus_waits_out_a_stockout_after_a_preemption(head, gpu, tmp_path):
-    """Issue 41 finding 1, on a real Ray: `run` without --gpus whose actor sits on the GPU
+    """On a real Ray: `run` without --gpus whose actor sits on the GPU
     raylet; the raylet is killed and comes back only 25 s later (a stockout, 50 x the poll and
     8 x the settle time here). The next attempts were submitted at once, found no GPU and
     the crash rule ended the run. The supervisor now waits for the GPUs the attempt's actor

@@ -171,7 +171,7 @@ def test_new_keys_are_exactly_the_recipe_defaults_the_framework_config_lacks(nam
 def test_an_override_of_another_type_than_the_config_holds_is_refused(
     framework, config, item, key, wanted
 ):
-    """Issue 19 #5: `abc` for a count crashed later (exit 4) or was taken silently."""
+    """`abc` for a count crashed later (exit 4) or was taken silently."""
     with pytest.raises(UsageError) as e:
         compose.apply(framework, config, [item])
     assert f"--set {item}: {key} {wanted}" in e.value.message

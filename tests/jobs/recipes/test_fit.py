@@ -223,7 +223,7 @@ def test_codelab_recipe_is_the_codelabs_short_run():
 
 @pytest.mark.parametrize("nodes, gpus, prompts, gbs", [(3, 4, 33, 528), (5, 8, 35, 560)])
 def test_nemo_batch_adaptation_lands_on_the_fewest_extra_prompts(nodes, gpus, prompts, gbs):
-    """Issue 19 #4: 3 x 4 GPUs raised 32 prompts to 129 (batch 516) where 33 (batch 528) fits."""
+    """3 x 4 GPUs raised 32 prompts to 129 (batch 516) where 33 (batch 528) fits."""
     recipe = RECIPES["nemo-rl-grpo-gsm8k"]
     composed = validate.compose_run(
         recipe, RunContext(run="a", nodes=nodes, gpus_per_node=gpus), {}
@@ -280,7 +280,7 @@ def test_verl_train_batch_grows_on_the_gpu_steps_not_the_mini_batch_steps():
     ],
 )
 def test_a_bad_batch_override_exits_2_naming_it_not_4_or_a_size(recipe, setting, words):
-    """Issue 19 #5: exit 4 ("a bug"), silent acceptance, or "sizes that fit: none" before."""
+    """Before: exit 4 ("a bug"), silent acceptance, or "sizes that fit: none"."""
     result = runner.invoke(app, ["submit", recipe, "--dry-run", "--nodes", "2", "--set", setting])
     assert result.exit_code == 2, result.stderr
     assert words in result.stderr

@@ -38,8 +38,8 @@ def _check(recipe: str, *items: str, run: str = "r1") -> dict[str, tuple[str, st
     return overrides.check(RECIPES[recipe], overrides.parse(list(items)), run)
 
 
-# Unknown keys and `+` on an existing key are no longer judged here from a hand-kept list
-# (issue 9): composing on the framework's config decides (tests/jobs/recipes/test_compose.py).
+# Unknown keys and `+` on an existing key are no longer judged here from a hand-kept list:
+# composing on the framework's config decides (tests/jobs/recipes/test_compose.py).
 def test_keys_are_passed_on_for_the_composition_to_judge():
     checked = _check("nemo-rl-grpo-math", "+my.extra=1", "++grpo.max_num_steps=5", "grpo.x=1")
     assert checked == {

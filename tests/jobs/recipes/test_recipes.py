@@ -97,7 +97,7 @@ def test_metadata_records_the_callers_commit_and_the_jobs_commit(tmp_path):
     assert len(here["git_commit"].split("-")[0]) == 40
 
 
-# Changed with issue 9: the refusal now comes from NeMo RL's own rules on the composed config
+# The refusal comes from NeMo RL's own rules on the composed config
 # (jobs.recipes.fit), names the rule's source and the nearest node counts that fit; 48 GPUs (3 x 16) is
 # refused too, since DP 3 does not divide the global batch of 256.
 @pytest.mark.parametrize(
@@ -332,7 +332,7 @@ def test_a_dry_run_without_json_reads_as_lines_not_raw_json():
 
 @pytest.mark.parametrize("keep", ["1", "0", "-1"])
 def test_verl_keeping_one_checkpoint_is_refused_with_the_reason(keep):
-    """Issue 41 finding 6: veRL removes its only kept actor checkpoint before it writes the next
+    """veRL removes its only kept actor checkpoint before it writes the next
     (fsdp_checkpoint_manager.py L204-213 at v0.6.0), so with keep 1 a preemption mid-save left a
     tracker on a folder without weights and every later attempt failed at load."""
     result = runner.invoke(

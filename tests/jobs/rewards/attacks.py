@@ -1,4 +1,4 @@
-"""C++ programs that attack the sandbox the way a policy under GRPO would (issue 17), and their ground truths.
+"""C++ programs that attack the sandbox the way a policy under GRPO would, and their ground truths.
 
 A probe prints "blocked" when every attempt failed; the problem it is judged on expects "blocked",
 so a probe scoring 1.0 means the sandbox held. Victims are honest solutions that must keep 1.0.
@@ -177,7 +177,7 @@ int main() {
 }
 """
 
-# issue 43 item 1: writes into every other process of the box it can open through /proc/N/mem,
+# Writes into every other process of the box it can open through /proc/N/mem,
 # at the instruction it will run next (the bytes it read there, so a hit changes nothing).
 # In user-namespace mode the box's pid 1 ran as the program's uid and was dumpable: code written
 # there ran outside the filter and the limits.
@@ -199,7 +199,7 @@ int main() { std::string took, self = std::to_string(getpid()); DIR *d = opendir
       took += "wrote " + n + ";"; }
   puts(took.empty() ? "blocked" : took.c_str()); }"""
 
-# issue 43 item 2: stops every other process of the box it can see (boxinit, the box's init),
+# Stops every other process of the box it can see (boxinit, the box's init),
 # then answers: a stopped accountant held the box to its backstop, every test `not_run`.
 STOP_EVERYONE = """#include <csignal>
 #include <cstdio>

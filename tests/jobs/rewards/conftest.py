@@ -2,7 +2,7 @@
 
 A copy of this suite (another checkout, another CI job on the machine) takes a slice of pool uids
 no other copy holds (an flock in uids.LEASE_DIR, kept for the session) and leases only from it, so
-"no process of the pool is left" judges only what this copy started (issue 23: test isolation).
+"no process of the pool is left" judges only what this copy started.
 The slices lie above uids.DEFAULT_UID_POOL, away from real executors on the machine.
 """
 

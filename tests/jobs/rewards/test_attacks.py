@@ -1,6 +1,6 @@
-"""Issue 17's attacks, as real g++ programs, through `compute_score` in-process and through the HTTP
-service started as the image starts it: each asserts the outcome (siblings keep 1.0, nothing
-secret is printed, nothing outlives its box, the service keeps answering)."""
+"""The attacks on the sandbox (attacks.py), as real g++ programs, through `compute_score` in-process
+and through the HTTP service started as the image starts it: each asserts the outcome (siblings
+keep 1.0, nothing secret is printed, nothing outlives its box, the service keeps answering)."""
 
 from __future__ import annotations
 
@@ -189,14 +189,14 @@ def test_unix_sockets_user_namespaces_and_io_uring_are_refused(via: Via, tmp_pat
 
 
 def test_no_process_of_the_box_can_be_written_through_proc_mem(via: Via) -> None:
-    """issue 43 item 1: in user-namespace mode the box's pid 1 (bwrap's init) ran as the program's
+    """In user-namespace mode the box's pid 1 (bwrap's init) ran as the program's
     uid, dumpable and outside the filter: code written at its next instruction ran unbounded."""
     verdict = cc.judge_solution(a.answer(a.TAKE_OVER), a.BLOCKED_TRUTH, **via.kwargs)
     assert verdict.score == 1.0, verdict.reason
 
 
 def test_stopping_every_process_of_the_box_holds_nothing(via: Via) -> None:
-    """issue 43 item 2: SIGSTOP on boxinit (same uid in user-namespace mode) held the box to its
+    """SIGSTOP on boxinit (same uid in user-namespace mode) held the box to its
     backstop: 5 tests at 1 s took 40 s, every one `not_run`."""
     five = a.truth([f"{i} {i}" for i in range(5)], [str(2 * i) for i in range(5)], time_limit=1.0)
     start = time.monotonic()
@@ -235,7 +235,7 @@ def test_cpu_time_of_forked_children_counts(run: Run) -> None:
 
 
 def test_cpu_time_of_children_the_kernel_reaps_counts(run: Run) -> None:
-    """issue 25 item 6: with SIGCHLD ignored, 6 CPU-s passed a 2 s limit, reported as 0.1 s."""
+    """With SIGCHLD ignored, 6 CPU-s passed a 2 s limit, reported as 0.1 s."""
     r = run(
         a.AUTOREAPED_CPU,
         [Case(input="", output="ok")],

@@ -61,7 +61,7 @@ def test_solutions_are_scored_concurrently_up_to_the_limit(monkeypatch) -> None:
 def test_an_unreachable_service_scores_a_fault_within_the_budget_and_says_why(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """issue 25: a raise stopped the training run. Nothing listens on port 9 (discard) of
+    """A raise stopped the training run. Nothing listens on port 9 (discard) of
     loopback; with a 2 s budget every solution scores FAULT by the bound and the reason is logged."""
     start = time.monotonic()
     with caplog.at_level("WARNING", logger=cc.__name__):

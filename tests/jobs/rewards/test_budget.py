@@ -1,4 +1,4 @@
-"""The executor's memory budget: what its boxes may hold together stays within it (issue 25 item 5).
+"""The executor's memory budget: what its boxes may hold together stays within it.
 
 Three compiles at once held 5 GiB of an 8 GiB pod. The compiles here are real (a macro bomb that
 takes g++ about two seconds), counted as the kernel sees them: the `cc1plus` processes this test

@@ -183,7 +183,7 @@ def real_truth(**extra: object) -> dict[str, object]:
 
 
 def test_real_answers_within_1e_6_pass_as_testlibs_rcmp6_passes_them() -> None:
-    """issue 43 item 5: `0.333333` against `0.3333333` and `1.0` against `1` scored wrong."""
+    """`0.333333` against `0.3333333` and `1.0` against `1` scored wrong."""
     assert score(DIVIDE, real_truth()) == 1.0
 
 

@@ -1,4 +1,4 @@
-"""The reward never raises and never blocks past the bound it states (issue 25, top principle).
+"""The reward never raises and never blocks past the bound it states.
 
 Every input gets a score and a reason: any code length, any problem limits, any test set, a
 refusing, absent, hanging or garbling service. The fault service below is a real HTTP server on
@@ -27,7 +27,7 @@ from tests.jobs.rewards.serving import Service
 
 pytestmark = pytest.mark.compiler
 
-# A correct solution made longer than Codeforces' 64 KiB by a lookup table (issue 25 item 1).
+# A correct solution made longer than Codeforces' 64 KiB by a lookup table.
 TABLE = "static const int table[] = {" + ",".join(str(i % 997) for i in range(20000)) + "};\n"
 LONG_SUM = TABLE + a.SUM.replace("printf", "table[0] + printf")
 SCORES = {cc.NO_CODE, cc.COMPILE_ERROR, cc.FAULT}
@@ -166,7 +166,7 @@ def _is_score(value: object) -> bool:
 def test_any_input_against_any_service_fault_gets_a_score_within_the_budget(
     faults: dict[str, str], solution: object, truth: object, fault: str, max_tests: int
 ) -> None:
-    """issue 25 (top principle, items 1 and 7): never a raise, never past budget + slack."""
+    """Never a raise, never past budget + slack."""
     budget = 0.05
     start = time.monotonic()
     verdict = cc.judge_solution(
@@ -185,7 +185,7 @@ def test_any_input_against_any_service_fault_gets_a_score_within_the_budget(
 def test_any_problem_limits_become_limits_inside_the_sandboxs_bounds(
     time_limit: object, memory: object
 ) -> None:
-    """issue 25 item 7: limits outside the sandbox's bounds are clamped, never a validation error."""
+    """Limits outside the sandbox's bounds are clamped, never a validation error."""
     try:
         limits = cc.limits_for({"time_limit": time_limit, "memory_limit_bytes": memory})
     except ValueError as e:  # a value that is not a number at all is the data's fault, named
@@ -203,7 +203,7 @@ def test_any_problem_limits_become_limits_inside_the_sandboxs_bounds(
 def test_requests_are_cut_to_fit_the_body_limit(
     inputs: list[str], cap: int, per_request: int
 ) -> None:
-    """issue 25 item 7: a long test set goes as several requests, each within the service's limit."""
+    """A long test set goes as several requests, each within the service's limit."""
     cases = [sandbox.Case(input=i, output=i[::-1]) for i in inputs]
     groups = cc.request_chunks(a.SUM, cases, sandbox.Limits(), cap, per_request)
     assert sorted(i for g in groups for i in g) == list(range(len(cases)))
@@ -226,7 +226,7 @@ def service() -> Iterator[Service]:
 def test_code_over_64_kib_scores_the_same_in_process_and_through_the_service(
     service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """issue 25 item 1: the service refused it with a 400 and the batch raised; now both paths give
+    """The service refused such code with a 400 and the batch raised; now both paths give
     the judge's answer (a source over Codeforces' 64 KiB is refused: a compile error)."""
     monkeypatch.delenv(cc.SANDBOX_URL_ENV, raising=False)
     monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, service.token)
@@ -250,7 +250,7 @@ def test_code_over_64_kib_scores_the_same_in_process_and_through_the_service(
 def test_problem_limits_outside_the_sandboxs_bounds_are_clamped_not_raised(
     time_limit: float, memory: int, service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """issue 25 item 7: time > 20 s, memory < 16 MiB or > 2 GiB raised a validation error."""
+    """Time > 20 s, memory < 16 MiB or > 2 GiB raised a validation error."""
     monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, service.token)
     truth = json.loads(a.SUM_TRUTH) | {"time_limit": time_limit, "memory_limit_bytes": memory}
     assert cc.compute_score("code_contests", a.answer(a.SUM), truth) == 1.0
@@ -258,7 +258,7 @@ def test_problem_limits_outside_the_sandboxs_bounds_are_clamped_not_raised(
 
 
 def test_the_data_converter_clamps_the_limits_it_writes() -> None:
-    """issue 25 item 7: the converter wrote limits the sandbox refuses."""
+    """The converter wrote limits the sandbox refuses."""
     record = {
         "name": "p",
         "description": "d",
@@ -286,7 +286,7 @@ def test_the_data_converter_clamps_the_limits_it_writes() -> None:
 def test_in_process_any_code_and_limits_get_a_score_within_the_bound(
     code: str, time_limit: float, memory: int, tests: list[tuple[str, str]]
 ) -> None:
-    """issue 25 (top principle) with the real compiler: never raises, within call_bound_s."""
+    """With the real compiler: never raises, within call_bound_s."""
     truth = {
         "name": "p",
         "time_limit": time_limit,

@@ -91,7 +91,7 @@ def test_the_precompiled_header_is_used(executor: Executor) -> None:
 
 
 def test_output_is_compared_as_tokens_like_testlibs_wcmp(executor: Executor) -> None:
-    """issue 25 (scoring): only the ends were stripped, so an answer without the expected file's
+    """Only the ends were stripped, so an answer without the expected file's
     per-line trailing spaces scored 0. testlib's wcmp compares whitespace-separated tokens."""
     code = '#include <cstdio>\nint main() { puts("1 2"); puts("3\t4"); }'
     result = executor.run(
@@ -109,7 +109,7 @@ def test_output_is_compared_as_tokens_like_testlibs_wcmp(executor: Executor) -> 
 
 
 def test_an_infinite_loop_is_a_time_limit_however_the_kernel_ends_it(executor: Executor) -> None:
-    """issue 25 (scoring): with a whole-second limit RLIMIT_CPU's SIGXCPU could end the loop before
+    """With a whole-second limit RLIMIT_CPU's SIGXCPU could end the loop before
     the box's own count did, and the test was labelled runtime_error."""
     loop = "int main() { volatile unsigned long x = 0; for (;;) x++; }"
     result = executor.run(loop, [Case(input="", output="")] * 4, Limits(time_s=1, wall_margin_s=30))
@@ -134,7 +134,7 @@ def test_sleeping_program_is_stopped_by_the_wall_backstop(executor: Executor) ->
 
 
 def test_a_sleeper_is_stopped_as_idle_long_before_the_backstop(executor: Executor) -> None:
-    """issue 25 item 8: sleepers took 4 x time_s + margin each (four turned a 0.8 s batch into
+    """Sleepers took 4 x time_s + margin each (four turned a 0.8 s batch into
     130 s); an idle box is now stopped at time_s + IDLE_MARGIN_S."""
     r = one(executor, "#include <unistd.h>\nint main() { sleep(60); }", time_s=1, wall_margin_s=30)
     # 34 s at the backstop; a loaded machine adds seconds of box start-up, not tens
@@ -219,7 +219,7 @@ def _run_filter(prog: bytes, nr: int, args: tuple[int, ...] = (), arch: int = 0x
 
 
 def test_the_filter_refuses_every_syscall_newer_than_its_review() -> None:
-    """issue 25: a deny list lets every syscall newer than it through (open_tree_attr passed)."""
+    """A deny list lets every syscall newer than it through (open_tree_attr passed)."""
     prog = seccomp.filter_program()
     allow, eperm, enosys = seccomp.RET_ALLOW, seccomp.RET_ERRNO | 1, seccomp.RET_ERRNO | 38
     assert _run_filter(prog, 0) == allow and _run_filter(prog, 231) == allow  # read, exit_group
@@ -236,7 +236,7 @@ def test_the_filter_refuses_every_syscall_newer_than_its_review() -> None:
 
 
 def test_open_tree_attr_is_unknown_inside_a_box(executor: Executor) -> None:
-    """issue 25: `open_tree_attr` (467, Linux 6.15) reached the kernel through the deny list."""
+    """`open_tree_attr` (467, Linux 6.15) reached the kernel through the deny list."""
     code = """#include <cerrno>
 #include <cstdio>
 #include <unistd.h>
@@ -246,7 +246,7 @@ int main() { long r = syscall(467, -100, "/", 1, nullptr, 0); printf("%ld %d\\n"
 
 
 def test_host_wide_quotas_and_unsized_kernel_memory_are_refused(executor: Executor) -> None:
-    """issue 25 item 10: io_setup took the host's aio quota, hard links added kernel memory the
+    """io_setup took the host's aio quota, hard links added kernel memory the
     tmpfs does not count, pipes grown with F_SETPIPE_SZ held memory past the limit."""
     code = """#include <cstdio>
 #include <fcntl.h>
@@ -314,7 +314,7 @@ print(json.dumps([isolation_mode(), ok.results[0].status.value, fork.results[0].
                   bomb.results[0].status.value, fill.results[0].status.value,
                   files.results[0].status.value, caps.results[0].status.value]))
 """
-# issue 25 item 2: in user-namespace mode the box's `/` and `/dev` were tmpfs the program owned,
+# In user-namespace mode the box's `/` and `/dev` were tmpfs the program owned,
 # with no size: writable host memory past every limit. Only /box (sized) may take a write.
 ROOT_FILL = r"""#include <cstdio>
 #include <initializer_list>
@@ -341,7 +341,7 @@ def test_userns_mode_as_a_user_without_root() -> None:
     # A laptop without sudo: bwrap makes its own user namespace; boxes, filter, accounting and the
     # per-box process cap (counted per user namespace) still hold. The driver runs as a uid leased
     # from this run's own slice (not `nobody`, which anything on the machine may use), so "nothing
-    # of it is left" judges only what this test started (issue 23: test isolation).
+    # of it is left" judges only what this test started.
     lease = uids.UidLease()
     try:
         _run_unprivileged(lease.uid)
@@ -389,7 +389,7 @@ def _run_unprivileged(uid: int) -> None:
             "passed",
             "time_limit",
             "passed",
-            "passed",  # at most box_inodes() files in /box (issue 25: unbounded in this mode)
+            "passed",  # at most box_inodes() files in /box (it was unbounded in this mode)
             "passed",  # no capability left to the program
         ]
         assert uids.live_pids_of_uid(uid) == []

@@ -175,7 +175,7 @@ def _raw(port: int, data: bytes) -> bytes:
 
 
 def test_a_content_length_of_unicode_digits_is_a_400(server: service.SandboxServer) -> None:
-    """issue 25 item 10: "²".isdigit() is True and int("²") raises: the handler died."""
+    """A Content-Length of "²": "²".isdigit() is True and int("²") raises; the handler died."""
     port = server.server_address[1]
     reply = _raw(
         port,
@@ -192,7 +192,7 @@ def test_a_content_length_of_unicode_digits_is_a_400(server: service.SandboxServ
 
 
 def test_a_body_over_the_limit_is_answered_413_not_a_broken_pipe(url: str) -> None:
-    """issue 25 item 7: the 413 went out while the client was still sending; the client saw a
+    """The 413 went out while the client was still sending; the client saw a
     broken pipe, retried and raised. The service now reads the body away before it answers."""
     body = b" " * (8 * 2**20)
     request = urllib.request.Request(
@@ -208,7 +208,7 @@ def test_a_body_over_the_limit_is_answered_413_not_a_broken_pipe(url: str) -> No
 def test_clients_without_a_token_trickling_bytes_take_no_connection_place(
     server: service.SandboxServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """issue 25 item 9: sockets sending a byte a second held every connection place without a
+    """Sockets sending a byte a second held every connection place without a
     token. Now they wait in `pending` for at most header_timeout_s and a real request is served."""
     monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
     tight = service.SandboxServer(
@@ -268,7 +268,7 @@ def test_clients_without_a_token_trickling_bytes_take_no_connection_place(
 def test_a_client_that_hangs_up_frees_its_run(
     server: service.SandboxServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """issue 25 item 8: a request abandoned by its client kept its slot until every sleeping test
+    """A request abandoned by its client kept its slot until every sleeping test
     had run to its wall backstop; the client's retry got 503s. Now no further test starts."""
     monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
     one_slot = service.SandboxServer(
@@ -310,7 +310,7 @@ def test_a_client_that_hangs_up_frees_its_run(
 def test_a_full_disk_is_a_scored_fault_in_process_and_a_500_from_the_service(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """issue 25 item 4: on a full disk compute_score raised ENOSPC in-process and the service
+    """On a full disk compute_score raised ENOSPC in-process and the service
     dropped the connection (900 s of client retries, then a raise)."""
     small = tmp_path / "small"
     small.mkdir(mode=0o700)
@@ -352,7 +352,7 @@ def test_a_full_disk_is_a_scored_fault_in_process_and_a_500_from_the_service(
 
 class _Holder:
     """An unauthenticated client holding `count` sockets open: each trickles a header byte every
-    0.5 s, and a socket the service closes is opened again at once (issue 43 item 4)."""
+    0.5 s, and a socket the service closes is opened again at once."""
 
     def __init__(self, port: int, count: int) -> None:
         self.port, self.stop = port, threading.Event()
@@ -405,7 +405,7 @@ def _honest_batch(url: str, tag: str) -> float:
 def test_a_hundred_unauthenticated_sockets_do_not_slow_an_honest_batch(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """issue 43 item 4: 70 sockets trickling header bytes held the 64 pending places, shared by
+    """70 sockets trickling header bytes held the 64 pending places, shared by
     every client: an honest batch took 13 s instead of 0.1 s."""
     monkeypatch.setenv(cc.SANDBOX_TOKEN_ENV, TOKEN)
     quiet = _honest_batch(url, "quiet")

@@ -1,4 +1,4 @@
-"""The executor's own files are its own (issue 25 items 3, 4, 10) and boxinit's named limits (issue 23)."""
+"""The executor's own files are its own, and boxinit's named limits."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="other owners need root
 
 @root_only
 def test_a_state_directory_another_user_created_is_refused(tmp_path: Path) -> None:
-    """issue 25 item 3: a planted boxinit in a folder someone else made first ran as root in every box."""
+    """A planted boxinit in a folder someone else made first ran as root in every box."""
     root = tmp_path / "rl-sandbox"
     root.mkdir(mode=0o755)
     planted = Path(box.build_init(tmp_path / "real")).name
@@ -35,7 +35,7 @@ def test_a_state_directory_another_user_created_is_refused(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("mode", [0o777, 0o1777, 0o770, 0o722])
 def test_a_state_directory_others_can_write_is_refused(tmp_path: Path, mode: int) -> None:
-    """issue 25 item 3: writable by others is as good as theirs."""
+    """A state directory writable by others is as good as theirs."""
     root = tmp_path / "rl-sandbox"
     root.mkdir()
     os.chmod(root, mode)
@@ -44,7 +44,7 @@ def test_a_state_directory_others_can_write_is_refused(tmp_path: Path, mode: int
 
 
 def test_a_symlink_in_place_of_the_state_directory_is_refused(tmp_path: Path) -> None:
-    """issue 25 item 3: never followed to wherever it points."""
+    """A symlink in its place is never followed to wherever it points."""
     (tmp_path / "elsewhere").mkdir(mode=0o700)
     (tmp_path / "rl-sandbox").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(RuntimeError, match="is not a directory of ours"):
@@ -52,7 +52,7 @@ def test_a_symlink_in_place_of_the_state_directory_is_refused(tmp_path: Path) ->
 
 
 def test_a_dead_executors_folder_is_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
-    """issue 25 item 4: executors that died never removed their `executor-*` folders."""
+    """Executors that died never removed their `executor-*` folders."""
     root = uids.private_dir(tmp_path / "root")
     dead = root / "executor-dead"
     (dead / "bin").mkdir(parents=True)
@@ -71,7 +71,7 @@ def test_a_dead_executors_folder_is_removed_and_a_live_ones_kept(tmp_path: Path)
 
 
 def test_boxinit_refuses_unknown_missing_or_repeated_keys(tmp_path: Path) -> None:
-    """issue 23: named limits across the Python/C seam; a key one side lacks fails loudly."""
+    """Named limits across the Python/C seam; a key one side lacks fails loudly."""
     init = box.build_init(tmp_path / "init")
     good = dict.fromkeys(box.INIT_KEYS, 1)
     argv = box.init_argv(good)

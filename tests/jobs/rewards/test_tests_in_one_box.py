@@ -1,4 +1,4 @@
-"""A solution's tests in one box, each a fresh limited process (issue 25: a box per test cost 12 x a
+"""A solution's tests in one box, each a fresh limited process (a box per test cost 12 x a
 bare fork/exec). Walls between a solution's own tests are not needed; limits are, and nothing of a
 test may run into the next: its processes, its CPU time, the files of the other tests."""
 
@@ -129,7 +129,7 @@ def test_tests_split_into_contiguous_runs_in_order_none_too_short(
 
 
 def test_a_box_creates_no_more_files_than_its_inode_bound(one_worker: Executor) -> None:
-    """Issue 25: bwrap's tmpfs has no inode bound; 200,000 empty files fit in 16 MiB. boxinit
+    """bwrap's tmpfs has no inode bound; 200,000 empty files fit in 16 MiB. boxinit
     remounts /box with nr_inodes (the user-namespace mode's run: test_sandbox.py)."""
     limits = Limits(time_s=5, wall_margin_s=10)
     result = one_worker.run(MANY_FILES, [Case(input="", output="bounded")], limits)

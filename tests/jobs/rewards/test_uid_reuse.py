@@ -1,6 +1,6 @@
 """A pool uid whose processes are gone but not yet reaped: never leased, and a box that cannot start says so.
 
-issue 25's flake (two suites side by side): a correct program scored 0 with every test
+A flake seen with two suites side by side: a correct program scored 0 with every test
 `runtime_error`, exit 127. The lease had taken a uid whose last user (the user-namespace test's
 executor, run as that uid) had left three zombie `bwrap`s reparented to the host's PID 1, which
 reaped them about 2 s later. The kernel counts a zombie against its uid's RLIMIT_NPROC until it is

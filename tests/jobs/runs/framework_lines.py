@@ -1,4 +1,4 @@
-"""Step lines exactly as NeMo RL v0.4.0 and veRL 0.6.0 print them, for the report's tests (issue 28).
+"""Step lines exactly as NeMo RL v0.4.0 and veRL 0.6.0 print them, for the report's tests.
 
 veRL's: made by veRL's own `concat_dict_to_str` (verl/utils/logger/aggregate_logger.py L26-32),
 taken from the installed `verl` package (requirements-verl.txt). That module imports torch at

@@ -283,7 +283,7 @@ def test_hangup_quit_or_term_closes_the_port_forward(fakes, ray_client, tmp_path
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 128 + sig, err
-        # Issue 19: it exited 143 silently; it says it detached, and how to stop the job.
+        # It used to exit 143 silently; it says it detached, and how to stop the job.
         assert (
             f"detached; {job} keeps running. Stop it with: python -m jobs stop {job} --stack dev"
             in err
@@ -315,7 +315,7 @@ def test_a_stack_too_small_for_the_70b_recipe_is_refused_before_any_port_forward
     fakes.env["FAKE_PULUMI_OUTPUTS"] = json.dumps({**OUTPUTS, "gpuNodeCount": 1})
     done = run_cli("submit", "nemo-rl-grpo-math", "--stack", "dev", env=fakes.env)
     assert done.returncode == 2
-    # Issue 9: the message is NeMo RL's own replica rule (jobs.recipes.fit), with the sizes that fit.
+    # The message is NeMo RL's own replica rule (jobs.recipes.fit), with the sizes that fit.
     assert (
         "does not fit 1 node(s) x 8 GPU(s): 8 GPUs is not a multiple of the 16 GPUs" in done.stderr
     )
@@ -341,7 +341,7 @@ def test_a_parked_stack_is_refused_in_one_line_with_the_unpark_command(fakes):
 @pytest.mark.ray
 @pytest.mark.subprocess_cli
 def test_a_parked_stack_blocks_only_new_attempts(fakes, ray_client):
-    """Issue 19 #1: with gpuNodeCount 0 (served by the stand-in `pulumi` above) every command
+    """With gpuNodeCount 0 (served by the stand-in `pulumi` above) every command
     exited 2 "parked", so a run waiting for GPUs could not even be stopped."""
     from tests.jobs.cli.test_export_command import ended, recipe_run
 
@@ -386,7 +386,7 @@ def test_a_parked_stack_blocks_only_new_attempts(fakes, ray_client):
     ],
 )
 def test_a_bare_host_means_the_dashboard_port(typed, url):
-    """Issue 29 (the confusing outputs): `--address localhost` was read as port 80."""
+    """`--address localhost` was read as port 80."""
     assert address.normalise(typed) == url
 
 

@@ -1,4 +1,4 @@
-"""Node-hours and cost per run and the stack's idle GPU node-hours, from Ray's own record shapes (issue 27 item 2).
+"""Node-hours and cost per run and the stack's idle GPU node-hours, from Ray's own record shapes.
 
 Jobs are `JobDetails` as the Jobs API returns them (`start_time` / `end_time` in milliseconds since
 the epoch, metadata str -> str as `rl-jobs submit` writes it); nodes are state-API rows

@@ -346,7 +346,7 @@ def test_resume_re_arms_a_run_whose_supervisor_is_gone_and_one_supervisor_at_a_t
 
 
 def test_a_supervised_runs_attempts_reserve_what_run_was_given(ray_url, ray_client, gpu_node):
-    """Issue 24 item 11: supervised, `run` sent its attempts without --gpus/--cpus/--resource
+    """Supervised, `run` sent its attempts without --gpus/--cpus/--resource
     (the CLI refused the last two outright). Ray's job record does not show an entrypoint's
     reservations, so their effect is checked: with --gpus the attempt's driver sees its GPU in
     CUDA_VISIBLE_DEVICES; with --cpus the cluster counts the CPU as held while it runs."""
@@ -403,7 +403,7 @@ def test_a_supervised_runs_attempts_reserve_what_run_was_given(ray_url, ray_clie
 def test_a_runs_root_missing_on_the_head_is_refused_and_never_created(
     ray_url, ray_client, tmp_path
 ):
-    """Issue 29 item 8: the supervisor created a mistyped runs root silently, so the run's record
+    """The supervisor created a mistyped runs root silently, so the run's record
     went where the re-armer never looks."""
     typo = tmp_path / "lustre" / "rnus"
     run = name("typo")
@@ -426,7 +426,7 @@ def test_a_runs_root_missing_on_the_head_is_refused_and_never_created(
 def test_no_wait_returns_at_submit_and_status_then_says_the_supervisor_refused(
     ray_url, ray_client, tmp_path
 ):
-    """Issue 29 (hand-off time): --no-wait returns once the supervisor is submitted, as
+    """`--no-wait` returns once the supervisor is submitted, as
     `ray job submit --no-wait` does; what the supervisor then refuses is what `status` shows."""
     typo = tmp_path / "lustre" / "rnus"
     run = name("nowait")
@@ -450,7 +450,7 @@ def test_no_wait_returns_at_submit_and_status_then_says_the_supervisor_refused(
 def test_a_hand_off_waits_until_a_supervisor_of_the_same_code_took_a_run_under_its_runs_root(
     ray_url, ray_client, tmp_path
 ):
-    """Issue 29 (hand-off time): waiting for the supervisor's `armed` record costs Ray's driver
+    """Waiting for the supervisor's `armed` record costs Ray's driver
     start (~3 x `ray job submit --no-wait`). It is what tells a head without Ray, or a runs root
     missing there; once a supervisor of the same code took a run under the same runs root on
     this cluster, the next hand-off returns at submit. A refused one vouches for nothing."""
@@ -591,7 +591,7 @@ def test_ctrl_c_while_following_detaches_only_the_cli(ray_url, ray_client):
 
 
 def test_a_head_whose_python_lacks_ray_is_named_as_the_cause(ray_url, ray_client):
-    """Issue 19: the hand-off failed with a bare ModuleNotFoundError. The system python3 here
+    """The hand-off failed with a bare ModuleNotFoundError. The system python3 here
     has no Ray: a real interpreter failing the import the supervisor's first line makes."""
     from jobs.client.dashboard import Dashboard
     from jobs.common.errors import UsageError
@@ -625,7 +625,7 @@ def test_a_supervisor_ray_failed_before_its_driver_ran_says_rays_reason(ray_url,
 
 def test_list_annotates_supervised_runs_from_the_listing_it_grouped_them_from():
     """`list` lists the cluster's jobs once: annotate reads the supervisors' logs for the rows
-    and their outcome from the jobs it is given, not from a second listing (issue 29)."""
+    and their outcome from the jobs it is given, not from a second listing."""
     from jobs.client.types import JobDetails
     from jobs.client.types import JobStatus as Status
     from jobs.runs import handoff

@@ -1,4 +1,4 @@
-"""`list --status --since --limit` (jobs/runs/list_filter.py, issue 29 "housekeeping")."""
+"""`list --status --since --limit` (jobs/runs/list_filter.py)."""
 
 from __future__ import annotations
 

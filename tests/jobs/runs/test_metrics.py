@@ -1,4 +1,4 @@
-"""The step-line parser behind `rl-jobs report` (issue 28, run report), on lines as the frameworks print them."""
+"""The step-line parser behind `rl-jobs report`, on lines as the frameworks print them."""
 
 from __future__ import annotations
 

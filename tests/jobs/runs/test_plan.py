@@ -18,7 +18,7 @@ def test_default_run_name_is_readable_utc_time_to_the_millisecond_and_a_tag():
 
 
 def test_default_run_names_in_one_millisecond_differ_and_sort_by_time():
-    """Issue 19 #3: names were unique per second only, so a shell loop's second `run` failed."""
+    """Names were unique per second only, so a shell loop's second `run` failed."""
     when = datetime(2026, 11, 30, 4, 52, 7, tzinfo=UTC)
     names = {submission.default_run_name("run", when) for _ in range(50)}
     # 24 x 24 tags: 50 draws collide ~2.1 times on average (50 x 49 / 2 / 576); 11 or more
@@ -30,7 +30,7 @@ def test_default_run_names_in_one_millisecond_differ_and_sort_by_time():
 
 
 def test_command_run_records_the_working_dirs_commit_not_the_callers(tmp_path):
-    """Issue 19 #7: `run --working-dir DIR` recorded rl-on-gke's own HEAD."""
+    """`run --working-dir DIR` recorded rl-on-gke's own HEAD."""
     env = {
         "GIT_AUTHOR_NAME": "t",
         "GIT_AUTHOR_EMAIL": "t@t",

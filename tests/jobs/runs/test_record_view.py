@@ -46,7 +46,7 @@ def test_a_finished_run_is_not_unsupervised(tmp_path):
 
 
 def test_a_live_supervisor_before_its_first_attempt_is_waiting_as_the_cluster_says(tmp_path):
-    """Issue 29: the runs root said SUPERVISED where the cluster's view said WAITING."""
+    """The runs root said SUPERVISED where the cluster's view said WAITING."""
     store = RunStore(tmp_path, "r")
     store.acquire("r-s1", ttl_s=60)
     store.write_spec({"run": "r"})

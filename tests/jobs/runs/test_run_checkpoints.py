@@ -1,5 +1,5 @@
 """`rl-jobs checkpoints RUN` on a real local Ray: the run's checkpoint folders read on the head by a
-small job, with what a resume and an export take (issue 29, housekeeping)."""
+small job, with what a resume and an export take."""
 
 from __future__ import annotations
 

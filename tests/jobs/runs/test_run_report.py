@@ -1,4 +1,4 @@
-"""The HTML page `rl-jobs report` writes (issue 28, run report): self-contained, one plot per curve, every point drawn."""
+"""The HTML page `rl-jobs report` writes: self-contained, one plot per curve, every point drawn."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def _at(ms: int) -> str:
 
 
 def test_the_timeline_draws_the_supervisors_waits_and_interruptions_in_time() -> None:
-    """Issue 28 (a timeline of attempts, preemptions, waits): the supervisor's records on a row
+    """A timeline of attempts, preemptions and waits: the supervisor's records on a row
     of their own, a wait as a span to the next record, a preemption as a tick, in time order."""
     report = _report(steps=2)
     a1_end = 1_000_000 + 1_800_000

@@ -1,4 +1,4 @@
-"""The Young/Daly save period (jobs/runs/save_period.py) and the recipes' save keys (issue 24)."""
+"""The Young/Daly save period (jobs/runs/save_period.py) and the recipes' save keys."""
 
 from __future__ import annotations
 

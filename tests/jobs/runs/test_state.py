@@ -1,6 +1,6 @@
 """One reading of a run's jobs for every command (jobs/runs/state.py), over the states a run
 goes through: its status, whether its name is taken, whether `submit --resume` takes it, and
-that `status` suggests a resume exactly when the resume would take it (issue 29 items 1-3)."""
+that `status` suggests a resume exactly when the resume would take it."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ F, S, OK = JobStatus.FAILED, JobStatus.STOPPED, JobStatus.SUCCEEDED
 CASES = [
     ("waiting", [_sup(R, RECIPE_META)], None, "WAITING", False),
     ("died before a1 (recipe)", [_sup(F, RECIPE_META)], None, "FAILED", True),
-    # A `run` run is resumed as Ray recorded it (jobs/runs/resume_command.py; issue 29).
+    # A `run` run is resumed as Ray recorded it (jobs/runs/resume_command.py).
     ("died before a1 (command)", [_sup(F, COMMAND_META)], None, "FAILED", True),
     # Refused by its supervisor (a runs root missing on the head): the resume sends it again
     # with its settings and runs root once the cause is fixed (it said "another --name").

@@ -118,7 +118,7 @@ def test_unknown_model_revision_and_malformed_id_are_refused_by_name(
 def test_a_hub_that_does_not_answer_is_named_with_the_ways_on_and_no_traceback(
     tmp_path: Path, module: str
 ) -> None:
-    """Issue 29 "a clear word when the Hub is unreachable": `stage` and an attempt's first step
+    """A clear word when the Hub is unreachable: `stage` and an attempt's first step
     name the endpoint and HF_ENDPOINT, a mirror and a directory on Lustre, in a few lines."""
     import socket
 

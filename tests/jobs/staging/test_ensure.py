@@ -112,7 +112,7 @@ def test_a_recipes_hub_dataset_is_staged_once_and_loads_offline(
 def test_a_restage_during_a_run_is_refused_not_loaded_and_the_old_commit_continues_it(
     tmp_path: Path, hub: FakeHub, tiny: Repo
 ) -> None:
-    """Issue 24 item 14: a restage during a run silently moved the model's pinned commit, so
+    """A restage during a run silently moved the model's pinned commit, so
     the next attempt loaded other weights under the run's checkpoints. The first attempt pins
     the commit it loaded (in the run's directory); a later one refuses another."""
     home, pin = tmp_path / "hf", tmp_path / "runs" / "r" / "staged-model.json"

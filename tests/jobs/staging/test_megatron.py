@@ -96,7 +96,7 @@ def test_a_partial_conversion_is_redone_and_a_complete_one_reused(
 def test_an_attempt_keeps_a_complete_in_run_import_and_removes_one_cut_short(
     tmp_path: Path, hub: FakeHub, tiny: Repo, converter: tuple[str, Path]
 ) -> None:
-    """Issue 24 item 9: the guard deleted every unmarked conversion, so an unstaged Megatron
+    """The guard deleted every unmarked conversion, so an unstaged Megatron
     run re-imported on every attempt. Megatron-Bridge writes run_config.yaml last (the stand-in
     converter does too): an unmarked import that has it is NeMo RL's completed in-run import."""
     home = tmp_path / "hf"

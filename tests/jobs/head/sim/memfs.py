@@ -1,4 +1,4 @@
-"""An in-memory runs root for the simulation: `jobs.head.files.Files` kept in a dict (issue 24).
+"""An in-memory runs root for the simulation: `jobs.head.files.Files` kept in a dict.
 
 It honours the contract the run store relies on (jobs/head/files.py): `create_exclusive` fails
 when the name exists, `write_atomic` replaces a file whole or not at all, `append` adds to the

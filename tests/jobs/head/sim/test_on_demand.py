@@ -1,4 +1,4 @@
-"""Supervision when the GPU nodes scale on demand, in the deterministic simulation (issue 27).
+"""Supervision when the GPU nodes scale on demand, in the deterministic simulation.
 
 The world's Ray autoscaler (tests/jobs/head/sim/world.py `autoscale`) launches the GPU nodes the
 cluster's request lacks and removes nodes idle beyond it; the real supervisor asks for the run's

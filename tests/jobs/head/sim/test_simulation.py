@@ -1,4 +1,4 @@
-"""Supervision under sequences of faults, in the deterministic simulation (issue 24).
+"""Supervision under sequences of faults, in the deterministic simulation.
 
 The real Supervisor, RunStore, Rearmer and restart policy, in a simulated Ray and clock
 (tests/jobs/head/sim/world.py). Invariants are checked after every world event: never two live
@@ -108,7 +108,7 @@ def few_collections() -> Iterator[None]:
 @pytest.mark.simulation
 @pytest.mark.parametrize("first", range(SEED_BASE, SEED_BASE + SCHEDULES, CHUNK))
 def test_random_fault_schedules_keep_every_invariant(base, first, few_collections):
-    """Issue 24 "what to build": seeded random schedules of preemptions (with stockouts of
+    """Seeded random schedules of preemptions (with stockouts of
     hours), API errors/timeouts/malformed answers/lost answers, SIGTERM and SIGKILL of the
     supervisor, re-armer outages, head losses, user stop and resume, torn leases and two
     re-armers at once; seeds `first` to `first + CHUNK - 1`."""
@@ -125,7 +125,7 @@ def _events(world: World) -> list[dict]:
 
 
 def test_item1_a_stockout_of_hours_does_not_end_the_run(base):
-    """Issue 24 item 1: a preemption followed by a 3-hour stockout. Before the fix the run gave
+    """A preemption followed by a 3-hour stockout. Before the fix the run gave
     up after 30 min (`wait_timeout`); now it waits and finishes."""
     world = _run(Schedule(seed=1, faults=[Fault(1000, "preempt", 3 * 3600)]), base)
     assert world.succeeded
@@ -143,7 +143,7 @@ def test_a_capacity_waits_since_is_the_supervisors_clock(base):
 
 
 def test_item1_only_a_deadline_the_user_set_ends_a_capacity_wait(base):
-    """Issue 24 item 1: with `capacity_deadline_s` set, the same stockout ends the run, by the
+    """With `capacity_deadline_s` set, the same stockout ends the run, by the
     reason `deadline` (the old 1800 s default reproduces the old failure)."""
     schedule = Schedule(seed=1, faults=[Fault(1000, "preempt", 3 * 3600)], capacity_deadline_s=1800)
     world = _run(schedule, base)  # an end the user set: accepted by the final check
@@ -152,7 +152,7 @@ def test_item1_only_a_deadline_the_user_set_ends_a_capacity_wait(base):
 
 
 def test_item2_resume_after_the_run_ended_continues_it(base):
-    """Issue 24 item 2: `submit --resume` after the run ended (here: a user stop) starts a new
+    """`submit --resume` after the run ended (here: a user stop) starts a new
     life; before, the new supervisor re-adopted the ended attempt, judged it again and exited
     without submitting anything."""
     world = _run(Schedule(seed=2, faults=[Fault(1000, "stop"), Fault(2000, "resume")]), base)
@@ -161,7 +161,7 @@ def test_item2_resume_after_the_run_ended_continues_it(base):
 
 
 def test_item3_an_error_at_re_arm_never_starts_a_second_attempt(base):
-    """Issue 24 item 3: the supervisor is killed while its attempt runs; the re-armed one's
+    """The supervisor is killed while its attempt runs; the re-armed one's
     first status query of that attempt gets HTTP 500. Before the fix it took the attempt for
     lost with the head and submitted the next one beside it (two trainers, one checkpoint dir)."""
     world = _run(
@@ -176,7 +176,7 @@ def test_item3_an_error_at_re_arm_never_starts_a_second_attempt(base):
 
 
 def test_item4_sigterm_without_a_stop_request_leaves_the_run_re_armable(base):
-    """Issue 24 item 4: a SIGTERM that is not `rl-jobs stop` (a head pod deleted by an upgrade)
+    """A SIGTERM that is not `rl-jobs stop` (a head pod deleted by an upgrade)
     used to end the run STOPPED for good; now it is re-armed and adopts its attempt."""
     world = _run(Schedule(seed=4, faults=[Fault(1000, "sigterm")]), base)
     assert world.succeeded
@@ -185,7 +185,7 @@ def test_item4_sigterm_without_a_stop_request_leaves_the_run_re_armable(base):
 
 
 def test_item4_a_user_stop_is_final_and_wins(base):
-    """Issue 24 item 4 (the other side) and "stop always wins": the stop request is on the
+    """A user stop is final ("stop always wins"): the stop request is on the
     record, so the SIGTERM that follows ends the run and the re-armer never takes it again."""
     world = _run(Schedule(seed=5, faults=[Fault(1000, "stop")]), base)
     assert not world.succeeded
@@ -195,7 +195,7 @@ def test_item4_a_user_stop_is_final_and_wins(base):
 
 
 def test_item11_every_attempt_reserves_what_the_run_asked_also_after_a_re_arm(base):
-    """Issue 24 item 11: `run --gpus/--cpus/--resource` with --max-restarts submitted its
+    """`run --gpus/--cpus/--resource` with --max-restarts submitted its
     attempts without them (the hand-off spec had no place for them; the CLI then refused
     --cpus and --resource outright). The world fails any attempt whose reservations differ."""
     world = _run(
@@ -216,7 +216,7 @@ def test_item11_every_attempt_reserves_what_the_run_asked_also_after_a_re_arm(ba
 
 
 def test_item5_a_lease_file_never_written_expires(base):
-    """Issue 24 item 5: a taker killed between the O_EXCL create of the next lease and its
+    """A taker killed between the O_EXCL create of the next lease and its
     write left an empty lease that was "alive" forever: the supervisor lost the run to it, and
     after the next preemption nobody restarted the run. Now it expires after UNWRITTEN_TTL_S."""
     world = _run(
@@ -227,7 +227,7 @@ def test_item5_a_lease_file_never_written_expires(base):
 
 
 def test_item6_two_transient_failures_inside_one_save_period_do_not_end_the_run(base):
-    """Issue 24 item 6: two failures with no node lost, the second after the attempt trained
+    """Two failures with no node lost, the second after the attempt trained
     two steps but before its next checkpoint. The crash rule counted checkpoints only, so the
     run gave up as a "crash"; a completed training step is progress."""
     world = _run(
@@ -285,7 +285,7 @@ def test_seed_487_an_attempt_submitted_unbeknown_is_judged_from_its_own_start(ba
 
 
 def test_item12_a_node_the_attempt_did_not_use_does_not_make_its_failure_a_preemption(base):
-    """Issue 24 item 12: a spare GPU node (hosting none of the run's workers) is lost, then
+    """A spare GPU node (hosting none of the run's workers) is lost, then
     the attempt fails on its own. Any dead GPU node counted, so the failure was called a
     preemption (spending the preemption budget, never the crash rule); only the nodes that
     hosted the attempt's actors and tasks count now."""
@@ -302,7 +302,7 @@ def test_item12_a_node_the_attempt_did_not_use_does_not_make_its_failure_a_preem
 
 
 def test_item0_a_run_that_declares_no_gpus_is_preempted_not_crashed(base):
-    """Issue 24 item 0: `run` without --gpus (the spec needs 0 GPUs) whose workers sit on a
+    """`run` without --gpus (the spec needs 0 GPUs) whose workers sit on a
     GPU node that is lost. Judged at once, before Ray had marked the node dead, the failure was
     a crash; the judgement now waits the settle time for every failure, and counts the death of
     a node that hosted the attempt's workers."""
@@ -318,7 +318,7 @@ def test_item0_a_run_that_declares_no_gpus_is_preempted_not_crashed(base):
 
 
 def test_item10_a_hang_is_stopped_after_a_multiple_of_the_runs_own_step_time(base):
-    """Issue 24 item 10: a run making a step every 2 min (saving in about a minute) hangs; its
+    """A run making a step every 2 min (saving in about a minute) hangs; its
     stall timeout is 7200 s. It used to sit for the whole 7200 s on every GPU; once the attempt
     showed its rhythm (steps and a save) the watchdog stops it after 10 x its median step
     (bounded below by 900 s and 2 x its longest save, above by the configured timeout)."""
@@ -331,7 +331,7 @@ def test_item10_a_hang_is_stopped_after_a_multiple_of_the_runs_own_step_time(bas
 
 
 def test_item10_a_long_load_keeps_the_configured_timeout(base):
-    """Issue 24 item 10, the other side: before the attempt's first steps and save (its model
+    """Before the attempt's first steps and save (its model
     load) the configured timeout applies: a hang there is stopped after 7200 s, not sooner."""
     world = _run(Schedule(seed=10, stall_timeout_s=7200, faults=[Fault(100, "hang")]), base)
     stalled = [r for r in _events(world) if r["event"] == ev.STALLED]
@@ -405,7 +405,7 @@ def test_seed_1010_an_api_error_after_the_watchdogs_stop_keeps_the_attempt_stall
 
 
 def test_seed_558_gpus_held_by_our_own_unrecorded_attempt_are_not_waited_for(base):
-    """Found by the simulation (seed 558), once the supervisor waits for free GPUs (item 12):
+    """Found by the simulation (seed 558), once the supervisor waits for free GPUs:
     its submit's answer was lost and the retry then met a malformed answer, so the attempt ran
     unrecorded, holding every GPU, while the supervisor waited for them to be freed, for ever.
     A busy cluster is now first checked for our own next attempt, which is adopted."""
@@ -465,7 +465,7 @@ def test_seed_4223_a_resume_waits_out_the_lease_of_a_supervisor_ray_has_ended(ba
 def test_a_run_without_gpus_waits_for_the_gpus_its_attempt_used_after_a_preemption(
     base, stockout_s
 ):
-    """Issue 41 finding 1: `run` without --gpus (the driver needs none, its workers sit on GPU
+    """`run` without --gpus (the driver needs none, its workers sit on GPU
     nodes) is preempted, then the zone has no stock for 10 min, 3 h or 26 h. Its next attempts
     were submitted at once (0 GPUs needed), failed at placement, and the crash rule ended the
     run ~4 min in. The supervisor now waits for the GPUs the previous attempt ran on."""
@@ -482,7 +482,7 @@ def test_a_run_without_gpus_waits_for_the_gpus_its_attempt_used_after_a_preempti
 
 @pytest.mark.parametrize("seed", [1505, 1654, 1710])
 def test_transient_faults_during_two_loads_are_not_a_crash(base, seed):
-    """Issue 41 finding 2 (seeds 1505, 1654, 1710 of the sweep): two transient faults (NCCL
+    """Seeds 1505, 1654 and 1710 of the sweep: two transient faults (NCCL
     timeouts of different collectives) each during a model load, once after 20 steps of
     progress. The simulation accepted the "crash at start-up" that followed; it now accepts
     only success, a user stop, a spent budget or the user's deadline, and the supervisor calls
@@ -493,8 +493,9 @@ def test_transient_faults_during_two_loads_are_not_a_crash(base, seed):
 
 
 def test_the_sweep_runs_runs_without_gpus_after_a_preemption(base):
-    """Issue 41: the shapes of finding 1 are in the random sweep (a quarter of its seeds), with
-    the faults of a random schedule, preemptions and stockouts of hours included."""
+    """Runs that declare no GPUs, preempted and then out of stock, are in the random sweep (a
+    quarter of its seeds), with the faults of a random schedule, preemptions and stockouts of
+    hours included."""
     shapes = [sweep_schedule(seed) for seed in range(200)]
     no_gpus = [s for s in shapes if not s.declare_gpus]
     assert 30 <= len(no_gpus) <= 70
@@ -502,7 +503,7 @@ def test_the_sweep_runs_runs_without_gpus_after_a_preemption(base):
 
 
 def test_a_stop_during_a_slow_submit_leaves_no_attempt_running(base):
-    """Issue 41 finding 5: the supervisor's submit of attempt 2 is answered 600 s late (Ray
+    """The supervisor's submit of attempt 2 is answered 600 s late (Ray
     takes the job then) and the user stops the run meanwhile: Ray SIGKILLs the supervisor 3 s
     after its SIGTERM, still waiting for the answer, and the CLI stops the attempts it lists,
     before attempt 2 exists. Nothing stopped attempt 2 when it came: the run was STOPPED on
@@ -523,7 +524,7 @@ def test_a_stop_during_a_slow_submit_leaves_no_attempt_running(base):
 
 
 def test_every_attempt_of_a_run_logs_to_one_wandb_run_and_a_new_run_to_another(base):
-    """Issue 41 finding 8: no W&B run id was set anywhere, so a run preempted five times was six
+    """No W&B run id was set anywhere, so a run preempted five times was six
     W&B runs with overlapping steps. Every attempt now gets the run's one id (kept in the run's
     record: through a killed supervisor, a head loss, a stop and a resume), and another run
     another id."""
@@ -552,7 +553,7 @@ def test_every_attempt_of_a_run_logs_to_one_wandb_run_and_a_new_run_to_another(b
 
 @pytest.mark.parametrize("seed", [21, 22, 23, 24])
 def test_two_heads_racing_for_one_lapsed_lease_drive_the_run_from_one(base, seed):
-    """Issue 41 finding 4: the head is lost and a second head comes up on the same runs root;
+    """The head is lost and a second head comes up on the same runs root;
     the two re-armers race between the lease's read and its create (which goes first is the
     seed's), each with its own job table, so Ray's refusal of a duplicate supervisor id hides
     nothing. One wins; the run finishes driven from one head."""

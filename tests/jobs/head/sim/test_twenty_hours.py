@@ -1,4 +1,4 @@
-"""Issue 24 acceptance: a simulated 20-hour run on 2 nodes, interrupted every 8 hours on average,
+"""A simulated 20-hour run on 2 nodes, interrupted every 8 hours on average,
 wastes within 1.1 x the Young/Daly optimum for its C, S and restart time when it saves at the
 period `--checkpoint-every auto` chooses (tests/jobs/head/sim/twenty_hours.py; the figures in
 docs/benchmarks.md come from `bench/goodput_20h.py`)."""

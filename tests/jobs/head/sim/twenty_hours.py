@@ -1,5 +1,5 @@
 """A 20-hour run on 2 nodes, interrupted every 8 hours on average, in the simulated world: its
-badput at a save period against the Young/Daly optimum for its C, S and restart time (issue 24).
+badput at a save period against the Young/Daly optimum for its C, S and restart time.
 
 The real supervisor drives the run (tests/jobs/head/sim/world.py); a preempted node's replacement
 joins `REPLACE_S` later; badput is what the real goodput accounting (jobs/runs/goodput.py) puts

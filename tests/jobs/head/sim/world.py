@@ -1,5 +1,5 @@
 """A simulated world for the real supervisor: Ray's Jobs API, node table and GPU placement, a runs
-root, a clock, and the faults of a seeded schedule (issue 24, "deterministic simulation").
+root, a clock, and the faults of a seeded schedule.
 
 What is real here: `jobs.head.supervisor.Supervisor` (built by `from_job` from a supervisor job's
 metadata, as `main` does), `RunStore`, `Rearmer`, the restart policy, hygiene, the stop request,
@@ -280,7 +280,7 @@ class Schedule:
     # False: no probe (the dashboard cannot say), the settle-time rule.
     probe_capacity: bool = True
     # GPU nodes that scale on demand (`gpu.scaling: on-demand`): none until the run's supervisor
-    # asks Ray's autoscaler for them; idle ones beyond the request are removed (issue 27).
+    # asks Ray's autoscaler for them; idle ones beyond the request are removed.
     on_demand: bool = False
     from_seed: bool = False  # made by random_schedule(seed), which replays it too
     slow_submits: bool = False  # random_schedule(seed, slow_submits=True) made it
@@ -1487,8 +1487,8 @@ class World:
 
     def _an_end_the_user_accepts(self, end: dict[str, Any]) -> bool:
         """A run given up ends by a spent budget or the deadline the user set, nothing else: a
-        "crash at start-up" after transient faults is the supervisor's mistake to avoid (issue
-        41: telling a bad config from transient faults is its job, not the user's)."""
+        "crash at start-up" after transient faults is the supervisor's mistake to avoid (telling
+        a bad config from transient faults is its job, not the user's)."""
         reason = end.get("reason")
         if reason in ("restarts_exhausted", "preemptions_exhausted"):
             return True
