@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import tokenize
 from pathlib import Path
 
 import pytest
@@ -128,33 +127,20 @@ def test_no_file_of_the_program_is_longer_than_600_lines():
 
 
 # An issue number tells a reader nothing the reason would not, and means nothing once the tracker
-# moves: a comment, docstring or message in the program gives the reason itself, and so does a
-# comment or docstring in the tests. Of the tests only those are read: their other strings are
-# data the tests use as written (a parametrize row's `why` that an assertion prints, this pattern).
+# moves: a comment, docstring or message gives the reason itself, in the program and its tests.
 ISSUE_REFERENCE = re.compile(r"\bissues?\s+#?[0-9]+", re.IGNORECASE)
 PRODUCT_ROOTS = ("jobs", "components", "policy", "tools", "bench")
-DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def _prose(path: Path) -> list[tuple[int, str]]:
-    """A file's comments and docstring lines, each with its line number."""
-    text = path.read_text()
-    with path.open() as source:
-        tokens = list(tokenize.generate_tokens(source.readline))
-    found = [(t.start[0], t.string) for t in tokens if t.type == tokenize.COMMENT]
-    lines = text.splitlines()
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:
-            doc = node.body[0]
-            found += [(n, lines[n - 1]) for n in range(doc.lineno, doc.end_lineno + 1)]
-    return found
 
 
 def _issue_references() -> list[str]:
-    product = [p for root in PRODUCT_ROOTS for p in _modules(REPO / root)] + [REPO / "__main__.py"]
-    read = [(p, n, line) for p in product for n, line in enumerate(p.read_text().splitlines(), 1)]
-    read += [(p, n, line) for p in _modules(REPO / "tests") for n, line in _prose(p)]
-    return [f"{rel(p)}:{n}" for p, n, line in read if ISSUE_REFERENCE.search(line)]
+    roots = (*PRODUCT_ROOTS, "tests")
+    paths = [p for root in roots for p in _modules(REPO / root)] + [REPO / "__main__.py"]
+    return [
+        f"{rel(path)}:{number}"
+        for path in paths
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if ISSUE_REFERENCE.search(line)
+    ]
 
 
 def test_no_file_names_an_issue_number():

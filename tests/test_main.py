@@ -74,7 +74,7 @@ def test_dev_lustre_instance_depends_on_the_psa_connection() -> None:
 
 
 @pytest.mark.plan
-def test_dev_cluster_is_private_and_has_every_feature_issue_2_lists() -> None:
+def test_dev_cluster_is_private_and_has_every_feature_the_design_card_lists() -> None:
     cluster = rendered("dev").one("gcp:container/cluster:Cluster").inputs
     assert cluster["privateClusterConfig"]["enablePrivateNodes"] is True
     assert cluster["workloadIdentityConfig"]["workloadPool"] == "example-project.svc.id.goog"
