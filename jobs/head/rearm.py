@@ -228,6 +228,17 @@ class Rearmer:
         return submitted
 
 
+def _seconds(text: str) -> float:
+    """A grace in seconds: a negative one would take another head's lease while it lives."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 0 or more seconds")
+    return value
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m jobs.head.rearm", description=__doc__.splitlines()[0]
@@ -237,7 +248,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between sweeps")
     parser.add_argument(
         "--other-head-grace",
-        type=float,
+        type=_seconds,
         default=OTHER_HEAD_GRACE_S,
         metavar="SECONDS",
         help="how long a lapsed lease of another Ray head stays that head's to re-arm",

@@ -183,10 +183,17 @@ def test_the_grace_for_another_heads_lease_is_the_one_the_rearmer_was_started_wi
     assert on_b.candidates() == ["theirs"]
 
 
-def test_the_rearmer_refuses_a_grace_that_is_not_a_number(capsys):
+@pytest.mark.parametrize(
+    ("given", "said"), [("x", "'x' is not a number of seconds"), ("-5", "give 0 or more seconds")]
+)
+def test_the_rearmer_refuses_a_grace_that_is_not_zero_or_more_seconds(capsys, given, said):
+    """A negative grace would take another head's lease while it still lives."""
     from jobs.head.rearm import main
 
     with pytest.raises(SystemExit) as ended:
-        main(["--address", "http://127.0.0.1:1", "--runs-root", "/tmp", "--other-head-grace", "x"])
+        main(
+            ["--address", "http://127.0.0.1:1", "--runs-root", "/tmp", "--other-head-grace", given]
+        )
     assert ended.value.code == 2
-    assert "--other-head-grace" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--other-head-grace" in err and said in err, err
