@@ -185,6 +185,26 @@ def test_ci_runs_make_test_on_every_push_and_pull_request() -> None:
     assert any(s.get("run", "").startswith("make test") for s in job["steps"])
 
 
+def test_ci_lints_before_it_tests() -> None:
+    runs = [s.get("run", "") for s in workflow("ci.yml")["jobs"]["test"]["steps"]]
+    lint = [i for i, r in enumerate(runs) if r.startswith("make lint")]
+    test = [i for i, r in enumerate(runs) if r.startswith("make test ")]
+    assert lint and test and lint[0] < test[0]
+
+
+def test_ci_runs_the_heads_tests_under_each_framework_images_ray() -> None:
+    """The head runs the framework image's Ray, not .venv's: .ci/run and the Makefile name the
+    versions; GitHub's CI must run each of them too, not only `make test`."""
+    job = workflow("ci.yml")["jobs"]["head-on-image-ray"]
+    makefile = (ROOT / "Makefile").read_text()
+    versions = re.search(r"^IMAGE_RAY_VERSIONS := (.+)$", makefile, re.M)
+    assert versions is not None
+    assert job["strategy"]["matrix"]["ray"] == versions.group(1).split()
+    (step,) = [s for s in job["steps"] if "make test-image-ray" in s.get("run", "")]
+    assert "HEAD_RAY_VERSIONS=${{ matrix.ray }}" in step["run"]
+    assert job["strategy"]["fail-fast"] is False  # one version's failure does not hide the other's
+
+
 # --- preview.yml -----------------------------------------------------------------------------
 
 
