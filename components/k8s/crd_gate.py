@@ -13,7 +13,8 @@ pulumi-kubernetes awaits until it completes (await/job.go). Objects of those kin
 
 Its one container runs GATE_SCRIPT: every poll it reads each CRD on its own (`kubectl get`) and
 counts it served once it exists and is Established, with one overall deadline; when the deadline
-passes it fails once, naming every CRD still missing. Not `kubectl wait --for=create` over all
+passes it fails once, naming every CRD still missing. A RayCluster CRD without `upgradeStrategy`
+(KubeRay before v1.6.0) fails it at once, saying why (RAYCLUSTER_CRD below). Not `kubectl wait --for=create` over all
 CRDs at once: it polls only while the lookup error is NotFound, and with two or more CRDs missing
 the builder returns an aggregate error that is not NotFound (kubectl wait.go "create" branch;
 cli-runtime ContinueOnError; apimachinery util/errors aggregate has no Is/Unwrap), so it exited 1
@@ -58,8 +59,20 @@ JOB_DEADLINE_SECONDS = DEADLINE_SECONDS + 120
 PULUMI_TIMEOUT_SECONDS = JOB_DEADLINE_SECONDS + 180
 CONTAINER = "wait-for-crds"
 
-# $@: CRD names. Env: GATE_DEADLINE_SECONDS, GATE_POLL_SECONDS. A lookup that fails for another
-# reason than NotFound (an API hiccup, RBAC) is kept as that CRD's last error and retried; it is
+# The RayCluster CRD must offer `spec.upgradeStrategy.type: Recreate`, on which the program relies
+# to bring a RayCluster change to the running head (components/k8s/raycluster.py UPGRADE_STRATEGY).
+# KubeRay's CRD first has it in v1.6.0 (ray-operator/config/crd/bases/ray.io_rayclusters.yaml
+# L4555 at v1.6.0, absent at v1.5.1), and an API server prunes a field its CRD does not declare,
+# silently. Which KubeRay GKE's Ray Operator add-on runs is not published per GKE version, so the
+# gate reads it from the served CRD and refuses, by name, a cluster whose add-on is older.
+RAYCLUSTER_CRD = "rayclusters.ray.io"
+UPGRADE_STRATEGY_JSONPATH = (
+    '{.spec.versions[?(@.name=="v1")].schema.openAPIV3Schema.properties.spec.properties'
+    ".upgradeStrategy.properties.type.enum[*]}"
+)
+
+# $@: CRD names. Env: GATE_DEADLINE_SECONDS, GATE_POLL_SECONDS, RAYCLUSTER_CRD and
+# UPGRADE_STRATEGY_JSONPATH. A lookup that fails for another reason than NotFound (an API hiccup, RBAC) is kept as that CRD's last error and retried; it is
 # reported with the name if the deadline passes.
 GATE_SCRIPT = r"""set -u
 # Microseconds from bash 5's EPOCHREALTIME, so the deadline is not rounded to a whole second.
@@ -73,6 +86,23 @@ while :; do
     if out=$(kubectl get "customresourcedefinitions.apiextensions.k8s.io/$crd" \
         -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>&1); then
       if [ "$out" = "True" ]; then
+        if [ "$crd" = "$RAYCLUSTER_CRD" ]; then
+          if ! strategies=$(kubectl get "customresourcedefinitions.apiextensions.k8s.io/$crd" \
+              -o "jsonpath=$UPGRADE_STRATEGY_JSONPATH" 2>&1); then
+            last_error[$crd]="$(printf '%s' "$strategies" | tail -n 1)"
+            still+=("$crd")
+            continue
+          fi
+          case " $strategies " in
+            *" Recreate "*) ;;
+            *) echo "$crd is served without spec.upgradeStrategy Recreate (KubeRay older" \
+                 "than v1.6.0): KubeRay would never recreate the Ray head on a RayCluster" \
+                 "change, so a change of this stack would not reach a running head. Upgrade the" \
+                 "cluster to a GKE version whose Ray Operator add-on runs KubeRay v1.6.0 or" \
+                 "later, then run pulumi up again." >&2
+               exit 1 ;;
+          esac
+        fi
         echo "served: $crd"
         continue
       fi
@@ -172,6 +202,11 @@ def job_manifest(
                             "env": [
                                 {"name": "GATE_DEADLINE_SECONDS", "value": str(DEADLINE_SECONDS)},
                                 {"name": "GATE_POLL_SECONDS", "value": str(POLL_SECONDS)},
+                                {"name": "RAYCLUSTER_CRD", "value": RAYCLUSTER_CRD},
+                                {
+                                    "name": "UPGRADE_STRATEGY_JSONPATH",
+                                    "value": UPGRADE_STRATEGY_JSONPATH,
+                                },
                             ],
                             "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
                         }

