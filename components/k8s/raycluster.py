@@ -505,12 +505,16 @@ PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
 # Recreate` (raycluster_controller.go L1462-1500 `shouldRecreatePodsForUpgrade`); the hash leaves
 # out the replica counts, workersToDelete and tolerations (utils/util.go L645-667
 # `GenerateHashWithoutReplicasAndWorkersToDelete`). Without it a changed image, env or
-# autoscaler setting never reaches the running head.
+# autoscaler setting never reaches the running head. Two limits, both in docs/deploy.md: the CRD
+# has the field only from KubeRay v1.6.0 (the CRD gate refuses an older add-on), and right after
+# KubeRay's own version changed (a GKE upgrade) its first reconcile of a changed spec restamps the
+# head pod and recreates nothing (same function, L1481-1491).
 UPGRADE_STRATEGY = {"type": "Recreate"}
 # On an autoscaled stack every change of the manifest (a nodeCount change included) also changes
 # this head-template annotation, which the hash covers: the forced apply that resets `replicas`
 # always comes with a new head and new workers, never under a live autoscaler that counts
-# running workers against 0 (its `assert num_workers_dict[...] >= 0`, cloud_provider.py L250).
+# running workers against 0 (its `assert num_workers_dict[...] >= 0`, autoscaler/v2/instance_manager/
+# cloud_providers/kuberay/cloud_provider.py L253 in Ray 2.46.0, L257 in 2.48.0).
 SPEC_HASH_ANNOTATION = "rl-on-gke/spec-hash"
 
 
