@@ -28,6 +28,7 @@ built on debian-base with bash since kubernetes#119592.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -71,11 +72,15 @@ UPGRADE_STRATEGY_JSONPATH = (
     ".upgradeStrategy.properties.type.enum[*]}"
 )
 
-# $@: CRD names. Env: GATE_DEADLINE_SECONDS, GATE_POLL_SECONDS, RAYCLUSTER_CRD and
-# UPGRADE_STRATEGY_JSONPATH. A lookup that fails for another reason than NotFound (an API hiccup, RBAC) is kept as that CRD's last error and retried; it is
+# $@: CRD names. Env: GATE_DEADLINE_SECONDS, GATE_POLL_SECONDS. A lookup that fails for another
+# reason than NotFound (an API hiccup, RBAC) is kept as that CRD's last error and retried; it is
 # reported with the name if the deadline passes.
-GATE_SCRIPT = r"""set -u
-# Microseconds from bash 5's EPOCHREALTIME, so the deadline is not rounded to a whole second.
+GATE_SCRIPT = (
+    f"""set -u
+RAYCLUSTER_CRD={shlex.quote(RAYCLUSTER_CRD)}
+UPGRADE_STRATEGY_JSONPATH={shlex.quote(UPGRADE_STRATEGY_JSONPATH)}
+"""
+    + r"""# Microseconds from bash 5's EPOCHREALTIME, so the deadline is not rounded to a whole second.
 now_us() { local t=${EPOCHREALTIME/[.,]/}; echo $((10#$t)); }
 deadline=$(( $(now_us) + GATE_DEADLINE_SECONDS * 1000000 ))
 declare -A last_error=()
@@ -127,6 +132,7 @@ while :; do
   sleep "$GATE_POLL_SECONDS"
 done
 """
+)
 
 
 def gate_command(crds: Sequence[str]) -> list[str]:
@@ -202,11 +208,6 @@ def job_manifest(
                             "env": [
                                 {"name": "GATE_DEADLINE_SECONDS", "value": str(DEADLINE_SECONDS)},
                                 {"name": "GATE_POLL_SECONDS", "value": str(POLL_SECONDS)},
-                                {"name": "RAYCLUSTER_CRD", "value": RAYCLUSTER_CRD},
-                                {
-                                    "name": "UPGRADE_STRATEGY_JSONPATH",
-                                    "value": UPGRADE_STRATEGY_JSONPATH,
-                                },
                             ],
                             "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
                         }

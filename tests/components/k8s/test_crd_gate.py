@@ -8,7 +8,6 @@ from components.k8s.crd_gate import (
     DEADLINE_SECONDS,
     GKE_INSTALLED_CRDS,
     KUBECTL_IMAGE,
-    UPGRADE_STRATEGY_JSONPATH,
     cluster_role_manifest,
     gate_command,
     job_manifest,
@@ -74,8 +73,6 @@ def test_job_runs_the_gate_script_over_every_crd_on_the_system_pool(rendering) -
     assert {e["name"]: e["value"] for e in container["env"]} == {
         "GATE_DEADLINE_SECONDS": str(DEADLINE_SECONDS),
         "GATE_POLL_SECONDS": "5",
-        "RAYCLUSTER_CRD": "rayclusters.ray.io",
-        "UPGRADE_STRATEGY_JSONPATH": UPGRADE_STRATEGY_JSONPATH,
     }
     assert pod["nodeSelector"] == {"cloud.google.com/gke-nodepool": SYSTEM_POOL}
     assert pod["serviceAccountName"] == "rl-test-crd-gate"
