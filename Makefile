@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STACK ?= dev
 BASE ?= HEAD
 
-.PHONY: test test-fast test-mutants test-image-ray lint format plan plan-diff venv venv-image venv-ray browser clean
+.PHONY: test test-fast test-mutants test-image-ray ray-dashboards lint format plan plan-diff venv venv-image venv-ray browser clean
 
 venv: $(VENV)/.installed
 
@@ -42,6 +42,13 @@ venv-ray: $(addsuffix /.installed,$(IMAGE_RAY_VENVS))
 	@# veRL's own metric lines feed the gauges test (tests/jobs/runs/framework_lines.py).
 	.venv-ray-$*/bin/pip install --quiet --no-compile --disable-pip-version-check --no-deps -r requirements-verl.txt
 	@touch $@
+
+# Grafana serves Ray's own dashboards as the pods' Ray writes them (components/k8s/ray_dashboards.py),
+# kept under components/k8s/ray_grafana/<version>/ and written by each pinned Ray's own factory:
+# run this after changing IMAGE_RAY_VERSIONS; tests/components/k8s/test_grafana.py generates them
+# again under each version and fails on a difference.
+ray-dashboards: venv-ray
+	@for v in $(IMAGE_RAY_VERSIONS); do .venv-ray-$$v/bin/python tools/ray_dashboards.py || exit 1; done
 
 # The marker is rebuilt when a requirements file changes, so a pin bump reinstalls.
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-verl.txt requirements-kubectl.txt pyproject.toml

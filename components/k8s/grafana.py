@@ -65,9 +65,9 @@ class GrafanaInputs:
     namespace: str
     project: str
     system_pool_name: str
+    # The pods' Ray (the framework image's): Grafana serves that Ray's own dashboards.
+    ray_version: str
     labels: Mapping[str, str] = field(default_factory=dict)
-    # The pods' Ray (the framework image's): Ray's panels it cannot fill are left out.
-    ray_version: str = ""
     grafana_image: str = GRAFANA_IMAGE
     frontend_image: str = FRONTEND_IMAGE
 
@@ -231,7 +231,7 @@ def training_dashboard() -> dict[str, Any]:
     }
 
 
-def dashboards(ray_version: str = "") -> dict[str, str]:
+def dashboards(ray_version: str) -> dict[str, str]:
     """Every dashboard file Grafana serves, Ray's for the pods' `ray_version` (ray_dashboards.py)."""
     return {
         **ray_dashboards(ray_version),

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import re
+import subprocess
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -22,7 +24,7 @@ import pytest
 from components.gcp.monitoring import DCGM_METRICS
 from components.k8s import grafana
 from components.k8s.grafana import GrafanaInputs
-from components.k8s.ray_dashboards import ray_dashboards
+from components.k8s.ray_dashboards import RAY_GRAFANA_DIR, ray_dashboards, ray_versions
 from jobs.head import run_gauges
 from tests import localray
 from tests.components.k8s.manifests import validate_core
@@ -37,6 +39,7 @@ def inputs(**overrides: Any) -> GrafanaInputs:
             "namespace": "rl-train",
             "project": "example-project",
             "system_pool_name": "system",
+            "ray_version": "2.48.0",
             **overrides,
         }
     )
@@ -44,7 +47,7 @@ def inputs(**overrides: Any) -> GrafanaInputs:
 
 @pytest.fixture(scope="module")
 def files() -> dict[str, str]:
-    return grafana.dashboards()
+    return grafana.dashboards("2.48.0")
 
 
 def _all_manifests(files: dict[str, str]) -> list[dict[str, Any]]:
@@ -267,15 +270,27 @@ def _served_ray_labels(version: str) -> set[str]:
     return found
 
 
-def _pinned_ray_sources(version: str) -> str:
+def _pinned_ray_venv(version: str) -> Path:
+    """`.venv-ray-<version>` (`make venv-ray`), or skip (locally) / fail (under CI)."""
     root = Path(__file__).parents[3] / f".venv-ray-{version}"
-    found = sorted(root.glob("lib/python*/site-packages/ray"))
-    if not found:
-        pytest.skip(f"{root} is missing: `make venv-ray` installs Ray {version}")
+    if not sorted(root.glob("lib/python*/site-packages/ray")):
+        reason = f"{root} is missing: `make venv-ray` installs Ray {version}"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI must check the dashboards against the pods' Ray")
+        pytest.skip(reason)
+    return root
+
+
+def _pinned_ray_package(version: str) -> Path:
+    return sorted(_pinned_ray_venv(version).glob("lib/python*/site-packages/ray"))[0]
+
+
+def _pinned_ray_sources(version: str) -> str:
+    package = _pinned_ray_package(version)
     return "\n".join(
         p.read_text(errors="replace")
         for sub in ("dashboard", "_private", "util", "train")
-        for p in (found[0] / sub).rglob("*.py")
+        for p in (package / sub).rglob("*.py")
     )
 
 
@@ -302,6 +317,83 @@ def test_no_served_ray_panel_filters_on_a_label_the_pods_ray_does_not_emit(versi
     missing = {label for label in served - SCRAPE_LABELS if not _named(label, sources)}
     assert missing == set(), f"labels Ray {version} never emits: {sorted(missing)}"
     assert "RayNodeType" not in served
+
+
+def _served_metrics(version: str) -> set[str]:
+    found: set[str] = set()
+    for content in ray_dashboards(version).values():
+        panels = list(json.loads(content)["panels"])
+        while panels:
+            panel = panels.pop()
+            panels += panel.get("panels", [])
+            for target in panel.get("targets", []):
+                found |= selected_metrics(target["expr"].replace("$window", "5m"))
+    return found
+
+
+def _exported_name(metric: str) -> str:
+    """The name Ray declares a metric under: the exporter adds the `ray_` namespace and, for
+    counters and histograms, Prometheus' suffixes."""
+    name = metric.removeprefix("ray_")
+    for suffix in ("_bucket", "_count", "_sum", "_total"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+@pytest.mark.parametrize("version", ["2.46.0", "2.48.0"])
+def test_every_metric_a_served_ray_panel_queries_is_one_the_pods_ray_exports(version) -> None:
+    """A panel of a newer Ray's dashboard can query a metric the pods' Ray never exports (Ray
+    2.60's `ray_node_mem_used_host`, `ray_component_rss_bytes`, `ray_node_gpu_power_milliwatts`
+    are not in 2.46 or 2.48) and stays empty. Every metric served to pods of Ray `version` is
+    declared by that Ray: in its Python package (the reporter agent's gauges, Train's metrics) or
+    its compiled core (the raylet's and the GCS's metric definitions)."""
+    package = _pinned_ray_package(version)
+    python = "\n".join(p.read_text(errors="replace") for p in package.rglob("*.py")).encode()
+    compiled = b"".join(p.read_bytes() for p in package.rglob("*.so"))
+    compiled += b"".join(p.read_bytes() for p in (package / "core/src/ray").rglob("*_server"))
+    served = _served_metrics(version)
+    assert len(served) > 20  # the default dashboard's panels were read
+    missing = {m for m in served if _exported_name(m).encode() not in python + compiled}
+    assert missing == set(), f"metrics Ray {version} never exports: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("version", ["2.46.0", "2.48.0"])
+def test_the_kept_dashboards_are_what_the_pinned_ray_writes(version, tmp_path) -> None:
+    """The dashboards the program serves are the pinned Ray's own, generated by its factory in
+    its own venv (tools/ray_dashboards.py): a kept file edited by hand, or a pinned Ray whose
+    factory writes something else, fails here; `make ray-dashboards` writes them again."""
+    venv = _pinned_ray_venv(version)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    result = subprocess.run(
+        [str(venv / "bin/python"), "tools/ray_dashboards.py", "--out", str(tmp_path)],
+        cwd=Path(__file__).parents[3],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    written = {p.name: p.read_text() for p in (tmp_path / version).glob("*.json")}
+    kept = {p.name: p.read_text() for p in (RAY_GRAFANA_DIR / version).glob("*.json")}
+    assert set(written) == {"rayDefaultDashboard.json", "rayTrainDashboard.json"}
+    assert written == kept
+
+
+def test_a_dashboard_is_kept_for_each_frameworks_ray_and_each_image_ray_venv() -> None:
+    from components.catalogue import FRAMEWORKS
+
+    makefile = (Path(__file__).parents[3] / "Makefile").read_text()
+    venvs = re.search(r"^IMAGE_RAY_VERSIONS := (.+)$", makefile, re.M)
+    assert venvs is not None
+    assert set(ray_versions()) == set(venvs.group(1).split())
+    assert {f.ray_version for f in FRAMEWORKS.values()} <= set(ray_versions())
+
+
+def test_a_ray_without_kept_dashboards_is_refused_by_version() -> None:
+    with pytest.raises(
+        ValueError, match=r"no Ray dashboards kept for Ray '2\.99\.0'.*make ray-dashboards"
+    ):
+        grafana.dashboards("2.99.0")
 
 
 def test_the_stack_serves_the_dashboards_of_its_frameworks_ray() -> None:
