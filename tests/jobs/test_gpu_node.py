@@ -1,17 +1,24 @@
 """The fake GPU node's own address: never the head's, and the head's IP put back in the session's
-node-IP file once the GPU node's `ray start` has written its own (tests/jobs/gpu_node.py)."""
+node-IP file once the GPU node's `ray start` has written its own; a closed node is one the head
+no longer counts alive (tests/jobs/gpu_node.py)."""
 
 from __future__ import annotations
 
+import http.server
 import ipaddress
 import json
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
-from tests.jobs.gpu_node import loopback_ip, restore_head_ip
+import pytest
+
+from tests import localray
+from tests.jobs.gpu_node import GpuNode, loopback_ip, restore_head_ip
 
 
 def test_every_gpu_node_of_a_process_has_its_own_loopback_address_never_the_heads():
@@ -52,3 +59,78 @@ def test_a_start_that_ends_before_writing_leaves_the_file_as_it_was(tmp_path):
     assert time.monotonic() - started < 5  # it did not wait out its timeout
     assert _node_ip(path) == "192.0.2.2"
     starter.wait()
+
+
+class _NodeTable(http.server.BaseHTTPRequestHandler):
+    """The head's `/nodes?view=summary`: the GPU raylet ALIVE for its first `alive_reads`."""
+
+    alive_reads = 0
+    reads = 0
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        cls.reads += 1
+        state = "ALIVE" if cls.reads <= cls.alive_reads else "DEAD"
+        body = json.dumps(
+            {
+                "data": {
+                    "summary": [
+                        {"raylet": {"state": "ALIVE", "nodeManagerAddress": "192.0.2.2"}},
+                        {"raylet": {"state": state, "nodeManagerAddress": "127.0.1.7"}},
+                    ]
+                }
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _closed_node(tmp_path: Path, alive_reads: int) -> tuple[GpuNode, type[_NodeTable], Callable]:
+    handler = type("Table", (_NodeTable,), {"alive_reads": alive_reads, "reads": 0})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    head = SimpleNamespace(
+        dashboard_url=f"http://127.0.0.1:{server.server_address[1]}", temp_dir=tmp_path / "head"
+    )
+    node = GpuNode(head, gpus=2)  # type: ignore[arg-type]
+    node.ip = "127.0.1.7"
+
+    def shut() -> None:
+        server.shutdown()
+        server.server_close()
+
+    return node, handler, shut
+
+
+def test_close_waits_until_the_head_no_longer_counts_a_killed_raylet_alive(tmp_path):
+    """A killed raylet stays ALIVE in the GCS until its health checks fail; the next test's
+    JobSupervisor actor can be sent to it meanwhile and die "never ran"."""
+    node, table, shut = _closed_node(tmp_path, alive_reads=3)
+    try:
+        node.close(timeout=30)
+        assert table.reads == 4  # three reads saw it alive, the fourth dead
+    finally:
+        shut()
+
+
+def test_close_names_the_raylet_the_head_keeps_alive(tmp_path):
+    node, _table, shut = _closed_node(tmp_path, alive_reads=10**6)
+    try:
+        with pytest.raises(AssertionError, match=r"127\.0\.1\.7 alive after 1 s"):
+            node.close(timeout=1)
+    finally:
+        shut()
+
+
+def test_close_does_not_wait_for_a_head_that_no_longer_answers(tmp_path):
+    port = localray.distinct_free_ports(1)[0]
+    head = SimpleNamespace(dashboard_url=f"http://127.0.0.1:{port}", temp_dir=tmp_path / "head")
+    node = GpuNode(head, gpus=2)  # type: ignore[arg-type]
+    started = time.monotonic()
+    node.close(timeout=30)
+    assert time.monotonic() - started < 5
