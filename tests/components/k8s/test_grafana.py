@@ -253,10 +253,9 @@ def _labels(node: Any, found: set[str]) -> None:
         _labels(arg, found)
 
 
-def _served_ray_labels(version: str) -> set[str]:
-    import promql_parser
-
-    found: set[str] = set()
+def _served_ray_queries(version: str) -> Iterator[str]:
+    """Every query of the Ray dashboards served to pods of Ray `version`, rows' panels too, with
+    Grafana's interval placeholders filled in."""
     for content in ray_dashboards(version).values():
         panels = list(json.loads(content)["panels"])
         while panels:
@@ -266,7 +265,15 @@ def _served_ray_labels(version: str) -> set[str]:
                 query = target["expr"]
                 for placeholder in ("$__rate_interval", "$__interval", "$window"):
                     query = query.replace(placeholder, "5m")
-                _labels(promql_parser.parse(query), found)
+                yield query
+
+
+def _served_ray_labels(version: str) -> set[str]:
+    import promql_parser
+
+    found: set[str] = set()
+    for query in _served_ray_queries(version):
+        _labels(promql_parser.parse(query), found)
     return found
 
 
@@ -320,15 +327,7 @@ def test_no_served_ray_panel_filters_on_a_label_the_pods_ray_does_not_emit(versi
 
 
 def _served_metrics(version: str) -> set[str]:
-    found: set[str] = set()
-    for content in ray_dashboards(version).values():
-        panels = list(json.loads(content)["panels"])
-        while panels:
-            panel = panels.pop()
-            panels += panel.get("panels", [])
-            for target in panel.get("targets", []):
-                found |= selected_metrics(target["expr"].replace("$window", "5m"))
-    return found
+    return {m for query in _served_ray_queries(version) for m in selected_metrics(query)}
 
 
 def _exported_name(metric: str) -> str:
