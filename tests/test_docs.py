@@ -256,3 +256,12 @@ def test_every_quoted_source_file_exists(doc: Path) -> None:
         }
     )
     assert gone == []
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=_relative)
+def test_every_doc_opens_with_its_title(doc: Path) -> None:
+    """A doc is Markdown with a title first: a file overwritten with other text (a module's
+    source once replaced docs/deploy.md in an edit, and every other docs test still passed)
+    fails here."""
+    first = doc.read_text().splitlines()[0]
+    assert first.startswith("# "), f"{doc.name} opens with {first[:60]!r}, not a '# ' title"
