@@ -67,16 +67,42 @@ def _listens(port: int) -> bool:
     return True
 
 
+# Loopback ports a test's Ray binds are drawn from here: below the kernel's ephemeral range
+# (net.ipv4.ip_local_port_range, 32768-60999 by default), so no client socket on the machine is
+# handed one as its source port between our choosing it and Ray binding it. A port the OS
+# picked (bind to port 0) comes from that range, and CI saw the GCS fail so ("Failed to start
+# the grpc server. The specified port is 59655", Ray 2.48.0). Worker ports take 20000-29999.
+OWN_PORTS = range(10000, 20000)
+WORKER_PORTS = range(20000, 30000)
+
+
+def ephemeral_port_floor() -> int:
+    """The lowest port the kernel hands out as a source port (32768 where /proc does not say)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def distinct_free_ports(n: int) -> list[int]:
-    """`n` ports free right now and different from each other: every socket stays bound until
-    all are chosen (one `free_port()` after another may be handed the same port twice, and Ray
+    """`n` ports free right now, different from each other and below the ephemeral range: every
+    socket stays bound until all are chosen (two draws may otherwise pick the same port, and Ray
     refuses to start when two of its components share one)."""
     held: list[socket.socket] = []
     try:
-        for _ in range(n):
+        for _ in range(200 * n):
+            if len(held) == n:
+                break
+            port = random.choice(OWN_PORTS)
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
             held.append(s)
-            s.bind(("127.0.0.1", 0))
+        if len(held) < n:
+            raise RuntimeError(f"no {n} free ports found in {OWN_PORTS.start}-{OWN_PORTS.stop - 1}")
         return [int(s.getsockname()[1]) for s in held]
     finally:
         for s in held:
@@ -86,10 +112,12 @@ def distinct_free_ports(n: int) -> list[int]:
 def free_port_range(size: int) -> tuple[int, int]:
     """A run of `size` consecutive free ports, below the kernel's ephemeral range."""
     for _ in range(200):
-        start = random.randrange(20000, 30000 - size)
+        start = random.randrange(WORKER_PORTS.start, WORKER_PORTS.stop - size)
         if all(_port_is_free(p) for p in range(start, start + size)):
             return start, start + size - 1
-    raise RuntimeError(f"no {size} consecutive free ports found in 20000-30000")
+    raise RuntimeError(
+        f"no {size} consecutive free ports found in {WORKER_PORTS.start}-{WORKER_PORTS.stop - 1}"
+    )
 
 
 def venv_bin() -> Path:
@@ -184,17 +212,31 @@ def _autoscaling_file(config: dict[str, Any], temp_dir: Path, gcs_port: int) -> 
     return path
 
 
-class DashboardStartTimeout(RuntimeError):
-    """`ray start` gave up on its own dashboard: Ray polls the GCS for the dashboard's address
-    200 times 0.1 s apart and then exits (services.py `start_api_server`, Ray 2.46.0 and 2.48.0),
-    a fixed window that nine dashboard subprocess modules starting on a loaded 2-core machine
-    overrun. It is a start-up timing of that Ray, not a fault of the code under test."""
+class StartRaced(RuntimeError):
+    """`ray start` lost a race it cannot win again by waiting: either Ray's own dashboard window
+    ran out (Ray polls the GCS for the dashboard's address 200 times 0.1 s apart, then exits:
+    services.py `start_api_server`, Ray 2.46.0 and 2.48.0; nine dashboard module processes
+    starting on a loaded 2-core machine overrun it), or a port chosen free was bound by another
+    process before Ray bound it. Both are timings of this machine, not faults of the code under
+    test, and a fresh start on new ports is the answer."""
 
 
-# What `ray start` prints when that window ran out (services.py, Ray 2.46.0 to 2.60).
-_DASHBOARD_WINDOW_RAN_OUT = "it contains the error message from the dashboard"
+# What `ray start` prints when that window ran out (services.py, Ray 2.46.0 to 2.60), and when a
+# component could not bind its port (grpc_server.cc and Python's socket errors).
+_RACE_LOST = (
+    "it contains the error message from the dashboard",
+    "Failed to start the grpc server",
+    "Address already in use",
+)
 
-# How many heads `start` tries when Ray's own dashboard window runs out (see above).
+
+def start_failure(tail: str) -> type[RuntimeError]:
+    """StartRaced when a failed `ray start`'s log tail shows a lost start-up race, else
+    RuntimeError (a fault that a second start would only repeat)."""
+    return StartRaced if any(sign in tail for sign in _RACE_LOST) else RuntimeError
+
+
+# How many heads `start` tries when a start-up race was lost (see above).
 START_ATTEMPTS = 3
 
 
@@ -208,13 +250,13 @@ def start(
     `extra_env` reaches the head's processes (e.g. RAY_health_check_* for the GCS).
     `autoscaling`: a Ray cluster config for Ray's fake multi-node provider, whose autoscaler
     (v2) then starts and stops worker raylets on this machine (tests/jobs/fake_autoscaler.py).
-    A head whose `ray start` ran out of Ray's fixed dashboard window is started afresh, up to
-    START_ATTEMPTS times; any other failure is raised at once."""
+    A head whose `ray start` lost a start-up race (StartRaced) is started afresh on new ports,
+    up to START_ATTEMPTS times; any other failure is raised at once."""
     for attempt in range(1, START_ATTEMPTS + 1):
         try:
             with _one_start_at_a_time(timeout_s):
                 return _start_once(num_cpus, timeout_s, extra_env, autoscaling)
-        except DashboardStartTimeout:
+        except StartRaced:
             if attempt == START_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")
@@ -318,8 +360,7 @@ def _start_once(
         if proc.poll() is not None:
             tail = cluster.log_tail()
             cluster.stop()
-            error = DashboardStartTimeout if _DASHBOARD_WINDOW_RAN_OUT in tail else RuntimeError
-            raise error(f"ray start exited with {proc.returncode}:\n{tail}")
+            raise start_failure(tail)(f"ray start exited with {proc.returncode}:\n{tail}")
         # The dashboard answers before the head's job agent listens, and a submit in between
         # waits 10 s for it, then fails (job_head.py `submit_job`, Ray 2.60); on a loaded
         # machine that gap is longer, so the head counts as up once both answer.
