@@ -31,11 +31,15 @@ def pod_monitoring_manifest(name: str, namespace: str, ray_cluster: str) -> dict
             # Only this stack's Ray pods: head and workers both expose `metrics`.
             "selector": {"matchLabels": {RAY_CLUSTER_LABEL: ray_cluster}},
             "endpoints": [{"port": METRICS_PORT_NAME, "interval": SCRAPE_INTERVAL}],
-            # Keep head/worker apart in queries without relabelling every dashboard.
+            # Keep head/worker apart in queries without relabelling every dashboard. Ray's own
+            # panels filter on `ray_io_cluster=~"$Cluster"` and list $Cluster from that label,
+            # which the scrape adds from the pod's `ray.io/cluster` label as KubeRay's own
+            # PodMonitors do (kuberay config/prometheus/podMonitor.yaml, v1.7.0).
             "targetLabels": {
                 "fromPod": [
                     {"from": "ray.io/node-type", "to": "ray_node_type"},
                     {"from": "ray.io/group", "to": "ray_group"},
+                    {"from": RAY_CLUSTER_LABEL, "to": "ray_io_cluster"},
                 ]
             },
         },

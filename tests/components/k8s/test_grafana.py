@@ -8,6 +8,7 @@ carry (Ray 2.60 metrics_head.py `grafana_health`), against a loopback stand-in f
 
 from __future__ import annotations
 
+import functools
 import http.server
 import json
 import os
@@ -24,6 +25,7 @@ import pytest
 from components.gcp.monitoring import DCGM_METRICS
 from components.k8s import grafana
 from components.k8s.grafana import GrafanaInputs
+from components.k8s.metrics import pod_monitoring_manifest
 from components.k8s.ray_dashboards import RAY_GRAFANA_DIR, ray_dashboards, ray_versions
 from jobs.head import run_gauges
 from tests import localray
@@ -292,51 +294,84 @@ def _pinned_ray_package(version: str) -> Path:
     return sorted(_pinned_ray_venv(version).glob("lib/python*/site-packages/ray"))[0]
 
 
-def _pinned_ray_sources(version: str) -> str:
+@functools.cache
+def _pinned_ray_declarations(version: str) -> tuple[str, bytes]:
+    """What the pinned Ray declares: its Python sources and its compiled core (the extension
+    modules, the raylet and the GCS server), read once per version. Its dashboards' panel
+    definitions are left out: they are the served queries' own source, so a check against them
+    could not fail."""
     package = _pinned_ray_package(version)
-    return "\n".join(
-        p.read_text(errors="replace")
-        for sub in ("dashboard", "_private", "util", "train")
-        for p in (package / sub).rglob("*.py")
+    panels = package / "dashboard/modules/metrics/dashboards"
+    python = "\n".join(
+        p.read_text(errors="replace") for p in package.rglob("*.py") if panels not in p.parents
     )
+    executables = [
+        p for p in (package / "core/src/ray").rglob("*") if p.is_file() and os.access(p, os.X_OK)
+    ]
+    compiled = b"".join(p.read_bytes() for p in [*package.rglob("*.so"), *executables])
+    return python, compiled
 
 
-def _named(label: str, sources: str) -> bool:
-    """Whether the sources name `label` as one: a quoted tag key, a matcher in one of Ray's own
-    dashboard queries, or a grouping."""
-    pattern = rf"[\"']{label}[\"']|\b{label}\s*(=|!=|=~|!~)|by \([^)]*\b{label}\b"
-    return re.search(pattern, sources) is not None
+def _label_declared(label: str, python: str, compiled: bytes) -> bool:
+    """A tag key Ray's Python quotes (`labelnames=("NodeType", ...)`, `TagKey("Component")`) or
+    its compiled core holds as a string of its own (C++ tag keys such as `NodeAddress`)."""
+    quoted = re.search(rf"[\"']{label}[\"']", python) is not None
+    return quoted or b"\0" + label.encode() + b"\0" in compiled
 
 
-# Labels the scrape adds, not Ray: Prometheus' own, and the PodMonitoring's targetLabels
-# (components/k8s/metrics.py).
-SCRAPE_LABELS = {"instance", "job", "ray_node_type", "ray_group"}
+# Labels the scrape adds, not Ray: Prometheus' own and the PodMonitoring's targetLabels.
+SCRAPE_LABELS = {"instance", "job"} | {
+    rule["to"]
+    for rule in pod_monitoring_manifest("m", "ns", "c")["spec"]["targetLabels"]["fromPod"]
+}
 
 
 @pytest.mark.parametrize("version", ["2.46.0", "2.48.0"])
 def test_no_served_ray_panel_filters_on_a_label_the_pods_ray_does_not_emit(version) -> None:
-    """The dashboards come from .venv's Ray (2.60), the pods run the images' Ray.
-    Every label a panel served to pods of Ray `version` selects on or groups by is one that Ray's
-    own package names (its metric tag keys, its dashboards' queries; read from its installed
-    sources, `make venv-ray`), or one the scrape adds."""
-    sources = _pinned_ray_sources(version)
+    """Every label a panel served to pods of Ray `version` selects on or groups by is one that
+    Ray declares as a tag key (its installed package, `make venv-ray`, outside the dashboards'
+    own panel definitions), or one the scrape adds."""
+    python, compiled = _pinned_ray_declarations(version)
     served = _served_ray_labels(version)
-    missing = {label for label in served - SCRAPE_LABELS if not _named(label, sources)}
+    missing = {
+        label for label in served - SCRAPE_LABELS if not _label_declared(label, python, compiled)
+    }
     assert missing == set(), f"labels Ray {version} never emits: {sorted(missing)}"
     assert "RayNodeType" not in served
+
+
+def test_the_scrape_adds_the_cluster_label_rays_dashboards_filter_on() -> None:
+    """Ray's panels filter on `ray_io_cluster=~"$Cluster"` and fill $Cluster from that label's
+    values; KubeRay's own PodMonitors copy it from the pods' `ray.io/cluster` label (kuberay
+    config/prometheus/podMonitor.yaml, v1.7.0), and so does the program's."""
+    assert "ray_io_cluster" in set(_served_ray_labels("2.46.0"))
+    assert "ray_io_cluster" in SCRAPE_LABELS
 
 
 def _served_metrics(version: str) -> set[str]:
     return {m for query in _served_ray_queries(version) for m in selected_metrics(query)}
 
 
-def _exported_name(metric: str) -> str:
-    """The name Ray declares a metric under: the exporter adds the `ray_` namespace and, for
-    counters and histograms, Prometheus' suffixes."""
+def _metric_declared(metric: str, python: str, compiled: bytes) -> bool:
+    """Whether Ray declares `metric` under the name it is served by: the exporter adds the `ray_`
+    namespace and, for counters and histograms, Prometheus' suffixes; the autoscaler's metrics
+    are declared with `namespace="autoscaler"` (autoscaler/_private/prom_metrics.py); Train's as
+    dataclass fields (train/v2/_internal/callbacks/metrics.py); the core's as C++ strings."""
     name = metric.removeprefix("ray_")
+    candidates = {name}
     for suffix in ("_bucket", "_count", "_sum", "_total"):
-        name = name.removesuffix(suffix)
-    return name
+        candidates.add(name.removesuffix(suffix))
+    for candidate in candidates:
+        if re.search(rf"[\"']{candidate}[\"']|^\s*{candidate}\s*:", python, re.M):
+            return True
+        if candidate.encode() + b"\0" in compiled:
+            return True
+        for cut in (i for i, c in enumerate(candidate) if c == "_"):
+            namespace, short = candidate[:cut], candidate[cut + 1 :]
+            composed = rf"[\"']{short}[\"'].{{0,400}}?namespace=[\"']{namespace}[\"']"
+            if re.search(composed, python, re.S):
+                return True
+    return False
 
 
 @pytest.mark.parametrize("version", ["2.46.0", "2.48.0"])
@@ -344,16 +379,28 @@ def test_every_metric_a_served_ray_panel_queries_is_one_the_pods_ray_exports(ver
     """A panel of a newer Ray's dashboard can query a metric the pods' Ray never exports (Ray
     2.60's `ray_node_mem_used_host`, `ray_component_rss_bytes`, `ray_node_gpu_power_milliwatts`
     are not in 2.46 or 2.48) and stays empty. Every metric served to pods of Ray `version` is
-    declared by that Ray: in its Python package (the reporter agent's gauges, Train's metrics) or
-    its compiled core (the raylet's and the GCS's metric definitions)."""
-    package = _pinned_ray_package(version)
-    python = "\n".join(p.read_text(errors="replace") for p in package.rglob("*.py")).encode()
-    compiled = b"".join(p.read_bytes() for p in package.rglob("*.so"))
-    compiled += b"".join(p.read_bytes() for p in (package / "core/src/ray").rglob("*_server"))
+    declared by that Ray: in its Python package (the reporter agent's gauges, the autoscaler's,
+    Train's metrics) or its compiled core (the raylet's and the GCS's metric definitions)."""
+    python, compiled = _pinned_ray_declarations(version)
     served = _served_metrics(version)
     assert len(served) > 20  # the default dashboard's panels were read
-    missing = {m for m in served if _exported_name(m).encode() not in python + compiled}
+    missing = {m for m in served if not _metric_declared(m, python, compiled)}
     assert missing == set(), f"metrics Ray {version} never exports: {sorted(missing)}"
+
+
+def test_a_metric_or_label_only_rays_own_panels_name_is_not_declared() -> None:
+    """The checks above read declarations, not the dashboards' own queries: a name found only in
+    a panel's query, or only inside a longer name, does not count."""
+    python = 'Gauge("node_cpu_count", labelnames=("Component",))\nexpr="sum(fake_metric) by (X)"'
+    compiled = b"\0raylet_fake_total\0IsRetry\0"
+    assert _metric_declared("ray_node_cpu_count", python, compiled)
+    assert _metric_declared("ray_raylet_fake_total", python, compiled)
+    assert not _metric_declared("ray_fake_metric", python, compiled)
+    assert not _metric_declared("ray_cpu_count", python, compiled)
+    assert _label_declared("Component", python, compiled)
+    assert _label_declared("IsRetry", python, compiled)
+    assert not _label_declared("X", python, compiled)
+    assert not _label_declared("Retry", python, compiled)
 
 
 @pytest.mark.parametrize("version", ["2.46.0", "2.48.0"])
