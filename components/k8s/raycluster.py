@@ -506,9 +506,10 @@ PATCH_FORCE_ANNOTATION = "pulumi.com/patchForce"
 # out the replica counts, workersToDelete and tolerations (utils/util.go L645-667
 # `GenerateHashWithoutReplicasAndWorkersToDelete`). Without it a changed image, env or
 # autoscaler setting never reaches the running head. Two limits, both in docs/deploy.md: the CRD
-# has the field only from KubeRay v1.6.0 (the CRD gate refuses an older add-on), and right after
-# KubeRay's own version changed (a GKE upgrade) its first reconcile of a changed spec restamps the
-# head pod and recreates nothing (same function, L1481-1491).
+# has the field only from KubeRay v1.6.0 (the CRD gate refuses an older add-on), and a new KubeRay
+# version's first reconcile (a GKE upgrade) restamps the head pod with the spec's hash as it is
+# then and recreates nothing, so a change applied before that reconcile is lost (same function,
+# L1481-1491); the hash is compared on every reconcile, so later changes restart Ray.
 UPGRADE_STRATEGY = {"type": "Recreate"}
 # On an autoscaled stack every change of the manifest (a nodeCount change included) also changes
 # this head-template annotation, which the hash covers: the forced apply that resets `replicas`
