@@ -9,6 +9,7 @@ KubeRay without `upgradeStrategy` (before v1.6.0) fails it at once.
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import subprocess
 import time
@@ -23,14 +24,23 @@ from tests.components.k8s.kubectl import StandInApiServer, unpack_kubectl
 pytestmark = pytest.mark.kubectl
 
 
-def _kuberay_crd() -> dict:
-    """KubeRay v1.7.0's own RayCluster CRD, as vendored for the manifest checks."""
+@functools.cache
+def _vendored_kuberay_crd() -> dict:
+    # 934 KB of YAML: read once, when a test first needs it (not at collection), with the
+    # C loader where PyYAML has it.
     path = Path(__file__).resolve().parents[2] / "schemas/kuberay-v1.7.0/ray.io_rayclusters.yaml"
-    return yaml.safe_load(path.read_text())
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(path.read_text(), Loader=loader)
 
 
-# The RayCluster CRD the gate reads, as GKE's add-on would serve it.
-_KUBERAY = {RAYCLUSTER_CRD: _kuberay_crd()}
+def _kuberay_crd() -> dict:
+    """KubeRay v1.7.0's own RayCluster CRD, as vendored for the manifest checks (a copy)."""
+    return copy.deepcopy(_vendored_kuberay_crd())
+
+
+def _kuberay() -> dict[str, dict]:
+    """The RayCluster CRD the gate reads, as GKE's add-on would serve it."""
+    return {RAYCLUSTER_CRD: _kuberay_crd()}
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +78,7 @@ def test_four_late_crds_are_each_waited_for_until_the_last_one_is_served(
     kubectl_dir: Path, tmp_path: Path
 ) -> None:
     appear = dict(zip(GKE_INSTALLED_CRDS, (1.0, 2.0, 3.0, 4.0), strict=True))
-    with StandInApiServer(appear, _KUBERAY) as server:
+    with StandInApiServer(appear, _kuberay()) as server:
         result, elapsed = _run_gate(server, kubectl_dir, tmp_path, deadline=60, poll=0.25)
     assert result.returncode == 0, result.stderr
     assert "all 4 CRDs are served" in result.stdout
@@ -86,7 +96,7 @@ def test_a_crd_that_never_comes_fails_once_by_name_at_the_deadline(
     never = "podmonitorings.monitoring.googleapis.com"
     appear = {name: (None if name == never else 0.5) for name in GKE_INSTALLED_CRDS}
     deadline = 5
-    with StandInApiServer(appear, _KUBERAY) as server:
+    with StandInApiServer(appear, _kuberay()) as server:
         result, elapsed = _run_gate(server, kubectl_dir, tmp_path, deadline=deadline, poll=0.25)
     assert result.returncode == 1
     assert f"CRDs still missing after {deadline}s: {never}\n" in result.stderr
@@ -104,7 +114,7 @@ def test_two_missing_crds_are_both_named(kubectl_dir: Path, tmp_path: Path) -> N
     appear = {name: None for name in GKE_INSTALLED_CRDS[:2]} | {
         name: 0.0 for name in GKE_INSTALLED_CRDS[2:]
     }
-    with StandInApiServer(appear, _KUBERAY) as server:
+    with StandInApiServer(appear, _kuberay()) as server:
         result, _ = _run_gate(server, kubectl_dir, tmp_path, deadline=2, poll=0.25)
     assert result.returncode == 1
     assert f"CRDs still missing after 2s: {' '.join(GKE_INSTALLED_CRDS[:2])}\n" in result.stderr
