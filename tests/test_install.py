@@ -86,3 +86,29 @@ def test_the_program_is_spelled_as_the_user_started_it(tmp_path):
     module = [sys.executable, "-m", "jobs"]
     assert _usage_line(module, tmp_path, on_path).startswith("Usage: python -m jobs ")
     assert _usage_line(module, tmp_path, off_path).startswith(f"Usage: {sys.executable} -m jobs ")
+
+
+def test_every_data_file_of_the_packages_is_installed_with_them():
+    """A non-editable install carries only the .py files and package-data: every other file the
+    program keeps under its packages (recipe configs, payloads, the Ray dashboards) is listed."""
+    import tomllib
+
+    package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]
+    tracked = subprocess.run(
+        ["git", "ls-files", "jobs", "components"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    data = [REPO / f for f in tracked if not f.endswith(".py")]
+    assert any(f.suffix == ".json" and "ray_grafana" in f.parts for f in data)
+    installed = {
+        path
+        for package, patterns in package_data.items()
+        for pattern in patterns
+        for path in (REPO / package).glob(pattern)
+    }
+    assert [str(f.relative_to(REPO)) for f in data if f not in installed] == []
