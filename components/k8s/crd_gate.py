@@ -14,11 +14,11 @@ pulumi-kubernetes awaits until it completes (await/job.go). Objects of those kin
 Its one container runs GATE_SCRIPT: every poll it reads each CRD on its own (`kubectl get`) and
 counts it served once it exists and is Established, with one overall deadline; when the deadline
 passes it fails once, naming every CRD still missing. A RayCluster CRD without `upgradeStrategy`
-(KubeRay before v1.6.0) fails it at once, saying why (RAYCLUSTER_CRD below). Not `kubectl wait --for=create` over all
-CRDs at once: it polls only while the lookup error is NotFound, and with two or more CRDs missing
-the builder returns an aggregate error that is not NotFound (kubectl wait.go "create" branch;
-cli-runtime ContinueOnError; apimachinery util/errors aggregate has no Is/Unwrap), so it exited 1
-at once, exactly when the CRDs were late. The Job fails at most once (backoffLimit 0, restartPolicy
+(KubeRay before v1.6.0) fails it at once, saying why (RAYCLUSTER_CRD below). Not
+`kubectl wait --for=create` over all CRDs at once: it polls only while the lookup error is
+NotFound, and with two or more CRDs missing the builder returns an aggregate error that is not
+NotFound (kubectl wait.go "create" branch; cli-runtime ContinueOnError; apimachinery util/errors
+aggregate has no Is/Unwrap), so it exited 1 at once, exactly when the CRDs were late. The Job fails at most once (backoffLimit 0, restartPolicy
 Never), and `pulumi.com/replaceUnready` makes the next `pulumi up` replace a failed Job instead of
 awaiting it again (pulumi-kubernetes provider/pkg/provider/provider.go Diff, `ReplaceUnready` for
 kind Job; without it "Pulumi will continue to wait for readiness on the next update",
