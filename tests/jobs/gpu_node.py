@@ -150,7 +150,8 @@ class GpuNode:
                 # Its own raylet: a killed node not yet declared dead can count the same GPUs.
                 if self.ip in alive_raylet_ips(self.head.dashboard_url):
                     return
-            except AssertionError:
+                time.sleep(0.5)
+            except (AssertionError, OSError, ValueError):
                 pass
             assert self.process is not None
             if self.process.poll() is not None and starts < JOIN_ATTEMPTS:
@@ -187,11 +188,20 @@ class GpuNode:
         after the first killed its raylet, had its JobSupervisor actor die "never ran ... missing
         too many heartbeats" (not reproduced: 10 of 10 passed here under two CPU burners, the
         killed node declared dead within a second). So no test leaves such a node behind. A head
-        that no longer answers has no node to wait for."""
+        that no longer listens has no node to wait for; one that answers late or badly is asked
+        again until `timeout`. (Ray marks a node dead after `health_check_failure_threshold`
+        missed checks: gcs_health_check_manager.cc, Ray 2.46.0.)"""
         self.stop()
         self.log.unlink(missing_ok=True)
         deadline = time.monotonic() + timeout
-        while self.ip in alive_raylet_ips(self.head.dashboard_url):
+        while True:
+            try:
+                if self.ip not in alive_raylet_ips(self.head.dashboard_url):
+                    return
+            except HeadGone:
+                return
+            except (OSError, ValueError):
+                pass  # a late or failed answer of a live head: ask again
             if time.monotonic() > deadline:
                 raise AssertionError(
                     f"the head still counts the stopped GPU raylet at {self.ip} alive after "
@@ -200,16 +210,41 @@ class GpuNode:
             time.sleep(0.5)
 
 
+def close_all(nodes: list[GpuNode], timeout: float = 90) -> None:
+    """Stop every node first, then wait for the head to count each dead: a node that outlives
+    its wait raises only after all are stopped, so none is left running."""
+    for node in nodes:
+        node.stop()
+    errors: list[AssertionError] = []
+    for node in nodes:
+        try:
+            node.close(timeout=timeout)
+        except AssertionError as error:
+            errors.append(error)
+    if errors:
+        raise errors[0]
+
+
+class HeadGone(ConnectionRefusedError):
+    """Nothing listens at the head's dashboard any more (a head the test stopped or killed)."""
+
+
 def alive_raylet_ips(dashboard_url: str) -> set[str]:
-    """The addresses of the raylets the head's node table counts alive; none if it does not
-    answer (a head the test stopped or killed)."""
+    """The addresses of the raylets the head's node table counts alive. Raises HeadGone when
+    nothing listens at `dashboard_url`, OSError or ValueError when the head answered late or
+    badly (a busy head: ask again)."""
+    import urllib.error
     import urllib.request
 
     try:
         with urllib.request.urlopen(f"{dashboard_url}/nodes?view=summary", timeout=10) as r:
             data = json.load(r)
-    except (OSError, ValueError):
-        return set()
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, ConnectionRefusedError):
+            raise HeadGone(str(error.reason)) from error
+        raise
+    except ConnectionRefusedError as error:
+        raise HeadGone(str(error)) from error
     return {
         str(node["raylet"].get("nodeManagerAddress"))
         for node in data.get("data", {}).get("summary", [])

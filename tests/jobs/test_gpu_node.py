@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests import localray
-from tests.jobs.gpu_node import GpuNode, loopback_ip, restore_head_ip
+from tests.jobs.gpu_node import GpuNode, close_all, loopback_ip, restore_head_ip
 
 
 def test_every_gpu_node_of_a_process_has_its_own_loopback_address_never_the_heads():
@@ -65,11 +65,15 @@ class _NodeTable(http.server.BaseHTTPRequestHandler):
     """The head's `/nodes?view=summary`: the GPU raylet ALIVE for its first `alive_reads`."""
 
     alive_reads = 0
+    failed_reads = 0
     reads = 0
 
     def do_GET(self) -> None:
         cls = type(self)
         cls.reads += 1
+        if cls.reads <= cls.failed_reads:
+            self.send_error(500, "the head is busy")
+            return
         state = "ALIVE" if cls.reads <= cls.alive_reads else "DEAD"
         body = json.dumps(
             {
@@ -90,8 +94,14 @@ class _NodeTable(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _closed_node(tmp_path: Path, alive_reads: int) -> tuple[GpuNode, type[_NodeTable], Callable]:
-    handler = type("Table", (_NodeTable,), {"alive_reads": alive_reads, "reads": 0})
+def _closed_node(
+    tmp_path: Path, alive_reads: int, failed_reads: int = 0
+) -> tuple[GpuNode, type[_NodeTable], Callable]:
+    handler = type(
+        "Table",
+        (_NodeTable,),
+        {"alive_reads": alive_reads, "failed_reads": failed_reads, "reads": 0},
+    )
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     head = SimpleNamespace(
@@ -134,3 +144,40 @@ def test_close_does_not_wait_for_a_head_that_no_longer_answers(tmp_path):
     started = time.monotonic()
     node.close(timeout=30)
     assert time.monotonic() - started < 5
+
+
+def test_close_asks_again_when_the_head_answers_badly(tmp_path):
+    """A busy head's error answer is no sign the raylet is gone: only a head that no longer
+    listens ends the wait early."""
+    node, table, shut = _closed_node(tmp_path, alive_reads=4, failed_reads=2)
+    try:
+        node.close(timeout=30)
+        assert table.reads == 5  # two failed answers, two saw it alive, the fifth dead
+    finally:
+        shut()
+
+
+class _Stopped(GpuNode):
+    """A node whose raylet the head counts alive for ever; records when it was stopped."""
+
+    def __init__(self, head: SimpleNamespace, log: list[str], name: str) -> None:
+        super().__init__(head, gpus=2)  # type: ignore[arg-type]
+        self.name = name
+        self.record = log
+        self.ip = "127.0.1.7"
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        self.record.append(f"stop {self.name}")
+
+
+def test_close_all_stops_every_node_before_a_wait_can_fail(tmp_path):
+    node, _table, shut = _closed_node(tmp_path, alive_reads=10**6)
+    head = node.head
+    log: list[str] = []
+    nodes = [_Stopped(head, log, "a"), _Stopped(head, log, "b")]
+    try:
+        with pytest.raises(AssertionError, match=r"127\.0\.1\.7 alive after 1 s"):
+            close_all(nodes, timeout=1)
+    finally:
+        shut()
+    assert log[:2] == ["stop a", "stop b"]

@@ -25,7 +25,7 @@ from jobs.client.api import JobsAPI
 from jobs.head.run_store import RunStore
 from tests import localray
 from tests.jobs.conftest import wait_until
-from tests.jobs.gpu_node import GpuNode
+from tests.jobs.gpu_node import GpuNode, close_all
 
 FAST = dict(
     JOBS_SUPERVISOR_POLL_S="0.5",
@@ -74,9 +74,10 @@ def gpu(head) -> Iterator[list[GpuNode]]:
         nodes[0].join()
         yield nodes
     finally:
-        for n in nodes:
-            n.close()
-        _stop_everything(head)
+        try:
+            close_all(nodes)
+        finally:
+            _stop_everything(head)
 
 
 def _stop_everything(head: localray.LocalRay) -> None:

@@ -24,7 +24,7 @@ from jobs.head import tracking
 from tests import localray
 from tests.jobs import wandb_offline
 from tests.jobs.conftest import wait_until
-from tests.jobs.gpu_node import GpuNode
+from tests.jobs.gpu_node import GpuNode, close_all
 from tests.jobs.head.test_survival import FAST, finished, name, record, runs_root
 
 pytestmark = pytest.mark.ray
@@ -98,9 +98,10 @@ def gpu(head: localray.LocalRay) -> Iterator[list[GpuNode]]:
         nodes[0].join()
         yield nodes
     finally:
-        for n in nodes:
-            n.close()
-        _stop_runs(head)
+        try:
+            close_all(nodes)
+        finally:
+            _stop_runs(head)
 
 
 def _stop_runs(head: localray.LocalRay) -> None:
