@@ -148,6 +148,22 @@ def test_no_file_names_an_issue_number():
     assert not found, f"say the reason, not the issue number: {found}"
 
 
+# The team's notes beside the repository (../shared) are not in a clone: a test that reads them
+# skips, or passes, in CI without checking anything. Vendored copies carry their digests instead.
+SHARED_PATH = re.compile(r"""\.\./shared\b|parents?(\[\d+\])?\s*/\s*["']shared["']""")
+
+
+def test_no_test_reads_the_notes_beside_the_repository():
+    paths = [p for root in ("tests", "bench", "tools") for p in _modules(REPO / root)]
+    found = [
+        f"{rel(path)}:{number}"
+        for path in paths
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if SHARED_PATH.search(line) and path != Path(__file__)
+    ]
+    assert not found, f"tests read ../shared: {found}"
+
+
 def _import_cycles(paths: list[Path]) -> list[list[str]]:
     """One cycle per knot of mutually importing files, as `a, b, ..., a`. Every import counts,
     lazy, in a function or under TYPE_CHECKING: a cycle in the structure is one whatever the

@@ -23,8 +23,6 @@ import yaml
 from tools.render import ROOT, RenderedResource, SecretValue
 
 SCHEMAS_DIR = ROOT / "tests" / "schemas"
-# The team's reference copy beside the repository, which the vendored one must equal.
-SHARED_SCHEMAS_DIR = ROOT.parent / "shared" / "schemas"
 # The newest minor kubernetes-validate ships that GKE's REGULAR channel runs (config default 1.35).
 KUBERNETES_VERSION = "1.35"
 # Groups served by kube-apiserver itself: validated with kubernetes-validate.

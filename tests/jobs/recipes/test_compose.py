@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import pytest
 from omegaconf import OmegaConf
 
@@ -11,7 +14,6 @@ from jobs.recipes.catalogue import RECIPES, RunContext
 from tests.jobs.conftest import REPO
 from tools import verl_snapshot
 
-SHARED_NEMO = REPO.parent / "shared" / "reference-data" / "nemo-rl-v0.4.0"
 VENDORED_NEMO = REPO / "jobs" / "recipes" / "configs" / "nemo-rl-v0.4.0"
 
 
@@ -26,13 +28,18 @@ def test_vendored_nemo_rl_chain_keeps_its_licence_and_the_five_grpo_math_configs
     assert "Apache License" in (VENDORED_NEMO / "LICENSE").read_text()
 
 
-def test_vendored_nemo_rl_chain_equals_the_shared_reference_copy():
-    if not SHARED_NEMO.is_dir():
-        pytest.skip(f"no reference copy at {SHARED_NEMO} to compare with")
-    for vendored in VENDORED_NEMO.rglob("*"):
-        if vendored.is_file():
-            reference = SHARED_NEMO / vendored.relative_to(VENDORED_NEMO)
-            assert reference.read_bytes() == vendored.read_bytes(), vendored.name
+def test_vendored_nemo_rl_chain_is_the_upstream_files_at_v0_4_0():
+    """Each file's SHA-256 (tests/jobs/recipes/nemo-rl-v0.4.0.sha256) was taken when it was
+    copied, after comparing it with NVIDIA-NeMo/RL at tag v0.4.0 (`git show v0.4.0:<path> | cmp`):
+    a config edited by hand fails here."""
+    lines = Path(__file__).with_name("nemo-rl-v0.4.0.sha256").read_text().splitlines()
+    recorded = {name: digest for digest, name in (line.split(maxsplit=1) for line in lines if line)}
+    vendored = {
+        p.relative_to(VENDORED_NEMO).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in VENDORED_NEMO.rglob("*")
+        if p.is_file()
+    }
+    assert vendored == recorded
 
 
 @pytest.mark.frameworks
