@@ -1,8 +1,8 @@
 """The vendored CRD schemas are the upstream files at their tags, byte for byte.
 
-Each file's SHA-256 in tests/schemas/SHA256SUMS was taken when it was copied, after comparing it
-with the upstream file (`git show <tag>:<path> | cmp`, README.md there names each source): a file
-edited by hand, or replaced without its digest, fails here.
+Each file's SHA-256 in tests/schemas/SHA256SUMS was recorded after comparing it with its source
+(README.md there names each and how it was compared): a file edited by hand, or replaced without
+its digest, fails here.
 """
 
 from __future__ import annotations
