@@ -287,6 +287,7 @@ class KubernetesLayer(pulumi.ComponentResource):
                 ray_cluster=names.ray_cluster,
                 namespace_resource=identity.namespace,
                 depends_on=(crd_gate_job,),
+                autoscale=args.ray.autoscale,
             ),
             child,
         )
