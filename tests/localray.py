@@ -50,7 +50,8 @@ FAST_HEALTH = {
 }
 
 
-def _port_is_free(port: int) -> bool:
+def port_is_free(port: int) -> bool:
+    """Whether a socket can bind `port` on 127.0.0.1 right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
             s.bind(("127.0.0.1", port))
@@ -113,7 +114,7 @@ def free_port_range(size: int) -> tuple[int, int]:
     """A run of `size` consecutive free ports, below the kernel's ephemeral range."""
     for _ in range(200):
         start = random.randrange(WORKER_PORTS.start, WORKER_PORTS.stop - size)
-        if all(_port_is_free(p) for p in range(start, start + size)):
+        if all(port_is_free(p) for p in range(start, start + size)):
             return start, start + size - 1
     raise RuntimeError(
         f"no {size} consecutive free ports found in {WORKER_PORTS.start}-{WORKER_PORTS.stop - 1}"

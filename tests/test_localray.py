@@ -31,7 +31,7 @@ def test_a_port_held_by_another_socket_is_never_chosen(monkeypatch: pytest.Monke
         held.bind(("127.0.0.1", 0))
         taken = int(held.getsockname()[1])
         # Only the taken port and one other are on offer: the other must be the one chosen.
-        other = next(p for p in range(10000, 20000) if p != taken and _free(p))
+        other = next(p for p in range(10000, 20000) if p != taken and localray.port_is_free(p))
         monkeypatch.setattr(localray, "OWN_PORTS", [taken, other])
         assert localray.distinct_free_ports(1) == [other]
 
@@ -92,12 +92,3 @@ def test_a_head_whose_gcs_port_was_taken_starts_again_on_new_ports(
         assert localray.dashboard_answers(cluster.dashboard_url)
     finally:
         cluster.stop()
-
-
-def _free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
