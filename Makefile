@@ -99,7 +99,8 @@ test:
 HEAD_RAY_TESTS := tests/jobs/head/test_capacity_probe.py tests/jobs/head/test_node_events.py \
 	tests/jobs/head/test_run_gauges_supervised.py tests/jobs/head/test_early_failure_supervised.py \
 	tests/jobs/head/test_cannot_stage_supervised.py tests/jobs/head/test_node_end_supervised.py \
-	tests/jobs/head/test_survival.py tests/jobs/head/test_scale_up_supervised.py
+	tests/jobs/head/test_survival.py tests/jobs/head/test_scale_up_supervised.py \
+	tests/test_localray.py
 test-image-ray: $(foreach v,$(HEAD_RAY_VERSIONS),.venv-ray-$(v)/.installed)
 	@for v in $(HEAD_RAY_VERSIONS); do \
 	  echo "make test: the head's real-Ray tests under Ray $$v"; \

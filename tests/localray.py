@@ -171,6 +171,19 @@ class LocalRay:
         except OSError:
             return ""
 
+    def start_logs(self) -> str:
+        """All `ray start` printed and every component's own log of this head's sessions: a
+        component that could not bind its port says so in its own file (gcs_server.out,
+        raylet.err, ...), while `ray start` may print only that it exited."""
+        files = [self.log_path, *sorted(self.temp_dir.glob("session_2*/logs/*"))]
+        texts = []
+        for path in files:
+            try:
+                texts.append(path.read_text(errors="replace"))
+            except OSError:
+                continue
+        return "\n".join(texts)
+
 
 def _our_processes(root_pid: int, temp_dir: Path) -> list[psutil.Process]:
     found: dict[int, psutil.Process] = {}
@@ -231,10 +244,10 @@ _RACE_LOST = (
 )
 
 
-def start_failure(tail: str) -> type[RuntimeError]:
-    """StartRaced when a failed `ray start`'s log tail shows a lost start-up race, else
-    RuntimeError (a fault that a second start would only repeat)."""
-    return StartRaced if any(sign in tail for sign in _RACE_LOST) else RuntimeError
+def start_failure(logs: str) -> type[RuntimeError]:
+    """StartRaced when a failed head's logs (`LocalRay.start_logs`) show a lost start-up race,
+    else RuntimeError (a fault that a second start would only repeat)."""
+    return StartRaced if any(sign in logs for sign in _RACE_LOST) else RuntimeError
 
 
 # How many heads `start` tries when a start-up race was lost (see above).
@@ -359,9 +372,9 @@ def _start_once(
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = cluster.log_tail()
+            tail, evidence = cluster.log_tail(), cluster.start_logs()
             cluster.stop()
-            raise start_failure(tail)(f"ray start exited with {proc.returncode}:\n{tail}")
+            raise start_failure(evidence)(f"ray start exited with {proc.returncode}:\n{tail}")
         # The dashboard answers before the head's job agent listens, and a submit in between
         # waits 10 s for it, then fails (job_head.py `submit_job`, Ray 2.60); on a loaded
         # machine that gap is longer, so the head counts as up once both answer.

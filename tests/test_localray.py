@@ -92,3 +92,16 @@ def test_a_head_whose_gcs_port_was_taken_starts_again_on_new_ports(
         assert localray.dashboard_answers(cluster.dashboard_url)
     finally:
         cluster.stop()
+
+
+def test_a_port_race_told_only_in_a_component_s_own_log_is_tried_again(tmp_path) -> None:
+    """`ray start` prints only that the raylet exited; the raylet's own log says why."""
+    temp_dir = tmp_path / "rj-head"
+    logs = temp_dir / "session_2026-12-07_11-00-00_000000_1" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "raylet.err").write_text("bind: Address already in use\n")
+    start_log = tmp_path / "rj-head.start.log"
+    start_log.write_text("Some Ray subprocesses exited unexpectedly:\n  raylet [exit code=1]\n")
+    cluster = localray.LocalRay("http://127.0.0.1:1", temp_dir, None, start_log)  # type: ignore[arg-type]
+    assert localray.start_failure(cluster.log_tail()) is RuntimeError
+    assert localray.start_failure(cluster.start_logs()) is localray.StartRaced
