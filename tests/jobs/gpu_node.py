@@ -189,8 +189,7 @@ class GpuNode:
         too many heartbeats" (not reproduced: 10 of 10 passed here under two CPU burners, the
         killed node declared dead within a second). So no test leaves such a node behind. A head
         that no longer listens has no node to wait for; one that answers late or badly is asked
-        again until `timeout`. (Ray marks a node dead after `health_check_failure_threshold`
-        missed checks: gcs_health_check_manager.cc, Ray 2.46.0.)"""
+        again until `timeout`."""
         self.stop()
         self.log.unlink(missing_ok=True)
         deadline = time.monotonic() + timeout
@@ -211,18 +210,23 @@ class GpuNode:
 
 
 def close_all(nodes: list[GpuNode], timeout: float = 90) -> None:
-    """Stop every node first, then wait for the head to count each dead: a node that outlives
-    its wait raises only after all are stopped, so none is left running."""
-    for node in nodes:
-        node.stop()
-    errors: list[AssertionError] = []
+    """Stop every node first, then wait, within one shared `timeout`, for the head to count each
+    dead: a stop or a wait that fails raises only after every node was stopped and waited for,
+    naming every failure, so none is left running."""
+    errors: list[Exception] = []
     for node in nodes:
         try:
-            node.close(timeout=timeout)
-        except AssertionError as error:
+            node.stop()
+        except Exception as error:  # the next nodes must still be stopped
+            errors.append(error)
+    deadline = time.monotonic() + timeout
+    for node in nodes:
+        try:
+            node.close(timeout=max(deadline - time.monotonic(), 0.0))
+        except Exception as error:  # the next nodes must still be waited for
             errors.append(error)
     if errors:
-        raise errors[0]
+        raise AssertionError("; ".join(f"{type(e).__name__}: {e}" for e in errors))
 
 
 class HeadGone(ConnectionRefusedError):
