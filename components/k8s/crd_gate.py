@@ -18,8 +18,8 @@ passes it fails once, naming every CRD still missing. A RayCluster CRD without `
 `kubectl wait --for=create` over all CRDs at once: it polls only while the lookup error is
 NotFound, and with two or more CRDs missing the builder returns an aggregate error that is not
 NotFound (kubectl wait.go "create" branch; cli-runtime ContinueOnError; apimachinery util/errors
-aggregate has no Is/Unwrap), so it exited 1 at once, exactly when the CRDs were late. The Job fails at most once (backoffLimit 0, restartPolicy
-Never), and `pulumi.com/replaceUnready` makes the next `pulumi up` replace a failed Job instead of
+aggregate has no Is/Unwrap), so it exited 1 at once, exactly when the CRDs were late. The Job
+fails at most once (backoffLimit 0, restartPolicy Never), and `pulumi.com/replaceUnready` makes the next `pulumi up` replace a failed Job instead of
 awaiting it again (pulumi-kubernetes provider/pkg/provider/provider.go Diff, `ReplaceUnready` for
 kind Job; without it "Pulumi will continue to wait for readiness on the next update",
 gen/additionalComments.go replaceUnreadyComment). The script needs bash: the kubectl image is

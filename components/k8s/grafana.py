@@ -289,8 +289,9 @@ def dashboard_config_name(inputs: GrafanaInputs, file_name: str) -> str:
 
 
 def dashboard_manifests(inputs: GrafanaInputs, files: Mapping[str, str]) -> list[dict[str, Any]]:
-    """One ConfigMap per dashboard: a ConfigMap holds at most 1 MiB, which the dashboards
-    together may outgrow (Ray 2.48.0's default dashboard alone is ~90 KB)."""
+    """One ConfigMap per dashboard: each stays under a ConfigMap's 1 MiB whatever the others
+    weigh (Ray 2.48.0's default dashboard is ~90 KB), and a changed dashboard changes only its
+    own ConfigMap, which the plan diff and the preview name."""
     return [
         {
             "apiVersion": "v1",

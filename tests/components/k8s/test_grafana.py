@@ -350,7 +350,7 @@ def _metric_declared(metric: str, python: str, compiled: bytes) -> bool:
     for candidate in candidates:
         if re.search(rf"[\"']{candidate}[\"']|^\s*{candidate}\s*:", python, re.M):
             return True
-        if candidate.encode() + b"\0" in compiled:
+        if b"\0" + candidate.encode() + b"\0" in compiled:
             return True
         for cut in (i for i, c in enumerate(candidate) if c == "_"):
             namespace, short = candidate[:cut], candidate[cut + 1 :]
@@ -381,6 +381,7 @@ def test_a_metric_or_label_only_rays_own_panels_name_is_not_declared() -> None:
     compiled = b"\0raylet_fake_total\0IsRetry\0"
     assert _metric_declared("ray_node_cpu_count", python, compiled)
     assert _metric_declared("ray_raylet_fake_total", python, compiled)
+    assert not _metric_declared("ray_fake_total", python, compiled)
     assert not _metric_declared("ray_fake_metric", python, compiled)
     assert not _metric_declared("ray_cpu_count", python, compiled)
     assert _label_declared("Component", python, compiled)
