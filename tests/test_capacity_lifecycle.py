@@ -407,6 +407,24 @@ TRANSITIONS: dict[str, tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any],
     "on-demand -> static": ((), STATIC),
     "RayCluster change on a stack with running workers": ((), (("idleMinutes", 45),)),
 }
+# Only a stack whose GPU workers scale on demand runs Ray's autoscaler, and only it scrapes the
+# autoscaler's metrics (components/k8s/metrics.py): a scaling change adds or removes that one
+# PodMonitoring, which restarts nothing.
+AUTOSCALER_MONITORING = "PodMonitoring::rl-dev-k8s-metrics-autoscaler-podmonitoring"
+ADDED_REMOVED = {
+    "static -> on-demand": ([AUTOSCALER_MONITORING], []),
+    "on-demand -> static": ([], [AUTOSCALER_MONITORING]),
+    "RayCluster change on a stack with running workers": ([], []),
+}
+
+
+def _ends(resources: list[dict[str, Any]]) -> list[str]:
+    """Each resource as `<kind>::<name>`, from the end of its URN (`...$<type>::<name>`)."""
+    ends = []
+    for resource in resources:
+        type_, name = resource["urn"].split("$")[-1].split("::")
+        ends.append(f"{type_.rsplit(':', 1)[-1]}::{name}")
+    return sorted(ends)
 
 
 @pytest.mark.parametrize("transition", sorted(TRANSITIONS))
@@ -416,7 +434,7 @@ def test_each_transition_of_a_running_stack_restarts_ray_visibly(transition: str
     after = _render("spot", SPOT_TWO, extra=after_extra)
     assert run_policies(after) == [], "the policy pack refuses the transition"
     diff = diff_plans(as_json(before, []), as_json(after, []))
-    assert diff.added == [] and diff.removed == []
+    assert (_ends(diff.added), _ends(diff.removed)) == ADDED_REMOVED[transition]
     assert not any(c.replaces for c in diff.changed)
     assert RAY_CLUSTER in {c.name for c in diff.changed}
     document = preview_between(before, after, diff)
