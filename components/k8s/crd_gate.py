@@ -19,10 +19,11 @@ passes it fails once, naming every CRD still missing. A RayCluster CRD without `
 NotFound, and with two or more CRDs missing the builder returns an aggregate error that is not
 NotFound (kubectl wait.go "create" branch; cli-runtime ContinueOnError; apimachinery util/errors
 aggregate has no Is/Unwrap), so it exited 1 at once, exactly when the CRDs were late. The Job
-fails at most once (backoffLimit 0, restartPolicy Never), and `pulumi.com/replaceUnready` makes the next `pulumi up` replace a failed Job instead of
-awaiting it again (pulumi-kubernetes provider/pkg/provider/provider.go Diff, `ReplaceUnready` for
-kind Job; without it "Pulumi will continue to wait for readiness on the next update",
-gen/additionalComments.go replaceUnreadyComment). The script needs bash: the kubectl image is
+fails at most once (backoffLimit 0, restartPolicy Never), and `pulumi.com/replaceUnready` makes
+the next `pulumi up` replace a failed Job instead of awaiting it again (pulumi-kubernetes
+provider/pkg/provider/provider.go Diff, `ReplaceUnready` for kind Job; without it "Pulumi will
+continue to wait for readiness on the next update", gen/additionalComments.go
+replaceUnreadyComment). The script needs bash: the kubectl image is
 built on debian-base with bash since kubernetes#119592.
 """
 

@@ -26,8 +26,9 @@ SCRAPE_INTERVAL = "30s"
 # Ray's autoscaler serves its own metrics (`autoscaler_active_nodes`, `autoscaler_pending_nodes`,
 # ... which Ray's default dashboard plots) from its process on the head, on all addresses at this
 # port: AUTOSCALER_METRIC_PORT, autoscaler/_private/constants.py L89, served from
-# autoscaler/v2/monitor.py L114-118 `AutoscalerMonitor.__init__` (Ray 2.46.0 and 2.48.0); KubeRay's own
-# head PodMonitor scrapes it as `as-metrics` (config/prometheus/podMonitor.yaml, v1.7.0). No
+# autoscaler/v2/monitor.py L114-118 `AutoscalerMonitor.__init__` (Ray 2.46.0 and 2.48.0);
+# KubeRay's own head PodMonitor scrapes it as `as-metrics` (config/prometheus/podMonitor.yaml,
+# v1.7.0). No
 # container declares it, and none need to: GMP scrapes a numeric port at the pod's IP whether or
 # not a container names it (prometheus-engine v0.15.3 pkg/operator/apis/monitoring/v1/
 # pod_config.go L368-400 `endpointScrapeConfig`), so the RayCluster stays as it is.
