@@ -12,6 +12,10 @@ model key to per-problem answer lists: `{"nemo": {"step_20": {"<question>": ["72
 answer equals the problem's expected answer, as the math environment scores. EVAL_STUB_SLEEP
 seconds between problems lets a test kill it mid-evaluation; EVAL_STUB_FAIL_ON makes it exit 3
 when an argument contains that text (a shard's file, say), as a node lost under it would.
+EVAL_STUB_HOLD names a file: while it exists, the generator actor (EVAL_STUB_RAY=1) holds its GPU
+inside its answer, having written `<file>.held`, so a test kills the node while the generator
+certainly runs on it (a node killed before the actor is placed leaves the actor pending, and
+the evaluation waits for a GPU instead of failing).
 """
 
 from __future__ import annotations
@@ -56,7 +60,11 @@ def _generator() -> Any:
 
     @ray.remote(num_gpus=1, num_cpus=0)
     class Generator:
-        def answer(self, pause: float) -> bool:
+        def answer(self, pause: float, hold: str) -> bool:
+            if hold and os.path.exists(hold):
+                Path(f"{hold}.held").touch()
+                while os.path.exists(hold):
+                    time.sleep(0.1)
             time.sleep(pause)
             return True
 
@@ -70,13 +78,14 @@ def _samples(
     fixture = json.loads(Path(os.environ["EVAL_STUB_ANSWERS"]).read_text())
     answers = fixture[fmt][_model_key(values)]
     pause = float(os.environ.get("EVAL_STUB_SLEEP", "0"))
+    hold = os.environ.get("EVAL_STUB_HOLD", "")
     generator = _generator()
     out = []
     for i, (question, expected) in enumerate(problems):
         if generator is not None:
             import ray
 
-            ray.get(generator.answer.remote(pause))
+            ray.get(generator.answer.remote(pause, hold))
             print(f"stub: answered problem {i + 1} of {len(problems)}", flush=True)
         given = answers.get(question, [])
         for j in range(n):

@@ -15,10 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import ray  # noqa: F401  (makes Ray's vendored psutil importable)
-
-# isort: split
-import psutil  # Ray's vendored copy, importable once `ray` is imported
 from ray.job_submission import JobSubmissionClient
 from typer.testing import CliRunner
 
@@ -27,7 +23,7 @@ from jobs.head import events, pass_k
 from tests import localray
 from tests.jobs import eval_fixture as fx
 from tests.jobs.conftest import wait_until
-from tests.jobs.gpu_node import GpuNode, wait_gpus
+from tests.jobs.gpu_node import GpuNode
 
 pytestmark = pytest.mark.ray
 
@@ -55,6 +51,11 @@ def _python3_shim(folder: Path) -> Path:
     return folder
 
 
+def _hold(lustre: fx.Lustre) -> Path:
+    """While this file exists, the stub's generator holds its GPU inside its answer."""
+    return lustre.root / "generator-hold"
+
+
 @pytest.fixture(scope="module")
 def lustre(tmp_path_factory: pytest.TempPathFactory) -> fx.Lustre:
     return fx.make(tmp_path_factory.mktemp("lustre"), "warmup")
@@ -71,6 +72,7 @@ def head(
         "EVAL_STUB_ANSWERS": str(lustre.answers),
         "EVAL_STUB_RAY": "1",
         "EVAL_STUB_SLEEP": "1.5",
+        "EVAL_STUB_HOLD": str(_hold(lustre)),
         # 5 problems in shards of 2: a kill can fall after a kept shard and before the last.
         "JOBS_EVAL_SHARD_SIZE": "2",
     }
@@ -115,18 +117,6 @@ def _attempt(client: JobSubmissionClient, lustre: fx.Lustre, run: str) -> None:
     wait_until(lambda: client.get_job_status(f"{run}-a1").is_terminal(), 60, "attempt 1 to end")
 
 
-def _kill(node: GpuNode) -> None:
-    assert node.process is not None
-    root = psutil.Process(node.process.pid)
-    for p in [root, *root.children(recursive=True)]:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    node.process.wait(timeout=10)
-    node.process = None
-
-
 def _kept(lustre: fx.Lustre, run: str, shard: int) -> bool:
     return any((lustre.runs / run / "eval" / "parts").glob(f"step_20-*/shard-{shard}.json"))
 
@@ -137,9 +127,8 @@ def test_a_supervised_eval_cut_by_a_lost_node_resumes_and_writes_the_same_bytes(
     run = f"ev-{uuid.uuid4().hex[:8]}"
     _attempt(client, lustre, run)
     node = GpuNode(head, gpus=1)
-    node.start()
     try:
-        wait_gpus(url, 1)
+        node.join()
         ask = ["--step", "20", "--k", "2", "--n", "4", "--runs-root", str(lustre.runs)]
         code, out, err = cli("eval", run, *ask, "--follow", "--address", url)
         assert code == 0, out + err
@@ -164,13 +153,20 @@ def test_a_supervised_eval_cut_by_a_lost_node_resumes_and_writes_the_same_bytes(
         assert code == 0, out + err
         name, cut = f"{run}-eval-2", f"{run}-eval-2-a1"
         wait_until(lambda: _kept(lustre, run, 1), 180, "shard 1 kept")
+        # The kill falls while a later shard's generator holds the GPU: one killed before its
+        # actor is placed would wait, pending, for the node to come back rather than fail.
+        hold = _hold(lustre)
+        hold.touch()
+        held = hold.with_name(f"{hold.name}.held")
+        wait_until(held.exists, 180, "a later shard's generator on the GPU node")
         assert not _kept(lustre, run, 3)
-        _kill(node)
+        node.kill()
+        hold.unlink()
+        held.unlink()
         wait_until(lambda: client.get_job_status(cut).is_terminal(), 180, "the cut try to end")
         assert not result.exists()
 
-        node.start()
-        wait_gpus(url, 1)
+        node.join()
         sup = f"{name}-s1"
         wait_until(lambda: client.get_job_status(sup).is_terminal(), 300, "the eval's end")
         recs = events.parse(client.get_job_logs(sup))
@@ -258,9 +254,8 @@ def test_a_run_submitted_with_eval_at_end_queues_its_eval_when_it_succeeds(
         RECIPES["verl-grpo-gsm8k"], attempt, str(lustre.runs), None, "c0ffee", None
     )
     node = GpuNode(head, gpus=1)
-    node.start()
     try:
-        wait_gpus(url, 1)
+        node.join()
         handed = handoff.hand_off(
             Dashboard(url),
             attempt,

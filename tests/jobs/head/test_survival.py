@@ -95,16 +95,7 @@ def _stop_everything(head: localray.LocalRay) -> None:
 def preempt(head: localray.LocalRay, nodes: list[GpuNode], replace: bool = True) -> None:
     """SIGKILL the GPU raylet's whole tree (a reclaimed VM says no goodbye), and start its
     replacement at once (`replace`): it joins within seconds, before the attempt has failed."""
-    node = nodes[-1]
-    assert node.process is not None
-    root = psutil.Process(node.process.pid)
-    for p in [root, *root.children(recursive=True)]:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    node.process.wait(timeout=10)
-    node.process = None
+    nodes[-1].kill()
     if not replace:
         return
     replacement = GpuNode(head, gpus=2)
