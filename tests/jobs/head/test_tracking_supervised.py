@@ -13,10 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import ray  # noqa: F401  (makes Ray's vendored psutil importable)
-
-# isort: split
-import psutil  # Ray's vendored copy, importable once `ray` is imported
 from typer.testing import CliRunner
 
 from jobs.cli.app import app
@@ -118,16 +114,7 @@ def _stop_runs(head: localray.LocalRay) -> None:
 
 def _preempt(head: localray.LocalRay, nodes: list[GpuNode]) -> None:
     """SIGKILL the GPU raylet's tree (a reclaimed VM says no goodbye) and join a replacement."""
-    node = nodes[-1]
-    assert node.process is not None
-    root = psutil.Process(node.process.pid)
-    for p in [root, *root.children(recursive=True)]:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    node.process.wait(timeout=10)
-    node.process = None
+    nodes[-1].kill()
     replacement = GpuNode(head, gpus=2)
     nodes.append(replacement)
     replacement.join(timeout=180)
