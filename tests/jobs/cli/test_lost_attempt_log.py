@@ -130,7 +130,7 @@ def test_an_attempt_whose_log_died_with_its_node_leaves_the_run_readable(head, t
         assert list(view["unreadable_logs"]) == [f"{run}-a1"]
         assert "lost with its node" in view["unreadable_logs"][f"{run}-a1"]
 
-        second.start()
+        second.join(timeout=180)
         wait_until(lambda: "finished" in events(root, run), 300, "the run's end")
         after = read_every_way(url, root, run, report)
         for label, (code, text) in after.items():

@@ -94,13 +94,16 @@ def _stop_everything(head: localray.LocalRay) -> None:
 
 def preempt(head: localray.LocalRay, nodes: list[GpuNode], replace: bool = True) -> None:
     """SIGKILL the GPU raylet's whole tree (a reclaimed VM says no goodbye), and start its
-    replacement at once (`replace`): it joins within seconds, before the attempt has failed."""
+    replacement at once (`replace`), returning once the cluster counts the replacement's GPUs.
+    Its `ray start` is started again if it gave up: on a loaded machine it can time out joining
+    ("The current node timed out during startup", node.py), and the run would wait for GPUs
+    that never come (seen here under two suites on two cores)."""
     nodes[-1].kill()
     if not replace:
         return
     replacement = GpuNode(head, gpus=2)
     nodes.append(replacement)
-    replacement.start()
+    replacement.join(timeout=180)
 
 
 def gpu_script(d: Path, succeed_from: int, crash_from: int = 10**6) -> str:
@@ -662,7 +665,7 @@ def test_a_run_without_gpus_waits_out_a_stockout_after_a_preemption(head, gpu, t
     assert finished(root, run) is None, [r["message"] for r in record(root, run)]
     back = GpuNode(head, gpus=2)
     gpu.append(back)
-    back.start()
+    back.join(timeout=180)
     wait_until(lambda: finished(root, run) is not None, 300, "the run's end")
     recs = record(root, run)
     assert finished(root, run)["event"] == "finished", [r["message"] for r in recs]
