@@ -124,19 +124,6 @@ except Exception: sys.exit(1)
 """
 
 
-def kill_tree(node: Any) -> None:
-    import psutil
-
-    root = psutil.Process(node.process.pid)
-    for p in [root, *root.children(recursive=True)]:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    node.process.wait(timeout=10)
-    node.process = None
-
-
 def _alive_gpu_node_ids(dashboard_url: str) -> set[str]:
     from jobs.head import node_events
 
@@ -157,7 +144,7 @@ def preemption_latency(
         time.sleep(0.05)
     lost = _alive_gpu_node_ids(head.dashboard_url)
     killed = time.time()
-    kill_tree(nodes[-1])
+    nodes[-1].kill()
     nodes.append(GpuNode(head, gpus=2))
     nodes[-1].start()
     dead_after: float | None = None
