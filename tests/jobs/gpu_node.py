@@ -139,8 +139,9 @@ class GpuNode:
     def join(self, timeout: float = 90) -> None:
         """Start the raylet and wait until the cluster counts its GPUs. A `ray start` that gave up
         joining is started again (up to JOIN_ATTEMPTS): on a loaded machine the new node's first
-        GCS read can pass its deadline, and `ray start` then exits ("Failed to get node info b'RPC
-        error: Deadline Exceeded'", node.py, Ray 2.60), which is a timing of this machine."""
+        GCS read can pass its deadline, or its raylet its start-up window, and `ray start` then
+        exits ("Failed to get node info b'RPC error: Deadline Exceeded'" or "The current node
+        timed out during startup", node.py, Ray 2.60), which is a timing of this machine."""
         deadline = time.monotonic() + timeout
         self.start()
         starts = 1
